@@ -1,0 +1,1 @@
+//! Scenario files for gantry; see tests/scenarios.rs.

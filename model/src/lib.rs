@@ -1,0 +1,44 @@
+//! gantry's data model: the ShenYu wire types shared by the admin, the gateway and the harness.
+//!
+//! Every type here serialises with exactly ShenYu's JSON field names (including the `loged`
+//! typo on rules and the admin DTOs) and reads both of ShenYu's JSON dialects: Gson's (null
+//! fields omitted, `=` escaped as `\u003d`) and Jackson's (null fields written out). Missing
+//! fields take ShenYu's defaults.
+//!
+//! The entry points are the data types ([`PluginData`], [`SelectorData`], [`RuleData`],
+//! [`MetaData`], [`AppAuthData`]), the sync envelopes ([`WebsocketData`], [`DataEvent`]) and
+//! [`ConfigSet::digest`], the canonical content digest that admin and gateway compute alike.
+
+mod admin_api;
+mod app_auth;
+mod condition;
+mod de;
+mod digest;
+mod event;
+mod gateway_error;
+mod handle;
+mod meta;
+mod plugin;
+mod rule;
+mod selector;
+mod sync_mode;
+
+pub use admin_api::{
+    AdminResult, BatchIds, BatchEnabled, CommonPager, ConditionDto, LoginRequest, LoginResponse,
+    PageParameter, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo, admin_code,
+};
+pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
+pub use condition::{ConditionData, Operator, ParamType, UnknownName};
+pub use digest::{ConfigSet, DigestReport};
+pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketData};
+pub use gateway_error::GatewayError;
+pub use handle::{DivideRuleHandle, DivideUpstream, LoadBalance, RetryStrategy};
+pub use meta::MetaData;
+pub use plugin::{BuiltinPlugin, PluginData, BUILTIN_PLUGINS};
+pub use rule::RuleData;
+pub use selector::{MatchMode, SelectorData, SelectorType};
+pub use sync_mode::SyncMode;
+
+/// ShenYu's default namespace id (`SYS_DEFAULT_NAMESPACE_ID`). gantry follows ShenYu 2.6.0 and
+/// has no namespaces; data carries this id where a shape has the field.
+pub const DEFAULT_NAMESPACE_ID: &str = "649330b6-c2d7-4edc-be8e-8a54df9eb385";
