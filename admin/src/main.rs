@@ -1,1 +1,105 @@
-fn main() {}
+//! `gantry-admin`: the admin binary. Parses flags, starts tracing, binds, prints the
+//! `listening on` line and runs [`admin::serve`] until SIGINT, SIGTERM or (optionally) stdin EOF.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use tokio::io::AsyncReadExt;
+
+/// gantry's reference admin: ShenYu-compatible REST API, SQLite storage, sync publishers.
+#[derive(Debug, Parser)]
+#[command(name = "gantry-admin", version)]
+struct Cli {
+    /// Address to bind.
+    #[arg(long, env = "GANTRY_ADMIN_BIND", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    bind: IpAddr,
+    /// Port to listen on (0 picks a free port).
+    #[arg(long, env = "GANTRY_ADMIN_PORT", default_value_t = 9095)]
+    port: u16,
+    /// SQLite database file (created if missing) or `:memory:`.
+    #[arg(long, env = "GANTRY_ADMIN_DB", default_value = "gantry-admin.db")]
+    db: String,
+    /// Comma-separated sync publishers (`websocket`).
+    #[arg(long, env = "GANTRY_ADMIN_SYNC", default_value = "websocket")]
+    sync: String,
+    /// Admin user name.
+    #[arg(long, env = "GANTRY_ADMIN_USERNAME", default_value = "admin")]
+    username: String,
+    /// Admin password.
+    #[arg(long, env = "GANTRY_ADMIN_PASSWORD", default_value = admin::DEFAULT_PASSWORD, hide_env_values = true)]
+    password: String,
+    /// Login token lifetime in milliseconds.
+    #[arg(long, env = "GANTRY_ADMIN_TOKEN_TTL_MS", default_value_t = 86_400_000)]
+    token_ttl_ms: u64,
+    /// Shut down gracefully when stdin reaches EOF (for supervised children).
+    #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
+    exit_on_stdin_eof: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let config = admin::Config {
+        db: cli.db,
+        sync: admin::parse_sync_modes(&cli.sync)?,
+        username: cli.username,
+        password: cli.password,
+        token_ttl: Duration::from_millis(cli.token_ttl_ms),
+    };
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
+        .await
+        .with_context(|| format!("cannot bind {}:{}", cli.bind, cli.port))?;
+    let addr = listener.local_addr()?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on http://{addr}")?;
+    stdout.flush()?;
+    drop(stdout);
+    admin::serve(listener, config, shutdown_signal(cli.exit_on_stdin_eof)).await
+}
+
+/// Completes on SIGINT, SIGTERM or, with `stdin_eof`, when stdin ends or fails.
+async fn shutdown_signal(stdin_eof: bool) {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let eof = async {
+        if !stdin_eof {
+            return std::future::pending::<()>().await;
+        }
+        let mut stdin = tokio::io::stdin();
+        let mut buf = [0u8; 1024];
+        while let Ok(n @ 1..) = stdin.read(&mut buf).await {
+            tracing::trace!(bytes = n, "ignoring stdin input");
+        }
+        tracing::info!("stdin closed");
+    };
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+        () = eof => {}
+    }
+}

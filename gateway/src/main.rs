@@ -1,1 +1,107 @@
-fn main() {}
+//! `gantry-gateway`: the reference gateway binary. Parses flags, starts tracing on stderr,
+//! binds, prints `listening on http://ip:port` and runs [`gateway::serve`] until SIGINT,
+//! SIGTERM or (with `--exit-on-stdin-eof`) the end of stdin.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+
+use anyhow::Context;
+use clap::Parser;
+use model::SyncMode;
+use tokio::io::AsyncReadExt;
+
+/// gantry's reference gateway (ShenYu-compatible divide routing).
+#[derive(Debug, Parser)]
+#[command(name = "gantry-gateway", version)]
+struct Args {
+    /// Address to bind.
+    #[arg(long, env = "GANTRY_GATEWAY_BIND", default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Port to bind (0 picks a free one).
+    #[arg(long, env = "GANTRY_GATEWAY_PORT", default_value_t = 9195)]
+    port: u16,
+    /// Sync mode (websocket).
+    #[arg(long, env = "GANTRY_GATEWAY_SYNC", default_value = "websocket")]
+    sync: SyncMode,
+    /// Admin base URLs, comma-separated.
+    #[arg(
+        long,
+        env = "GANTRY_GATEWAY_ADMIN_URL",
+        default_value = "http://127.0.0.1:9095",
+        value_delimiter = ','
+    )]
+    admin_url: Vec<String>,
+    /// Shut down gracefully when stdin reaches EOF or fails.
+    #[arg(long, env = "GANTRY_GATEWAY_EXIT_ON_STDIN_EOF")]
+    exit_on_stdin_eof: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+
+    let config = gateway::Config {
+        sync: args.sync,
+        admin_urls: args
+            .admin_url
+            .into_iter()
+            .filter(|u| !u.trim().is_empty())
+            .collect(),
+    };
+    config.check()?;
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))
+        .await
+        .with_context(|| format!("cannot bind {}:{}", args.bind, args.port))?;
+    let addr = listener.local_addr()?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on http://{addr}")?;
+        stdout.flush()?;
+    }
+    gateway::serve(listener, config, shutdown_signal(args.exit_on_stdin_eof)).await
+}
+
+async fn shutdown_signal(watch_stdin: bool) {
+    let stdin_eof = async {
+        if watch_stdin {
+            let mut stdin = tokio::io::stdin();
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = stdin.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            tracing::info!("stdin closed; shutting down");
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = stdin_eof => {}
+        () = ctrl_c => tracing::info!("SIGINT; shutting down"),
+        () = terminate => tracing::info!("SIGTERM; shutting down"),
+    }
+}

@@ -1,0 +1,68 @@
+//! The REST API: one module per resource, merged here.
+
+pub(crate) mod actuator;
+pub(crate) mod plugin;
+pub(crate) mod rule;
+pub(crate) mod selector;
+
+use model::{CommonPager, ConditionData, ConditionDto, PageParameter};
+use serde::Deserialize;
+
+use crate::error::{ApiError, query_param};
+
+/// ShenYu's default page size.
+const DEFAULT_PAGE_SIZE: i64 = 12;
+
+/// The paging part of a list query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Paging {
+    current_page: Option<String>,
+    page_size: Option<String>,
+}
+
+impl Paging {
+    /// The requested page of `items`.
+    pub(crate) fn page<T>(&self, items: Vec<T>) -> Result<CommonPager<T>, ApiError> {
+        let current_page =
+            query_param::<i64>("currentPage", self.current_page.as_deref())?.unwrap_or(1);
+        let page_size =
+            query_param::<i64>("pageSize", self.page_size.as_deref())?.unwrap_or(DEFAULT_PAGE_SIZE);
+        if current_page < 1 {
+            return Err(ApiError::field("currentPage", "must be >= 1"));
+        }
+        if page_size < 1 {
+            return Err(ApiError::field("pageSize", "must be >= 1"));
+        }
+        let total = i64::try_from(items.len()).unwrap_or(i64::MAX);
+        let page = PageParameter::new(current_page, page_size, total);
+        let offset = usize::try_from(page.offset).unwrap_or(usize::MAX);
+        let size = usize::try_from(page.page_size).unwrap_or(usize::MAX);
+        let data_list = items.into_iter().skip(offset).take(size).collect();
+        Ok(CommonPager { page, data_list })
+    }
+}
+
+/// Whether `name` matches a list filter (absent or empty matches everything).
+pub(crate) fn name_matches(filter: Option<&str>, name: &str) -> bool {
+    filter
+        .map(str::trim)
+        .is_none_or(|f| f.is_empty() || name.contains(f))
+}
+
+/// A stored condition as the admin shows it.
+pub(crate) fn condition_vo(c: &ConditionData) -> ConditionDto {
+    ConditionDto {
+        param_type_name: Some(c.param_type.clone()),
+        operator_name: Some(c.operator.clone()),
+        ..ConditionDto::new(&c.param_type, &c.operator, &c.param_name, &c.param_value)
+    }
+}
+
+/// The ids of a batch request.
+pub(crate) fn batch_ids(ids: Option<Vec<String>>) -> Result<Vec<String>, ApiError> {
+    match ids {
+        Some(ids) if !ids.is_empty() => Ok(ids),
+        _ => Err(ApiError::field("ids", "must not be empty")),
+    }
+}

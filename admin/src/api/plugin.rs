@@ -1,0 +1,90 @@
+//! `/plugin`: list, detail, enable.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use model::{AdminResult, BatchEnabled, CommonPager, PluginVo};
+use serde::Deserialize;
+
+use super::{Paging, batch_ids, name_matches};
+use crate::error::{AdminJson, AdminQuery, ApiError, ok, query_param};
+use crate::service::Admin;
+use crate::store::PluginRecord;
+
+fn vo(p: PluginRecord) -> PluginVo {
+    PluginVo {
+        id: p.id,
+        name: p.name,
+        role: p.role,
+        sort: p.sort,
+        enabled: p.enabled,
+        config: p.config,
+        date_created: p.date_created,
+        date_updated: p.date_updated,
+    }
+}
+
+/// Query of `GET /plugin`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct PluginQuery {
+    name: Option<String>,
+    enabled: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
+}
+
+/// `GET /plugin`.
+pub(crate) async fn list(
+    State(admin): State<Arc<Admin>>,
+    AdminQuery(query): AdminQuery<PluginQuery>,
+) -> Result<Json<AdminResult<CommonPager<PluginVo>>>, ApiError> {
+    let enabled = query_param::<bool>("enabled", query.enabled.as_deref())?;
+    let plugins = admin
+        .store()
+        .plugins()
+        .await?
+        .into_iter()
+        .filter(|p| name_matches(query.name.as_deref(), &p.name))
+        .filter(|p| enabled.is_none_or(|e| p.enabled == e))
+        .map(vo)
+        .collect();
+    Ok(ok("query success", query.paging.page(plugins)?))
+}
+
+/// `GET /plugin/all`.
+pub(crate) async fn all(
+    State(admin): State<Arc<Admin>>,
+) -> Result<Json<AdminResult<Vec<PluginVo>>>, ApiError> {
+    let plugins = admin.store().plugins().await?.into_iter().map(vo).collect();
+    Ok(ok("query success", plugins))
+}
+
+/// `GET /plugin/{id}`.
+pub(crate) async fn detail(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<String>,
+) -> Result<Json<AdminResult<PluginVo>>, ApiError> {
+    let plugin = admin
+        .store()
+        .plugin(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("plugin `{id}` does not exist")))?;
+    Ok(ok("detail success", vo(plugin)))
+}
+
+/// `POST /plugin/enabled`.
+pub(crate) async fn enabled(
+    State(admin): State<Arc<Admin>>,
+    AdminJson(body): AdminJson<BatchEnabled>,
+) -> Result<Json<AdminResult<()>>, ApiError> {
+    let ids = batch_ids(body.ids)?;
+    let enabled = body
+        .enabled
+        .ok_or_else(|| ApiError::field("enabled", "must not be null"))?;
+    admin.enable_plugins(&ids, enabled).await?;
+    Ok(Json(AdminResult {
+        data: None,
+        ..AdminResult::success("enable success", ())
+    }))
+}

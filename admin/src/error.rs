@@ -1,0 +1,173 @@
+//! [`ApiError`], the one error type of the REST API, and the extractors whose rejection it is
+//! ([`AdminJson`], [`AdminQuery`]).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use model::{AdminResult, admin_code};
+use serde::de::DeserializeOwned;
+
+use crate::store::StoreError;
+
+/// A failed REST call. Its response is ShenYu's `{code, message, data: null}` envelope with a
+/// real HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApiError {
+    /// Bad input: HTTP 400, code 500; the message names the field.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Missing, invalid or expired token, or a wrong login: HTTP 401, code 600.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Unknown id or path: HTTP 404, code 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// A known path with the wrong method: HTTP 405, code 500.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// Storage failure: HTTP 500, code 500.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ApiError {
+    /// A bad-input error for `field`.
+    pub(crate) fn field(field: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
+        ApiError::BadRequest(format!("{field}: {message}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = match &self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, admin_code::ERROR),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, admin_code::TOKEN_ERROR),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, admin_code::NOT_FOUND),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, admin_code::ERROR),
+            ApiError::Store(e) => {
+                tracing::error!(error = %e, "storage failure");
+                (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
+            }
+        };
+        (
+            status,
+            Json(AdminResult::<()>::error(code, self.to_string())),
+        )
+            .into_response()
+    }
+}
+
+/// A success envelope.
+pub(crate) fn ok<T>(message: &str, data: T) -> Json<AdminResult<T>> {
+    Json(AdminResult::success(message, data))
+}
+
+/// A JSON body. A body that is not JSON, or whose shape is wrong, is an [`ApiError`] naming
+/// the path of the offending field (`sort: invalid type: string "x", expected i32`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AdminJson<T>(pub(crate) T);
+
+impl<S, T> FromRequest<S> for AdminJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(format!("cannot read the request body: {e}")))?;
+        parse_json(&bytes).map(AdminJson)
+    }
+}
+
+/// Parses a JSON body, naming the failing field.
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| json_error(&e.path().to_string(), e.inner()))?;
+    de.end().map_err(|e| json_error(".", &e))?;
+    Ok(value)
+}
+
+fn json_error(path: &str, inner: &serde_json::Error) -> ApiError {
+    // serde_json ends its messages with the position; the field path is more useful.
+    let mut message = inner.to_string();
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    if inner.is_data() && message.ends_with(&position) {
+        message.truncate(message.len() - position.len());
+    }
+    if inner.is_data() && path != "." {
+        ApiError::BadRequest(format!("{path}: {message}"))
+    } else {
+        ApiError::BadRequest(format!("invalid JSON body: {message}"))
+    }
+}
+
+/// Query-string parameters; a malformed query string is an [`ApiError`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AdminQuery<T>(pub(crate) T);
+
+impl<S, T> FromRequestParts<S> for AdminQuery<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Query(value) = Query::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        Ok(AdminQuery(value))
+    }
+}
+
+/// Parses an optional query parameter; absent or empty means `None`.
+pub(crate) fn query_param<T>(name: &str, value: Option<&str>) -> Result<Option<T>, ApiError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|e| ApiError::field(name, format!("`{v}`: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::SelectorDto;
+
+    fn message(body: &str) -> String {
+        parse_json::<SelectorDto>(body.as_bytes())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn json_errors_name_the_field() {
+        assert_eq!(
+            message(r#"{"sort":"x"}"#),
+            r#"sort: invalid type: string "x", expected i32"#
+        );
+        assert_eq!(
+            message(r#"{"selectorConditions":[{},{"operator":5}]}"#),
+            "selectorConditions[1].operator: invalid type: integer `5`, expected a string"
+        );
+        assert!(
+            message("{nope").starts_with("invalid JSON body: "),
+            "{}",
+            message("{nope")
+        );
+        assert!(message(r#"{} x"#).starts_with("invalid JSON body: "));
+    }
+}

@@ -1,0 +1,575 @@
+//! The REST API in process: `app()` on an in-memory store, driven with `oneshot`.
+
+mod common;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::{rule_body, selector_body};
+use http_body_util::BodyExt;
+use model::{ConfigGroup, DataEvent, DataEventType, EventPayload};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::{self, error::TryRecvError};
+use tower::ServiceExt;
+
+struct Api {
+    router: Router,
+    state: admin::AppState,
+    token: Option<String>,
+}
+
+impl Api {
+    async fn new() -> Api {
+        let state = admin::AppState::new(&admin::Config::new(":memory:"))
+            .await
+            .unwrap();
+        let mut api = Api {
+            router: admin::app(state.clone()),
+            state,
+            token: None,
+        };
+        let (status, body) = api
+            .call(
+                Method::POST,
+                "/platform/login",
+                Some(json!({"userName":"admin","password":"123456"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        api.token = Some(body["data"]["token"].as_str().unwrap().to_owned());
+        api
+    }
+
+    async fn raw(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Body,
+        token: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.header("X-Access-Token", token);
+        }
+        let response = self
+            .router
+            .clone()
+            .oneshot(request.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            panic!(
+                "{uri}: body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&bytes)
+            )
+        });
+        (status, value)
+    }
+
+    async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+        self.raw(method, uri, body, self.token.as_deref()).await
+    }
+
+    async fn ok(&self, method: Method, uri: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method, uri, body).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {value}");
+        assert_eq!(value["code"], 200, "{uri}: {value}");
+        value
+    }
+
+    async fn selector_count(&self) -> u64 {
+        let page = self
+            .ok(
+                Method::GET,
+                "/selector?pluginId=5&currentPage=1&pageSize=12",
+                None,
+            )
+            .await;
+        page["data"]["page"]["totalCount"].as_u64().unwrap()
+    }
+
+    async fn rule_count(&self) -> u64 {
+        let page = self.ok(Method::GET, "/rule", None).await;
+        page["data"]["page"]["totalCount"].as_u64().unwrap()
+    }
+
+    async fn create_selector(&self, name: &str) -> String {
+        let body = self
+            .ok(Method::POST, "/selector", Some(selector_body(name)))
+            .await;
+        assert_eq!(body["message"], "create success");
+        body["data"].as_str().unwrap().to_owned()
+    }
+}
+
+fn assert_bad_request(status: StatusCode, body: &Value, message_start: &str) {
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["code"], 500, "{body}");
+    assert!(body["data"].is_null(), "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(message_start),
+        "expected `{message_start}...`, got `{message}`"
+    );
+}
+
+fn next_event(events: &mut broadcast::Receiver<DataEvent>) -> DataEvent {
+    events.try_recv().expect("an event was published")
+}
+
+#[tokio::test]
+async fn login_checks_the_password() {
+    let api = Api::new().await;
+    let (status, body) = api
+        .call(
+            Method::POST,
+            "/platform/login",
+            Some(json!({"userName":"admin","password":"123456"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["message"], "login dashboard user success");
+    let token = body["data"]["token"].as_str().unwrap();
+    assert_eq!(token.len(), 64);
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(body["data"]["expiredTime"], 86_400_000);
+    assert_eq!(body["data"]["userName"], "admin");
+
+    let (status, body) = api
+        .call(
+            Method::POST,
+            "/platform/login",
+            Some(json!({"userName":"admin","password":"nope"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["code"], 600);
+    assert!(body["data"].is_null());
+}
+
+#[tokio::test]
+async fn rest_endpoints_need_a_valid_token() {
+    let api = Api::new().await;
+    for token in [None, Some("bad"), Some("")] {
+        let (status, body) = api
+            .raw(Method::GET, "/selector?pluginId=5", Body::empty(), token)
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{token:?}");
+        assert_eq!(
+            body,
+            json!({"code": 600, "message": "token is error", "data": null})
+        );
+    }
+    let (status, _) = api
+        .raw(
+            Method::POST,
+            "/selector",
+            Body::from(selector_body("x").to_string()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        api.selector_count().await,
+        0,
+        "an unauthorised create stores nothing"
+    );
+
+    let token = api.token.clone().unwrap();
+    let uri = format!("/plugin/all?X-Access-Token={token}");
+    let (status, _) = api.raw(Method::GET, &uri, Body::empty(), None).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the token may come as a query parameter"
+    );
+
+    let (status, body) = api
+        .raw(Method::GET, "/actuator/health", Body::empty(), None)
+        .await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (StatusCode::OK, Some("UP"))
+    );
+    let (status, body) = api
+        .raw(Method::GET, "/actuator/digest", Body::empty(), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["plugins"], model::BUILTIN_PLUGINS.len());
+    assert_eq!(body["digest"].as_str().unwrap().len(), 64);
+}
+
+#[tokio::test]
+async fn plugins_list_and_enable() {
+    let api = Api::new().await;
+    let mut events = api.state.subscribe();
+    let all = api.ok(Method::GET, "/plugin/all", None).await;
+    assert_eq!(
+        all["data"].as_array().unwrap().len(),
+        model::BUILTIN_PLUGINS.len()
+    );
+
+    let page = api
+        .ok(
+            Method::GET,
+            "/plugin?name=divide&enabled=&currentPage=1&pageSize=12",
+            None,
+        )
+        .await;
+    assert_eq!(page["message"], "query success");
+    assert_eq!(page["data"]["page"]["totalCount"], 1);
+    assert_eq!(page["data"]["dataList"][0]["id"], "5");
+    assert_eq!(page["data"]["dataList"][0]["enabled"], true);
+
+    let body = api
+        .ok(
+            Method::POST,
+            "/plugin/enabled",
+            Some(json!({"ids":["5"],"enabled":false})),
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"code":200,"message":"enable success","data":null})
+    );
+    let detail = api.ok(Method::GET, "/plugin/5", None).await;
+    assert_eq!(detail["message"], "detail success");
+    assert_eq!(detail["data"]["enabled"], false);
+    let event = next_event(&mut events);
+    assert_eq!(
+        (event.group(), event.event_type),
+        (ConfigGroup::Plugin, DataEventType::Update)
+    );
+    let EventPayload::Plugin(plugins) = event.payload else {
+        panic!("plugin payload")
+    };
+    assert_eq!(
+        (plugins[0].name.as_str(), plugins[0].enabled),
+        ("divide", false)
+    );
+
+    let (status, body) = api
+        .call(
+            Method::POST,
+            "/plugin/enabled",
+            Some(json!({"ids":["5","999"],"enabled":true})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::NOT_FOUND, Some(404))
+    );
+    assert_eq!(
+        api.ok(Method::GET, "/plugin/5", None).await["data"]["enabled"],
+        false,
+        "all or nothing"
+    );
+    assert!(matches!(events.try_recv(), Err(TryRecvError::Empty)));
+    let (status, _) = api.call(Method::GET, "/plugin/999", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn selector_crud() {
+    let api = Api::new().await;
+    let mut events = api.state.subscribe();
+    let id = api.create_selector("/http").await;
+    assert_eq!(id.len(), 19);
+    assert!(id.bytes().all(|b| b.is_ascii_digit()));
+
+    let event = next_event(&mut events);
+    assert_eq!(
+        (event.group(), event.event_type),
+        (ConfigGroup::Selector, DataEventType::Update)
+    );
+    let EventPayload::Selector(data) = &event.payload else {
+        panic!("selector payload")
+    };
+    assert_eq!(data[0].id, id);
+    assert_eq!(data[0].plugin_name, "divide");
+    assert_eq!(
+        data[0].namespace_id.as_deref(),
+        Some(model::DEFAULT_NAMESPACE_ID)
+    );
+
+    let detail = api.ok(Method::GET, &format!("/selector/{id}"), None).await;
+    assert_eq!(detail["message"], "detail success");
+    assert_eq!(detail["data"]["name"], "/http");
+    assert_eq!(detail["data"]["typeName"], "custom");
+    assert_eq!(
+        detail["data"]["selectorConditions"][0]["operator"],
+        "startsWith"
+    );
+
+    let mut changed = selector_body("/http2");
+    changed["sort"] = json!(7);
+    let body = api
+        .ok(Method::PUT, &format!("/selector/{id}"), Some(changed))
+        .await;
+    assert_eq!(
+        body,
+        json!({"code":200,"message":"update success","data":1})
+    );
+    let event = next_event(&mut events);
+    let EventPayload::Selector(data) = &event.payload else {
+        panic!("selector payload")
+    };
+    assert_eq!((data[0].name.as_str(), data[0].sort), ("/http2", 7));
+    assert_eq!(data[0].before_condition_list[0].param_value, "/http/");
+
+    api.create_selector("/other").await;
+    next_event(&mut events);
+    let page = api
+        .ok(
+            Method::GET,
+            "/selector?pluginId=5&name=http2&currentPage=1&pageSize=12",
+            None,
+        )
+        .await;
+    assert_eq!(page["data"]["page"]["totalCount"], 1);
+    assert_eq!(page["data"]["dataList"][0]["id"], id.as_str());
+    let page = api
+        .ok(
+            Method::GET,
+            "/selector?pluginId=5&currentPage=2&pageSize=1",
+            None,
+        )
+        .await;
+    assert_eq!(page["data"]["page"]["totalPage"], 2);
+    assert_eq!(page["data"]["dataList"].as_array().unwrap().len(), 1);
+
+    api.ok(Method::POST, "/rule", Some(rule_body(&id, "r")))
+        .await;
+    next_event(&mut events);
+    let body = api
+        .ok(
+            Method::DELETE,
+            "/selector/batch",
+            Some(json!({"ids":[id, "123"]})),
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"code":200,"message":"delete success","data":1})
+    );
+    let deleted = next_event(&mut events);
+    assert_eq!(
+        (deleted.group(), deleted.event_type),
+        (ConfigGroup::Selector, DataEventType::Delete)
+    );
+    let rules = next_event(&mut events);
+    assert_eq!(
+        (rules.group(), rules.event_type, rules.len()),
+        (ConfigGroup::Rule, DataEventType::Delete, 1)
+    );
+    assert_eq!(api.selector_count().await, 1);
+    assert_eq!(api.rule_count().await, 0, "the selector's rules went too");
+    let (status, body) = api
+        .call(Method::GET, &format!("/selector/{id}"), None)
+        .await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::NOT_FOUND, Some(404))
+    );
+    let (status, _) = api
+        .call(
+            Method::PUT,
+            &format!("/selector/{id}"),
+            Some(selector_body("x")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn rule_crud() {
+    let api = Api::new().await;
+    let selector = api.create_selector("/http").await;
+    let mut events = api.state.subscribe();
+    let body = api
+        .ok(
+            Method::POST,
+            "/rule",
+            Some(rule_body(&selector, "/http/order")),
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"code":200,"message":"create success","data":1})
+    );
+    let event = next_event(&mut events);
+    assert_eq!(
+        (event.group(), event.event_type),
+        (ConfigGroup::Rule, DataEventType::Update)
+    );
+    let EventPayload::Rule(data) = &event.payload else {
+        panic!("rule payload")
+    };
+    assert_eq!(
+        (data[0].plugin_name.as_str(), data[0].selector_id.as_str()),
+        ("divide", selector.as_str())
+    );
+
+    let page = api
+        .ok(
+            Method::GET,
+            &format!("/rule?selectorId={selector}&name=&currentPage=1&pageSize=12"),
+            None,
+        )
+        .await;
+    assert_eq!(page["data"]["page"]["totalCount"], 1);
+    let id = page["data"]["dataList"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        page["data"]["dataList"][0]["ruleConditions"][0]["paramValue"],
+        "/http/order"
+    );
+
+    let mut changed = rule_body(&selector, "/http/order2");
+    changed["sort"] = json!(3);
+    api.ok(Method::PUT, &format!("/rule/{id}"), Some(changed))
+        .await;
+    let detail = api.ok(Method::GET, &format!("/rule/{id}"), None).await;
+    assert_eq!(
+        (
+            detail["data"]["name"].as_str(),
+            detail["data"]["sort"].as_i64()
+        ),
+        (Some("/http/order2"), Some(3))
+    );
+    let event = next_event(&mut events);
+    let EventPayload::Rule(data) = &event.payload else {
+        panic!("rule payload")
+    };
+    assert_eq!(data[0].before_condition_data_list.len(), 1);
+
+    let body = api
+        .ok(Method::DELETE, "/rule/batch", Some(json!({"ids":[id]})))
+        .await;
+    assert_eq!(body["data"], 1);
+    let event = next_event(&mut events);
+    assert_eq!(
+        (event.group(), event.event_type, event.len()),
+        (ConfigGroup::Rule, DataEventType::Delete, 1)
+    );
+    assert_eq!(api.rule_count().await, 0);
+}
+
+#[tokio::test]
+async fn rejected_requests_store_and_publish_nothing() {
+    let api = Api::new().await;
+    let selector = api.create_selector("/kept").await;
+    let mut events = api.state.subscribe();
+
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut body = selector_body("/bad");
+        f(&mut body);
+        body
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(&|b| b["sort"] = json!("x")),
+            r#"sort: invalid type: string "x", expected i32"#,
+        ),
+        (
+            with(&|b| b["pluginId"] = json!("99")),
+            "pluginId: unknown plugin `99`",
+        ),
+        (
+            with(&|b| b["selectorConditions"][0]["operator"] = json!("=~")),
+            "selectorConditions[0].operator: unknown operator `=~`",
+        ),
+        (
+            with(&|b| {
+                b["selectorConditions"][0]["operator"] = json!("regex");
+                b["selectorConditions"][0]["paramValue"] = json!("(a");
+            }),
+            "selectorConditions[0].paramValue: invalid regex",
+        ),
+        (
+            with(&|b| {
+                b.as_object_mut().unwrap().remove("sort");
+            }),
+            "sort: must not be null",
+        ),
+        (
+            with(&|b| b["selectorConditions"] = json!([])),
+            "selectorConditions: a custom selector",
+        ),
+        (
+            with(&|b| b["selectorConditions"][0]["paramType"] = json!("post")),
+            "selectorConditions[0].paramType: param type `post` is not supported",
+        ),
+        (with(&|b| b["name"] = json!(" ")), "name: must not be blank"),
+        (with(&|b| b["type"] = json!(3)), "type: must be 0 or 1"),
+        (
+            with(&|b| b["handle"] = json!("[{\"upstreamUrl\":\"http://a:1\"}]")),
+            "handle[0].upstreamUrl: expected `host:port`",
+        ),
+    ];
+    for (body, message) in cases {
+        let (status, response) = api
+            .call(Method::POST, "/selector", Some(body.clone()))
+            .await;
+        assert_bad_request(status, &response, message);
+        let (status, response) = api
+            .call(Method::PUT, &format!("/selector/{selector}"), Some(body))
+            .await;
+        assert_bad_request(status, &response, message);
+    }
+    let (status, response) = api
+        .raw(
+            Method::POST,
+            "/selector",
+            Body::from("{\"name\":"),
+            api.token.as_deref(),
+        )
+        .await;
+    assert_bad_request(status, &response, "invalid JSON body: ");
+
+    let mut bad_rule = rule_body(&selector, "r");
+    bad_rule["ruleConditions"] = json!([]);
+    let (status, response) = api.call(Method::POST, "/rule", Some(bad_rule)).await;
+    assert_bad_request(
+        status,
+        &response,
+        "ruleConditions: a rule needs at least one condition",
+    );
+    let (status, response) = api
+        .call(Method::POST, "/rule", Some(rule_body("42", "r")))
+        .await;
+    assert_bad_request(status, &response, "selectorId: unknown selector `42`");
+    let mut bad_handle = rule_body(&selector, "r");
+    bad_handle["handle"] = json!("{\"loadBalance\":\"nope\"}");
+    let (status, response) = api.call(Method::POST, "/rule", Some(bad_handle)).await;
+    assert_bad_request(status, &response, "handle: invalid divide rule handle");
+
+    assert_eq!(api.selector_count().await, 1, "nothing stored");
+    assert_eq!(api.rule_count().await, 0, "nothing stored");
+    let detail = api
+        .ok(Method::GET, &format!("/selector/{selector}"), None)
+        .await;
+    assert_eq!(
+        detail["data"]["name"], "/kept",
+        "rejected updates change nothing"
+    );
+
+    let good = api.create_selector("/good").await;
+    let event = next_event(&mut events);
+    let EventPayload::Selector(data) = &event.payload else {
+        panic!("the first event is the good create")
+    };
+    assert_eq!(
+        data[0].id, good,
+        "the first event published is the good create"
+    );
+    assert!(matches!(events.try_recv(), Err(TryRecvError::Empty)));
+}

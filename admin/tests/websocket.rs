@@ -1,0 +1,202 @@
+//! Websocket sync against a served admin: full sync, increments, running mode, pings.
+
+mod common;
+
+use common::{Client, DEADLINE, Served, rule_body, selector_body};
+use futures_util::{SinkExt, StreamExt};
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+async fn connect(served: &Served) -> Socket {
+    let url = format!("ws://{}/websocket", served.addr);
+    let (socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    socket
+}
+
+/// The next message, waiting at most [`DEADLINE`].
+async fn next_message(socket: &mut Socket) -> Message {
+    tokio::time::timeout(DEADLINE, socket.next())
+        .await
+        .expect("a frame arrives in time")
+        .expect("the socket is open")
+        .unwrap()
+}
+
+async fn next_json(socket: &mut Socket) -> Value {
+    match next_message(socket).await {
+        Message::Text(text) => serde_json::from_str(text.as_str()).unwrap(),
+        other => panic!("expected a text frame, got {other:?}"),
+    }
+}
+
+async fn send(socket: &mut Socket, text: &str) {
+    socket.send(Message::text(text)).await.unwrap();
+}
+
+fn kind(frame: &Value) -> (&str, &str) {
+    (
+        frame["groupType"].as_str().unwrap_or(""),
+        frame["eventType"].as_str().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn full_sync_increments_and_running_mode() {
+    let served = Served::start(admin::Config::new(":memory:")).await;
+    let client = Client::login(&served).await;
+    let (_, created) = client
+        .send(Method::POST, "/selector", Some(selector_body("/http")))
+        .await;
+    let first = created["data"].as_str().unwrap().to_owned();
+
+    let mut socket = connect(&served).await;
+    send(&mut socket, "RUNNING_MODE").await;
+    assert_eq!(
+        next_json(&mut socket).await,
+        json!({"eventType":"RUNNING_MODE","runningMode":"STANDALONE","isMaster":true,"masterUrl":"/websocket"})
+    );
+
+    // Committed after the session subscribed but before MYSELF: the session may forward it
+    // before answering MYSELF, but must not replay it after the full sync.
+    let (_, created) = client
+        .send(Method::POST, "/selector", Some(selector_body("/early")))
+        .await;
+    let early = created["data"].as_str().unwrap().to_owned();
+
+    send(&mut socket, "hello, ignored").await;
+    send(&mut socket, "MYSELF").await;
+    let mut frames = vec![next_json(&mut socket).await];
+    if kind(&frames[0]) == ("SELECTOR", "UPDATE") {
+        assert_eq!(frames[0]["data"][0]["id"], early.as_str());
+        frames[0] = next_json(&mut socket).await;
+    }
+    for _ in 1..5 {
+        frames.push(next_json(&mut socket).await);
+    }
+    let kinds: Vec<_> = frames.iter().map(kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("PLUGIN", "MYSELF"),
+            ("SELECTOR", "MYSELF"),
+            ("RULE", "MYSELF"),
+            ("META_DATA", "MYSELF"),
+            ("APP_AUTH", "MYSELF")
+        ]
+    );
+    assert_eq!(
+        frames[0]["data"].as_array().unwrap().len(),
+        model::BUILTIN_PLUGINS.len()
+    );
+    assert_eq!(frames[2]["data"], json!([]), "empty groups are sent too");
+    assert_eq!(frames[1]["data"][0]["id"], first.as_str());
+    assert_eq!(frames[1]["data"][1]["id"], early.as_str());
+    insta::assert_json_snapshot!("myself_selector_frame", frames[1], {
+        ".data[].id" => "[id]",
+    });
+
+    let (_, created) = client
+        .send(Method::POST, "/selector", Some(selector_body("/second")))
+        .await;
+    let second = created["data"].as_str().unwrap().to_owned();
+    let frame = next_json(&mut socket).await;
+    assert_eq!(kind(&frame), ("SELECTOR", "UPDATE"));
+    assert_eq!(
+        frame["data"][0]["id"],
+        second.as_str(),
+        "the first increment follows the full sync"
+    );
+
+    client
+        .send(
+            Method::POST,
+            "/rule",
+            Some(rule_body(&second, "/http/order")),
+        )
+        .await;
+    let frame = next_json(&mut socket).await;
+    assert_eq!(kind(&frame), ("RULE", "UPDATE"));
+    insta::assert_json_snapshot!("rule_update_frame", frame, {
+        ".data[].id" => "[id]",
+        ".data[].selectorId" => "[selector id]",
+    });
+
+    socket
+        .send(Message::Ping(b"are you there".to_vec().into()))
+        .await
+        .unwrap();
+    match next_message(&mut socket).await {
+        Message::Pong(payload) => assert_eq!(payload.as_ref(), b"are you there"),
+        other => panic!("expected a pong, got {other:?}"),
+    }
+
+    let (status, body) = client
+        .send(
+            Method::DELETE,
+            "/selector/batch",
+            Some(json!({"ids":[second]})),
+        )
+        .await;
+    assert_eq!((status, body["data"].as_i64()), (200, Some(1)));
+    let frame = next_json(&mut socket).await;
+    assert_eq!(kind(&frame), ("SELECTOR", "DELETE"));
+    assert_eq!(frame["data"][0]["id"], second.as_str());
+    assert_eq!(frame["data"][0]["pluginName"], "divide");
+    let frame = next_json(&mut socket).await;
+    assert_eq!(kind(&frame), ("RULE", "DELETE"));
+    assert_eq!(frame["data"][0]["selectorId"], second.as_str());
+
+    // A rejected request sends nothing: the next frame is the following good change.
+    let (status, _) = client
+        .send(Method::POST, "/selector", Some(json!({"pluginId":"99"})))
+        .await;
+    assert_eq!(status, 400);
+    client
+        .send(
+            Method::POST,
+            "/plugin/enabled",
+            Some(json!({"ids":["5"],"enabled":false})),
+        )
+        .await;
+    let frame = next_json(&mut socket).await;
+    assert_eq!(kind(&frame), ("PLUGIN", "UPDATE"));
+    assert_eq!(frame["data"][0]["enabled"], false);
+
+    served.stop().await;
+    match tokio::time::timeout(DEADLINE, socket.next())
+        .await
+        .expect("the session ends on shutdown")
+    {
+        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => {}
+        Some(Ok(other)) => panic!("expected the session to close, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn every_session_gets_every_change() {
+    let served = Served::start(admin::Config::new(":memory:")).await;
+    let client = Client::login(&served).await;
+    let mut a = connect(&served).await;
+    let mut b = connect(&served).await;
+    // A full sync on each proves both sessions are subscribed before the change below.
+    for socket in [&mut a, &mut b] {
+        send(socket, "MYSELF").await;
+        for _ in 0..5 {
+            next_json(socket).await;
+        }
+    }
+    client
+        .send(Method::POST, "/selector", Some(selector_body("/both")))
+        .await;
+    for socket in [&mut a, &mut b] {
+        let frame = next_json(socket).await;
+        assert_eq!(kind(&frame), ("SELECTOR", "UPDATE"));
+        assert_eq!(frame["data"][0]["name"], "/both");
+    }
+    served.stop().await;
+}

@@ -1,0 +1,340 @@
+//! Predicate judges (ShenYu `PredicateJudge` SPI): one compiled [`Judge`] per condition.
+//!
+//! Every judge except `isBlank` compares against `paramValue` after Java's `String.trim()`.
+//! Patterns, regexes and dates are compiled when the snapshot is built; a compile failure is
+//! kept and only surfaces (as ShenYu's 400 or 500) when the judge is actually evaluated.
+
+use chrono::NaiveDateTime;
+use model::Operator;
+use regex::Regex;
+
+use super::MatchError;
+use super::ant_path::AntPattern;
+use super::path_pattern::PathPattern;
+
+/// A compiled operator with its (trimmed) value.
+#[derive(Debug, Clone)]
+pub(crate) enum Judge {
+    /// `=` / `equals`.
+    Equals(String),
+    /// `contains`, and `match` / `pathPattern` on anything but `uri`.
+    Contains(String),
+    /// `exclude` on anything but `uri`.
+    NotContains(String),
+    /// `startsWith`.
+    StartsWith(String),
+    /// `endsWith`.
+    EndsWith(String),
+    /// `match` on `uri`.
+    Ant(Result<AntPattern, String>),
+    /// `exclude` on `uri`.
+    NotAnt(Result<AntPattern, String>),
+    /// `pathPattern` on `uri`.
+    PathPattern(Result<PathPattern, String>),
+    /// `regex`: full match, ASCII `\d \w \s`.
+    Regex(Result<Regex, String>),
+    /// `TimeBefore`: `now` is compared when the condition has no param name.
+    TimeBefore {
+        /// Compare the current local time instead of the request value.
+        use_now: bool,
+        /// The parsed condition value.
+        value: Result<NaiveDateTime, String>,
+    },
+    /// `TimeAfter`.
+    TimeAfter {
+        /// Compare the current local time instead of the request value.
+        use_now: bool,
+        /// The parsed condition value.
+        value: Result<NaiveDateTime, String>,
+    },
+    /// `isBlank`.
+    IsBlank,
+}
+
+impl Judge {
+    /// Compiles a supported operator. `on_uri` is whether the param type is exactly `uri`.
+    pub(crate) fn compile(
+        operator: Operator,
+        on_uri: bool,
+        param_name: &str,
+        param_value: &str,
+    ) -> Result<Judge, String> {
+        let v = java_trim(param_value);
+        Ok(match operator {
+            Operator::Equals => Judge::Equals(v.to_owned()),
+            Operator::Contains => Judge::Contains(v.to_owned()),
+            Operator::StartsWith => Judge::StartsWith(v.to_owned()),
+            Operator::EndsWith => Judge::EndsWith(v.to_owned()),
+            Operator::Match if on_uri => Judge::Ant(AntPattern::compile(v)),
+            Operator::Match => Judge::Contains(v.to_owned()),
+            Operator::Exclude if on_uri => Judge::NotAnt(AntPattern::compile(v)),
+            Operator::Exclude => Judge::NotContains(v.to_owned()),
+            Operator::PathPattern if on_uri => Judge::PathPattern(PathPattern::parse(v)),
+            Operator::PathPattern => Judge::Contains(v.to_owned()),
+            Operator::Regex => Judge::Regex(compile_regex(v)),
+            // ShenYu: TimeBefore uses `now` for a null *or empty* name, TimeAfter for null only;
+            // the model reads null as "", so TimeAfter always compares the request value.
+            Operator::TimeBefore => Judge::TimeBefore {
+                use_now: param_name.is_empty(),
+                value: parse_time(v),
+            },
+            Operator::TimeAfter => Judge::TimeAfter {
+                use_now: false,
+                value: parse_time(v),
+            },
+            Operator::IsBlank => Judge::IsBlank,
+            Operator::Gt | Operator::Lt | Operator::SpEl | Operator::Groovy => {
+                return Err(format!("operator `{operator}` has no judge in the gateway"));
+            }
+        })
+    }
+
+    /// Judges a request value; `real` is never blank here except for `isBlank`.
+    pub(crate) fn judge(&self, real: Option<&str>) -> Result<bool, MatchError> {
+        let r = real.unwrap_or("");
+        Ok(match self {
+            Judge::Equals(v) => r == v,
+            Judge::Contains(v) => r.contains(v.as_str()),
+            Judge::NotContains(v) => !r.contains(v.as_str()),
+            Judge::StartsWith(v) => r.starts_with(v.as_str()),
+            Judge::EndsWith(v) => r.ends_with(v.as_str()),
+            Judge::Ant(p) => p.as_ref().map_err(MatchError::internal)?.matches(r),
+            Judge::NotAnt(p) => !p.as_ref().map_err(MatchError::internal)?.matches(r),
+            Judge::PathPattern(p) => p.as_ref().map_err(MatchError::bad_request)?.matches(r),
+            Judge::Regex(re) => re.as_ref().map_err(MatchError::internal)?.is_match(r),
+            Judge::TimeBefore { use_now, value } => {
+                let value = value.as_ref().map_err(MatchError::internal)?;
+                left(*use_now, r)? < *value
+            }
+            Judge::TimeAfter { use_now, value } => {
+                let value = value.as_ref().map_err(MatchError::internal)?;
+                left(*use_now, r)? > *value
+            }
+            Judge::IsBlank => is_blank(real),
+        })
+    }
+}
+
+fn left(use_now: bool, real: &str) -> Result<NaiveDateTime, MatchError> {
+    if use_now {
+        Ok(chrono::Local::now().naive_local())
+    } else {
+        parse_time(real).map_err(MatchError::internal)
+    }
+}
+
+/// `LocalDateTime.parse(s, "yyyy-MM-dd HH:mm:ss")`: exactly that shape, nothing around it.
+pub(crate) fn parse_time(s: &str) -> Result<NaiveDateTime, String> {
+    let shape_ok = s.len() == 19
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            10 => b == b' ',
+            13 | 16 => b == b':',
+            _ => b.is_ascii_digit(),
+        });
+    if !shape_ok {
+        return Err(format!(
+            "text `{s}` could not be parsed as yyyy-MM-dd HH:mm:ss"
+        ));
+    }
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
+        .map_err(|e| format!("text `{s}` could not be parsed as yyyy-MM-dd HH:mm:ss: {e}"))
+}
+
+/// Compiles a re2j-style full-match regex: `^(?:v)$`, with `\d \w \s` (and their negations)
+/// rewritten to RE2's ASCII classes. The `regex` crate's `unicode(false)` mode is not used
+/// because it rejects any pattern whose `.` could match a non-UTF-8 byte, i.e. most patterns.
+pub(crate) fn compile_regex(v: &str) -> Result<Regex, String> {
+    let mut out = String::with_capacity(v.len() + 16);
+    out.push_str("^(?:");
+    let mut chars = v.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => out.push_str("[0-9]"),
+            Some('D') => out.push_str("[^0-9]"),
+            Some('w') => out.push_str("[0-9A-Za-z_]"),
+            Some('W') => out.push_str("[^0-9A-Za-z_]"),
+            Some('s') => out.push_str(r"[\t\n\x0C\r ]"),
+            Some('S') => out.push_str(r"[^\t\n\x0C\r ]"),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out.push_str(")$");
+    Regex::new(&out).map_err(|e| format!("invalid regex `{v}`: {e}"))
+}
+
+/// Java `String.trim()`: strips every char `<= U+0020` from both ends.
+pub(crate) fn java_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c <= '\u{20}')
+}
+
+/// commons-lang3 `StringUtils.isBlank` with Java's `Character.isWhitespace`.
+pub(crate) fn is_blank(s: Option<&str>) -> bool {
+    s.is_none_or(|s| s.chars().all(java_whitespace))
+}
+
+/// Java `Character.isWhitespace`: ASCII controls 9–13 and 28–31, and the Unicode space,
+/// line and paragraph separators except the no-break spaces U+00A0, U+2007 and U+202F.
+fn java_whitespace(c: char) -> bool {
+    matches!(c,
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | '\u{1C}'..='\u{1F}' | ' '
+        | '\u{1680}' | '\u{2000}'..='\u{2006}' | '\u{2008}'..='\u{200A}'
+        | '\u{2028}' | '\u{2029}' | '\u{205F}' | '\u{3000}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rstest::rstest;
+
+    fn judge(op: &str, on_uri: bool, value: &str, real: &str) -> Result<bool, MatchError> {
+        Judge::compile(op.parse().unwrap(), on_uri, "name", value)
+            .unwrap()
+            .judge(Some(real))
+    }
+
+    #[rstest]
+    #[case("=", true, "/a/b", "/a/b", true)]
+    #[case("=", true, "/a/b", "/a/b/", false)]
+    #[case("=", false, " x ", "x", true)]
+    #[case("=", false, "X", "x", false)]
+    #[case("match", true, "/a/**", "/a/b/c", true)]
+    #[case("match", true, "/a/*", "/a/b/c", false)]
+    #[case("match", false, "abc", "xxabcxx", true)]
+    #[case("match", false, "/api/**", "/api/x", false)]
+    #[case("pathPattern", true, "/a/{*rest}", "/a/b/c", true)]
+    #[case("pathPattern", false, "/a/**/b", "x/a/**/by", true)]
+    #[case("startsWith", true, "/http/", "/http/order", true)]
+    #[case("startsWith", true, "/HTTP/", "/http/order", false)]
+    #[case("endsWith", false, ".json", "a.json", true)]
+    #[case("contains", false, "  ", "anything", true)]
+    #[case("regex", true, r"/a/\d+", "/a/12", true)]
+    #[case("regex", true, r"/a/\d+", "/a/12/x", false)]
+    #[case("regex", true, r"/a/\d+", "/a/١٢", false)]
+    #[case("regex", false, r"\w+", "héllo", false)]
+    #[case("regex", false, r"(?i)abc", "ABC", true)]
+    #[case("regex", false, r"a|b", "ab", false)]
+    #[case("exclude", true, "/admin/**", "/api/x", true)]
+    #[case("exclude", true, "/admin/**", "/admin/x", false)]
+    #[case("exclude", false, "bot", "googlebot", false)]
+    #[case(
+        "TimeBefore",
+        false,
+        "2099-01-01 00:00:00",
+        "2020-01-01 00:00:00",
+        true
+    )]
+    #[case(
+        "TimeAfter",
+        false,
+        "2099-01-01 00:00:00",
+        "2020-01-01 00:00:00",
+        false
+    )]
+    #[case("TimeAfter", false, "2000-01-01 00:00:00", "2020-01-01 00:00:00", true)]
+    #[case("isBlank", false, "whatever", "x", false)]
+    fn judge_vectors(
+        #[case] op: &str,
+        #[case] on_uri: bool,
+        #[case] value: &str,
+        #[case] real: &str,
+        #[case] want: bool,
+    ) {
+        assert_eq!(
+            judge(op, on_uri, value, real).unwrap(),
+            want,
+            "{op} {value} {real}"
+        );
+    }
+
+    #[test]
+    fn time_before_without_name_uses_now() {
+        let j = Judge::compile(Operator::TimeBefore, false, "", "2099-01-01 00:00:00").unwrap();
+        assert!(j.judge(Some("not a date")).unwrap());
+        let j = Judge::compile(Operator::TimeBefore, false, "", "2000-01-01 00:00:00").unwrap();
+        assert!(!j.judge(Some("x")).unwrap());
+    }
+
+    #[rstest]
+    #[case("regex", true, "(a", 500)]
+    #[case("regex", true, r"(\w)\1", 500)]
+    #[case("regex", true, "(?=a)", 500)]
+    #[case("pathPattern", true, "/a/**/b", 400)]
+    #[case("match", true, "/a/{x:(}", 500)]
+    #[case("TimeBefore", false, "2099-01-01T00:00:00", 500)]
+    fn compile_failures_surface_when_judged(
+        #[case] op: &str,
+        #[case] on_uri: bool,
+        #[case] value: &str,
+        #[case] status: u16,
+    ) {
+        let err = judge(op, on_uri, value, "/a/b").unwrap_err();
+        assert_eq!(err.status.as_u16(), status);
+    }
+
+    #[test]
+    fn bad_request_date_is_500() {
+        assert_eq!(
+            judge("TimeAfter", false, "2000-01-01 00:00:00", "tomorrow")
+                .unwrap_err()
+                .status,
+            500
+        );
+    }
+
+    #[test]
+    fn unsupported_operators_do_not_compile() {
+        assert!(Judge::compile(Operator::Gt, false, "", "1").is_err());
+        assert!(Judge::compile(Operator::SpEl, false, "", "1").is_err());
+    }
+
+    #[rstest]
+    #[case(None, true)]
+    #[case(Some(""), true)]
+    #[case(Some(" \t\n\u{0B}\u{0C}\r\u{1C}\u{2003}\u{3000}\u{2028}"), true)]
+    #[case(Some("\u{A0}"), false)]
+    #[case(Some("\u{2007}"), false)]
+    #[case(Some("\u{202F}"), false)]
+    #[case(Some("\u{200B}"), false)]
+    #[case(Some("\u{85}"), false)]
+    #[case(Some(" x "), false)]
+    fn java_blank(#[case] s: Option<&str>, #[case] want: bool) {
+        assert_eq!(is_blank(s), want);
+    }
+
+    #[rstest]
+    #[case("\u{1}\u{20}ab\u{7F}\u{7} ", "ab\u{7F}")]
+    #[case("\u{A0}ab", "\u{A0}ab")]
+    #[case("\u{2003}ab", "\u{2003}ab")]
+    fn java_trim_strips_controls_and_space_only(#[case] s: &str, #[case] want: &str) {
+        assert_eq!(java_trim(s), want);
+    }
+
+    proptest! {
+        #[test]
+        fn starts_with_agrees_with_std(v in "[a-z/ ]{0,6}", r in "[a-z/]{1,10}") {
+            let want = r.starts_with(java_trim(&v));
+            prop_assert_eq!(judge("startsWith", true, &v, &r).unwrap(), want);
+        }
+
+        #[test]
+        fn exclude_negates_match(v in "[a-c/*]{0,6}", r in "/[a-c/]{0,8}", on_uri: bool) {
+            let m = judge("match", on_uri, &v, &r).unwrap();
+            prop_assert_eq!(judge("exclude", on_uri, &v, &r).unwrap(), !m);
+        }
+
+        #[test]
+        fn regex_literal_matches_itself(s in "[a-z0-9]{1,12}") {
+            prop_assert!(judge("regex", false, &s, &s).unwrap());
+        }
+    }
+}

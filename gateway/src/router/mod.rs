@@ -1,0 +1,367 @@
+//! Request matching: compiled conditions ([`Condition`]), their evaluation under a match mode,
+//! and selector → rule selection ([`select`]). Pure code: no I/O, no async, no locks.
+//!
+//! Module map: [`param`] reads a param type from the request, [`judge`] holds the operators,
+//! [`ant_path`] and [`path_pattern`] are Spring's two path matchers, [`select`] picks the
+//! selector and the rule.
+
+pub(crate) mod ant_path;
+pub(crate) mod judge;
+pub(crate) mod param;
+pub(crate) mod path_pattern;
+pub(crate) mod select;
+
+use std::net::IpAddr;
+
+use http::{HeaderMap, Method, StatusCode};
+use model::{ConditionData, MatchMode, Operator, ParamType};
+
+use self::judge::{Judge, is_blank};
+use self::param::Param;
+
+/// The parts of a request that conditions read, borrowed for the duration of matching.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestView<'a> {
+    /// Method.
+    pub(crate) method: &'a Method,
+    /// Raw, undecoded path (no query).
+    pub(crate) path: &'a str,
+    /// Raw query, without `?`.
+    pub(crate) query: Option<&'a str>,
+    /// URI authority, when the request line carried one.
+    pub(crate) authority: Option<&'a str>,
+    /// Headers.
+    pub(crate) headers: &'a HeaderMap,
+    /// Socket peer address.
+    pub(crate) peer: IpAddr,
+}
+
+/// Matching failed the way ShenYu's `GlobalErrorHandler` reports it: HTTP 400 for unknown
+/// names and path-pattern parse errors, HTTP 500 for everything else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MatchError {
+    /// HTTP status.
+    pub(crate) status: StatusCode,
+    /// Message naming what failed.
+    pub(crate) message: String,
+}
+
+impl MatchError {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: message.into(),
+        }
+    }
+
+    fn in_condition(self, label: &str) -> Self {
+        Self {
+            status: self.status,
+            message: format!("condition {label}: {}", self.message),
+        }
+    }
+}
+
+/// The operator part of a compiled condition.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Blank operator: the condition is false.
+    Blank,
+    /// Unknown or unsupported operator: HTTP 400 when evaluated.
+    Unknown(String),
+    /// A judge.
+    Judge(Judge),
+}
+
+/// A condition compiled once per snapshot.
+#[derive(Debug, Clone)]
+pub(crate) struct Condition {
+    label: String,
+    param: Result<Param, String>,
+    op: Op,
+}
+
+impl Condition {
+    /// Compiles a condition; failures are kept and reported when it is evaluated.
+    pub(crate) fn compile(c: &ConditionData) -> Condition {
+        let label = format!(
+            "[{} {} {} {}]",
+            c.param_type, c.operator, c.param_name, c.param_value
+        );
+        let param = c
+            .param_type
+            .parse::<ParamType>()
+            .map(|t| Param::compile(t, &c.param_name))
+            .map_err(|e| e.to_string());
+        let op = if is_blank(Some(&c.operator)) {
+            Op::Blank
+        } else {
+            match c.operator.parse::<Operator>() {
+                Err(e) => Op::Unknown(e.to_string()),
+                Ok(operator) => {
+                    match Judge::compile(
+                        operator,
+                        c.param_type == "uri",
+                        &c.param_name,
+                        &c.param_value,
+                    ) {
+                        Ok(judge) => Op::Judge(judge),
+                        Err(e) => Op::Unknown(e),
+                    }
+                }
+            }
+        };
+        Condition { label, param, op }
+    }
+
+    /// Evaluates the condition in ShenYu's order: extract the value (unknown param type →
+    /// 400), blank operator → false, unknown operator → 400, blank value → false unless
+    /// `isBlank`, then judge.
+    pub(crate) fn eval(&self, req: &RequestView<'_>) -> Result<bool, MatchError> {
+        let param = self
+            .param
+            .as_ref()
+            .map_err(|e| MatchError::bad_request(e.as_str()).in_condition(&self.label))?;
+        let real = param
+            .extract(req)
+            .map_err(|e| e.in_condition(&self.label))?;
+        let judge = match &self.op {
+            Op::Blank => return Ok(false),
+            Op::Unknown(e) => {
+                return Err(MatchError::bad_request(e.as_str()).in_condition(&self.label));
+            }
+            Op::Judge(judge) => judge,
+        };
+        let real = real.as_deref();
+        if !matches!(judge, Judge::IsBlank) && is_blank(real) {
+            return Ok(false);
+        }
+        judge.judge(real).map_err(|e| e.in_condition(&self.label))
+    }
+}
+
+/// Evaluates a condition list: `and` = all, `or` = any, left to right with short-circuit (a
+/// condition after the deciding one is never evaluated, so its errors never surface).
+pub(crate) fn eval_all(
+    mode: MatchMode,
+    conditions: &[Condition],
+    req: &RequestView<'_>,
+) -> Result<bool, MatchError> {
+    match mode {
+        MatchMode::And => {
+            for c in conditions {
+                if !c.eval(req)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        MatchMode::Or => {
+            for c in conditions {
+                if c.eval(req)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_helpers {
+    use super::*;
+
+    /// An owned request to build [`RequestView`]s from in tests.
+    #[derive(Debug)]
+    pub(crate) struct TestRequest {
+        pub(crate) method: Method,
+        pub(crate) path: String,
+        pub(crate) query: Option<String>,
+        pub(crate) headers: HeaderMap,
+        pub(crate) peer: IpAddr,
+    }
+
+    impl TestRequest {
+        /// `GET path?query` from 127.0.0.1.
+        pub(crate) fn get(uri: &str) -> Self {
+            let (path, query) = match uri.split_once('?') {
+                Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+                None => (uri.to_owned(), None),
+            };
+            Self {
+                method: Method::GET,
+                path,
+                query,
+                headers: HeaderMap::new(),
+                peer: [127, 0, 0, 1].into(),
+            }
+        }
+
+        /// Adds a header.
+        pub(crate) fn header(mut self, name: &'static str, value: &str) -> Self {
+            self.headers.append(name, value.parse().unwrap());
+            self
+        }
+
+        /// The view.
+        pub(crate) fn view(&self) -> RequestView<'_> {
+            RequestView {
+                method: &self.method,
+                path: &self.path,
+                query: self.query.as_deref(),
+                authority: None,
+                headers: &self.headers,
+                peer: self.peer,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_helpers::TestRequest;
+    use super::*;
+    use rstest::rstest;
+
+    fn eval(
+        param_type: &str,
+        op: &str,
+        name: &str,
+        value: &str,
+        req: &TestRequest,
+    ) -> Result<bool, MatchError> {
+        Condition::compile(&ConditionData::new(param_type, op, name, value)).eval(&req.view())
+    }
+
+    fn sample() -> TestRequest {
+        TestRequest::get("/http/order/findById?id=1&name=a+b&empty=")
+            .header("x-test", "first")
+            .header("x-test", "second")
+            .header("x-space", "   ")
+            .header("cookie", "session=abc; theme=dark")
+            .header("host", "Example.com:8080")
+    }
+
+    #[rstest]
+    #[case("uri", "=", "/", "/http/order/findById", true)]
+    #[case("uri", "startsWith", "/", "/http", true)]
+    #[case("uri", "endsWith", "/", "ById", true)]
+    #[case("uri", "contains", "/", "order", true)]
+    #[case("uri", "match", "/", "/http/**", true)]
+    #[case("uri", "pathPattern", "/", "/http/{*rest}", true)]
+    #[case("uri", "regex", "/", "/http/.*", true)]
+    #[case("uri", "exclude", "/", "/admin/**", true)]
+    #[case("uri", "isBlank", "/", "", false)]
+    #[case("req_method", "=", "", "GET", true)]
+    #[case("req_method", "=", "", "get", false)]
+    #[case("req_method", "regex", "", "GET|POST", true)]
+    #[case("header", "=", "X-Test", "first", true)]
+    #[case("header", "=", "x-test", "second", false)]
+    #[case("header", "contains", "x-test", "irs", true)]
+    #[case("header", "match", "x-test", "fir", true)]
+    #[case("header", "pathPattern", "x-test", "/**", false)]
+    #[case("header", "startsWith", "x-test", "fi", true)]
+    #[case("header", "endsWith", "x-test", "st", true)]
+    #[case("header", "regex", "x-test", "f.*", true)]
+    #[case("header", "exclude", "x-test", "zzz", true)]
+    #[case("header", "exclude", "x-missing", "zzz", false)]
+    #[case("header", "isBlank", "x-missing", "", true)]
+    #[case("header", "isBlank", "x-space", "", true)]
+    #[case("header", "=", "x-space", "", false)]
+    #[case("header", "isBlank", "x-test", "", false)]
+    #[case("query", "=", "id", "1", true)]
+    #[case("query", "=", "id", " 1 ", true)]
+    #[case("query", "=", "name", "a b", true)]
+    #[case("query", "=", "missing", "1", false)]
+    #[case("query", "isBlank", "missing", "", true)]
+    #[case("query", "isBlank", "empty", "", true)]
+    #[case("query", "exclude", "missing", "1", false)]
+    #[case("query", "startsWith", "name", "a", true)]
+    #[case("query", "regex", "id", r"\d", true)]
+    #[case("cookie", "=", "theme", "dark", true)]
+    #[case("cookie", "=", "Theme", "dark", false)]
+    #[case("cookie", "isBlank", "nope", "", true)]
+    #[case("domain", "=", "", "Example.com", true)]
+    #[case("ip", "=", "", "127.0.0.1", true)]
+    #[case("host", "startsWith", "", "127.", true)]
+    #[case("post", "=", "httpMethod", "GET", true)]
+    #[case("post", "=", "rpcType", "http", true)]
+    #[case("post", "isBlank", "unknownField", "", true)]
+    fn operators_on_param_types(
+        #[case] param_type: &str,
+        #[case] op: &str,
+        #[case] name: &str,
+        #[case] value: &str,
+        #[case] want: bool,
+    ) {
+        assert_eq!(
+            eval(param_type, op, name, value, &sample()).unwrap(),
+            want,
+            "{param_type} {op} {name} {value}"
+        );
+    }
+
+    #[rstest]
+    #[case("uri", "=~", "/", "/x", 400)]
+    #[case("uri", "Equals", "/", "/x", 400)]
+    #[case("uri", ">", "/", "/x", 400)]
+    #[case("URI", "=", "/", "/x", 400)]
+    #[case("path", "=", "/", "/x", 400)]
+    #[case("form-data", "=", "/", "/x", 400)]
+    #[case("uri", "pathPattern", "/", "/http/**/x", 400)]
+    #[case("uri", "regex", "/", "(", 500)]
+    fn errors_name_the_condition(
+        #[case] param_type: &str,
+        #[case] op: &str,
+        #[case] name: &str,
+        #[case] value: &str,
+        #[case] status: u16,
+    ) {
+        let err = eval(param_type, op, name, value, &sample()).unwrap_err();
+        assert_eq!(err.status.as_u16(), status);
+        assert!(err.message.contains(value), "{}", err.message);
+    }
+
+    #[test]
+    fn unknown_operator_errors_even_when_value_missing() {
+        assert!(eval("header", "=~", "x-missing", "a", &sample()).is_err());
+        assert!(!eval("header", "regex", "x-missing", "(", &sample()).unwrap());
+    }
+
+    #[test]
+    fn blank_operator_is_false() {
+        assert!(!eval("uri", " ", "/", "/http/order/findById", &sample()).unwrap());
+        assert!(!eval("uri", "", "/", "/http/order/findById", &sample()).unwrap());
+    }
+
+    #[test]
+    fn and_or_short_circuit() {
+        let ok = Condition::compile(&ConditionData::new("uri", "startsWith", "/", "/http"));
+        let no = Condition::compile(&ConditionData::new("uri", "startsWith", "/", "/nope"));
+        let bad = Condition::compile(&ConditionData::new("uri", "regex", "/", "("));
+        let req = sample();
+        let req = req.view();
+        assert!(!eval_all(MatchMode::And, &[no.clone(), bad.clone()], &req).unwrap());
+        assert!(eval_all(MatchMode::And, &[ok.clone(), bad.clone()], &req).is_err());
+        assert!(eval_all(MatchMode::Or, &[ok.clone(), bad.clone()], &req).unwrap());
+        assert!(eval_all(MatchMode::Or, &[no.clone(), bad], &req).is_err());
+        assert!(eval_all(MatchMode::And, &[], &req).unwrap());
+        assert!(!eval_all(MatchMode::Or, &[], &req).unwrap());
+        assert!(!eval_all(MatchMode::Or, &[no], &req).unwrap());
+        assert!(eval_all(MatchMode::And, &[ok], &req).unwrap());
+    }
+
+    #[test]
+    fn ipv6_peer_renders_like_java() {
+        let mut req = TestRequest::get("/");
+        req.peer = "::1".parse().unwrap();
+        assert!(eval("ip", "=", "", "0:0:0:0:0:0:0:1", &req).unwrap());
+    }
+}

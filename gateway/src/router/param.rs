@@ -1,0 +1,257 @@
+//! Reading a condition's value (`realData`) from the request (ShenYu `ParameterData` SPI).
+//!
+//! Every [`Param`] is built once per snapshot; extraction borrows from the request and only
+//! allocates when a value must be decoded (query) or rendered (client address).
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use http::HeaderName;
+use model::ParamType;
+
+use super::{MatchError, RequestView};
+
+/// Where a compiled condition reads its value from.
+#[derive(Debug, Clone)]
+pub(crate) enum Param {
+    /// The raw, undecoded request path without the query.
+    Uri,
+    /// The method name, upper case.
+    ReqMethod,
+    /// The first value of a header (`None` when the name is not a valid header name).
+    Header(Option<HeaderName>),
+    /// The first value of a query parameter, URL-decoded.
+    Query(String),
+    /// The first cookie with this name.
+    Cookie(String),
+    /// The Host header's host, port stripped.
+    Domain,
+    /// The client address, as Java renders it (`host` and `ip` agree for IP peers).
+    Peer,
+    /// A `ShenyuContext` field read by name.
+    Post(PostField),
+    /// A param type ShenYu has no extractor for: evaluating it fails with HTTP 400.
+    Unsupported(&'static str),
+}
+
+/// The `ShenyuContext` fields gantry can answer for `post` conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PostField {
+    /// `module`: `divide-http`.
+    Module,
+    /// `method` and `path` and `realUrl`: the raw path.
+    Path,
+    /// `rpcType`: `http`.
+    RpcType,
+    /// `httpMethod`: the method name.
+    HttpMethod,
+    /// `sign`, `timestamp`, `appKey`: the request headers of the same name.
+    Header(&'static str),
+    /// Any other field: `null`.
+    Unknown,
+}
+
+impl Param {
+    /// Compiles a param type and name.
+    pub(crate) fn compile(param_type: ParamType, name: &str) -> Param {
+        match param_type {
+            ParamType::Uri => Param::Uri,
+            ParamType::ReqMethod => Param::ReqMethod,
+            ParamType::Header => {
+                Param::Header(HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()).ok())
+            }
+            ParamType::Query => Param::Query(name.to_owned()),
+            ParamType::Cookie => Param::Cookie(name.to_owned()),
+            ParamType::Domain => Param::Domain,
+            ParamType::Host | ParamType::Ip => Param::Peer,
+            ParamType::Post => Param::Post(match name {
+                "module" => PostField::Module,
+                "method" | "path" | "realUrl" => PostField::Path,
+                "rpcType" => PostField::RpcType,
+                "httpMethod" => PostField::HttpMethod,
+                "sign" => PostField::Header("sign"),
+                "timestamp" => PostField::Header("timestamp"),
+                "appKey" => PostField::Header("appkey"),
+                _ => PostField::Unknown,
+            }),
+            ParamType::Path => Param::Unsupported("path"),
+            ParamType::FormData => Param::Unsupported("form-data"),
+        }
+    }
+
+    /// The request's value, `None` when absent (ShenYu `null`).
+    pub(crate) fn extract<'r>(
+        &self,
+        req: &'r RequestView<'_>,
+    ) -> Result<Option<Cow<'r, str>>, MatchError> {
+        Ok(match self {
+            Param::Uri => Some(Cow::Borrowed(req.path)),
+            Param::ReqMethod => Some(Cow::Borrowed(req.method.as_str())),
+            Param::Header(Some(name)) => Some(header_value(req, name.as_str())),
+            Param::Header(None) => Some(Cow::Borrowed("")),
+            Param::Query(name) => query_param(req.query, name)
+                .map_err(|e| MatchError::bad_request(format!("invalid query string: {e}")))?,
+            Param::Cookie(name) => Some(Cow::Borrowed(cookie(req, name))),
+            Param::Domain => Some(Cow::Borrowed(domain(req))),
+            Param::Peer => Some(Cow::Owned(java_ip(req.peer))),
+            Param::Post(field) => match field {
+                PostField::Module => Some(Cow::Borrowed("divide-http")),
+                PostField::Path => Some(Cow::Borrowed(req.path)),
+                PostField::RpcType => Some(Cow::Borrowed("http")),
+                PostField::HttpMethod => Some(Cow::Borrowed(req.method.as_str())),
+                PostField::Header(name) => req
+                    .headers
+                    .contains_key(*name)
+                    .then(|| header_value(req, name)),
+                PostField::Unknown => None,
+            },
+            Param::Unsupported(name) => {
+                return Err(MatchError::bad_request(format!(
+                    "param type `{name}` has no extractor in the gateway"
+                )));
+            }
+        })
+    }
+}
+
+fn header_value<'r>(req: &'r RequestView<'_>, name: &str) -> Cow<'r, str> {
+    match req.headers.get(name) {
+        Some(v) => String::from_utf8_lossy(v.as_bytes()),
+        None => Cow::Borrowed(""),
+    }
+}
+
+fn cookie<'r>(req: &'r RequestView<'_>, name: &str) -> &'r str {
+    for line in req.headers.get_all(http::header::COOKIE) {
+        let Ok(line) = line.to_str() else { continue };
+        for pair in line.split(';') {
+            let pair = pair.trim_matches(' ');
+            if let Some((n, v)) = pair.split_once('=')
+                && n.trim() == name
+            {
+                return v.trim();
+            }
+        }
+    }
+    ""
+}
+
+fn domain<'r>(req: &'r RequestView<'_>) -> &'r str {
+    let host = req
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or(req.authority)
+        .unwrap_or("");
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+/// The first value of `name` in a raw query, as Spring's `AbstractServerHttpRequest` parses it:
+/// regex `([^&=]+)(=?)([^&]+)?` over the query, name and value URL-decoded (`+` is a space).
+/// `q=` gives `""`, a bare `q` gives `None`.
+pub(crate) fn query_param(
+    query: Option<&str>,
+    name: &str,
+) -> Result<Option<Cow<'static, str>>, String> {
+    let Some(query) = query else { return Ok(None) };
+    for segment in query.split('&') {
+        let segment = segment.trim_start_matches('=');
+        if segment.is_empty() {
+            continue;
+        }
+        let (raw_name, raw_value) = match segment.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (segment, None),
+        };
+        if url_decode(raw_name)? != name {
+            continue;
+        }
+        return match raw_value {
+            Some(v) => Ok(Some(Cow::Owned(url_decode(v)?))),
+            None => Ok(None),
+        };
+    }
+    Ok(None)
+}
+
+/// Java `URLDecoder.decode(s, UTF_8)`: `+` → space, `%XX` → byte, bad escapes are errors.
+pub(crate) fn url_decode(s: &str) -> Result<String, String> {
+    if !s.contains(['%', '+']) {
+        return Ok(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok());
+                let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
+                match byte {
+                    Some(b) => out.push(b),
+                    None => return Err(format!("illegal escape in `{s}`")),
+                }
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Java's `InetAddress.getHostAddress()`: IPv4-mapped IPv6 as dotted IPv4, other IPv6 as eight
+/// uncompressed lower-case hex groups.
+pub(crate) fn java_ip(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let groups: Vec<String> = v6.segments().iter().map(|g| format!("{g:x}")).collect();
+                groups.join(":")
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("a=1&b=2", "b", Some("2"))]
+    #[case("a=b=c", "a", Some("b=c"))]
+    #[case("q=", "q", Some(""))]
+    #[case("q", "q", None)]
+    #[case("=x", "x", None)]
+    #[case("a=1&a=2", "a", Some("1"))]
+    #[case("n=hello+world%21", "n", Some("hello world!"))]
+    #[case("na%6De=v", "name", Some("v"))]
+    #[case("A=1", "a", None)]
+    #[case("", "a", None)]
+    fn spring_query_parsing(#[case] query: &str, #[case] name: &str, #[case] want: Option<&str>) {
+        assert_eq!(query_param(Some(query), name).unwrap().as_deref(), want);
+    }
+
+    #[test]
+    fn bad_escape_is_an_error() {
+        assert!(query_param(Some("a=%zz"), "a").is_err());
+    }
+
+    #[rstest]
+    #[case("127.0.0.1", "127.0.0.1")]
+    #[case("::1", "0:0:0:0:0:0:0:1")]
+    #[case("::ffff:10.0.0.1", "10.0.0.1")]
+    #[case("2001:db8::1", "2001:db8:0:0:0:0:0:1")]
+    fn java_renders_addresses(#[case] ip: &str, #[case] want: &str) {
+        assert_eq!(java_ip(ip.parse().unwrap()), want);
+    }
+}

@@ -1,0 +1,354 @@
+//! The config snapshot: the gateway's only shared state.
+//!
+//! A [`Snapshot`] holds the config exactly as received ([`ConfigData`]) and the routing tables
+//! compiled from it ([`CompiledPlugin`]). It is immutable: a sync event is applied to a copy of
+//! the data, a new snapshot is compiled and swapped in ([`crate::sync::SyncState`]), so
+//! requests read it without locks and never see a half-applied event.
+
+use std::collections::{BTreeMap, HashMap};
+
+use model::{
+    AppAuthData, ConfigSet, DataEvent, DataEventType, DigestReport, EventPayload, MetaData,
+    PluginData, RuleData, SelectorData,
+};
+
+use crate::router::select::CompiledSelector;
+
+/// The config as received, keyed like ShenYu's gateway caches.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ConfigData {
+    /// Plugins by name.
+    pub(crate) plugins: BTreeMap<String, PluginData>,
+    /// Selectors by plugin name, each list sorted by `sort` (stable).
+    pub(crate) selectors: BTreeMap<String, Vec<SelectorData>>,
+    /// Rules by selector id, each list sorted by `sort` (stable).
+    pub(crate) rules: BTreeMap<String, Vec<RuleData>>,
+    /// Metadata by id.
+    pub(crate) meta_data: BTreeMap<String, MetaData>,
+    /// App auth by app key.
+    pub(crate) app_auth: BTreeMap<String, AppAuthData>,
+}
+
+/// A plugin's compiled routing table.
+#[derive(Debug)]
+pub(crate) struct CompiledPlugin {
+    /// Whether the plugin runs.
+    pub(crate) enabled: bool,
+    /// Its selectors, sorted by `sort`, each with its rules.
+    pub(crate) selectors: Vec<CompiledSelector>,
+}
+
+/// One immutable, compiled view of the config.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    /// The config as received.
+    pub(crate) data: ConfigData,
+    /// Compiled routing tables by plugin name (only plugins the config has).
+    pub(crate) plugins: HashMap<String, CompiledPlugin>,
+    /// The digest of `data`, computed once.
+    pub(crate) digest: DigestReport,
+}
+
+impl Snapshot {
+    /// Compiles a snapshot: every condition, pattern, regex and handle is parsed here.
+    pub(crate) fn build(data: ConfigData) -> Snapshot {
+        let plugins = data
+            .plugins
+            .values()
+            .map(|p| {
+                let selectors = data
+                    .selectors
+                    .get(&p.name)
+                    .map(|list| {
+                        list.iter()
+                            .map(|s| {
+                                let rules = data.rules.get(&s.id).map_or(&[][..], Vec::as_slice);
+                                CompiledSelector::compile(s, rules)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (
+                    p.name.clone(),
+                    CompiledPlugin {
+                        enabled: p.enabled,
+                        selectors,
+                    },
+                )
+            })
+            .collect();
+        let digest = DigestReport::from(&data.config_set());
+        Snapshot {
+            data,
+            plugins,
+            digest,
+        }
+    }
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot::build(ConfigData::default())
+    }
+}
+
+impl ConfigData {
+    /// The config as a [`ConfigSet`] (for the digest).
+    pub(crate) fn config_set(&self) -> ConfigSet {
+        ConfigSet {
+            plugins: self.plugins.values().cloned().collect(),
+            selectors: self.selectors.values().flatten().cloned().collect(),
+            rules: self.rules.values().flatten().cloned().collect(),
+            meta_data: self.meta_data.values().cloned().collect(),
+        }
+    }
+
+    /// Applies one event: UPDATE/CREATE upsert, DELETE removes, MYSELF/REFRESH replace the
+    /// whole group. An increment with no item changes nothing. RUNNING_MODE is not data.
+    pub(crate) fn apply(&mut self, event: DataEvent) {
+        let kind = event.event_type;
+        if kind == DataEventType::RunningMode {
+            return;
+        }
+        let full = kind.is_full();
+        let delete = kind == DataEventType::Delete;
+        match event.payload {
+            EventPayload::Plugin(items) => {
+                if full {
+                    self.plugins.clear();
+                }
+                for p in items {
+                    if delete {
+                        self.plugins.remove(&p.name);
+                    } else {
+                        self.plugins.insert(p.name.clone(), p);
+                    }
+                }
+            }
+            EventPayload::Selector(items) => {
+                if full {
+                    self.selectors.clear();
+                }
+                for s in items {
+                    if delete {
+                        if let Some(list) = self.selectors.get_mut(&s.plugin_name) {
+                            list.retain(|x| x.id != s.id);
+                        }
+                        self.rules.remove(&s.id);
+                    } else {
+                        for list in self.selectors.values_mut() {
+                            list.retain(|x| x.id != s.id);
+                        }
+                        self.selectors
+                            .entry(s.plugin_name.clone())
+                            .or_default()
+                            .push(s);
+                    }
+                }
+                sort_lists(&mut self.selectors, |s| s.sort);
+            }
+            EventPayload::Rule(items) => {
+                if full {
+                    self.rules.clear();
+                }
+                for r in items {
+                    if delete {
+                        if let Some(list) = self.rules.get_mut(&r.selector_id) {
+                            list.retain(|x| x.id != r.id);
+                        }
+                    } else {
+                        for list in self.rules.values_mut() {
+                            list.retain(|x| x.id != r.id);
+                        }
+                        self.rules.entry(r.selector_id.clone()).or_default().push(r);
+                    }
+                }
+                sort_lists(&mut self.rules, |r| r.sort);
+            }
+            EventPayload::MetaData(items) => {
+                if full {
+                    self.meta_data.clear();
+                }
+                for m in items {
+                    if delete {
+                        self.meta_data.remove(&m.id);
+                    } else {
+                        self.meta_data.insert(m.id.clone(), m);
+                    }
+                }
+            }
+            EventPayload::AppAuth(items) => {
+                if full {
+                    self.app_auth.clear();
+                }
+                for a in items {
+                    if delete {
+                        self.app_auth.remove(&a.app_key);
+                    } else {
+                        self.app_auth.insert(a.app_key.clone(), a);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Stable-sorts every list by `sort` and drops empty lists.
+fn sort_lists<T>(map: &mut BTreeMap<String, Vec<T>>, key: impl Fn(&T) -> i32 + Copy) {
+    map.retain(|_, list| !list.is_empty());
+    for list in map.values_mut() {
+        list.sort_by_key(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::EventPayload as P;
+
+    fn sel(id: &str, plugin: &str, sort: i32) -> SelectorData {
+        SelectorData {
+            id: id.to_owned(),
+            plugin_name: plugin.to_owned(),
+            sort,
+            ..Default::default()
+        }
+    }
+
+    fn rule(id: &str, selector: &str, sort: i32) -> RuleData {
+        RuleData {
+            id: id.to_owned(),
+            selector_id: selector.to_owned(),
+            sort,
+            ..Default::default()
+        }
+    }
+
+    fn ids<T>(list: Option<&Vec<T>>, id: impl Fn(&T) -> &str) -> Vec<String> {
+        list.map(|l| l.iter().map(|x| id(x).to_owned()).collect())
+            .unwrap_or_default()
+    }
+
+    fn ev(kind: DataEventType, payload: EventPayload) -> DataEvent {
+        DataEvent::new(kind, payload)
+    }
+
+    #[test]
+    fn selectors_upsert_sorted_and_delete_drops_rules() {
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 5), sel("2", "divide", 1)]),
+        ));
+        d.apply(ev(
+            DataEventType::Create,
+            P::Selector(vec![sel("3", "divide", 3)]),
+        ));
+        assert_eq!(ids(d.selectors.get("divide"), |s| &s.id), ["2", "3", "1"]);
+        // Update moves a selector.
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 0)]),
+        ));
+        assert_eq!(ids(d.selectors.get("divide"), |s| &s.id), ["1", "2", "3"]);
+        d.apply(ev(
+            DataEventType::Update,
+            P::Rule(vec![
+                rule("r1", "1", 2),
+                rule("r2", "1", 1),
+                rule("r3", "2", 1),
+            ]),
+        ));
+        assert_eq!(ids(d.rules.get("1"), |r| &r.id), ["r2", "r1"]);
+        d.apply(ev(
+            DataEventType::Delete,
+            P::Selector(vec![sel("1", "divide", 0)]),
+        ));
+        assert_eq!(ids(d.selectors.get("divide"), |s| &s.id), ["2", "3"]);
+        assert!(!d.rules.contains_key("1"));
+        d.apply(ev(DataEventType::Delete, P::Rule(vec![rule("r3", "2", 0)])));
+        assert!(!d.rules.contains_key("2"));
+    }
+
+    #[test]
+    fn full_sync_replaces_the_group_only() {
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 1), sel("2", "waf", 1)]),
+        ));
+        d.apply(ev(DataEventType::Update, P::Rule(vec![rule("r1", "1", 1)])));
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Selector(vec![sel("3", "divide", 1)]),
+        ));
+        assert_eq!(ids(d.selectors.get("divide"), |s| &s.id), ["3"]);
+        assert!(!d.selectors.contains_key("waf"));
+        assert_eq!(ids(d.rules.get("1"), |r| &r.id), ["r1"]);
+        d.apply(ev(DataEventType::Refresh, P::Rule(vec![])));
+        assert!(d.rules.is_empty());
+    }
+
+    #[test]
+    fn plugins_meta_and_auth_by_key() {
+        let mut d = ConfigData::default();
+        let p = PluginData {
+            id: "5".into(),
+            name: "divide".into(),
+            enabled: true,
+            ..Default::default()
+        };
+        d.apply(ev(DataEventType::Update, P::Plugin(vec![p.clone()])));
+        d.apply(ev(
+            DataEventType::Update,
+            P::Plugin(vec![PluginData {
+                enabled: false,
+                ..p.clone()
+            }]),
+        ));
+        assert_eq!(d.plugins.len(), 1);
+        assert!(!d.plugins["divide"].enabled);
+        d.apply(ev(
+            DataEventType::Delete,
+            P::Plugin(vec![PluginData {
+                id: String::new(),
+                ..p
+            }]),
+        ));
+        assert!(d.plugins.is_empty());
+
+        let m = MetaData {
+            id: "m1".into(),
+            path: "/a".into(),
+            ..Default::default()
+        };
+        d.apply(ev(DataEventType::Create, P::MetaData(vec![m.clone()])));
+        d.apply(ev(DataEventType::Delete, P::MetaData(vec![m])));
+        assert!(d.meta_data.is_empty());
+
+        let a = AppAuthData {
+            app_key: "k".into(),
+            ..Default::default()
+        };
+        d.apply(ev(DataEventType::Myself, P::AppAuth(vec![a.clone()])));
+        assert_eq!(d.app_auth.len(), 1);
+        d.apply(ev(DataEventType::Delete, P::AppAuth(vec![a])));
+        assert!(d.app_auth.is_empty());
+    }
+
+    #[test]
+    fn empty_increment_changes_nothing_and_digest_tracks_content() {
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 1)]),
+        ));
+        let before = d.clone();
+        d.apply(ev(DataEventType::Update, P::Selector(vec![])));
+        d.apply(ev(DataEventType::Delete, P::Rule(vec![])));
+        assert_eq!(d, before);
+        let a = Snapshot::build(before).digest;
+        assert_eq!(a.selectors, 1);
+        assert_ne!(a.digest, Snapshot::default().digest.digest);
+    }
+}

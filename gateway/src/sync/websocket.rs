@@ -1,0 +1,149 @@
+//! Websocket subscriber (ShenYu `ShenyuWebsocketClient`): connect to `ws://<admin>/websocket`,
+//! send `MYSELF`, apply every text frame, ping every 10 s. On failure or close it reconnects
+//! with exponential backoff (100 ms doubling to 5 s, jittered) and sends `MYSELF` again; the
+//! admin's full sync replaces each group in one swap, so routes never vanish in between.
+//! Several admin URLs: the next one is tried after a failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use rand::Rng;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{Subscriber, SyncError, SyncState};
+
+const PING_EVERY: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_CAP: Duration = Duration::from_secs(5);
+
+/// The websocket subscriber.
+#[derive(Debug)]
+pub(crate) struct WebsocketSubscriber {
+    urls: Vec<String>,
+}
+
+impl WebsocketSubscriber {
+    /// A subscriber for admin base URLs (`http://host:port`), at least one.
+    pub(crate) fn new(admin_urls: &[String]) -> WebsocketSubscriber {
+        WebsocketSubscriber {
+            urls: admin_urls.iter().map(|u| websocket_url(u)).collect(),
+        }
+    }
+
+    /// One connection. The outer error: the connection could not be opened; the inner
+    /// result: how an opened connection ended.
+    async fn session(
+        &self,
+        url: &str,
+        state: &SyncState,
+    ) -> Result<Result<(), SyncError>, SyncError> {
+        let conn_err = |source| SyncError::Connection {
+            url: url.to_owned(),
+            source,
+        };
+        let (ws, _) = tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url))
+            .await
+            .map_err(|_| SyncError::ConnectTimeout {
+                url: url.to_owned(),
+            })?
+            .map_err(conn_err)?;
+        let (mut tx, mut rx) = ws.split();
+        tx.send(Message::text("MYSELF")).await.map_err(conn_err)?;
+        state.set_connected(true);
+        tracing::info!(%url, "websocket sync connected; sent MYSELF");
+        let mut ping =
+            tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+        let result = loop {
+            tokio::select! {
+                frame = rx.next() => match frame {
+                    None => break Ok(()),
+                    Some(Err(e)) => break Err(conn_err(e)),
+                    Some(Ok(Message::Text(text))) => match state.apply_text(&text) {
+                        Ok(applied) => tracing::debug!(?applied, "sync frame"),
+                        Err(e) => tracing::warn!(error = %e, frame = %truncate(&text), "rejected sync frame"),
+                    },
+                    Some(Ok(Message::Close(_))) => break Ok(()),
+                    Some(Ok(_)) => {}
+                },
+                _ = ping.tick() => {
+                    if let Err(e) = tx.send(Message::Ping(Default::default())).await {
+                        break Err(conn_err(e));
+                    }
+                }
+            }
+        };
+        state.set_connected(false);
+        Ok(result)
+    }
+}
+
+impl Subscriber for WebsocketSubscriber {
+    async fn run(self, state: Arc<SyncState>) {
+        let mut backoff = BACKOFF_START;
+        let mut index = 0;
+        loop {
+            let url = &self.urls[index % self.urls.len()];
+            match self.session(url, &state).await {
+                Ok(ended) => {
+                    match ended {
+                        Ok(()) => tracing::warn!(%url, "websocket sync closed; reconnecting"),
+                        Err(e) => tracing::warn!(error = %e, "websocket sync broke; reconnecting"),
+                    }
+                    backoff = BACKOFF_START;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "websocket sync failed; trying again");
+                    index += 1;
+                }
+            }
+            let half = backoff / 2;
+            let jitter = rand::rng().random_range(0..=half.as_millis() as u64);
+            tokio::time::sleep(half + Duration::from_millis(jitter)).await;
+            backoff = (backoff * 2).min(BACKOFF_CAP);
+        }
+    }
+}
+
+/// `http://host:port[/]` → `ws://host:port/websocket` (`https` → `wss`).
+pub(crate) fn websocket_url(admin: &str) -> String {
+    let admin = admin.trim().trim_end_matches('/');
+    let rest = if let Some(rest) = admin.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else if let Some(rest) = admin.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if admin.contains("://") {
+        admin.to_owned()
+    } else {
+        format!("ws://{admin}")
+    };
+    if rest.ends_with("/websocket") {
+        rest
+    } else {
+        format!("{rest}/websocket")
+    }
+}
+
+fn truncate(text: &str) -> &str {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_urls_become_websocket_urls() {
+        assert_eq!(
+            websocket_url("http://127.0.0.1:9095"),
+            "ws://127.0.0.1:9095/websocket"
+        );
+        assert_eq!(websocket_url("https://a:1/"), "wss://a:1/websocket");
+        assert_eq!(websocket_url("ws://a:1/websocket"), "ws://a:1/websocket");
+        assert_eq!(websocket_url("a:1"), "ws://a:1/websocket");
+    }
+}

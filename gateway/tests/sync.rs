@@ -1,0 +1,342 @@
+//! End to end: the gateway's `serve` against an in-test fake admin (websocket) and an in-test
+//! upstream. Every wait polls a condition until a deadline; nothing sleeps a fixed time.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use futures_util::{SinkExt, StreamExt};
+use http::{HeaderMap, StatusCode};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use model::{
+    ConditionData, ConfigSet, DataEvent, DataEventType, EventPayload, PluginData, RuleData,
+    SelectorData,
+};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+type AdminConn = WebSocketStream<TcpStream>;
+
+/// Polls `check` until it gives `Some`, failing after the deadline.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A fake admin: every accepted websocket connection is handed to the test.
+async fn fake_admin() -> (SocketAddr, mpsc::UnboundedReceiver<AdminConn>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            if let Ok(ws) = tokio_tungstenite::accept_async(stream).await
+                && tx.send(ws).is_err()
+            {
+                break;
+            }
+        }
+    });
+    (addr, rx)
+}
+
+/// The next connection from the gateway, after it has sent `MYSELF`.
+async fn next_session(rx: &mut mpsc::UnboundedReceiver<AdminConn>) -> AdminConn {
+    let mut conn = tokio::time::timeout(DEADLINE, rx.recv())
+        .await
+        .expect("gateway connects")
+        .unwrap();
+    loop {
+        let msg = tokio::time::timeout(DEADLINE, conn.next())
+            .await
+            .expect("gateway sends MYSELF");
+        if let Some(Ok(Message::Text(t))) = msg
+            && t.as_str() == "MYSELF"
+        {
+            return conn;
+        }
+    }
+}
+
+/// An upstream echoing what it received; `/api/slow` never answers.
+async fn upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().fallback(|req: Request| async move {
+        if req.uri().path() == "/api/slow" {
+            std::future::pending::<()>().await;
+        }
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let body = json!({
+            "method": req.method().as_str(),
+            "path": req.uri().path(),
+            "query": req.uri().query(),
+            "host": header("host"),
+            "xff": header("x-forwarded-for"),
+            "connection": header("connection"),
+        });
+        ([("x-gantry-upstream", "up")], axum::Json(body))
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+struct Http(Client<HttpConnector, Body>);
+
+impl Http {
+    async fn get(&self, url: String) -> (StatusCode, HeaderMap, Value) {
+        let req = http::Request::get(url)
+            .header("connection", "x-drop")
+            .body(Body::empty())
+            .unwrap();
+        let resp = self.0.request(req).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (parts.status, parts.headers, value)
+    }
+}
+
+fn plugin() -> PluginData {
+    PluginData {
+        id: "5".into(),
+        name: "divide".into(),
+        enabled: true,
+        sort: 200,
+        ..Default::default()
+    }
+}
+
+fn selector(id: &str, prefix: &str, upstream: SocketAddr) -> SelectorData {
+    SelectorData {
+        id: id.into(),
+        name: format!("sel-{id}"),
+        enabled: true,
+        sort: 1,
+        plugin_id: "5".into(),
+        plugin_name: "divide".into(),
+        handle: Some(format!(
+            r#"[{{"upstreamUrl":"{upstream}","protocol":"http://","weight":50,"status":true}}]"#
+        )),
+        condition_list: vec![ConditionData::new("uri", "startsWith", "/", prefix)],
+        ..Default::default()
+    }
+}
+
+fn rule(id: &str, selector_id: &str, pattern: &str) -> RuleData {
+    RuleData {
+        id: id.into(),
+        name: format!("rule-{id}"),
+        enabled: true,
+        sort: 1,
+        plugin_name: "divide".into(),
+        selector_id: selector_id.into(),
+        handle: Some(r#"{"loadBalance":"random","timeout":300}"#.into()),
+        condition_data_list: vec![ConditionData::new("uri", "match", "/", pattern)],
+        ..Default::default()
+    }
+}
+
+async fn send(conn: &mut AdminConn, event: DataEvent) {
+    conn.send(Message::text(event.to_websocket_text()))
+        .await
+        .unwrap();
+}
+
+/// Answers `MYSELF` the way gantry's admin does: all five groups, even empty ones.
+async fn full_sync(conn: &mut AdminConn, config: &ConfigSet) {
+    let t = DataEventType::Myself;
+    send(
+        conn,
+        DataEvent::new(t, EventPayload::Plugin(config.plugins.clone())),
+    )
+    .await;
+    send(
+        conn,
+        DataEvent::new(t, EventPayload::Selector(config.selectors.clone())),
+    )
+    .await;
+    send(
+        conn,
+        DataEvent::new(t, EventPayload::Rule(config.rules.clone())),
+    )
+    .await;
+    send(
+        conn,
+        DataEvent::new(t, EventPayload::MetaData(config.meta_data.clone())),
+    )
+    .await;
+    send(conn, DataEvent::new(t, EventPayload::AppAuth(Vec::new()))).await;
+}
+
+#[tokio::test]
+async fn websocket_sync_drives_routing() {
+    let (admin, mut sessions) = fake_admin().await;
+    let up = upstream().await;
+    let refused = {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gw = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let config = gateway::Config {
+        sync: model::SyncMode::Websocket,
+        // The first admin refuses: the subscriber moves on to the next.
+        admin_urls: vec![format!("http://{refused}"), format!("http://{admin}")],
+    };
+    let server = tokio::spawn(gateway::serve(listener, config, async {
+        let _ = stopped.await;
+    }));
+    let http = Http(Client::builder(TokioExecutor::new()).build(HttpConnector::new()));
+    let url = |path: &str| format!("http://{gw}{path}");
+
+    // Before any config: divide is absent → -106.
+    let (status, _, body) = http.get(url("/api/hello")).await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::NOT_FOUND, Some(-106))
+    );
+
+    // Full sync with one route.
+    let mut conn = next_session(&mut sessions).await;
+    let config = ConfigSet {
+        plugins: vec![plugin()],
+        selectors: vec![selector("1", "/api", up), selector("3", "/down", refused)],
+        rules: vec![rule("2", "1", "/api/**"), rule("4", "3", "/down/**")],
+        meta_data: Vec::new(),
+    };
+    full_sync(&mut conn, &config).await;
+    let (headers, body) = eventually("route to the upstream", || async {
+        let (status, headers, body) = http.get(url("/api/hello%20x?b=1&a=%2F")).await;
+        (status == StatusCode::OK).then_some((headers, body))
+    })
+    .await;
+    assert_eq!(headers["x-gantry-upstream"], "up");
+    assert_eq!(headers["x-gantry-selector-id"], "1");
+    assert_eq!(headers["x-gantry-rule-id"], "2");
+    assert_eq!(body["path"], "/api/hello%20x");
+    assert_eq!(body["query"], "b=1&a=%2F");
+    assert_eq!(body["host"], up.to_string());
+    assert_eq!(body["xff"], "127.0.0.1");
+    assert_eq!(body["connection"], Value::Null);
+
+    let applied = http.get(url("/actuator/digest")).await.2;
+    assert_eq!(applied["digest"], config.digest());
+    assert_eq!(
+        (applied["selectors"].as_u64(), applied["rules"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let (_, _, health) = http.get(url("/actuator/health")).await;
+    assert_eq!(health["status"], "UP");
+    assert_eq!(health["sync"]["connected"], true);
+    assert_eq!(health["sync"]["fullSyncs"], 5);
+    let (_, _, selectors) = http.get(url("/actuator/selectorData")).await;
+    assert_eq!(selectors[0]["divide"].as_array().map(Vec::len), Some(2));
+
+    // No rule matches → -102; refused upstream → 502 -103; slow upstream → 504.
+    let (status, _, body) = http.get(url("/apix")).await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::NOT_FOUND, Some(-102))
+    );
+    let (status, _, body) = http.get(url("/down/x")).await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::BAD_GATEWAY, Some(-103))
+    );
+    let (status, _, body) = http.get(url("/api/slow")).await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::GATEWAY_TIMEOUT, Some(504))
+    );
+
+    // Malformed frames are rejected; the last good config keeps serving.
+    conn.send(Message::text("{not json")).await.unwrap();
+    conn.send(Message::text(
+        r#"{"groupType":"SELECTOR","eventType":"UPDATE","data":[{"sort":"x"}]}"#,
+    ))
+    .await
+    .unwrap();
+    eventually("two rejected frames", || async {
+        let (_, _, h) = http.get(url("/actuator/health")).await;
+        (h["sync"]["eventsRejected"] == 2).then_some(())
+    })
+    .await;
+    assert_eq!(http.get(url("/actuator/digest")).await.2, applied);
+    let (status, _, _) = http.get(url("/api/hello")).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // DELETE the selector → -107.
+    send(
+        &mut conn,
+        DataEvent::new(
+            DataEventType::Delete,
+            EventPayload::Selector(vec![selector("1", "/api", up)]),
+        ),
+    )
+    .await;
+    eventually("selector deleted", || async {
+        let (status, _, body) = http.get(url("/api/hello")).await;
+        (status == StatusCode::NOT_FOUND && body["code"] == -107).then_some(())
+    })
+    .await;
+    assert_eq!(http.get(url("/actuator/digest")).await.2["rules"], 1);
+
+    // The admin drops the connection: the gateway reconnects and asks for MYSELF again; the
+    // full sync brings the route back.
+    drop(conn);
+    eventually("disconnect noticed", || async {
+        let (_, _, h) = http.get(url("/actuator/health")).await;
+        (h["sync"]["connected"] == false).then_some(())
+    })
+    .await;
+    let mut conn = next_session(&mut sessions).await;
+    full_sync(&mut conn, &config).await;
+    eventually("route restored after reconnect", || async {
+        let (status, _, _) = http.get(url("/api/hello")).await;
+        (status == StatusCode::OK).then_some(())
+    })
+    .await;
+    eventually("resync recorded", || async {
+        let (_, _, h) = http.get(url("/actuator/health")).await;
+        (h["sync"]["fullSyncs"] == 10 && h["sync"]["connected"] == true).then_some(())
+    })
+    .await;
+    assert_eq!(http.get(url("/actuator/digest")).await.2, applied);
+
+    stop.send(()).unwrap();
+    drop(http);
+    tokio::time::timeout(DEADLINE, server)
+        .await
+        .expect("graceful shutdown")
+        .unwrap()
+        .unwrap();
+}
