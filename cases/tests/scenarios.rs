@@ -1,1 +1,116 @@
-fn main() {}
+//! One trial per scenario × sync mode, named `<name>@<mode>`, each on a fresh topology; a file
+//! that does not parse is one failing trial `<file stem>@parse`. Files under `cases/invalid/`
+//! must fail to parse with exactly the error in their sibling `.err` file.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use harness::{Backend, ProcessEnv, RunOptions, Scenario};
+use libtest_mimic::{Arguments, Failed, Trial};
+use model::SyncMode;
+
+const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+const INVALID: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/invalid");
+
+/// Builds and locates the binaries once, on first use.
+#[derive(Debug)]
+struct Shared {
+    opts: RunOptions,
+    backend: OnceLock<Result<Backend, String>>,
+}
+
+impl Shared {
+    fn backend(&self) -> Result<&Backend, Failed> {
+        self.backend
+            .get_or_init(|| harness::prepare(&self.opts).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| e.into())
+    }
+}
+
+fn run(shared: &Shared, scenario: &Scenario, mode: SyncMode) -> Result<(), Failed> {
+    let backend = shared.backend()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(harness::run_case(
+        scenario,
+        mode,
+        backend,
+        &shared.opts,
+        &|_| {},
+    ))?;
+    Ok(())
+}
+
+fn scenario_trials(shared: &Arc<Shared>) -> Vec<Trial> {
+    let files = match harness::discover(&[PathBuf::from(SCENARIOS)]) {
+        Ok(files) => files,
+        Err(e) => return vec![Trial::test("discover", move || Err(e.to_string().into()))],
+    };
+    let mut trials = Vec::new();
+    for file in files {
+        match file.scenario {
+            Err(e) => trials.push(Trial::test(
+                format!(
+                    "{}@parse",
+                    file.path.file_stem().unwrap_or_default().display()
+                ),
+                move || Err(e.to_string().into()),
+            )),
+            Ok(s) => {
+                let s = Arc::new(s);
+                for mode in s.modes.clone() {
+                    let (s, shared) = (Arc::clone(&s), Arc::clone(shared));
+                    trials.push(Trial::test(format!("{}@{mode}", s.name), move || {
+                        run(&shared, &s, mode)
+                    }));
+                }
+            }
+        }
+    }
+    trials
+}
+
+/// `cases/invalid/<name>.yaml` must fail with the text of `<name>.err`.
+fn invalid_trials() -> Vec<Trial> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(INVALID)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let stem = path.file_stem().unwrap_or_default().display().to_string();
+            Trial::test(format!("invalid::{stem}"), move || {
+                check_invalid(&path, &stem)
+            })
+        })
+        .collect()
+}
+
+fn check_invalid(path: &Path, stem: &str) -> Result<(), Failed> {
+    let src = std::fs::read_to_string(path)?;
+    let expected = std::fs::read_to_string(path.with_extension("err"))?;
+    let shown = Path::new("cases/invalid").join(format!("{stem}.yaml"));
+    match harness::scenario::parse_str(&shown, &src) {
+        Ok(_) => Err("parsed, but it must fail".into()),
+        Err(e) if e.to_string() == expected.trim_end() => Ok(()),
+        Err(e) => Err(format!("expected:\n{}\ngot:\n{e}", expected.trim_end()).into()),
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let shared = Arc::new(Shared {
+        opts: RunOptions::from_env(&ProcessEnv),
+        backend: OnceLock::new(),
+    });
+    let mut trials = scenario_trials(&shared);
+    trials.extend(invalid_trials());
+    libtest_mimic::run(&args, trials).exit();
+}

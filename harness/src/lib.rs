@@ -1,1 +1,220 @@
-//! placeholder
+//! gantry's e2e engine: runs scenario files (docs/scenarios.md) against a fresh admin +
+//! gateway + echo upstreams per sync mode, and reports per case.
+//!
+//! Entry points: [`discover`] finds and parses scenario files, [`prepare`] builds and locates
+//! the binaries, [`run_case`] runs one scenario under one mode, and [`run_paths`] does all of it
+//! for the `gantry` CLI. Layers: [`scenario`] (parse, validate) → [`topology`] on a [`backend`]
+//! → [`runner`] (with [`probe`] verdicts and [`wait`] convergence) → [`report`].
+
+pub mod backend;
+pub mod client;
+pub mod error;
+pub mod probe;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod topology;
+pub mod upstream;
+pub mod wait;
+
+use std::path::{Path, PathBuf};
+
+use model::SyncMode;
+
+pub use backend::{Backend, BackendKind};
+pub use error::{BackendError, RunError, ScenarioError};
+pub use report::{CaseResult, Event};
+pub use runner::{CaseOutcome, run_case};
+pub use scenario::{CaseFile, Scenario, discover};
+
+/// The workspace root this harness was built in.
+pub const WORKSPACE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+/// The default scenario directory: the workspace's `cases/scenarios`, else `./cases/scenarios`.
+pub fn default_scenario_dir() -> PathBuf {
+    let built_in = Path::new(WORKSPACE_DIR).join("cases/scenarios");
+    if built_in.is_dir() {
+        built_in
+    } else {
+        PathBuf::from("cases/scenarios")
+    }
+}
+
+/// Reads environment variables; a trait so option parsing is testable.
+pub trait Env {
+    /// The variable's value, if set.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+/// What the engine needs to run cases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Requested sync modes; a scenario runs under its own modes ∩ these.
+    pub modes: Vec<SyncMode>,
+    /// Where the binaries are (`GANTRY_BIN_DIR`); `None` locates them next to the harness.
+    pub bin_dir: Option<PathBuf>,
+    /// Run `cargo build --workspace --bins` first (off with `--no-build` or `GANTRY_BIN_DIR`).
+    pub build: bool,
+    /// Keep the temp dirs (`GANTRY_KEEP=1`).
+    pub keep: bool,
+}
+
+impl RunOptions {
+    /// Defaults (host backend, websocket, build first) adjusted by `GANTRY_BIN_DIR` and
+    /// `GANTRY_KEEP`.
+    pub fn from_env(env: &dyn Env) -> Self {
+        let bin_dir = env
+            .var("GANTRY_BIN_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from);
+        Self {
+            backend: BackendKind::Host,
+            modes: vec![SyncMode::Websocket],
+            build: bin_dir.is_none(),
+            bin_dir,
+            keep: env.var("GANTRY_KEEP").is_some_and(|v| v == "1"),
+        }
+    }
+}
+
+/// Builds the binaries when asked (falling back to locating them when cargo is missing) and
+/// returns a backend that runs them.
+pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
+    if opts.build && opts.bin_dir.is_none() {
+        backend::host::build_binaries(Path::new(WORKSPACE_DIR))?;
+    }
+    let dir = backend::host::default_bin_dir(opts.bin_dir.clone())?;
+    Backend::new(opts.backend, dir)
+}
+
+/// The result of one case run, for the reporters.
+pub fn case_result(
+    scenario: &Scenario,
+    mode: SyncMode,
+    outcome: Result<CaseOutcome, RunError>,
+) -> CaseResult {
+    let (passed, converge_ms, error) = match outcome {
+        Ok(o) => (true, Some(o.converge_ms), None),
+        Err(e) => (false, None, Some(e.to_string())),
+    };
+    CaseResult {
+        case: scenario.name.clone(),
+        mode: mode.to_string(),
+        passed,
+        converge_ms,
+        error,
+    }
+}
+
+/// Discovers the scenarios under `paths` and runs each under its modes ∩ `opts.modes`, one at
+/// a time. A file that does not parse is a failed result with mode `parse`.
+pub async fn run_paths(
+    paths: &[PathBuf],
+    opts: &RunOptions,
+    events: &(dyn Fn(Event) + Send + Sync),
+) -> Result<Vec<CaseResult>, RunSetupError> {
+    let files = discover(paths)?;
+    let prep = opts.clone();
+    let backend = tokio::task::spawn_blocking(move || prepare(&prep))
+        .await
+        .expect("prepare does not panic")?;
+    let mut results = Vec::new();
+    for file in &files {
+        match &file.scenario {
+            Err(e) => {
+                let r = CaseResult {
+                    case: file.stem(),
+                    mode: "parse".into(),
+                    passed: false,
+                    converge_ms: None,
+                    error: Some(e.to_string()),
+                };
+                events(Event::CaseFinished(r.clone()));
+                results.push(r);
+            }
+            Ok(s) => {
+                for mode in s.modes.iter().filter(|m| opts.modes.contains(m)) {
+                    let r = case_result(s, *mode, run_case(s, *mode, &backend, opts, events).await);
+                    events(Event::CaseFinished(r.clone()));
+                    results.push(r);
+                }
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Why [`run_paths`] could not start running cases.
+#[derive(Debug, thiserror::Error)]
+pub enum RunSetupError {
+    /// A path does not exist or cannot be read.
+    #[error(transparent)]
+    Discover(#[from] ScenarioError),
+    /// The binaries cannot be built or found.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Counts the cases [`run_paths`] will report for `files` (parse failures count once).
+pub fn count_cases(files: &[CaseFile], modes: &[SyncMode]) -> usize {
+    files
+        .iter()
+        .map(|f| {
+            f.scenario
+                .as_ref()
+                .map_or(1, |s| s.modes.iter().filter(|m| modes.contains(m)).count())
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    struct FakeEnv(HashMap<&'static str, &'static str>);
+
+    impl Env for FakeEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn env_sets_bin_dir_and_keep() {
+        let o = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        assert!(o.build && !o.keep && o.bin_dir.is_none());
+        let o = RunOptions::from_env(&FakeEnv(HashMap::from([
+            ("GANTRY_BIN_DIR", "/x"),
+            ("GANTRY_KEEP", "1"),
+        ])));
+        assert_eq!(
+            (o.build, o.keep, o.bin_dir),
+            (false, true, Some(PathBuf::from("/x")))
+        );
+    }
+
+    #[test]
+    fn missing_binaries_name_the_build_command() {
+        let e = Backend::new(BackendKind::Host, PathBuf::from("/nonexistent"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "binary not found: /nonexistent/gantry-admin (build it with `cargo build --workspace --bins`)"
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! The host backend: `gantry-admin` and `gantry-gateway` as child processes on port 0.
+//!
+//! Children never outlive the harness: their stdin is a pipe the harness holds
+//! (`--exit-on-stdin-eof`), and a [`Service`] kills and reaps its process on drop.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::Duration;
+
+use model::SyncMode;
+
+use crate::error::BackendError;
+use crate::wait::{WaitPolicy, await_convergence};
+
+/// How long a child may take to print its `listening on` line.
+const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a child may take to answer `/actuator/health` with 200.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(20);
+/// The command that builds the binaries.
+pub const BUILD_COMMAND: &str = "cargo build --workspace --bins";
+
+/// Where the host binaries are.
+#[derive(Debug, Clone)]
+pub struct HostBackend {
+    bin_dir: PathBuf,
+}
+
+/// The directory holding the binaries: `GANTRY_BIN_DIR` if given, else the directory of the
+/// running executable (its parent when that is `deps`, as for test executables).
+pub fn default_bin_dir(env_bin_dir: Option<PathBuf>) -> Result<PathBuf, BackendError> {
+    if let Some(dir) = env_bin_dir {
+        return Ok(dir);
+    }
+    let exe = std::env::current_exe().map_err(|source| BackendError::Io {
+        what: "locating the running executable".into(),
+        source,
+    })?;
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.pop();
+    }
+    Ok(dir)
+}
+
+/// Runs `cargo build --workspace --bins` (plus `--release` for a release harness) in
+/// `workspace`. Returns `Ok(false)` when cargo is not installed.
+pub fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--workspace", "--bins"]);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    let out = match cmd.stdin(Stdio::null()).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(BackendError::Io {
+                what: format!("running {BUILD_COMMAND}"),
+                source,
+            });
+        }
+    };
+    if out.status.success() {
+        return Ok(true);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(BackendError::BuildFailed {
+        command: BUILD_COMMAND.to_owned(),
+        status: out.status.to_string(),
+        stderr_tail: tail(&stderr, 40),
+    })
+}
+
+/// The last `n` lines of `text`.
+pub(crate) fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl HostBackend {
+    /// A backend running the binaries in `bin_dir`; fails if one is missing.
+    pub fn new(bin_dir: PathBuf) -> Result<Self, BackendError> {
+        let backend = Self { bin_dir };
+        for name in ["gantry-admin", "gantry-gateway"] {
+            let path = backend.binary(name);
+            if !path.is_file() {
+                return Err(BackendError::MissingBinary {
+                    path,
+                    build: BUILD_COMMAND.to_owned(),
+                });
+            }
+        }
+        Ok(backend)
+    }
+
+    fn binary(&self, name: &str) -> PathBuf {
+        self.bin_dir
+            .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+    }
+
+    /// Starts `gantry-admin` with a SQLite file under `dir`.
+    pub async fn start_admin(&self, mode: SyncMode, dir: &Path) -> Result<Service, BackendError> {
+        let db = dir.join("admin.db");
+        let args = vec![
+            "--db".into(),
+            db.display().to_string(),
+            "--sync".into(),
+            mode.to_string(),
+        ];
+        self.spawn("admin", "gantry-admin", args, dir).await
+    }
+
+    /// Starts `gantry-gateway` subscribed to `admin_url`.
+    pub async fn start_gateway(
+        &self,
+        mode: SyncMode,
+        admin_url: &str,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
+        let args = vec![
+            "--sync".into(),
+            mode.to_string(),
+            "--admin-url".into(),
+            admin_url.to_owned(),
+        ];
+        self.spawn("gateway", "gantry-gateway", args, dir).await
+    }
+
+    async fn spawn(
+        &self,
+        name: &str,
+        bin: &str,
+        args: Vec<String>,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
+        let io = |what: String| move |source| BackendError::Io { what, source };
+        let log = dir.join(format!("{name}.log"));
+        let stderr =
+            std::fs::File::create(&log).map_err(io(format!("creating {}", log.display())))?;
+        let path = self.binary(bin);
+        let mut child = Command::new(&path)
+            .args(["--port", "0", "--exit-on-stdin-eof"])
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(io(format!("starting {}", path.display())))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut service = Service {
+            name: name.to_owned(),
+            url: String::new(),
+            log,
+            child,
+            _stdin: stdin,
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next());
+            // Keep draining so a stray write never hits a closed pipe.
+            lines.for_each(drop);
+        });
+        let announce = |detail: String| BackendError::NoListenLine {
+            service: name.to_owned(),
+            detail,
+        };
+        let line = match tokio::time::timeout(ANNOUNCE_TIMEOUT, rx).await {
+            Err(_) => {
+                return Err(announce(format!(
+                    "nothing within {}s",
+                    ANNOUNCE_TIMEOUT.as_secs()
+                )));
+            }
+            Ok(Err(_)) | Ok(Ok(None)) => {
+                let status = service
+                    .child
+                    .wait()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                return Err(announce(format!(
+                    "exited ({status}) first; log:\n{}",
+                    service.log_tail(40)
+                )));
+            }
+            Ok(Ok(Some(Err(e)))) => return Err(announce(e.to_string())),
+            Ok(Ok(Some(Ok(line)))) => line,
+        };
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .filter(|u| u.starts_with("http://"));
+        service.url = url
+            .ok_or_else(|| announce(format!("printed {line:?}")))?
+            .to_owned();
+        service.await_healthy().await?;
+        Ok(service)
+    }
+}
+
+/// A running service; killed and reaped on drop.
+#[derive(Debug)]
+pub struct Service {
+    name: String,
+    url: String,
+    log: PathBuf,
+    child: Child,
+    _stdin: Option<ChildStdin>,
+}
+
+impl Service {
+    /// `admin` or `gateway`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The last `n` lines of the service's stderr log.
+    pub fn log_tail(&self, n: usize) -> String {
+        std::fs::read_to_string(&self.log)
+            .map(|t| tail(&t, n))
+            .unwrap_or_default()
+    }
+
+    async fn await_healthy(&self) -> Result<(), BackendError> {
+        let http = crate::client::http();
+        let url = format!("{}/actuator/health", self.url);
+        let policy = WaitPolicy {
+            consecutive: 1,
+            interval: Duration::from_millis(50),
+            timeout: HEALTH_TIMEOUT,
+        };
+        await_convergence(policy, || async {
+            match http.get(&url).send().await {
+                Ok(r) if r.status() == 200 => Ok(()),
+                Ok(r) => Err(format!("HTTP {}", r.status())),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await
+        .map(drop)
+        .map_err(|t| BackendError::Unhealthy {
+            service: self.name.clone(),
+            waited_ms: t.waited.as_millis(),
+            last: t.last,
+        })
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bin_dir_is_the_env_value_or_next_to_the_executable() {
+        assert_eq!(
+            default_bin_dir(Some(PathBuf::from("/x"))).unwrap(),
+            PathBuf::from("/x")
+        );
+        let dir = default_bin_dir(None).unwrap();
+        assert!(
+            dir.file_name().is_some_and(|n| n != "deps"),
+            "{}",
+            dir.display()
+        );
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+}

@@ -1,0 +1,104 @@
+//! [`GatewayClient`]: probe requests, digest and health.
+
+use model::DigestReport;
+
+use super::{http, send};
+use crate::error::ClientError;
+use crate::probe::ProbeResponse;
+use crate::scenario::ast::RequestSpec;
+
+/// A client for one gateway.
+#[derive(Debug, Clone)]
+pub struct GatewayClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+/// `GET {base}/actuator/digest`.
+pub(crate) async fn digest(
+    http: &reqwest::Client,
+    base: &str,
+) -> Result<DigestReport, ClientError> {
+    let what = format!("GET {base}/actuator/digest");
+    let (status, body) = send(&what, http.get(format!("{base}/actuator/digest"))).await?;
+    if status != 200 {
+        return Err(ClientError::Status { what, status, body });
+    }
+    serde_json::from_str(&body).map_err(|e| ClientError::Body {
+        what,
+        detail: e.to_string(),
+        body,
+    })
+}
+
+impl GatewayClient {
+    /// A client for the gateway at `base` (e.g. `http://127.0.0.1:9195`).
+    pub fn new(base: &str) -> Self {
+        Self {
+            base: base.trim_end_matches('/').to_owned(),
+            http: http(),
+        }
+    }
+
+    /// Sends a scenario request and returns the whole answer.
+    pub async fn send(&self, req: &RequestSpec) -> Result<ProbeResponse, ClientError> {
+        let what = format!("{} {}", req.method, req.path);
+        let bad = |detail: String| ClientError::Body {
+            what: what.clone(),
+            detail,
+            body: String::new(),
+        };
+        let mut url = reqwest::Url::parse(&format!("{}{}", self.base, req.path))
+            .map_err(|e| bad(e.to_string()))?;
+        if !req.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&req.query);
+        }
+        let method =
+            reqwest::Method::from_bytes(req.method.as_bytes()).map_err(|e| bad(e.to_string()))?;
+        let mut builder = self.http.request(method, url);
+        for (k, v) in &req.headers {
+            builder = builder.header(k, v);
+        }
+        if let Some(body) = &req.body {
+            builder = builder.body(body.clone());
+        }
+        let resp = builder.send().await.map_err(|source| ClientError::Http {
+            what: what.clone(),
+            source,
+        })?;
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let body = resp
+            .text()
+            .await
+            .map_err(|source| ClientError::Http { what, source })?;
+        Ok(ProbeResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// The gateway's config digest.
+    pub async fn digest(&self) -> Result<DigestReport, ClientError> {
+        digest(&self.http, &self.base).await
+    }
+
+    /// `GET /actuator/health`: status and body.
+    pub async fn health(&self) -> Result<(u16, String), ClientError> {
+        send(
+            "GET /actuator/health",
+            self.http.get(format!("{}/actuator/health", self.base)),
+        )
+        .await
+    }
+}

@@ -1,0 +1,35 @@
+//! HTTP clients for the admin's REST API and the gateway.
+
+pub mod admin;
+pub mod gateway;
+
+pub use admin::AdminClient;
+pub use gateway::GatewayClient;
+
+use std::time::Duration;
+
+use crate::error::ClientError;
+
+/// A reqwest client that ignores proxy settings (everything is on loopback).
+pub(crate) fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("a client without TLS or proxies always builds")
+}
+
+/// Sends `req`, returning status and body text.
+pub(crate) async fn send(
+    what: &str,
+    req: reqwest::RequestBuilder,
+) -> Result<(u16, String), ClientError> {
+    let http_err = |source| ClientError::Http {
+        what: what.to_owned(),
+        source,
+    };
+    let resp = req.send().await.map_err(http_err)?;
+    let status = resp.status().as_u16();
+    let body = resp.text().await.map_err(http_err)?;
+    Ok((status, body))
+}

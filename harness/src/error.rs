@@ -1,0 +1,242 @@
+//! Error types, one enum per layer: scenario files, backends, HTTP clients, runs.
+
+use std::path::PathBuf;
+
+use model::SyncMode;
+
+/// A scenario file that cannot be read, parsed or validated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {message}", file.display())]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// The I/O error, rendered.
+        message: String,
+    },
+    /// The YAML does not parse into a scenario, or a value is invalid where it stands.
+    #[error("{}:{}: {}{message}", file.display(), location(*line, *column), path_prefix(path))]
+    Invalid {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+        /// The field path, e.g. `checks[1].expect` (`.` for the document).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn location(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!("{l}:{c}"),
+        (Some(l), None) => l.to_string(),
+        _ => "?".to_owned(),
+    }
+}
+
+fn path_prefix(path: &str) -> String {
+    if path.is_empty() || path == "." {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+/// Starting, finding or stopping the processes of a topology failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// A binary the host backend runs does not exist.
+    #[error("binary not found: {} (build it with `{build}`)", path.display())]
+    MissingBinary {
+        /// Where it was looked for.
+        path: PathBuf,
+        /// The command that builds it.
+        build: String,
+    },
+    /// `cargo build` failed.
+    #[error("`{command}` failed ({status}):\n{stderr_tail}")]
+    BuildFailed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// The last lines of its stderr.
+        stderr_tail: String,
+    },
+    /// An I/O error while starting or talking to a process.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A process did not print `listening on http://...` in time, or printed something else.
+    #[error("{service} did not announce its address: {detail}")]
+    NoListenLine {
+        /// The service.
+        service: String,
+        /// What happened instead.
+        detail: String,
+    },
+    /// A service did not answer `/actuator/health` with 200 before the deadline.
+    #[error("{service} not healthy after {waited_ms} ms: {last}")]
+    Unhealthy {
+        /// The service.
+        service: String,
+        /// How long the harness waited.
+        waited_ms: u128,
+        /// The last answer or error seen.
+        last: String,
+    },
+}
+
+/// An HTTP exchange with the admin or the gateway failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The request could not be sent or its answer not read.
+    #[error("{what}: {source}")]
+    Http {
+        /// The request, e.g. `POST /selector`.
+        what: String,
+        /// The transport error.
+        source: reqwest::Error,
+    },
+    /// The answer was not the expected success.
+    #[error("{what}: HTTP {status}: {body}")]
+    Status {
+        /// The request.
+        what: String,
+        /// Its HTTP status.
+        status: u16,
+        /// Its body.
+        body: String,
+    },
+    /// The body did not have the expected shape.
+    #[error("{what}: unexpected body ({detail}): {body}")]
+    Body {
+        /// The request.
+        what: String,
+        /// The decoding error.
+        detail: String,
+        /// The body.
+        body: String,
+    },
+}
+
+/// The step of a run at which it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Step {
+    /// Starting admin, gateway and upstreams.
+    Start,
+    /// Initial digest equality and the "probe does not pass yet" check.
+    Precheck,
+    /// Creating the scenario's selectors and rules.
+    Setup,
+    /// Waiting for the wait probe to converge and comparing digests.
+    Wait,
+    /// Running the checks.
+    Checks,
+    /// Deleting what setup made and proving it is gone.
+    Teardown,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Start => "start",
+            Step::Precheck => "precheck",
+            Step::Setup => "setup",
+            Step::Wait => "wait",
+            Step::Checks => "checks",
+            Step::Teardown => "teardown",
+        })
+    }
+}
+
+/// What went wrong in a run, without the step and logs (see [`RunError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RunErrorKind {
+    /// The topology could not be started.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// An admin or gateway call failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The scenario names a plugin the admin does not have.
+    #[error("plugin `{0}` not found on the admin")]
+    PluginNotFound(String),
+    /// A rule was created but could not be found by listing.
+    #[error("rule `{rule}` of selector {selector_id} not found after creating it")]
+    RuleNotFound {
+        /// The rule name.
+        rule: String,
+        /// The selector id.
+        selector_id: String,
+    },
+    /// The wait probe passed before setup: it cannot prove the new config is live.
+    #[error(
+        "the wait probe already passes before setup, so it cannot prove the new config is live"
+    )]
+    ProbePassesBeforeSetup,
+    /// A convergence wait timed out.
+    #[error("{what}: {source}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// The timeout and what was last seen.
+        source: crate::wait::WaitTimeout,
+    },
+    /// Admin and gateway digests differ.
+    #[error("digest mismatch {when}: admin {admin:?}, gateway {gateway:?}")]
+    DigestMismatch {
+        /// When it was compared.
+        when: String,
+        /// The admin's report.
+        admin: Box<model::DigestReport>,
+        /// The gateway's report.
+        gateway: Box<model::DigestReport>,
+    },
+    /// Checks failed; every failure is listed.
+    #[error("{} failed:\n{}", if .0.len() == 1 { "1 check".to_owned() } else { format!("{} checks", .0.len()) }, .0.join("\n"))]
+    ChecksFailed(Vec<String>),
+    /// A deleted object is still served by the admin.
+    #[error("{kind} {id} still exists on the admin after delete")]
+    StillPresent {
+        /// `selector` or `rule`.
+        kind: &'static str,
+        /// Its id.
+        id: String,
+    },
+    /// The admin deleted a different number of selectors than asked.
+    #[error("admin deleted {deleted} selectors, expected {expected}")]
+    DeleteCount {
+        /// What the admin reported.
+        deleted: i64,
+        /// How many ids were sent.
+        expected: usize,
+    },
+}
+
+/// A failed run of one scenario under one mode: the step, what went wrong, and the tails of
+/// the service logs.
+#[derive(Debug, thiserror::Error)]
+#[error("{case}@{mode} failed at {step}: {kind}{logs}")]
+pub struct RunError {
+    /// Scenario name.
+    pub case: String,
+    /// Sync mode.
+    pub mode: SyncMode,
+    /// The step that failed.
+    pub step: Step,
+    /// What went wrong.
+    pub kind: RunErrorKind,
+    /// The last lines of each service's log, rendered (empty when there are none).
+    pub logs: String,
+}

@@ -1,0 +1,270 @@
+//! Judging a gateway answer against an [`Expect`]: a pure verdict with a readable description
+//! of every mismatch.
+
+use model::GatewayError;
+
+use crate::scenario::ast::{Expect, Route};
+use crate::upstream::{Echo, UPSTREAM_HEADER};
+
+/// A gateway answer, as the probe saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Header names (lower case) and values.
+    pub headers: Vec<(String, String)>,
+    /// Body text.
+    pub body: String,
+}
+
+impl ProbeResponse {
+    /// The first value of a header, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A one-line summary: status, upstream or error body.
+    pub fn summary(&self) -> String {
+        let body: String = self.body.chars().take(300).collect();
+        match self.header(UPSTREAM_HEADER) {
+            Some(up) => format!("HTTP {} from upstream {up}: {body}", self.status),
+            None => format!("HTTP {}: {body}", self.status),
+        }
+    }
+}
+
+/// Checks every key of `expect`; `Err` lists each mismatch and what was received.
+pub fn judge(expect: &Expect, resp: &ProbeResponse) -> Result<(), String> {
+    let mut misses = Vec::new();
+    let gateway_error = serde_json::from_str::<GatewayError>(&resp.body).ok();
+    let upstream = resp.header(UPSTREAM_HEADER);
+    if let Some(status) = expect.status
+        && status != resp.status
+    {
+        misses.push(format!("status: expected {status}, got {}", resp.status));
+    }
+    if let Some(want) = &expect.upstream
+        && upstream != Some(want.as_str())
+    {
+        misses.push(format!(
+            "upstream: expected {want}, got {}",
+            upstream.unwrap_or("none")
+        ));
+    }
+    match expect.route {
+        Some(Route::Present) if upstream.is_none() => {
+            misses.push("route: expected present, but no upstream answered".to_owned());
+        }
+        Some(Route::Absent)
+            if !gateway_error
+                .as_ref()
+                .is_some_and(GatewayError::is_route_missing) =>
+        {
+            misses.push("route: expected absent (gateway code -107 or -102)".to_owned());
+        }
+        _ => {}
+    }
+    if let Some(code) = expect.code {
+        let got = gateway_error.as_ref().map(|e| e.code);
+        if got != Some(code) {
+            let got = got.map_or_else(|| "no gateway error body".to_owned(), |c| c.to_string());
+            misses.push(format!("code: expected {code}, got {got}"));
+        }
+    }
+    if let Some(fragment) = &expect.body_contains
+        && !resp.body.contains(fragment.as_str())
+    {
+        misses.push(format!("bodyContains: {fragment:?} not in the body"));
+    }
+    if let Some(received) = &expect.received {
+        match serde_json::from_str::<Echo>(&resp.body) {
+            Err(_) => misses.push("received: the body is not an upstream echo".to_owned()),
+            Ok(echo) => {
+                let fields = [
+                    ("method", &received.method, &echo.method),
+                    ("path", &received.path, &echo.path),
+                    ("query", &received.query, &echo.query),
+                ];
+                for (name, want, got) in fields {
+                    if let Some(want) = want
+                        && want != got
+                    {
+                        misses.push(format!("received.{name}: expected {want:?}, got {got:?}"));
+                    }
+                }
+                for (name, want) in &received.headers {
+                    let got = echo
+                        .headers
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| v);
+                    if got != Some(want) {
+                        misses.push(format!(
+                            "received.headers.{name}: expected {want:?}, got {got:?}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if misses.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}; got {}", misses.join("; "), resp.summary()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::scenario::ast::Received;
+
+    fn routed(upstream: &str, path: &str) -> ProbeResponse {
+        let echo = Echo {
+            upstream: upstream.to_owned(),
+            method: "GET".to_owned(),
+            path: path.to_owned(),
+            query: "a=1".to_owned(),
+            headers: BTreeMap::from([("x-user".to_owned(), "bob".to_owned())]),
+            body: String::new(),
+        };
+        ProbeResponse {
+            status: 200,
+            headers: vec![(UPSTREAM_HEADER.to_owned(), upstream.to_owned())],
+            body: serde_json::to_string(&echo).unwrap(),
+        }
+    }
+
+    fn gateway_error(status: u16, err: &GatewayError) -> ProbeResponse {
+        ProbeResponse {
+            status,
+            headers: vec![],
+            body: serde_json::to_string(err).unwrap(),
+        }
+    }
+
+    #[test]
+    fn status_and_upstream_match() {
+        let e = Expect {
+            status: Some(200),
+            upstream: Some("alpha".into()),
+            ..Default::default()
+        };
+        assert_eq!(judge(&e, &routed("alpha", "/a")), Ok(()));
+        let miss = judge(&e, &routed("beta", "/a")).unwrap_err();
+        assert!(
+            miss.starts_with("upstream: expected alpha, got beta; got HTTP 200 from upstream beta"),
+            "{miss}"
+        );
+    }
+
+    #[test]
+    fn route_absent_means_107_or_102() {
+        let e = Expect {
+            route: Some(Route::Absent),
+            ..Default::default()
+        };
+        assert_eq!(
+            judge(
+                &e,
+                &gateway_error(404, &GatewayError::selector_not_found("divide"))
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            judge(
+                &e,
+                &gateway_error(404, &GatewayError::rule_not_found("divide"))
+            ),
+            Ok(())
+        );
+        let miss = judge(
+            &e,
+            &gateway_error(503, &GatewayError::no_healthy_upstream()),
+        )
+        .unwrap_err();
+        assert!(
+            miss.starts_with("route: expected absent (gateway code -107 or -102); got HTTP 503"),
+            "{miss}"
+        );
+        assert!(judge(&e, &routed("alpha", "/a")).is_err());
+    }
+
+    #[test]
+    fn route_present_needs_an_upstream() {
+        let e = Expect {
+            route: Some(Route::Present),
+            ..Default::default()
+        };
+        assert_eq!(judge(&e, &routed("alpha", "/a")), Ok(()));
+        let miss = judge(
+            &e,
+            &gateway_error(404, &GatewayError::selector_not_found("divide")),
+        )
+        .unwrap_err();
+        assert!(miss.contains("route: expected present"), "{miss}");
+    }
+
+    #[test]
+    fn code_and_body_contains() {
+        let e = Expect {
+            code: Some(-119),
+            body_contains: Some("healthy".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            judge(
+                &e,
+                &gateway_error(503, &GatewayError::no_healthy_upstream())
+            ),
+            Ok(())
+        );
+        let miss = judge(&e, &routed("alpha", "/a")).unwrap_err();
+        assert!(
+            miss.contains("code: expected -119, got no gateway error body"),
+            "{miss}"
+        );
+        assert!(
+            miss.contains("bodyContains: \"healthy\" not in the body"),
+            "{miss}"
+        );
+    }
+
+    #[test]
+    fn received_headers_match_case_insensitively_and_all_misses_are_listed() {
+        let mut r = Received {
+            path: Some("/a".into()),
+            query: Some("a=1".into()),
+            ..Default::default()
+        };
+        r.headers.insert("X-User".into(), "bob".into());
+        let e = Expect {
+            received: Some(r.clone()),
+            ..Default::default()
+        };
+        assert_eq!(judge(&e, &routed("alpha", "/a")), Ok(()));
+        r.method = Some("POST".into());
+        r.headers.insert("X-User".into(), "alice".into());
+        let miss = judge(
+            &Expect {
+                received: Some(r),
+                ..Default::default()
+            },
+            &routed("alpha", "/a"),
+        )
+        .unwrap_err();
+        assert!(
+            miss.contains("received.method: expected \"POST\", got \"GET\""),
+            "{miss}"
+        );
+        assert!(
+            miss.contains("received.headers.X-User: expected \"alice\", got Some(\"bob\")"),
+            "{miss}"
+        );
+    }
+}

@@ -1,0 +1,8 @@
+//! Reporting: [`events`] is the contract between the runner and the reporters
+//! ([`terminal`], [`json`]).
+
+pub mod events;
+pub mod json;
+pub mod terminal;
+
+pub use events::{CaseResult, Event};

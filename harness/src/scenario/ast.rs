@@ -1,0 +1,351 @@
+//! The scenario file's shape (docs/scenarios.md). Unknown keys and values fail at parse time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use model::{DivideRuleHandle, LoadBalance, Operator, ParamType, RetryStrategy, SyncMode};
+use serde::Deserialize;
+
+/// One scenario file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Scenario {
+    /// Unique name; tests are named `<name>@<mode>`.
+    pub name: String,
+    /// What the scenario proves.
+    #[serde(default)]
+    pub description: String,
+    /// Sync modes this scenario runs under.
+    pub modes: Vec<SyncMode>,
+    /// Names of the in-process echo upstreams.
+    #[serde(default)]
+    pub upstreams: Vec<String>,
+    /// What to create on the admin.
+    #[serde(default)]
+    pub setup: Setup,
+    /// The probe that proves the new config is live.
+    pub wait: Wait,
+    /// Requests and their expected answers.
+    #[serde(default)]
+    pub checks: Vec<Check>,
+    /// Extra probes after teardown.
+    #[serde(default)]
+    pub teardown: Teardown,
+}
+
+/// The config a scenario creates.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Setup {
+    /// Selectors, each with its rules.
+    #[serde(default)]
+    pub selectors: Vec<SelectorSpec>,
+}
+
+/// `custom` or `full` (ShenYu's selector type names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SelectorKind {
+    /// Conditions decide.
+    #[default]
+    Custom,
+    /// Matches every request.
+    Full,
+}
+
+/// `and` or `or`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MatchModeName {
+    /// All conditions must match.
+    #[default]
+    And,
+    /// One condition must match.
+    Or,
+}
+
+impl From<MatchModeName> for model::MatchMode {
+    fn from(m: MatchModeName) -> Self {
+        match m {
+            MatchModeName::And => model::MatchMode::And,
+            MatchModeName::Or => model::MatchMode::Or,
+        }
+    }
+}
+
+fn one() -> i32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn fifty() -> i32 {
+    50
+}
+
+/// A selector to create.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SelectorSpec {
+    /// Display name (unique within the scenario).
+    pub name: String,
+    /// Plugin name, e.g. `divide`.
+    pub plugin: String,
+    /// Selector type.
+    #[serde(default, rename = "type")]
+    pub kind: SelectorKind,
+    /// How conditions combine.
+    #[serde(default)]
+    pub match_mode: MatchModeName,
+    /// Ordering key.
+    #[serde(default = "one")]
+    pub sort: i32,
+    /// Whether rules are evaluated.
+    #[serde(default = "yes")]
+    pub continued: bool,
+    /// Enabled.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Conditions.
+    #[serde(default)]
+    pub conditions: Vec<ConditionSpec>,
+    /// Divide upstreams, by scenario upstream name.
+    #[serde(default)]
+    pub upstreams: Vec<UpstreamRef>,
+    /// Rules.
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+}
+
+/// A condition, as in ShenYu.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConditionSpec {
+    /// Where the value comes from.
+    pub param_type: ParamType,
+    /// How it compares.
+    pub operator: Operator,
+    /// Header, query or cookie name; defaults to `/`.
+    #[serde(default)]
+    pub param_name: Option<String>,
+    /// The value compared with.
+    #[serde(default)]
+    pub param_value: String,
+}
+
+impl ConditionSpec {
+    /// The admin's wire shape.
+    pub fn to_dto(&self) -> model::ConditionDto {
+        model::ConditionDto::new(
+            self.param_type.as_str(),
+            self.operator.as_str(),
+            self.param_name.as_deref().unwrap_or("/"),
+            &self.param_value,
+        )
+    }
+}
+
+/// A divide upstream of a selector.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpstreamRef {
+    /// A name from the scenario's `upstreams`.
+    pub upstream: String,
+    /// Load-balancing weight.
+    #[serde(default = "fifty")]
+    pub weight: i32,
+    /// Alive.
+    #[serde(default = "yes")]
+    pub status: bool,
+}
+
+/// A rule to create under its selector.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleSpec {
+    /// Display name (unique within its selector).
+    pub name: String,
+    /// How conditions combine.
+    #[serde(default)]
+    pub match_mode: MatchModeName,
+    /// Ordering key.
+    #[serde(default = "one")]
+    pub sort: i32,
+    /// Enabled.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Conditions.
+    #[serde(default)]
+    pub conditions: Vec<ConditionSpec>,
+    /// Divide rule handle; missing fields take ShenYu's defaults.
+    #[serde(default)]
+    pub handle: RuleHandleSpec,
+}
+
+/// A divide rule handle with every field optional.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleHandleSpec {
+    /// Balancer.
+    pub load_balance: Option<LoadBalance>,
+    /// Retry strategy.
+    pub retry_strategy: Option<RetryStrategy>,
+    /// Retry count.
+    pub retry: Option<i32>,
+    /// Upstream timeout in ms.
+    pub timeout: Option<i64>,
+    /// Maximum summed header bytes.
+    pub header_max_size: Option<i64>,
+    /// Maximum Content-Length.
+    pub request_max_size: Option<i64>,
+}
+
+impl RuleHandleSpec {
+    /// The full handle with ShenYu's defaults filled in.
+    pub fn to_handle(&self) -> DivideRuleHandle {
+        let d = DivideRuleHandle::default();
+        DivideRuleHandle {
+            load_balance: self.load_balance.unwrap_or(d.load_balance),
+            retry_strategy: self.retry_strategy.unwrap_or(d.retry_strategy),
+            retry: self.retry.unwrap_or(d.retry),
+            timeout: self.timeout.unwrap_or(d.timeout),
+            header_max_size: self.header_max_size.unwrap_or(d.header_max_size),
+            request_max_size: self.request_max_size.unwrap_or(d.request_max_size),
+        }
+    }
+}
+
+/// The convergence wait.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Wait {
+    /// The probe that must pass.
+    pub probe: Probe,
+    /// Passes in a row needed.
+    #[serde(default = "three")]
+    pub consecutive: u32,
+    /// Poll period.
+    #[serde(default = "fifty_ms", deserialize_with = "duration")]
+    pub interval: Duration,
+    /// Hard deadline.
+    #[serde(default = "ten_s", deserialize_with = "duration")]
+    pub timeout: Duration,
+}
+
+fn three() -> u32 {
+    3
+}
+
+fn fifty_ms() -> Duration {
+    Duration::from_millis(50)
+}
+
+fn ten_s() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    humantime::parse_duration(&s)
+        .map_err(|e| serde::de::Error::custom(format!("invalid duration `{s}`: {e}")))
+}
+
+/// A request and what its answer must be.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Probe {
+    /// The request.
+    pub request: RequestSpec,
+    /// The expectation.
+    pub expect: Expect,
+}
+
+/// A named check.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Check {
+    /// What it proves.
+    pub name: String,
+    /// The request.
+    pub request: RequestSpec,
+    /// The expectation.
+    pub expect: Expect,
+}
+
+/// Teardown extras.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Teardown {
+    /// Probes run after the deletes have converged.
+    #[serde(default)]
+    pub probes: Vec<Probe>,
+}
+
+fn get() -> String {
+    "GET".to_owned()
+}
+
+/// A request sent to the gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestSpec {
+    /// HTTP method.
+    #[serde(default = "get")]
+    pub method: String,
+    /// Path, possibly with a query string.
+    pub path: String,
+    /// Headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Query parameters appended to the path.
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    /// Body.
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+/// Whether an upstream answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Route {
+    /// An upstream answered.
+    Present,
+    /// The gateway answered -107 or -102.
+    Absent,
+}
+
+/// What an answer must be; every key given must hold.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expect {
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// The upstream that answered.
+    pub upstream: Option<String>,
+    /// Route present or absent.
+    pub route: Option<Route>,
+    /// Gateway error code.
+    pub code: Option<i32>,
+    /// A fragment of the body.
+    pub body_contains: Option<String>,
+    /// What the upstream received.
+    pub received: Option<Received>,
+}
+
+/// What the upstream must have received.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Received {
+    /// Method.
+    pub method: Option<String>,
+    /// Raw path.
+    pub path: Option<String>,
+    /// Raw query string.
+    pub query: Option<String>,
+    /// Headers (names case-insensitive).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}

@@ -1,0 +1,91 @@
+//! Scenario files: their shape ([`ast`]), parsing and validation ([`parse`]), and discovery.
+
+pub mod ast;
+pub mod parse;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub use ast::Scenario;
+pub use parse::{parse_file, parse_str};
+
+use crate::error::ScenarioError;
+
+/// One discovered scenario file: its path and either the scenario or why it is broken.
+#[derive(Debug)]
+pub struct CaseFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The parsed scenario or the rendered reason it cannot run.
+    pub scenario: Result<Scenario, ScenarioError>,
+}
+
+impl CaseFile {
+    /// The file name without `.yaml`, for naming a broken file's result.
+    pub fn stem(&self) -> String {
+        self.path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Finds `*.yaml` files under each path (files are taken as given, directories searched
+/// recursively), sorted, and parses each. A duplicate scenario name fails the later file.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseFile>, ScenarioError> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            collect(p, &mut files)?;
+        } else if p.exists() {
+            files.push(p.clone());
+        } else {
+            return Err(ScenarioError::Io {
+                file: p.clone(),
+                message: "no such file or directory".into(),
+            });
+        }
+    }
+    files.sort();
+    files.dedup();
+    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    Ok(files
+        .into_iter()
+        .map(|path| {
+            let scenario = parse_file(&path).and_then(|s| match seen.get(&s.name) {
+                Some(first) => Err(ScenarioError::Invalid {
+                    file: path.clone(),
+                    line: None,
+                    column: None,
+                    path: "name".into(),
+                    message: format!(
+                        "scenario name `{}` is already used by {}",
+                        s.name,
+                        first.display()
+                    ),
+                }),
+                None => {
+                    seen.insert(s.name.clone(), path.clone());
+                    Ok(s)
+                }
+            });
+            CaseFile { path, scenario }
+        })
+        .collect())
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ScenarioError> {
+    let io = |e: std::io::Error| ScenarioError::Io {
+        file: dir.to_owned(),
+        message: e.to_string(),
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.is_dir() {
+            collect(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}

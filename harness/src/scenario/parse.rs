@@ -1,0 +1,358 @@
+//! Parsing (serde_norway + serde_path_to_error) and semantic validation of scenario files.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use model::ParamType;
+
+use super::ast::{Expect, Scenario};
+use crate::error::ScenarioError;
+
+/// The longest poll interval a scenario may ask for.
+pub const MAX_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Reads, parses and validates one scenario file.
+pub fn parse_file(file: &Path) -> Result<Scenario, ScenarioError> {
+    let src = std::fs::read_to_string(file).map_err(|e| ScenarioError::Io {
+        file: file.to_owned(),
+        message: e.to_string(),
+    })?;
+    parse_str(file, &src)
+}
+
+/// Parses and validates scenario text; `file` only names it in errors.
+pub fn parse_str(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
+    let de = serde_norway::Deserializer::from_str(src);
+    let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let loc = inner.location();
+        let message = bare_message(&inner.to_string());
+        ScenarioError::Invalid {
+            file: file.to_owned(),
+            line: loc.as_ref().map(|l| l.line()),
+            column: loc.as_ref().map(|l| l.column()),
+            path: holder_path(path, &message),
+            message,
+        }
+    })?;
+    validate(&scenario).map_err(|p| {
+        let (line, column) = p.needle.as_deref().and_then(|n| find(src, n)).unzip();
+        ScenarioError::Invalid {
+            file: file.to_owned(),
+            line,
+            column,
+            path: p.path,
+            message: p.message,
+        }
+    })?;
+    Ok(scenario)
+}
+
+/// serde_norway renders `<its path>: <message> at line L column C`; keep only the message.
+fn bare_message(rendered: &str) -> String {
+    let without_mark = rendered
+        .rfind(" at line ")
+        .map_or(rendered, |i| &rendered[..i]);
+    match without_mark.split_once(": ") {
+        Some((path, rest)) if !path.contains(char::is_whitespace) => rest.to_owned(),
+        _ => without_mark.to_owned(),
+    }
+}
+
+/// serde_path_to_error's path ends at an unknown key; name the mapping that holds it instead.
+fn holder_path(path: String, message: &str) -> String {
+    let Some(field) = message
+        .strip_prefix("unknown field `")
+        .and_then(|m| m.split('`').next())
+    else {
+        return path;
+    };
+    match path.strip_suffix(field) {
+        Some("") => ".".to_owned(),
+        Some(parent) if parent.ends_with('.') => parent.trim_end_matches('.').to_owned(),
+        _ => path,
+    }
+}
+
+/// 1-based line and column of the first occurrence of `needle` (a `key: value` text).
+fn find(src: &str, needle: &str) -> Option<(usize, usize)> {
+    src.lines()
+        .enumerate()
+        .find_map(|(i, line)| line.find(needle).map(|c| (i + 1, c + 1)))
+}
+
+/// A semantic problem: field path, message and a text to locate it by.
+#[derive(Debug)]
+struct Problem {
+    path: String,
+    message: String,
+    needle: Option<String>,
+}
+
+fn problem(path: String, message: String, needle: Option<String>) -> Problem {
+    Problem {
+        path,
+        message,
+        needle,
+    }
+}
+
+fn validate(s: &Scenario) -> Result<(), Problem> {
+    if s.name.trim().is_empty() {
+        return Err(problem(
+            "name".into(),
+            "must not be empty".into(),
+            Some("name:".into()),
+        ));
+    }
+    if s.modes.is_empty() {
+        return Err(problem(
+            "modes".into(),
+            "at least one sync mode is required".into(),
+            Some("modes:".into()),
+        ));
+    }
+    unique(
+        s.upstreams.iter().map(String::as_str),
+        "upstreams",
+        "upstream",
+    )?;
+    let declared: HashSet<&str> = s.upstreams.iter().map(String::as_str).collect();
+    let known = |name: &str, path: String| -> Result<(), Problem> {
+        if declared.contains(name) {
+            return Ok(());
+        }
+        Err(problem(
+            path,
+            format!(
+                "upstream `{name}` is not declared in `upstreams` (declared: {})",
+                s.upstreams.join(", ")
+            ),
+            Some(format!("upstream: {name}")),
+        ))
+    };
+    unique(
+        s.setup.selectors.iter().map(|x| x.name.as_str()),
+        "setup.selectors",
+        "selector",
+    )?;
+    for (i, sel) in s.setup.selectors.iter().enumerate() {
+        let at = format!("setup.selectors[{i}]");
+        for (j, u) in sel.upstreams.iter().enumerate() {
+            known(&u.upstream, format!("{at}.upstreams[{j}].upstream"))?;
+        }
+        conditions(&sel.conditions, &format!("{at}.conditions"))?;
+        unique(
+            sel.rules.iter().map(|r| r.name.as_str()),
+            &format!("{at}.rules"),
+            "rule",
+        )?;
+        for (j, r) in sel.rules.iter().enumerate() {
+            conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"))?;
+        }
+    }
+    let w = &s.wait;
+    if w.interval > MAX_INTERVAL || w.interval.is_zero() {
+        return Err(problem(
+            "wait.interval".into(),
+            format!(
+                "must be between 1ms and 50ms, got {}",
+                humantime::format_duration(w.interval)
+            ),
+            Some("interval:".into()),
+        ));
+    }
+    if w.consecutive == 0 {
+        return Err(problem(
+            "wait.consecutive".into(),
+            "must be at least 1".into(),
+            Some("consecutive:".into()),
+        ));
+    }
+    let mut probes: Vec<(String, &Expect, &str)> = vec![(
+        "wait.probe".into(),
+        &w.probe.expect,
+        w.probe.request.method.as_str(),
+    )];
+    for (i, c) in s.checks.iter().enumerate() {
+        probes.push((format!("checks[{i}]"), &c.expect, c.request.method.as_str()));
+    }
+    for (i, p) in s.teardown.probes.iter().enumerate() {
+        probes.push((
+            format!("teardown.probes[{i}]"),
+            &p.expect,
+            p.request.method.as_str(),
+        ));
+    }
+    for (at, expect, method) in probes {
+        if let Some(name) = &expect.upstream {
+            known(name, format!("{at}.expect.upstream"))?;
+        }
+        if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
+            return Err(problem(
+                format!("{at}.request.method"),
+                format!("invalid HTTP method `{method}`"),
+                Some(format!("method: {method}")),
+            ));
+        }
+    }
+    unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check")?;
+    Ok(())
+}
+
+fn unique<'a>(names: impl Iterator<Item = &'a str>, path: &str, what: &str) -> Result<(), Problem> {
+    let mut seen = HashSet::new();
+    for (i, n) in names.enumerate() {
+        if !seen.insert(n) {
+            return Err(problem(
+                format!("{path}[{i}]"),
+                format!("duplicate {what} name `{n}`"),
+                Some(n.to_owned()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn conditions(list: &[super::ast::ConditionSpec], path: &str) -> Result<(), Problem> {
+    for (i, c) in list.iter().enumerate() {
+        let needs_name = matches!(
+            c.param_type,
+            ParamType::Header | ParamType::Query | ParamType::Cookie
+        );
+        if needs_name && c.param_name.as_deref().is_none_or(|n| n.trim().is_empty()) {
+            return Err(problem(
+                format!("{path}[{i}].paramName"),
+                format!("required for paramType `{}`", c.param_type),
+                Some(format!("paramType: {}", c.param_type)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = include_str!("../../../cases/scenarios/divide/uri_equal.yaml");
+
+    fn err(src: &str) -> String {
+        parse_str(Path::new("x.yaml"), src).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_example_parses_with_defaults() {
+        let s = parse_str(Path::new("uri_equal.yaml"), GOOD).unwrap();
+        assert_eq!(s.name, "uri_equal");
+        assert_eq!(s.modes, vec![model::SyncMode::Websocket]);
+        assert_eq!(s.wait.consecutive, 3);
+        assert_eq!(s.wait.interval, Duration::from_millis(50));
+        assert_eq!(s.wait.timeout, Duration::from_secs(10));
+        let sel = &s.setup.selectors[0];
+        assert_eq!(sel.upstreams[0].weight, 50);
+        assert!(sel.upstreams[0].status);
+        assert_eq!(sel.conditions[0].to_dto().param_name.as_deref(), Some("/"));
+        assert_eq!(sel.rules[0].handle.to_handle().retry, 3);
+        assert_eq!(s.checks.len(), 2);
+        assert_eq!(
+            s.checks[1].expect.route,
+            Some(super::super::ast::Route::Absent)
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_path_line_and_column() {
+        let src = GOOD.replace(
+            "expect: { status: 200, upstream: alpha, received",
+            "expect: { stauts: 200, upstream: alpha, received",
+        );
+        let e = err(&src);
+        assert!(
+            e.starts_with(
+                "x.yaml:38:15: checks[0].expect: unknown field `stauts`, expected one of"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_operator_points_at_its_line() {
+        let src = GOOD.replacen("operator: \"=\"", "operator: \"=~\"", 1);
+        let e = err(&src);
+        assert!(e.starts_with("x.yaml:16:"), "{e}");
+        assert!(
+            e.contains("setup.selectors[0].conditions[0].operator: unknown operator `=~`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn undeclared_upstream_is_located() {
+        let src = GOOD.replace(
+            "{ upstream: alpha, weight: 50 }",
+            "{ upstream: beta, weight: 50 }",
+        );
+        let e = err(&src);
+        assert!(e.starts_with("x.yaml:18:13: setup.selectors[0].upstreams[0].upstream: upstream `beta` is not declared"), "{e}");
+    }
+
+    #[test]
+    fn interval_over_50ms_is_rejected() {
+        let e = err(&GOOD.replace("interval: 50ms", "interval: 100ms"));
+        assert!(
+            e.contains("wait.interval: must be between 1ms and 50ms, got 100ms"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_duration_and_empty_modes_and_duplicates() {
+        let e = err(&GOOD.replace("timeout: 10s", "timeout: soon"));
+        assert!(e.contains("wait.timeout: invalid duration `soon`"), "{e}");
+        let e = err(&GOOD.replace("modes: [websocket]", "modes: []"));
+        assert!(
+            e.contains("modes: at least one sync mode is required"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("modes: [websocket]", "modes: [carrier-pigeon]"));
+        assert!(
+            e.contains("modes[0]: unknown sync mode `carrier-pigeon`"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("upstreams: [alpha]", "upstreams: [alpha, alpha]"));
+        assert!(
+            e.contains("upstreams[1]: duplicate upstream name `alpha`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn header_condition_needs_a_name() {
+        let e = err(&GOOD.replacen("paramType: uri", "paramType: header", 1));
+        assert!(
+            e.contains(
+                "setup.selectors[0].conditions[0].paramName: required for paramType `header`"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_key_has_no_path_prefix() {
+        let e = err(&format!("{GOOD}bogus: 1\n"));
+        assert!(
+            e.starts_with("x.yaml:47:1: unknown field `bogus`, expected one of `name`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn yaml_syntax_errors_have_a_location() {
+        let e = err("name: [unclosed\n");
+        assert!(e.starts_with("x.yaml:"), "{e}");
+        assert!(!e.starts_with("x.yaml:?"), "{e}");
+    }
+}
