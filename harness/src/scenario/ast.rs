@@ -227,7 +227,7 @@ pub struct Wait {
     #[serde(default = "three")]
     pub consecutive: u32,
     /// Poll period.
-    #[serde(default = "fifty_ms", deserialize_with = "duration")]
+    #[serde(default = "ten_ms", deserialize_with = "duration")]
     pub interval: Duration,
     /// Hard deadline.
     #[serde(default = "ten_s", deserialize_with = "duration")]
@@ -238,8 +238,8 @@ fn three() -> u32 {
     3
 }
 
-fn fifty_ms() -> Duration {
-    Duration::from_millis(50)
+fn ten_ms() -> Duration {
+    Duration::from_millis(10)
 }
 
 fn ten_s() -> Duration {

@@ -237,7 +237,7 @@ fn conditions(list: &[super::ast::ConditionSpec], path: &str) -> Result<(), Prob
 mod tests {
     use super::*;
 
-    const GOOD: &str = include_str!("../../../cases/scenarios/divide/uri_equal.yaml");
+    const GOOD: &str = include_str!("testdata/annotated.yaml");
 
     fn err(src: &str) -> String {
         parse_str(Path::new("x.yaml"), src).unwrap_err().to_string()
@@ -249,7 +249,7 @@ mod tests {
         assert_eq!(s.name, "uri_equal");
         assert_eq!(s.modes, vec![model::SyncMode::Websocket]);
         assert_eq!(s.wait.consecutive, 3);
-        assert_eq!(s.wait.interval, Duration::from_millis(50));
+        assert_eq!(s.wait.interval, Duration::from_millis(10));
         assert_eq!(s.wait.timeout, Duration::from_secs(10));
         let sel = &s.setup.selectors[0];
         assert_eq!(sel.upstreams[0].weight, 50);
@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn interval_over_50ms_is_rejected() {
-        let e = err(&GOOD.replace("interval: 50ms", "interval: 100ms"));
+        let e = err(&GOOD.replace("interval: 10ms", "interval: 100ms"));
         assert!(
             e.contains("wait.interval: must be between 1ms and 50ms, got 100ms"),
             "{e}"
