@@ -31,6 +31,9 @@ pub(crate) enum ApiError {
     /// Storage failure: HTTP 500, code 500.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Another internal failure: HTTP 500, code 500.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl ApiError {
@@ -49,6 +52,10 @@ impl IntoResponse for ApiError {
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, admin_code::ERROR),
             ApiError::Store(e) => {
                 tracing::error!(error = %e, "storage failure");
+                (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
+            }
+            ApiError::Internal(e) => {
+                tracing::error!(error = %e, "internal failure");
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
             }
         };

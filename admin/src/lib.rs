@@ -6,8 +6,11 @@
 
 mod api;
 mod auth;
+mod dto;
 mod error;
 mod id;
+mod openapi;
+mod register;
 mod service;
 mod store;
 mod sync;
@@ -24,12 +27,12 @@ use axum::routing::{delete, get, post};
 use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
+pub use auth::PasswordError;
 pub use store::StoreError;
 
 use crate::auth::Auth;
 use crate::error::ApiError;
 use crate::service::Admin;
-use crate::store::{SqliteStore, Store};
 use crate::sync::Publisher;
 
 /// ShenYu's well-known default password; using it is logged loudly.
@@ -38,7 +41,8 @@ pub const DEFAULT_PASSWORD: &str = "123456";
 /// How the admin runs.
 #[derive(Clone)]
 pub struct Config {
-    /// SQLite file path (created if missing) or `:memory:`.
+    /// A PostgreSQL URL (`postgres://...`), a SQLite file path (created if missing) or
+    /// `:memory:`.
     pub db: String,
     /// Sync publishers to run.
     pub sync: Vec<SyncMode>,
@@ -48,6 +52,16 @@ pub struct Config {
     pub password: String,
     /// How long a login token stays valid.
     pub token_ttl: Duration,
+    /// ZooKeeper connect string (`host:port[,host:port]`), for `--sync zookeeper`.
+    pub zookeeper_url: Option<String>,
+    /// etcd endpoints (`http://host:port[,...]`), for `--sync etcd`.
+    pub etcd_url: Option<String>,
+    /// When set, a `/websocket` upgrade needs header `X-Shenyu-Sync-Token` equal to it.
+    pub sync_token: Option<String>,
+    /// How long `POST /configs/listener` holds a request when nothing changed (http sync).
+    pub long_poll_hold: Duration,
+    /// How often the http sync cache is rebuilt from the database regardless of events.
+    pub long_poll_refresh: Duration,
 }
 
 impl fmt::Debug for Config {
@@ -58,12 +72,21 @@ impl fmt::Debug for Config {
             .field("username", &self.username)
             .field("password", &"<redacted>")
             .field("token_ttl", &self.token_ttl)
+            .field("zookeeper_url", &self.zookeeper_url)
+            .field("etcd_url", &self.etcd_url)
+            .field(
+                "sync_token",
+                &self.sync_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("long_poll_hold", &self.long_poll_hold)
+            .field("long_poll_refresh", &self.long_poll_refresh)
             .finish()
     }
 }
 
 impl Config {
-    /// Defaults (websocket sync, `admin` / `123456`, one-day tokens) on the database `db`.
+    /// Defaults (websocket sync, `admin` / `123456`, one-day tokens, 60 s long-poll hold,
+    /// 5 min long-poll refresh) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
             db: db.into(),
@@ -71,6 +94,11 @@ impl Config {
             username: "admin".to_owned(),
             password: DEFAULT_PASSWORD.to_owned(),
             token_ttl: Duration::from_millis(86_400_000),
+            zookeeper_url: None,
+            etcd_url: None,
+            sync_token: None,
+            long_poll_hold: Duration::from_millis(60_000),
+            long_poll_refresh: Duration::from_millis(300_000),
         }
     }
 }
@@ -81,18 +109,26 @@ pub enum StartError {
     /// A `--sync` name is not a sync mode.
     #[error("--sync: {0}")]
     UnknownSync(model::UnknownName),
-    /// A sync mode gantry-admin has no publisher for.
-    #[error("--sync: sync mode `{0}` is not implemented by gantry-admin (available: websocket)")]
-    UnsupportedSync(String),
     /// No sync mode given.
     #[error("--sync: at least one sync mode is required")]
     NoSync,
+    /// A sync mode that writes to an external store was given without its address.
+    #[error("--sync {mode} needs {flag}")]
+    MissingSyncUrl {
+        /// The sync mode.
+        mode: SyncMode,
+        /// The flag that names the store.
+        flag: &'static str,
+    },
+    /// The admin password is unusable.
+    #[error(transparent)]
+    Password(#[from] auth::PasswordError),
     /// The database could not be opened or migrated.
     #[error("cannot open the database")]
     Store(#[from] StoreError),
 }
 
-/// Parses a comma-separated `--sync` list (`websocket`).
+/// Parses a comma-separated `--sync` list (`websocket`, `http`).
 pub fn parse_sync_modes(list: &str) -> Result<Vec<SyncMode>, StartError> {
     let modes = list
         .split(',')
@@ -102,9 +138,6 @@ pub fn parse_sync_modes(list: &str) -> Result<Vec<SyncMode>, StartError> {
         .collect::<Result<Vec<_>, _>>()?;
     if modes.is_empty() {
         return Err(StartError::NoSync);
-    }
-    for mode in &modes {
-        sync::publisher(*mode)?;
     }
     Ok(modes)
 }
@@ -137,13 +170,17 @@ impl AppState {
         if config.sync.is_empty() {
             return Err(StartError::NoSync);
         }
-        let publishers = config
-            .sync
-            .iter()
-            .map(|mode| sync::publisher(*mode))
-            .collect::<Result<Vec<_>, _>>()?;
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.db).await?);
-        let admin = Admin::new(store).await?;
+        for mode in &config.sync {
+            sync::check_supported(*mode, config)?;
+        }
+        let store = store::open(&config.db).await?;
+        let admin = Arc::new(Admin::new(store).await?);
+        let mut publishers: Vec<Box<dyn Publisher>> = Vec::new();
+        for mode in &config.sync {
+            if !publishers.iter().any(|p| p.mode() == *mode) {
+                publishers.push(sync::publisher(*mode, &admin, config)?);
+            }
+        }
         if config.password == DEFAULT_PASSWORD {
             tracing::warn!(
                 "!!! the admin user `{}` has the well-known default password; set --password \
@@ -151,14 +188,10 @@ impl AppState {
                 config.username
             );
         }
-        let auth = Auth::new(
-            config.username.clone(),
-            config.password.clone(),
-            config.token_ttl,
-        );
+        let auth = Auth::new(config.username.clone(), &config.password, config.token_ttl)?;
         let (closing, _) = watch::channel(false);
         Ok(Self {
-            admin: Arc::new(admin),
+            admin,
             auth: Arc::new(auth),
             publishers: publishers.into(),
             closing: Arc::new(closing),
@@ -183,18 +216,46 @@ pub fn app(state: AppState) -> Router {
         .route("/plugin", get(api::plugin::list))
         .route("/plugin/all", get(api::plugin::all))
         .route("/plugin/enabled", post(api::plugin::enabled))
-        .route("/plugin/{id}", get(api::plugin::detail))
+        .route(
+            "/plugin/{id}",
+            get(api::plugin::detail).put(api::plugin::update),
+        )
         .route(
             "/selector",
             get(api::selector::list).post(api::selector::create),
         )
         .route("/selector/batch", delete(api::selector::delete_batch))
+        .route("/selector/list/search", post(api::selector::search))
+        .route("/selector/batchEnabled", post(api::selector::batch_enabled))
         .route(
             "/selector/{id}",
             get(api::selector::detail).put(api::selector::update),
         )
         .route("/rule", get(api::rule::list).post(api::rule::create))
         .route("/rule/batch", delete(api::rule::delete_batch))
+        .route("/rule/list/search", post(api::rule::search))
+        .route("/rule/batchEnabled", post(api::rule::batch_enabled))
+        .route("/meta-data/queryList", get(api::meta::query_list))
+        .route("/meta-data/findAll", get(api::meta::find_all))
+        .route(
+            "/meta-data/createOrUpdate",
+            post(api::meta::create_or_update),
+        )
+        .route("/meta-data/batchDeleted", delete(api::meta::batch_deleted))
+        .route("/meta-data/batchEnabled", post(api::meta::batch_enabled))
+        .route("/meta-data/{id}", get(api::meta::detail))
+        .route("/appAuth/apply", post(api::app_auth::apply))
+        .route("/appAuth/findPageByQuery", get(api::app_auth::find_page))
+        .route("/appAuth/detail", get(api::app_auth::detail))
+        .route("/appAuth/updateDetail", post(api::app_auth::update_detail))
+        .route("/appAuth/batchDelete", post(api::app_auth::batch_delete))
+        .route("/appAuth/batchEnabled", post(api::app_auth::batch_enabled))
+        .route(
+            "/shenyu-client/register-metadata",
+            post(register::register_metadata),
+        )
+        .route("/shenyu-client/register-uri", post(register::register_uri))
+        .route("/shenyu-client/offline", post(register::offline))
         .route("/rule/{id}", get(api::rule::detail).put(api::rule::update))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
@@ -204,7 +265,8 @@ pub fn app(state: AppState) -> Router {
         .merge(protected)
         .route("/platform/login", post(auth::login))
         .route("/actuator/health", get(api::actuator::health))
-        .route("/actuator/digest", get(api::actuator::digest));
+        .route("/actuator/digest", get(api::actuator::digest))
+        .route("/v3/api-docs", get(openapi::api_docs));
     for publisher in state.publishers.iter() {
         tracing::debug!(mode = %publisher.mode(), "sync publisher enabled");
         router = router.merge(publisher.routes());

@@ -19,12 +19,20 @@ struct Cli {
     /// Port to listen on (0 picks a free port).
     #[arg(long, env = "GANTRY_ADMIN_PORT", default_value_t = 9095)]
     port: u16,
-    /// SQLite database file (created if missing) or `:memory:`.
+    /// PostgreSQL URL (`postgres://user:pw@host/db`), SQLite database file (created if
+    /// missing) or `:memory:`.
     #[arg(long, env = "GANTRY_ADMIN_DB", default_value = "gantry-admin.db")]
     db: String,
-    /// Comma-separated sync publishers (`websocket`).
+    /// Comma-separated sync publishers (`websocket`, `http`, `zookeeper`, `etcd`), all fed by
+    /// one dispatcher.
     #[arg(long, env = "GANTRY_ADMIN_SYNC", default_value = "websocket")]
     sync: String,
+    /// ZooKeeper connect string (`host:port[,host:port]`), for `--sync zookeeper`.
+    #[arg(long, env = "GANTRY_ADMIN_ZOOKEEPER_URL")]
+    zookeeper_url: Option<String>,
+    /// etcd endpoints (`http://host:port[,...]`), for `--sync etcd`.
+    #[arg(long, env = "GANTRY_ADMIN_ETCD_URL")]
+    etcd_url: Option<String>,
     /// Admin user name.
     #[arg(long, env = "GANTRY_ADMIN_USERNAME", default_value = "admin")]
     username: String,
@@ -34,6 +42,20 @@ struct Cli {
     /// Login token lifetime in milliseconds.
     #[arg(long, env = "GANTRY_ADMIN_TOKEN_TTL_MS", default_value_t = 86_400_000)]
     token_ttl_ms: u64,
+    /// When set, `/websocket` upgrades need header `X-Shenyu-Sync-Token` equal to it (unset:
+    /// open, as ShenYu 2.6).
+    #[arg(long, env = "GANTRY_ADMIN_SYNC_TOKEN", hide_env_values = true)]
+    sync_token: Option<String>,
+    /// How long `POST /configs/listener` holds a request when nothing changed (http sync).
+    #[arg(long, env = "GANTRY_ADMIN_LONG_POLL_HOLD_MS", default_value_t = 60_000)]
+    long_poll_hold_ms: u64,
+    /// How often the http sync cache is rebuilt from the database regardless of events.
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_LONG_POLL_REFRESH_MS",
+        default_value_t = 300_000
+    )]
+    long_poll_refresh_ms: u64,
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -55,6 +77,11 @@ async fn main() -> anyhow::Result<()> {
         username: cli.username,
         password: cli.password,
         token_ttl: Duration::from_millis(cli.token_ttl_ms),
+        zookeeper_url: cli.zookeeper_url,
+        etcd_url: cli.etcd_url,
+        sync_token: cli.sync_token,
+        long_poll_hold: Duration::from_millis(cli.long_poll_hold_ms),
+        long_poll_refresh: Duration::from_millis(cli.long_poll_refresh_ms.max(1)),
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
         .await

@@ -5,14 +5,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use model::{
-    AppAuthData, ConfigSet, DEFAULT_NAMESPACE_ID, DataEvent, DataEventType, EventPayload,
-    MatchMode, PluginData, RuleData, RuleDto, SelectorData, SelectorDto, SelectorType,
+    AppAuthData, ConditionDto, ConfigSet, DEFAULT_NAMESPACE_ID, DataEvent, DataEventType,
+    DivideRuleHandle, DivideUpstream, EventPayload, MatchMode, MetaData, PluginData, RuleData,
+    RuleDto, SelectorData, SelectorDto, SelectorType,
 };
 use tokio::sync::{Mutex, broadcast};
 
+use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto};
 use crate::error::ApiError;
 use crate::id::IdGenerator;
-use crate::store::{PluginRecord, RuleRecord, SelectorRecord, Store, StoreError};
+use crate::register::{self, MetaDataRegister, UriRegister};
+use crate::store::{
+    AppAuthRecord, Batch, MetaRecord, PluginRecord, RuleRecord, SelectorRecord, Store, StoreError,
+};
 use crate::validate;
 
 /// How many events a slow session may fall behind before it is closed.
@@ -85,6 +90,128 @@ pub(crate) fn rule_data(r: &RuleRecord, plugin_name: &str) -> RuleData {
         before_condition_data_list: Vec::new(),
         match_restful: r.match_restful,
     }
+}
+
+/// Metadata as synced.
+pub(crate) fn meta_data(m: &MetaRecord) -> MetaData {
+    MetaData {
+        id: m.id.clone(),
+        app_name: m.app_name.clone(),
+        context_path: m.context_path.clone(),
+        path: m.path.clone(),
+        rpc_type: m.rpc_type.clone(),
+        service_name: m.service_name.clone(),
+        method_name: m.method_name.clone(),
+        parameter_types: m.parameter_types.clone(),
+        rpc_ext: m.rpc_ext.clone(),
+        enabled: m.enabled,
+        namespace_id: Some(DEFAULT_NAMESPACE_ID.to_owned()),
+    }
+}
+
+/// An app auth entry as synced.
+pub(crate) fn app_auth_data(a: &AppAuthRecord) -> AppAuthData {
+    AppAuthData {
+        app_key: a.app_key.clone(),
+        app_secret: a.app_secret.clone(),
+        enabled: a.enabled,
+        open: a.open,
+        param_data_list: a.params.clone(),
+        path_data_list: a.paths.clone(),
+        namespace_id: Some(DEFAULT_NAMESPACE_ID.to_owned()),
+    }
+}
+
+/// A stored selector as a request, for updates that change only some fields.
+fn selector_dto(s: &SelectorRecord) -> SelectorDto {
+    SelectorDto {
+        id: Some(s.id.clone()),
+        plugin_id: Some(s.plugin_id.clone()),
+        name: Some(s.name.clone()),
+        selector_type: Some(s.selector_type),
+        match_mode: Some(s.match_mode),
+        sort: Some(s.sort),
+        enabled: Some(s.enabled),
+        loged: Some(s.loged),
+        continued: Some(s.continued),
+        match_restful: Some(s.match_restful),
+        handle: s.handle.clone(),
+        selector_conditions: Some(
+            s.conditions
+                .iter()
+                .map(|c| {
+                    ConditionDto::new(&c.param_type, &c.operator, &c.param_name, &c.param_value)
+                })
+                .collect(),
+        ),
+        namespace_id: None,
+    }
+}
+
+/// The selector a registration creates for `context_path` under `plugin_id` (§9).
+fn registered_selector(plugin_id: &str, context_path: &str) -> SelectorDto {
+    SelectorDto {
+        plugin_id: Some(plugin_id.to_owned()),
+        name: Some(context_path.to_owned()),
+        selector_type: Some(1),
+        match_mode: Some(0),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(true),
+        continued: Some(true),
+        match_restful: Some(false),
+        selector_conditions: Some(vec![ConditionDto::new(
+            "uri",
+            "startsWith",
+            "/",
+            &format!("{context_path}/"),
+        )]),
+        ..Default::default()
+    }
+}
+
+/// The rule a registration creates under `selector_id` (§9).
+fn registered_rule(
+    selector_id: &str,
+    name: &str,
+    handle: String,
+    condition: ConditionDto,
+) -> RuleDto {
+    RuleDto {
+        selector_id: Some(selector_id.to_owned()),
+        name: Some(name.to_owned()),
+        match_mode: Some(0),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(true),
+        match_restful: Some(false),
+        handle: Some(handle),
+        rule_conditions: Some(vec![condition]),
+        ..Default::default()
+    }
+}
+
+/// A registered context path: non-blank, starting with `/`, without a trailing `/`.
+fn context_path(field: &str, value: Option<&str>) -> Result<String, ApiError> {
+    let value = value.map(str::trim).unwrap_or_default();
+    let trimmed = value.trim_end_matches('/');
+    if trimmed.is_empty() || !trimmed.starts_with('/') {
+        return Err(ApiError::field(
+            field,
+            format!("`{value}` must be a path like `/http`"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// A fresh app secret: 32 upper-case hex digits, as ShenYu makes them.
+fn new_secret() -> String {
+    hex::encode_upper(rand::random::<[u8; 16]>())
+}
+
+/// Turns an all-or-nothing batch outcome into the updated records or a 404 naming the id.
+fn all_found<T>(what: &str, batch: Batch<T>) -> Result<Vec<T>, ApiError> {
+    batch.map_err(|id| ApiError::NotFound(format!("{what} `{id}` does not exist")))
 }
 
 /// Everything committed, in synced shapes.
@@ -173,12 +300,22 @@ impl Admin {
             plugins: plugins.iter().map(plugin_data).collect(),
             selectors,
             rules,
-            meta_data: self.store.meta_data().await?,
+            meta_data: self
+                .store
+                .meta_data()
+                .await?
+                .iter()
+                .map(meta_data)
+                .collect(),
         };
-        Ok(Snapshot {
-            config,
-            app_auth: self.store.app_auth().await?,
-        })
+        let app_auth = self
+            .store
+            .app_auths()
+            .await?
+            .iter()
+            .map(app_auth_data)
+            .collect();
+        Ok(Snapshot { config, app_auth })
     }
 
     /// A consistent snapshot of everything committed.
@@ -206,16 +343,249 @@ impl Admin {
         enabled: bool,
     ) -> Result<(), ApiError> {
         let _write = self.write.lock().await;
-        match self.store.set_plugins_enabled(ids, enabled, &now()).await? {
-            Ok(updated) => {
-                self.publish(
-                    DataEventType::Update,
-                    EventPayload::Plugin(updated.iter().map(plugin_data).collect()),
-                );
-                Ok(())
-            }
-            Err(id) => Err(ApiError::NotFound(format!("plugin `{id}` does not exist"))),
+        let batch = self.store.set_plugins_enabled(ids, enabled, &now()).await?;
+        let updated = all_found("plugin", batch)?;
+        self.publish(
+            DataEventType::Update,
+            EventPayload::Plugin(updated.iter().map(plugin_data).collect()),
+        );
+        Ok(())
+    }
+
+    /// Updates plugin `id` (role, sort, enabled, config); publishes PLUGIN/UPDATE.
+    pub(crate) async fn update_plugin(&self, id: &str, dto: PluginDto) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let old = self
+            .store
+            .plugin(id)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("plugin `{id}` does not exist")))?;
+        let mut record = validate::plugin(dto, &old)?;
+        record.date_updated = now();
+        if !self.store.update_plugin(&record).await? {
+            return Err(ApiError::NotFound(format!("plugin `{id}` does not exist")));
         }
+        self.publish(
+            DataEventType::Update,
+            EventPayload::Plugin(vec![plugin_data(&record)]),
+        );
+        Ok(())
+    }
+
+    /// Enables or disables selectors (all must exist); publishes SELECTOR/UPDATE.
+    pub(crate) async fn enable_selectors(
+        &self,
+        ids: &[String],
+        enabled: bool,
+    ) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let names = self.plugin_names().await?;
+        let batch = self
+            .store
+            .set_selectors_enabled(ids, enabled, &now())
+            .await?;
+        let updated = all_found("selector", batch)?;
+        let data = updated
+            .iter()
+            .map(|s| selector_data(s, names.get(&s.plugin_id).map_or("", String::as_str)))
+            .collect();
+        self.publish(DataEventType::Update, EventPayload::Selector(data));
+        Ok(())
+    }
+
+    /// The plugin name of every selector, by selector id.
+    async fn selector_plugins(&self) -> Result<HashMap<String, String>, StoreError> {
+        let names = self.plugin_names().await?;
+        Ok(self
+            .store
+            .selectors()
+            .await?
+            .into_iter()
+            .map(|s| {
+                let name = names.get(&s.plugin_id).cloned().unwrap_or_default();
+                (s.id, name)
+            })
+            .collect())
+    }
+
+    /// Enables or disables rules (all must exist); publishes RULE/UPDATE.
+    pub(crate) async fn enable_rules(&self, ids: &[String], enabled: bool) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let selector_plugin = self.selector_plugins().await?;
+        let batch = self.store.set_rules_enabled(ids, enabled, &now()).await?;
+        let updated = all_found("rule", batch)?;
+        let data = updated
+            .iter()
+            .map(|r| {
+                let plugin = selector_plugin.get(&r.selector_id);
+                rule_data(r, plugin.map_or("", String::as_str))
+            })
+            .collect();
+        self.publish(DataEventType::Update, EventPayload::Rule(data));
+        Ok(())
+    }
+
+    /// Creates metadata (no or blank `id`) or replaces it; publishes META_DATA/UPDATE. Paths
+    /// are unique. Returns the id.
+    pub(crate) async fn save_meta(&self, dto: MetaDataDto) -> Result<String, ApiError> {
+        let _write = self.write.lock().await;
+        let mut record = validate::meta(dto)?;
+        let all = self.store.meta_data().await?;
+        if let Some(clash) = all
+            .iter()
+            .find(|m| m.path == record.path && m.id != record.id)
+        {
+            return Err(ApiError::field(
+                "path",
+                format!(
+                    "`{}` is already used by metadata `{}`",
+                    record.path, clash.id
+                ),
+            ));
+        }
+        let stamp = now();
+        if record.id.is_empty() {
+            record.id = self.ids.next_id();
+            record.date_created.clone_from(&stamp);
+        } else {
+            let old = all.iter().find(|m| m.id == record.id).ok_or_else(|| {
+                ApiError::NotFound(format!("metadata `{}` does not exist", record.id))
+            })?;
+            record.date_created.clone_from(&old.date_created);
+        }
+        record.date_updated = stamp;
+        self.store.put_meta(&record).await?;
+        self.publish(
+            DataEventType::Update,
+            EventPayload::MetaData(vec![meta_data(&record)]),
+        );
+        Ok(record.id)
+    }
+
+    /// Deletes metadata; publishes META_DATA/DELETE. Returns the number deleted.
+    pub(crate) async fn delete_meta(&self, ids: &[String]) -> Result<usize, ApiError> {
+        let _write = self.write.lock().await;
+        let deleted = self.store.delete_meta(ids).await?;
+        if !deleted.is_empty() {
+            self.publish(
+                DataEventType::Delete,
+                EventPayload::MetaData(deleted.iter().map(meta_data).collect()),
+            );
+        }
+        Ok(deleted.len())
+    }
+
+    /// Enables or disables metadata (all must exist); publishes META_DATA/UPDATE.
+    pub(crate) async fn enable_meta(&self, ids: &[String], enabled: bool) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let batch = self.store.set_meta_enabled(ids, enabled, &now()).await?;
+        let updated = all_found("metadata", batch)?;
+        self.publish(
+            DataEventType::Update,
+            EventPayload::MetaData(updated.iter().map(meta_data).collect()),
+        );
+        Ok(())
+    }
+
+    async fn check_app_key_free(&self, record: &AppAuthRecord) -> Result<(), ApiError> {
+        let all = self.store.app_auths().await?;
+        match all
+            .iter()
+            .find(|a| a.app_key == record.app_key && a.id != record.id)
+        {
+            Some(_) => Err(ApiError::field(
+                "appKey",
+                format!("`{}` is already in use", record.app_key),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Creates an app auth entry with a fresh secret (and key, unless given); publishes
+    /// APP_AUTH/UPDATE.
+    pub(crate) async fn apply_app_auth(
+        &self,
+        dto: AuthApplyDto,
+    ) -> Result<AppAuthRecord, ApiError> {
+        let _write = self.write.lock().await;
+        let mut record = validate::apply(dto)?;
+        record.id = self.ids.next_id();
+        if record.app_key.is_empty() {
+            record.app_key = new_secret();
+        }
+        self.check_app_key_free(&record).await?;
+        record.app_secret = new_secret();
+        record.date_created = now();
+        record.date_updated.clone_from(&record.date_created);
+        self.store.put_app_auth(&record).await?;
+        self.publish(
+            DataEventType::Update,
+            EventPayload::AppAuth(vec![app_auth_data(&record)]),
+        );
+        Ok(record)
+    }
+
+    /// Replaces app auth entry `dto.id`; publishes APP_AUTH/UPDATE (and APP_AUTH/DELETE of
+    /// the old key when the key changed).
+    pub(crate) async fn update_app_auth(&self, dto: AppAuthDto) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let id = dto
+            .id
+            .clone()
+            .filter(|id| !id.trim().is_empty())
+            .ok_or_else(|| ApiError::field("id", "must not be blank"))?;
+        let old = self
+            .store
+            .app_auth(id.trim())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("app auth `{id}` does not exist")))?;
+        let mut record = validate::app_auth(dto, &old)?;
+        self.check_app_key_free(&record).await?;
+        record.date_updated = now();
+        self.store.put_app_auth(&record).await?;
+        if old.app_key != record.app_key {
+            self.publish(
+                DataEventType::Delete,
+                EventPayload::AppAuth(vec![app_auth_data(&old)]),
+            );
+        }
+        self.publish(
+            DataEventType::Update,
+            EventPayload::AppAuth(vec![app_auth_data(&record)]),
+        );
+        Ok(())
+    }
+
+    /// Deletes app auth entries; publishes APP_AUTH/DELETE. Returns the number deleted.
+    pub(crate) async fn delete_app_auths(&self, ids: &[String]) -> Result<usize, ApiError> {
+        let _write = self.write.lock().await;
+        let deleted = self.store.delete_app_auths(ids).await?;
+        if !deleted.is_empty() {
+            self.publish(
+                DataEventType::Delete,
+                EventPayload::AppAuth(deleted.iter().map(app_auth_data).collect()),
+            );
+        }
+        Ok(deleted.len())
+    }
+
+    /// Enables or disables app auth entries (all must exist); publishes APP_AUTH/UPDATE.
+    pub(crate) async fn enable_app_auths(
+        &self,
+        ids: &[String],
+        enabled: bool,
+    ) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let batch = self
+            .store
+            .set_app_auths_enabled(ids, enabled, &now())
+            .await?;
+        let updated = all_found("app auth", batch)?;
+        self.publish(
+            DataEventType::Update,
+            EventPayload::AppAuth(updated.iter().map(app_auth_data).collect()),
+        );
+        Ok(())
     }
 
     async fn plugin_for(&self, dto: &SelectorDto) -> Result<Option<PluginRecord>, StoreError> {
@@ -228,6 +598,11 @@ impl Admin {
     /// Creates a selector; publishes SELECTOR/UPDATE. Returns the new id.
     pub(crate) async fn create_selector(&self, dto: SelectorDto) -> Result<String, ApiError> {
         let _write = self.write.lock().await;
+        Ok(self.create_selector_locked(dto).await?.id)
+    }
+
+    /// [`Self::create_selector`] for a caller holding the write lock.
+    async fn create_selector_locked(&self, dto: SelectorDto) -> Result<SelectorRecord, ApiError> {
         let plugin = self.plugin_for(&dto).await?;
         let mut record = validate::selector(dto, plugin.as_ref())?;
         let plugin = plugin.expect("validation checked the plugin");
@@ -237,13 +612,18 @@ impl Admin {
         self.store.put_selector(&record).await?;
         let data = selector_data(&record, &plugin.name);
         self.publish(DataEventType::Update, EventPayload::Selector(vec![data]));
-        Ok(record.id)
+        Ok(record)
     }
 
     /// Replaces selector `id`; publishes SELECTOR/UPDATE with the old conditions as
     /// `beforeConditionList`.
     pub(crate) async fn update_selector(&self, id: &str, dto: SelectorDto) -> Result<(), ApiError> {
         let _write = self.write.lock().await;
+        self.update_selector_locked(id, dto).await
+    }
+
+    /// [`Self::update_selector`] for a caller holding the write lock.
+    async fn update_selector_locked(&self, id: &str, dto: SelectorDto) -> Result<(), ApiError> {
         let old = self
             .store
             .selector(id)
@@ -318,6 +698,11 @@ impl Admin {
     /// Creates a rule; publishes RULE/UPDATE.
     pub(crate) async fn create_rule(&self, dto: RuleDto) -> Result<(), ApiError> {
         let _write = self.write.lock().await;
+        self.create_rule_locked(dto).await
+    }
+
+    /// [`Self::create_rule`] for a caller holding the write lock.
+    async fn create_rule_locked(&self, dto: RuleDto) -> Result<(), ApiError> {
         let (mut record, plugin_name) = self.validated_rule(dto).await?;
         record.id = self.ids.next_id();
         record.date_created = now();
@@ -353,12 +738,7 @@ impl Admin {
     /// Deletes rules; publishes RULE/DELETE. Returns the number deleted.
     pub(crate) async fn delete_rules(&self, ids: &[String]) -> Result<usize, ApiError> {
         let _write = self.write.lock().await;
-        let names = self.plugin_names().await?;
-        let mut selector_plugin = HashMap::new();
-        for selector in self.store.selectors().await? {
-            let name = names.get(&selector.plugin_id).cloned().unwrap_or_default();
-            selector_plugin.insert(selector.id, name);
-        }
+        let selector_plugin = self.selector_plugins().await?;
         let rules = self.store.delete_rules(ids).await?;
         if !rules.is_empty() {
             let data = rules
@@ -375,5 +755,227 @@ impl Admin {
             self.publish(DataEventType::Delete, EventPayload::Rule(data));
         }
         Ok(rules.len())
+    }
+
+    async fn plugin_named(&self, name: &str) -> Result<Option<PluginRecord>, StoreError> {
+        Ok(self
+            .store
+            .plugins()
+            .await?
+            .into_iter()
+            .find(|p| p.name == name))
+    }
+
+    async fn selector_named(
+        &self,
+        plugin: &PluginRecord,
+        name: &str,
+    ) -> Result<Option<SelectorRecord>, StoreError> {
+        Ok(self
+            .store
+            .selectors()
+            .await?
+            .into_iter()
+            .find(|s| s.plugin_id == plugin.id && s.name == name))
+    }
+
+    /// The selector of `plugin` named `context_path`, created as §9 says when absent.
+    async fn registered_selector_locked(
+        &self,
+        plugin: &PluginRecord,
+        context_path: &str,
+    ) -> Result<SelectorRecord, ApiError> {
+        match self.selector_named(plugin, context_path).await? {
+            Some(selector) => Ok(selector),
+            None => {
+                self.create_selector_locked(registered_selector(&plugin.id, context_path))
+                    .await
+            }
+        }
+    }
+
+    /// Creates rule `dto` unless its selector already has a rule with that name.
+    async fn registered_rule_locked(&self, dto: RuleDto) -> Result<(), ApiError> {
+        let selector_id = dto.selector_id.clone().unwrap_or_default();
+        let name = dto.name.clone().unwrap_or_default();
+        let exists = self
+            .store
+            .rules()
+            .await?
+            .iter()
+            .any(|r| r.selector_id == selector_id && r.name == name);
+        if exists {
+            return Ok(());
+        }
+        self.create_rule_locked(dto).await
+    }
+
+    /// `register-metadata` (§9): the divide selector and rule for the API, the contextPath
+    /// plugin's selector and rule, and the metadata when `registerMetaData` is set. Each
+    /// change is published.
+    pub(crate) async fn register_metadata(&self, dto: MetaDataRegister) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let rpc_type = dto.rpc_type.clone().unwrap_or_else(|| "http".to_owned());
+        if rpc_type.trim() != "http" {
+            return Err(ApiError::field(
+                "rpcType",
+                format!("only `http` clients can register (got `{rpc_type}`)"),
+            ));
+        }
+        let context = context_path("contextPath", dto.context_path.as_deref())?;
+        let path = dto
+            .path
+            .clone()
+            .filter(|p| !p.trim().is_empty())
+            .ok_or_else(|| ApiError::field("path", "must not be blank"))?;
+        let path = path.trim().to_owned();
+        let rule_name = dto
+            .rule_name
+            .clone()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| path.clone());
+        let divide = self
+            .plugin_named("divide")
+            .await?
+            .ok_or_else(|| ApiError::BadRequest("the divide plugin does not exist".to_owned()))?;
+        let (operator, value) = register::rule_condition(&path);
+        let selector = self.registered_selector_locked(&divide, &context).await?;
+        let divide_handle =
+            serde_json::to_string(&DivideRuleHandle::default()).expect("handles serialise");
+        self.registered_rule_locked(registered_rule(
+            &selector.id,
+            &rule_name,
+            divide_handle,
+            ConditionDto::new("uri", operator, "/", &value),
+        ))
+        .await?;
+        if let Some(plugin) = self.plugin_named("contextPath").await? {
+            let selector = self.registered_selector_locked(&plugin, &context).await?;
+            let handle = serde_json::json!({
+                "contextPath": context,
+                "addPrefixed": dto.add_prefixed.unwrap_or(false),
+            })
+            .to_string();
+            self.registered_rule_locked(registered_rule(
+                &selector.id,
+                &context,
+                handle,
+                ConditionDto::new("uri", "startsWith", "/", &format!("{context}/")),
+            ))
+            .await?;
+        }
+        if dto.register_meta_data == Some(true) {
+            let existing = self
+                .store
+                .meta_data()
+                .await?
+                .into_iter()
+                .find(|m| m.path == path);
+            let mut record = validate::meta(MetaDataDto {
+                id: None,
+                app_name: dto.app_name,
+                context_path: Some(context),
+                path: Some(path),
+                path_desc: dto.path_desc,
+                rpc_type: Some(rpc_type),
+                service_name: dto.service_name,
+                method_name: dto.method_name,
+                parameter_types: dto.parameter_types,
+                rpc_ext: dto.rpc_ext,
+                rule_name: Some(rule_name),
+                enabled: Some(dto.enabled.unwrap_or(true)),
+            })?;
+            let stamp = now();
+            match existing {
+                Some(old) => {
+                    record.id = old.id;
+                    record.date_created = old.date_created;
+                }
+                None => {
+                    record.id = self.ids.next_id();
+                    record.date_created.clone_from(&stamp);
+                }
+            }
+            record.date_updated = stamp;
+            self.store.put_meta(&record).await?;
+            self.publish(
+                DataEventType::Update,
+                EventPayload::MetaData(vec![meta_data(&record)]),
+            );
+        }
+        Ok(())
+    }
+
+    /// `register-uri` / `offline` (§9): adds (`add`) or removes the client's `host:port` in
+    /// the upstream list of the divide selector named by its context path (or app name),
+    /// creating the selector on a first registration. Publishes SELECTOR/UPDATE on a change.
+    pub(crate) async fn register_uri(&self, dto: UriRegister, add: bool) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        if let Some(rpc_type) = dto.rpc_type.as_deref().map(str::trim)
+            && !rpc_type.is_empty()
+            && rpc_type != "http"
+        {
+            return Err(ApiError::field(
+                "rpcType",
+                format!("only `http` clients can register (got `{rpc_type}`)"),
+            ));
+        }
+        let name = match (&dto.context_path, &dto.app_name) {
+            (Some(context), _) if !context.trim().is_empty() => {
+                context_path("contextPath", Some(context))?
+            }
+            (_, Some(app)) if !app.trim().is_empty() => {
+                context_path("appName", Some(&format!("/{}", app.trim())))?
+            }
+            _ => return Err(ApiError::field("contextPath", "must not be blank")),
+        };
+        let host = dto
+            .host
+            .as_deref()
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| ApiError::field("host", "must not be blank"))?;
+        let port = dto
+            .port
+            .filter(|p| *p != 0)
+            .ok_or_else(|| ApiError::field("port", "must be a port number"))?;
+        let url = format!("{host}:{port}");
+        let divide = self
+            .plugin_named("divide")
+            .await?
+            .ok_or_else(|| ApiError::BadRequest("the divide plugin does not exist".to_owned()))?;
+        let selector = match self.selector_named(&divide, &name).await? {
+            Some(selector) => selector,
+            None if add => self.registered_selector_locked(&divide, &name).await?,
+            None => return Ok(()),
+        };
+        let mut upstreams = DivideUpstream::parse_list(selector.handle.as_deref().unwrap_or(""))
+            .map_err(|e| ApiError::field("handle", format!("stored upstream list: {e}")))?;
+        let before = upstreams.clone();
+        upstreams.retain(|u| u.upstream_url != url);
+        if add {
+            upstreams.push(DivideUpstream {
+                protocol: dto.protocol.clone().unwrap_or_else(|| "http://".to_owned()),
+                upstream_host: Some("localhost".to_owned()),
+                upstream_url: url,
+                weight: 50,
+                warmup: 600_000,
+                status: true,
+                timestamp: chrono::Utc::now().timestamp_millis(),
+                ..DivideUpstream::default()
+            });
+        }
+        let same = |a: &[DivideUpstream], b: &[DivideUpstream]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.upstream_url == y.upstream_url && x.protocol == y.protocol)
+        };
+        if same(&before, &upstreams) {
+            return Ok(());
+        }
+        let mut request = selector_dto(&selector);
+        request.handle = Some(serde_json::to_string(&upstreams).expect("upstreams serialise"));
+        self.update_selector_locked(&selector.id, request).await
     }
 }

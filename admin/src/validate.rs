@@ -2,12 +2,13 @@
 //! `selectorConditions[2].operator: ...`.
 
 use model::{
-    ConditionData, ConditionDto, DivideRuleHandle, DivideUpstream, Operator, ParamType, RuleDto,
-    SelectorDto,
+    AuthParamData, AuthPathData, ConditionData, ConditionDto, DivideRuleHandle, DivideUpstream,
+    Operator, ParamType, RuleDto, SelectorDto,
 };
 
+use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto};
 use crate::error::ApiError;
-use crate::store::{PluginRecord, RuleRecord, SelectorRecord};
+use crate::store::{AppAuthRecord, MetaRecord, PluginRecord, RuleRecord, SelectorRecord};
 
 /// The param types a gantry gateway can extract from a request.
 const EXTRACTABLE: &[ParamType] = &[
@@ -100,6 +101,9 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
     if param_value.trim().is_empty() && operator != Operator::IsBlank {
         return Err(ApiError::field(field("paramValue"), "must not be blank"));
     }
+    if operator == Operator::PathPattern && param_type == ParamType::Uri {
+        path_pattern(&field("paramValue"), param_value.trim())?;
+    }
     if operator == Operator::Regex {
         let anchored = format!("^(?:{})$", param_value.trim());
         if let Err(e) = regex::Regex::new(&anchored) {
@@ -115,6 +119,48 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
         param_name,
         param_value,
     })
+}
+
+/// A structural check of a Spring `PathPattern`: starts with `/`, braces balanced and not
+/// nested, no empty `{}`, and `**` / `{*var}` only as the last segment.
+pub(crate) fn path_pattern(field: &str, pattern: &str) -> Result<(), ApiError> {
+    let bad = |message: String| Err(ApiError::field(field, message));
+    if !pattern.starts_with('/') {
+        return bad(format!("path pattern `{pattern}` must start with `/`"));
+    }
+    let segments: Vec<&str> = pattern[1..].split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        if (*segment == "**" || segment.starts_with("{*")) && !last {
+            return bad(format!(
+                "path pattern `{pattern}`: `{segment}` is only allowed as the last segment"
+            ));
+        }
+        let mut open = None;
+        for (at, c) in segment.char_indices() {
+            match (c, open) {
+                ('{', None) => open = Some(at),
+                ('{', Some(_)) => {
+                    return bad(format!("path pattern `{pattern}`: nested `{{`"));
+                }
+                ('}', None) => {
+                    return bad(format!("path pattern `{pattern}`: `}}` without `{{`"));
+                }
+                ('}', Some(start)) => {
+                    let name = &segment[start + 1..at];
+                    if name.is_empty() || name == "*" {
+                        return bad(format!("path pattern `{pattern}`: empty variable name"));
+                    }
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        if open.is_some() {
+            return bad(format!("path pattern `{pattern}`: unclosed `{{`"));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `url` is `host:port`.
@@ -241,6 +287,196 @@ pub(crate) fn rule(
     })
 }
 
+/// Validates a plugin update of `old`; the result has the new update date still unset.
+pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord, ApiError> {
+    if let Some(name) = dto.name.as_deref().map(str::trim)
+        && name != old.name
+    {
+        return Err(ApiError::field(
+            "name",
+            format!(
+                "a plugin cannot be renamed (gateways key plugins by name): `{}` != `{name}`",
+                old.name
+            ),
+        ));
+    }
+    let role = non_blank("role", dto.role)?;
+    let sort = required("sort", dto.sort)?;
+    let enabled = required("enabled", dto.enabled)?;
+    let config = blank_to_none(dto.config);
+    if let Some(config) = &config {
+        match serde_json::from_str::<serde_json::Value>(config) {
+            Ok(serde_json::Value::Object(_)) => {}
+            Ok(_) => return Err(ApiError::field("config", "must be a JSON object")),
+            Err(e) => return Err(ApiError::field("config", format!("invalid JSON: {e}"))),
+        }
+    }
+    Ok(PluginRecord {
+        role,
+        sort,
+        enabled,
+        config,
+        ..old.clone()
+    })
+}
+
+/// The rpc types ShenYu knows (`RpcTypeEnum`).
+const RPC_TYPES: &[&str] = &[
+    "http",
+    "dubbo",
+    "sofa",
+    "tars",
+    "springCloud",
+    "motan",
+    "grpc",
+    "websocket",
+    "brpc",
+];
+
+/// Validates a metadata request. The record keeps the request's id (possibly empty) and has no
+/// dates yet.
+pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, ApiError> {
+    let app_name = non_blank("appName", dto.app_name)?;
+    let path = non_blank("path", dto.path)?.trim().to_owned();
+    path_pattern("path", &path)?;
+    let rpc_type = non_blank("rpcType", dto.rpc_type)?.trim().to_owned();
+    if !RPC_TYPES.contains(&rpc_type.as_str()) {
+        return Err(ApiError::field(
+            "rpcType",
+            format!(
+                "unknown rpc type `{rpc_type}` (expected one of: {})",
+                RPC_TYPES.join(", ")
+            ),
+        ));
+    }
+    let service_name = non_blank("serviceName", dto.service_name)?;
+    let method_name = non_blank("methodName", dto.method_name)?;
+    let enabled = required("enabled", dto.enabled)?;
+    let context_path = blank_to_none(dto.context_path);
+    if let Some(context_path) = &context_path
+        && (!context_path.starts_with('/') || context_path.len() > 1 && context_path.ends_with('/'))
+    {
+        return Err(ApiError::field(
+            "contextPath",
+            format!("`{context_path}` must start with `/` and not end with `/`"),
+        ));
+    }
+    Ok(MetaRecord {
+        id: dto.id.map(|id| id.trim().to_owned()).unwrap_or_default(),
+        app_name: Some(app_name),
+        context_path,
+        path,
+        path_desc: dto.path_desc,
+        rpc_type: Some(rpc_type),
+        service_name: Some(service_name),
+        method_name: Some(method_name),
+        parameter_types: blank_to_none(dto.parameter_types),
+        rpc_ext: blank_to_none(dto.rpc_ext),
+        rule_name: blank_to_none(dto.rule_name),
+        enabled,
+        date_created: String::new(),
+        date_updated: String::new(),
+    })
+}
+
+fn auth_path(
+    field: &str,
+    app_name: String,
+    path: &str,
+    enabled: bool,
+) -> Result<AuthPathData, ApiError> {
+    let path = path.trim();
+    path_pattern(field, path)?;
+    Ok(AuthPathData {
+        app_name,
+        path: path.to_owned(),
+        enabled,
+    })
+}
+
+/// Validates an app auth application. The record has no id, key (unless given), secret or
+/// dates yet.
+pub(crate) fn apply(dto: AuthApplyDto) -> Result<AppAuthRecord, ApiError> {
+    let app_name = non_blank("appName", dto.app_name)?;
+    let paths = dto
+        .path_list
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, path)| auth_path(&format!("pathList[{i}]"), app_name.clone(), path, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let params = blank_to_none(dto.app_param)
+        .map(|app_param| AuthParamData {
+            app_name: app_name.clone(),
+            app_param,
+        })
+        .into_iter()
+        .collect();
+    Ok(AppAuthRecord {
+        id: String::new(),
+        app_key: blank_to_none(dto.app_key)
+            .map(|key| key.trim().to_owned())
+            .unwrap_or_default(),
+        app_secret: String::new(),
+        user_id: blank_to_none(dto.user_id),
+        phone: blank_to_none(dto.phone),
+        ext_info: blank_to_none(dto.ext_info),
+        open: dto.open.unwrap_or(false),
+        enabled: true,
+        params,
+        paths,
+        date_created: String::new(),
+        date_updated: String::new(),
+    })
+}
+
+/// Validates an app auth update of `old`.
+pub(crate) fn app_auth(dto: AppAuthDto, old: &AppAuthRecord) -> Result<AppAuthRecord, ApiError> {
+    let app_key = non_blank("appKey", dto.app_key)?.trim().to_owned();
+    let app_secret = non_blank("appSecret", dto.app_secret)?.trim().to_owned();
+    let params = dto
+        .auth_param_list
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            Ok(AuthParamData {
+                app_name: non_blank(&format!("authParamList[{i}].appName"), p.app_name)?,
+                app_param: p.app_param.unwrap_or_default(),
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let paths = dto
+        .auth_path_list
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = format!("authPathList[{i}]");
+            let app_name = non_blank(&format!("{at}.appName"), p.app_name)?;
+            let path = non_blank(&format!("{at}.path"), p.path)?;
+            auth_path(
+                &format!("{at}.path"),
+                app_name,
+                &path,
+                p.enabled.unwrap_or(true),
+            )
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    Ok(AppAuthRecord {
+        app_key,
+        app_secret,
+        user_id: blank_to_none(dto.user_id),
+        phone: blank_to_none(dto.phone),
+        ext_info: blank_to_none(dto.ext_info),
+        open: dto.open.unwrap_or(old.open),
+        enabled: dto.enabled.unwrap_or(old.enabled),
+        params,
+        paths,
+        ..old.clone()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,5 +597,80 @@ mod tests {
             error(with(r#"[{"upstreamUrl":"x:80","weight":-1}]"#)).starts_with("handle[0].weight:")
         );
         assert!(error(with("{")).starts_with("handle: invalid divide upstream list"));
+    }
+
+    #[test]
+    fn path_patterns_are_checked_structurally() {
+        for ok in [
+            "/",
+            "/a/b",
+            "/a/**",
+            "/a/{id}/b",
+            "/a/{*rest}",
+            "/a/x{id}y",
+            "/a/*.html",
+        ] {
+            assert!(path_pattern("p", ok).is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("a/b", "must start with `/`"),
+            ("/**/a", "only allowed as the last segment"),
+            ("/{*rest}/a", "only allowed as the last segment"),
+            ("/a/{id", "unclosed"),
+            ("/a/id}", "without"),
+            ("/a/{{id}}", "nested"),
+            ("/a/{}", "empty variable"),
+        ] {
+            let message = path_pattern("paramValue", bad).unwrap_err().to_string();
+            assert!(
+                message.starts_with("paramValue: ") && message.contains(why),
+                "{bad}: {message}"
+            );
+        }
+        let condition = dto(vec![ConditionDto::new("uri", "pathPattern", "/", "/**/x")]);
+        assert!(error(condition).starts_with("selectorConditions[0].paramValue: path pattern"));
+    }
+
+    #[test]
+    fn metadata_fields_are_checked() {
+        let good = || MetaDataDto {
+            app_name: Some("app".to_owned()),
+            path: Some("/http/order".to_owned()),
+            rpc_type: Some("http".to_owned()),
+            service_name: Some("svc".to_owned()),
+            method_name: Some("m".to_owned()),
+            enabled: Some(true),
+            ..Default::default()
+        };
+        assert!(meta(good()).is_ok());
+        let err = |dto| meta(dto).unwrap_err().to_string();
+        assert!(
+            err(MetaDataDto {
+                rpc_type: Some("soap".to_owned()),
+                ..good()
+            })
+            .starts_with("rpcType: unknown")
+        );
+        assert!(
+            err(MetaDataDto {
+                path: Some("x".to_owned()),
+                ..good()
+            })
+            .starts_with("path: ")
+        );
+        assert_eq!(
+            err(MetaDataDto {
+                enabled: None,
+                ..good()
+            }),
+            "enabled: must not be null"
+        );
+        assert!(
+            err(MetaDataDto {
+                context_path: Some("/http/".to_owned()),
+                ..good()
+            })
+            .starts_with("contextPath: ")
+        );
     }
 }

@@ -573,3 +573,446 @@ async fn rejected_requests_store_and_publish_nothing() {
     );
     assert!(matches!(events.try_recv(), Err(TryRecvError::Empty)));
 }
+
+/// The one event expected next, with its group and type.
+fn expect_event(
+    events: &mut broadcast::Receiver<DataEvent>,
+    group: ConfigGroup,
+    event_type: DataEventType,
+) -> DataEvent {
+    let event = next_event(events);
+    assert_eq!(
+        (event.group(), event.event_type),
+        (group, event_type),
+        "{event:?}"
+    );
+    event
+}
+
+fn assert_quiet(events: &mut broadcast::Receiver<DataEvent>) {
+    assert!(matches!(events.try_recv(), Err(TryRecvError::Empty)));
+}
+
+#[tokio::test]
+async fn plugin_update_validates_and_publishes() {
+    let api = Api::new().await;
+    let mut events = api.state.subscribe();
+    let body = json!({"name":"divide","role":"Proxy","sort":210,"enabled":false,
+                      "config":"{\"multiSelectorHandle\":\"1\"}","namespaceId":"ignored"});
+    let reply = api.ok(Method::PUT, "/plugin/5", Some(body.clone())).await;
+    assert_eq!(reply["message"], "update success");
+    let event = expect_event(&mut events, ConfigGroup::Plugin, DataEventType::Update);
+    let EventPayload::Plugin(data) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(
+        (data[0].name.as_str(), data[0].sort, data[0].enabled),
+        ("divide", 210, false)
+    );
+    assert_eq!(
+        data[0].config.as_deref(),
+        Some("{\"multiSelectorHandle\":\"1\"}")
+    );
+    let detail = api.ok(Method::GET, "/plugin/5", None).await;
+    assert_eq!(detail["data"]["sort"], 210);
+
+    for (change, message) in [
+        (json!({"name":"other"}), "name: a plugin cannot be renamed"),
+        (json!({"config":"[1]"}), "config: must be a JSON object"),
+        (json!({"config":"{"}), "config: invalid JSON"),
+        (json!({"sort":"x"}), "sort: invalid type"),
+        (json!({"role":""}), "role: must not be blank"),
+    ] {
+        let mut bad = body.clone();
+        for (k, v) in change.as_object().unwrap() {
+            bad[k] = v.clone();
+        }
+        let (status, response) = api.call(Method::PUT, "/plugin/5", Some(bad)).await;
+        assert_bad_request(status, &response, message);
+    }
+    let (status, _) = api.call(Method::PUT, "/plugin/999", Some(body)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_quiet(&mut events);
+    let detail = api.ok(Method::GET, "/plugin/5", None).await;
+    assert_eq!(
+        detail["data"]["sort"], 210,
+        "rejected updates change nothing"
+    );
+}
+
+#[tokio::test]
+async fn selector_and_rule_search_and_batch_enable() {
+    let api = Api::new().await;
+    let a = api.create_selector("/alpha").await;
+    let b = api.create_selector("/beta").await;
+    api.create_selector("/alphabet").await;
+    for (selector, name) in [(&a, "ra1"), (&a, "ra2"), (&b, "rb1")] {
+        api.ok(Method::POST, "/rule", Some(rule_body(selector, name)))
+            .await;
+    }
+    let mut events = api.state.subscribe();
+
+    let page = api
+        .ok(
+            Method::POST,
+            "/selector/list/search",
+            Some(json!({"pageNum":1,"pageSize":1,"condition":{"keyword":"alpha","plugin":["5"],"namespaceId":"x"}})),
+        )
+        .await;
+    let data = &page["data"];
+    assert_eq!(
+        (
+            data["total"].as_i64(),
+            data["pages"].as_i64(),
+            data["size"].as_i64()
+        ),
+        (Some(2), Some(2), Some(1))
+    );
+    assert_eq!(data["list"][0]["name"], "/alpha");
+    assert_eq!(
+        (data["hasNextPage"].as_bool(), data["isFirstPage"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let none = api
+        .ok(
+            Method::POST,
+            "/selector/list/search",
+            Some(json!({"condition":{"plugin":["6"]}})),
+        )
+        .await;
+    assert_eq!(none["data"]["total"], 0);
+    let (status, response) = api
+        .call(
+            Method::POST,
+            "/selector/list/search",
+            Some(json!({"pageNum":0})),
+        )
+        .await;
+    assert_bad_request(status, &response, "pageNum: must be >= 1");
+
+    let rules = api
+        .ok(
+            Method::POST,
+            "/rule/list/search",
+            Some(json!({"pageNum":1,"pageSize":10,"condition":{"selectors":[a]}})),
+        )
+        .await;
+    assert_eq!(rules["data"]["total"], 2);
+    let names: Vec<&str> = rules["data"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ra1", "ra2"]);
+
+    let reply = api
+        .ok(
+            Method::POST,
+            "/selector/batchEnabled",
+            Some(json!({"ids":[a, b],"enabled":false})),
+        )
+        .await;
+    assert_eq!(reply["message"], "enable success");
+    let event = expect_event(&mut events, ConfigGroup::Selector, DataEventType::Update);
+    let EventPayload::Selector(data) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(data.len(), 2);
+    assert!(data.iter().all(|s| !s.enabled && s.plugin_name == "divide"));
+
+    let (status, _) = api
+        .call(
+            Method::POST,
+            "/selector/batchEnabled",
+            Some(json!({"ids":[a, "nope"],"enabled":true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let detail = api.ok(Method::GET, &format!("/selector/{a}"), None).await;
+    assert_eq!(
+        detail["data"]["enabled"], false,
+        "a failed batch changes nothing"
+    );
+
+    let rule_ids: Vec<String> = rules["data"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    api.ok(
+        Method::POST,
+        "/rule/batchEnabled",
+        Some(json!({"ids":rule_ids,"enabled":false})),
+    )
+    .await;
+    let event = expect_event(&mut events, ConfigGroup::Rule, DataEventType::Update);
+    let EventPayload::Rule(data) = &event.payload else {
+        unreachable!()
+    };
+    assert!(
+        data.iter()
+            .all(|r| !r.enabled && r.plugin_name == "divide" && r.selector_id == a)
+    );
+    let (status, response) = api
+        .call(Method::POST, "/rule/batchEnabled", Some(json!({"ids":[]})))
+        .await;
+    assert_bad_request(status, &response, "ids: must not be empty");
+    assert_quiet(&mut events);
+}
+
+fn meta_body(path: &str) -> Value {
+    json!({"appName":"http-demo","contextPath":"/http","path":path,"pathDesc":"find",
+           "rpcType":"http","serviceName":"org.example.Order","methodName":"find",
+           "ruleName":path,"parameterTypes":"java.lang.String","enabled":true,
+           "namespaceId":"649330b6-c2d7-4edc-be8e-8a54df9eb385"})
+}
+
+#[tokio::test]
+async fn metadata_crud_publishes_meta_data_events() {
+    let api = Api::new().await;
+    let mut events = api.state.subscribe();
+    let created = api
+        .ok(
+            Method::POST,
+            "/meta-data/createOrUpdate",
+            Some(meta_body("/http/order/find")),
+        )
+        .await;
+    assert_eq!(created["message"], "create success");
+    let id = created["data"].as_str().unwrap().to_owned();
+    let event = expect_event(&mut events, ConfigGroup::MetaData, DataEventType::Update);
+    let EventPayload::MetaData(data) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(
+        (data[0].id.as_str(), data[0].path.as_str()),
+        (id.as_str(), "/http/order/find")
+    );
+
+    let (status, response) = api
+        .call(
+            Method::POST,
+            "/meta-data/createOrUpdate",
+            Some(meta_body("/http/order/find")),
+        )
+        .await;
+    assert_bad_request(
+        status,
+        &response,
+        "path: `/http/order/find` is already used",
+    );
+    let mut bad = meta_body("/x");
+    bad["rpcType"] = json!("soap");
+    let (status, response) = api
+        .call(Method::POST, "/meta-data/createOrUpdate", Some(bad))
+        .await;
+    assert_bad_request(status, &response, "rpcType: unknown rpc type `soap`");
+    let (status, response) = api
+        .call(
+            Method::POST,
+            "/meta-data/createOrUpdate",
+            Some(meta_body("/a/**/b")),
+        )
+        .await;
+    assert_bad_request(status, &response, "path: path pattern `/a/**/b`");
+
+    let mut update = meta_body("/http/order/get");
+    update["id"] = json!(id);
+    let updated = api
+        .ok(Method::POST, "/meta-data/createOrUpdate", Some(update))
+        .await;
+    assert_eq!(
+        (updated["message"].as_str(), updated["data"].as_str()),
+        (Some("update success"), Some(id.as_str()))
+    );
+    expect_event(&mut events, ConfigGroup::MetaData, DataEventType::Update);
+    let second = api
+        .ok(
+            Method::POST,
+            "/meta-data/createOrUpdate",
+            Some(meta_body("/http/pay")),
+        )
+        .await["data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    expect_event(&mut events, ConfigGroup::MetaData, DataEventType::Update);
+
+    let detail = api.ok(Method::GET, &format!("/meta-data/{id}"), None).await;
+    assert_eq!(detail["data"]["path"], "/http/order/get");
+    assert_eq!(detail["data"]["pathDesc"], "find");
+    let all = api.ok(Method::GET, "/meta-data/findAll", None).await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 2);
+    let page = api
+        .ok(
+            Method::GET,
+            "/meta-data/queryList?path=order&currentPage=1&pageSize=10",
+            None,
+        )
+        .await;
+    assert_eq!(page["data"]["page"]["totalCount"], 1);
+    assert_eq!(page["data"]["dataList"][0]["id"], id.as_str());
+
+    api.ok(
+        Method::POST,
+        "/meta-data/batchEnabled",
+        Some(json!({"ids":[id],"enabled":false})),
+    )
+    .await;
+    let event = expect_event(&mut events, ConfigGroup::MetaData, DataEventType::Update);
+    let EventPayload::MetaData(data) = &event.payload else {
+        unreachable!()
+    };
+    assert!(!data[0].enabled);
+
+    let (_, digest) = api.call(Method::GET, "/actuator/digest", None).await;
+    assert_eq!(digest["metaData"], 2);
+    let deleted = api
+        .ok(
+            Method::DELETE,
+            "/meta-data/batchDeleted",
+            Some(json!({"ids":[id, second, "nope"]})),
+        )
+        .await;
+    assert_eq!(deleted["data"], 2);
+    let event = expect_event(&mut events, ConfigGroup::MetaData, DataEventType::Delete);
+    assert_eq!(event.len(), 2);
+    let (status, _) = api
+        .call(Method::GET, &format!("/meta-data/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_quiet(&mut events);
+}
+
+#[tokio::test]
+async fn app_auth_lifecycle_publishes_app_auth_events() {
+    let api = Api::new().await;
+    let mut events = api.state.subscribe();
+    let applied = api
+        .ok(
+            Method::POST,
+            "/appAuth/apply",
+            Some(
+                json!({"userId":"u1","appName":"shop","phone":"123","appParam":"p=1",
+                        "extInfo":"x","open":true,"pathList":["/http/order/**"]}),
+            ),
+        )
+        .await;
+    let data = &applied["data"];
+    let id = data["id"].as_str().unwrap().to_owned();
+    let key = data["appKey"].as_str().unwrap().to_owned();
+    let secret = data["appSecret"].as_str().unwrap().to_owned();
+    assert_eq!((key.len(), secret.len()), (32, 32));
+    assert_eq!(data["authPathList"][0]["path"], "/http/order/**");
+    let event = expect_event(&mut events, ConfigGroup::AppAuth, DataEventType::Update);
+    let EventPayload::AppAuth(synced) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(
+        (synced[0].app_key.as_str(), synced[0].app_secret.as_str()),
+        (key.as_str(), secret.as_str())
+    );
+    assert!(synced[0].open && synced[0].enabled);
+    assert_eq!(synced[0].param_data_list[0].app_param, "p=1");
+
+    let (status, response) = api
+        .call(
+            Method::POST,
+            "/appAuth/apply",
+            Some(json!({"appName":"shop","pathList":["http/x"]})),
+        )
+        .await;
+    assert_bad_request(
+        status,
+        &response,
+        "pathList[0]: path pattern `http/x` must start with `/`",
+    );
+    let (status, response) = api
+        .call(
+            Method::POST,
+            "/appAuth/apply",
+            Some(json!({"appName":"shop","appKey":key})),
+        )
+        .await;
+    assert_bad_request(status, &response, "appKey: ");
+
+    let page = api
+        .ok(
+            Method::GET,
+            "/appAuth/findPageByQuery?phone=12&currentPage=1&pageSize=5",
+            None,
+        )
+        .await;
+    assert_eq!(page["data"]["page"]["totalCount"], 1);
+    let detail = api
+        .ok(Method::GET, &format!("/appAuth/detail?id={id}"), None)
+        .await;
+    assert_eq!(detail["data"]["appKey"], key.as_str());
+
+    let update = json!({"id":id,"appKey":key,"appSecret":"S3CRET","open":false,"enabled":true,
+        "authParamList":[{"appName":"shop","appParam":"q"}],
+        "authPathList":[{"appName":"shop","path":"/pay/{id}","enabled":true}]});
+    let mut bad = update.clone();
+    bad["authPathList"][0]["path"] = json!("/pay/{id");
+    let (status, response) = api
+        .call(Method::POST, "/appAuth/updateDetail", Some(bad))
+        .await;
+    assert_bad_request(
+        status,
+        &response,
+        "authPathList[0].path: path pattern `/pay/{id`: unclosed",
+    );
+    api.ok(Method::POST, "/appAuth/updateDetail", Some(update))
+        .await;
+    let event = expect_event(&mut events, ConfigGroup::AppAuth, DataEventType::Update);
+    let EventPayload::AppAuth(synced) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(
+        (synced[0].app_secret.as_str(), synced[0].open),
+        ("S3CRET", false)
+    );
+    assert_eq!(synced[0].path_data_list[0].path, "/pay/{id}");
+
+    api.ok(
+        Method::POST,
+        "/appAuth/batchEnabled",
+        Some(json!({"ids":[id],"enabled":false})),
+    )
+    .await;
+    let event = expect_event(&mut events, ConfigGroup::AppAuth, DataEventType::Update);
+    let EventPayload::AppAuth(synced) = &event.payload else {
+        unreachable!()
+    };
+    assert!(!synced[0].enabled);
+    let deleted = api
+        .ok(Method::POST, "/appAuth/batchDelete", Some(json!([id])))
+        .await;
+    assert_eq!(deleted["data"], 1);
+    let event = expect_event(&mut events, ConfigGroup::AppAuth, DataEventType::Delete);
+    let EventPayload::AppAuth(synced) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(synced[0].app_key, key);
+    assert_quiet(&mut events);
+}
+
+#[tokio::test]
+async fn path_pattern_conditions_are_parsed() {
+    let api = Api::new().await;
+    let mut body = selector_body("/p");
+    body["selectorConditions"][0]["operator"] = json!("pathPattern");
+    body["selectorConditions"][0]["paramValue"] = json!("/http/**/x");
+    let (status, response) = api
+        .call(Method::POST, "/selector", Some(body.clone()))
+        .await;
+    assert_bad_request(
+        status,
+        &response,
+        "selectorConditions[0].paramValue: path pattern `/http/**/x`",
+    );
+    body["selectorConditions"][0]["paramValue"] = json!("/http/{id}/**");
+    api.ok(Method::POST, "/selector", Some(body)).await;
+}

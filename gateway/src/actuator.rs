@@ -1,11 +1,13 @@
 //! Inspection endpoints, answered before the plugin chain. The ShenYu-shaped ones answer a
-//! one-element JSON array (protocol §10); `health` and `digest` are gantry's.
+//! one-element JSON array (protocol §10); `health`, `digest` and `/metrics` are gantry's.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use axum::response::IntoResponse;
+use http::header;
 use model::DigestReport;
 use serde_json::{Value, json};
 
@@ -49,4 +51,18 @@ pub(crate) async fn rule_data(State(app): State<Arc<App>>) -> Json<Value> {
 /// `GET /actuator/metadata`: `{id: MetaData}`.
 pub(crate) async fn metadata(State(app): State<Arc<App>>) -> Json<Value> {
     Json(json!([app.sync.snapshot().data.meta_data]))
+}
+
+/// `GET /metrics`: Prometheus text exposition.
+pub(crate) async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+    let text = app
+        .metrics
+        .render(&app.sync.health(), &app.sync.snapshot().digest.digest);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
 }

@@ -6,26 +6,33 @@
 //! `gantry-gateway` binary is a thin wrapper around it).
 //!
 //! Module map:
-//! - `sync/`: subscribers (`websocket.rs`) and `SyncState`, which applies events by building a
+//! - `sync/`: subscribers (`websocket.rs`, `http_long_poll.rs`) and `SyncState`, which applies events by building a
 //!   new `snapshot::Snapshot` and swapping it in (`arc_swap`); requests never lock.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
-//! - `plugin/`: the chain (`divide` only), `balance/` (weighted random), `proxy.rs` (pooled
-//!   hyper client), `actuator.rs` (inspection endpoints).
+//! - `plugin/`: the chain (`paramMapping`, `contextPath`, `divide`), `balance/` (the six
+//!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
+//!   `actuator.rs` (inspection endpoints).
 //!
-//! Endpoints: `/actuator/{health,digest,plugins,pluginData,selectorData,ruleData,metadata}`;
+//! Endpoints: `/actuator/{health,digest,plugins,pluginData,selectorData,ruleData,metadata}`,
+//! `/metrics` (Prometheus);
 //! everything else goes through the plugin chain (see `docs/interfaces.md`).
 
 mod actuator;
 mod balance;
+#[doc(hidden)]
+pub mod bench;
+mod metrics;
 mod plugin;
 mod proxy;
 mod router;
 mod snapshot;
 mod sync;
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use axum::Router;
@@ -33,32 +40,61 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use http::{HeaderName, HeaderValue};
 use model::SyncMode;
 
+use crate::metrics::Metrics;
 use crate::plugin::Chain;
 use crate::proxy::Proxy;
 use crate::router::RequestView;
+use crate::sync::etcd::EtcdSubscriber;
+use crate::sync::http_long_poll::{Credentials, HttpLongPollSubscriber};
 use crate::sync::websocket::WebsocketSubscriber;
+use crate::sync::zookeeper::ZookeeperSubscriber;
 use crate::sync::{Subscriber, SyncState};
 
 /// What the gateway needs besides its listener.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// How config arrives; only [`SyncMode::Websocket`] is implemented.
+    /// How config arrives: [`SyncMode::Websocket`] or [`SyncMode::Http`] (long polling).
     pub sync: SyncMode,
-    /// Admin base URLs (`http://host:port`); the first is used, the next ones after failures.
+    /// Admin base URLs (`http://host:port`). Websocket: the first is used, the next ones
+    /// after failures. HTTP long polling: every one is polled.
     pub admin_urls: Vec<String>,
+    /// Admin user name for HTTP long polling (`POST /platform/login`).
+    pub username: String,
+    /// Admin password for HTTP long polling.
+    pub password: String,
+    /// ZooKeeper connect string (`host:port[,host:port]`), for [`SyncMode::Zookeeper`].
+    pub zookeeper_url: Option<String>,
+    /// etcd endpoints (`http://host:port[,...]`), for [`SyncMode::Etcd`].
+    pub etcd_url: Option<String>,
 }
 
 impl Config {
+    /// A config with ShenYu's default credentials (`admin` / `123456`).
+    pub fn new(sync: SyncMode, admin_urls: Vec<String>) -> Config {
+        Config {
+            sync,
+            admin_urls,
+            username: "admin".to_owned(),
+            password: "123456".to_owned(),
+            zookeeper_url: None,
+            etcd_url: None,
+        }
+    }
+
     /// Whether the gateway can run with this config (a supported sync mode, an admin URL);
     /// the binary calls it before binding so a bad flag fails fast.
     pub fn check(&self) -> anyhow::Result<()> {
-        if self.sync != SyncMode::Websocket {
-            bail!(
-                "sync mode `{}` is not supported by gantry-gateway yet (supported: websocket)",
-                self.sync
-            );
+        let store_url = |url: &Option<String>, flag: &str| match url {
+            Some(url) if !url.trim().is_empty() => Ok(()),
+            _ => Err(anyhow::anyhow!("--sync {} needs {flag}", self.sync)),
+        };
+        match self.sync {
+            SyncMode::Zookeeper => return store_url(&self.zookeeper_url, "--zookeeper-url"),
+            SyncMode::Etcd => return store_url(&self.etcd_url, "--etcd-url"),
+            SyncMode::Websocket | SyncMode::Http => {}
         }
         if self.admin_urls.iter().all(|u| u.trim().is_empty()) {
             bail!("at least one admin URL is needed");
@@ -73,6 +109,7 @@ struct App {
     sync: Arc<SyncState>,
     chain: Chain,
     proxy: Proxy,
+    metrics: Metrics,
 }
 
 /// Runs the gateway on `listener` until `shutdown` completes, then drains connections and
@@ -84,11 +121,32 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     config.check()?;
     let sync = Arc::new(SyncState::new(config.sync));
-    let subscriber = tokio::spawn(WebsocketSubscriber::new(&config.admin_urls).run(sync.clone()));
+    let subscriber = match config.sync {
+        SyncMode::Http => {
+            let credentials = Credentials {
+                username: config.username.clone(),
+                password: config.password.clone(),
+            };
+            let subscriber = HttpLongPollSubscriber::new(&config.admin_urls, credentials)?;
+            tokio::spawn(subscriber.run(sync.clone()))
+        }
+        SyncMode::Zookeeper => {
+            let url = config.zookeeper_url.as_deref().unwrap_or_default();
+            tokio::spawn(ZookeeperSubscriber::new(url).run(sync.clone()))
+        }
+        SyncMode::Etcd => {
+            let url = config.etcd_url.as_deref().unwrap_or_default();
+            tokio::spawn(EtcdSubscriber::new(url).run(sync.clone()))
+        }
+        SyncMode::Websocket => {
+            tokio::spawn(WebsocketSubscriber::new(&config.admin_urls).run(sync.clone()))
+        }
+    };
     let app = Arc::new(App {
         sync,
         chain: Chain::standard(),
         proxy: Proxy::new(),
+        metrics: Metrics::default(),
     });
     let router = Router::new()
         .route("/actuator/health", get(actuator::health))
@@ -98,6 +156,7 @@ pub async fn serve(
         .route("/actuator/selectorData", get(actuator::selector_data))
         .route("/actuator/ruleData", get(actuator::rule_data))
         .route("/actuator/metadata", get(actuator::metadata))
+        .route("/metrics", get(actuator::metrics))
         .fallback(route)
         .with_state(app);
     let result = axum::serve(
@@ -111,12 +170,15 @@ pub async fn serve(
     result
 }
 
-/// Every non-actuator request: the plugin chain, then the proxy.
+/// Every non-actuator request: the plugin chain, then the proxy. The answer carries
+/// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
+/// the response head).
 async fn route(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     req: Request<Body>,
 ) -> Response {
+    let started = Instant::now();
     let decision = {
         let snapshot = app.sync.snapshot();
         let uri = req.uri();
@@ -134,8 +196,29 @@ async fn route(
         };
         app.chain.run(&snapshot, &view)
     };
-    match decision {
-        Ok(forward) => app.proxy.forward(req, forward, peer.ip()).await,
-        Err(rejection) => rejection.into_response(),
-    }
+    let (mut response, outcome, upstream) = match decision {
+        Ok(forward) => {
+            let done = app.proxy.forward(req, forward, peer.ip()).await;
+            (
+                done.response,
+                Cow::Borrowed(done.outcome),
+                Some(done.upstream),
+            )
+        }
+        Err(rejection) => {
+            let code = rejection.body.code.to_string();
+            (rejection.into_response(), Cow::Owned(code), None)
+        }
+    };
+    let overhead = started
+        .elapsed()
+        .saturating_sub(upstream.unwrap_or_default());
+    app.metrics.request(&outcome, upstream, overhead);
+    response.headers_mut().insert(
+        GATEWAY_TIME.clone(),
+        HeaderValue::from(overhead.as_micros() as u64),
+    );
+    response
 }
+
+static GATEWAY_TIME: HeaderName = HeaderName::from_static("x-gantry-gateway-time-us");

@@ -20,7 +20,7 @@ struct Args {
     /// Port to bind (0 picks a free one).
     #[arg(long, env = "GANTRY_GATEWAY_PORT", default_value_t = 9195)]
     port: u16,
-    /// Sync mode (websocket).
+    /// Sync mode: websocket or http (long polling).
     #[arg(long, env = "GANTRY_GATEWAY_SYNC", default_value = "websocket")]
     sync: SyncMode,
     /// Admin base URLs, comma-separated.
@@ -31,6 +31,18 @@ struct Args {
         value_delimiter = ','
     )]
     admin_url: Vec<String>,
+    /// Admin user name (HTTP long polling logs in with it).
+    #[arg(long, env = "GANTRY_GATEWAY_USERNAME", default_value = "admin")]
+    username: String,
+    /// Admin password (HTTP long polling).
+    #[arg(long, env = "GANTRY_GATEWAY_PASSWORD", default_value = "123456")]
+    password: String,
+    /// ZooKeeper connect string (`host:port[,host:port]`), for `--sync zookeeper`.
+    #[arg(long, env = "GANTRY_GATEWAY_ZOOKEEPER_URL")]
+    zookeeper_url: Option<String>,
+    /// etcd endpoints (`http://host:port[,...]`), for `--sync etcd`.
+    #[arg(long, env = "GANTRY_GATEWAY_ETCD_URL")]
+    etcd_url: Option<String>,
     /// Shut down gracefully when stdin reaches EOF or fails.
     #[arg(long, env = "GANTRY_GATEWAY_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -54,6 +66,10 @@ async fn main() -> anyhow::Result<()> {
             .into_iter()
             .filter(|u| !u.trim().is_empty())
             .collect(),
+        username: args.username,
+        password: args.password,
+        zookeeper_url: args.zookeeper_url,
+        etcd_url: args.etcd_url,
     };
     config.check()?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))

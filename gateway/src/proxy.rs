@@ -7,19 +7,29 @@
 //! upstream refuses or breaks the connection.
 
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::uri::PathAndQuery;
 use http::{Request, StatusCode, Uri, Version};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Body as _, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use model::GatewayError;
+use model::{GatewayError, RetryStrategy};
 
+use crate::balance::{Upstream, now_ms};
 use crate::plugin::{Forward, Rejection};
 use crate::router::param::java_ip;
+
+/// Bodies up to this size (known in advance) are buffered so that retries can resend them.
+const REPLAY_LIMIT: u64 = 1024 * 1024;
+/// The largest body paramMapping reads.
+const MAPPING_LIMIT: usize = 16 * 1024 * 1024;
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static SELECTOR_ID: HeaderName = HeaderName::from_static("x-gantry-selector-id");
@@ -41,22 +51,143 @@ impl Proxy {
     }
 
     /// Forwards a request and answers with the upstream's response or the error body; either
-    /// way the answer names the matched selector and rule.
-    pub(crate) async fn forward(&self, req: Request<Body>, to: Forward, peer: IpAddr) -> Response {
-        let mut response = self.send(req, &to, peer).await;
+    /// way the answer names the matched selector and rule. The upstream's lease ends when
+    /// the response body is finished (or dropped), or at once on an error.
+    ///
+    /// A connection failure or timeout is retried `retry` times (on the same upstream for
+    /// `current`, on one not tried yet for `failover`) when the body can be replayed: it is
+    /// buffered when its size is known and at most [`REPLAY_LIMIT`], or when paramMapping
+    /// rewrites it; a streamed body is sent once.
+    pub(crate) async fn forward(&self, req: Request<Body>, to: Forward, peer: IpAddr) -> Forwarded {
+        let Forward {
+            mut lease,
+            timeout_ms,
+            retry,
+            retry_strategy,
+            path,
+            body_mapping,
+            selector_id,
+            rule_id,
+        } = to;
+        let (mut parts, body) = req.into_parts();
+        if let Some(path) = path {
+            match rewritten(&path, parts.uri.query()) {
+                Ok(uri) => parts.uri = uri,
+                Err(e) => return Forwarded::failed(upstream_error(&e), Duration::ZERO),
+            }
+        }
+        strip_hop_by_hop(&mut parts.headers);
+        append_forwarded_for(&mut parts.headers, peer);
+        let replayable = body_mapping.is_some()
+            || (retry > 0 && body.size_hint().exact().is_some_and(|n| n <= REPLAY_LIMIT));
+        let (buffered, mut streamed) = if replayable {
+            let bytes = match Limited::new(body, MAPPING_LIMIT).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e) => {
+                    let body = GatewayError::new(400, format!("cannot read the request body: {e}"));
+                    let response = Rejection::new(StatusCode::BAD_REQUEST, body).into_response();
+                    return Forwarded::failed(response, Duration::ZERO);
+                }
+            };
+            let content_type = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            let mapped = body_mapping.and_then(|m| m.apply(content_type, &bytes));
+            let bytes = match mapped {
+                Some(mapped) => {
+                    parts.headers.remove(header::CONTENT_LENGTH);
+                    parts
+                        .headers
+                        .insert(header::CONTENT_LENGTH, mapped.len().into());
+                    Bytes::from(mapped)
+                }
+                None => bytes,
+            };
+            (Some(bytes), None)
+        } else {
+            (None, Some(body))
+        };
+        let mut tried = vec![lease.index()];
+        let mut attempt = 0;
+        let mut upstream_time = Duration::ZERO;
+        let mut responded = false;
+        let mut response = loop {
+            let body = match &buffered {
+                Some(bytes) => Body::from(bytes.clone()),
+                None => streamed.take().unwrap_or_else(Body::empty),
+            };
+            let upstream = lease.upstream();
+            let mut req = Request::new(body);
+            *req.method_mut() = parts.method.clone();
+            *req.headers_mut() = parts.headers.clone();
+            req.headers_mut()
+                .insert(header::HOST, upstream.host.clone());
+            let started = Instant::now();
+            let sent = self.send(req, &parts.uri, upstream, timeout_ms).await;
+            upstream_time += started.elapsed();
+            let failure = match sent {
+                Ok(response) => {
+                    responded = true;
+                    lease.responded();
+                    let (parts, body) = response.into_parts();
+                    // The closure owns the lease: it is dropped with the body.
+                    let body = body.map_frame(move |frame| {
+                        let _ = &lease;
+                        frame
+                    });
+                    break Response::from_parts(parts, Body::new(body));
+                }
+                Err(failure) => failure,
+            };
+            if !failure.retryable || attempt >= retry || buffered.is_none() {
+                break failure.response;
+            }
+            attempt += 1;
+            if retry_strategy == RetryStrategy::Failover {
+                let Some(next) = lease.pool().failover(&tried, now_ms()) else {
+                    break Rejection::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        GatewayError::new(
+                            -119,
+                            "Can not find healthy upstream url after failover!",
+                        ),
+                    )
+                    .into_response();
+                };
+                tried.push(next);
+                lease = lease.pool().lease(next, now_ms());
+            }
+            tracing::debug!(attempt, upstream = %lease.upstream().authority, "retrying upstream");
+        };
         let headers = response.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&to.selector_id) {
+        if let Ok(v) = HeaderValue::from_str(&selector_id) {
             headers.insert(SELECTOR_ID.clone(), v);
         }
-        if let Ok(v) = HeaderValue::from_str(&to.rule_id) {
+        if let Ok(v) = HeaderValue::from_str(&rule_id) {
             headers.insert(RULE_ID.clone(), v);
         }
-        response
+        if responded {
+            Forwarded {
+                response,
+                upstream: upstream_time,
+                outcome: "routed",
+            }
+        } else {
+            Forwarded::failed(response, upstream_time)
+        }
     }
 
-    async fn send(&self, mut req: Request<Body>, to: &Forward, peer: IpAddr) -> Response {
-        let path_and_query = req
-            .uri()
+    /// One attempt to `to`: the upstream's response (hop-by-hop headers stripped) or the
+    /// error answer.
+    async fn send(
+        &self,
+        mut req: Request<Body>,
+        uri: &Uri,
+        to: &Upstream,
+        timeout_ms: u64,
+    ) -> Result<Response<Incoming>, Failure> {
+        let path_and_query = uri
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| PathAndQuery::from_static("/"));
@@ -65,30 +196,82 @@ impl Proxy {
             .authority(to.authority.clone())
             .path_and_query(path_and_query)
             .build();
-        let uri = match uri {
+        *req.uri_mut() = match uri {
             Ok(uri) => uri,
-            Err(e) => return upstream_error(&e.to_string()),
-        };
-        *req.uri_mut() = uri;
-        *req.version_mut() = Version::HTTP_11;
-        let headers = req.headers_mut();
-        strip_hop_by_hop(headers);
-        headers.insert(header::HOST, to.host.clone());
-        append_forwarded_for(headers, peer);
-
-        match tokio::time::timeout(to.timeout(), self.client.request(req)).await {
-            Err(_) => {
-                let body = GatewayError::timeout(to.timeout_ms as i64);
-                Rejection::new(StatusCode::GATEWAY_TIMEOUT, body).into_response()
+            Err(e) => {
+                return Err(Failure {
+                    response: upstream_error(&e.to_string()),
+                    retryable: false,
+                });
             }
-            Ok(Err(e)) => upstream_error(&error_chain(&e)),
-            Ok(Ok(response)) => {
-                let (mut parts, body) = response.into_parts();
-                strip_hop_by_hop(&mut parts.headers);
-                Response::from_parts(parts, Body::new(body))
+        };
+        *req.version_mut() = Version::HTTP_11;
+        let timeout = Duration::from_millis(timeout_ms);
+        match tokio::time::timeout(timeout, self.client.request(req)).await {
+            Err(_) => {
+                let body = GatewayError::timeout(i64::try_from(timeout_ms).unwrap_or(i64::MAX));
+                Err(Failure {
+                    response: Rejection::new(StatusCode::GATEWAY_TIMEOUT, body).into_response(),
+                    retryable: true,
+                })
+            }
+            Ok(Err(e)) => Err(Failure {
+                response: upstream_error(&error_chain(&e)),
+                retryable: true,
+            }),
+            Ok(Ok(mut response)) => {
+                strip_hop_by_hop(response.headers_mut());
+                Ok(response)
             }
         }
     }
+}
+
+/// What became of a forwarded request.
+#[derive(Debug)]
+pub(crate) struct Forwarded {
+    /// The answer.
+    pub(crate) response: Response,
+    /// Time spent waiting for upstream response heads, all attempts.
+    pub(crate) upstream: Duration,
+    /// `routed` when an upstream answered, else the error status (`502`, `503`, `504`, …).
+    pub(crate) outcome: &'static str,
+}
+
+impl Forwarded {
+    fn failed(response: Response, upstream: Duration) -> Forwarded {
+        let outcome = match response.status().as_u16() {
+            400 => "400",
+            502 => "502",
+            503 => "503",
+            504 => "504",
+            _ => "other",
+        };
+        Forwarded {
+            response,
+            upstream,
+            outcome,
+        }
+    }
+}
+
+/// A failed attempt.
+#[derive(Debug)]
+struct Failure {
+    response: Response,
+    retryable: bool,
+}
+
+/// The request's URI with contextPath's path (empty → `/`) and the original query.
+fn rewritten(path: &str, query: Option<&str>) -> Result<Uri, String> {
+    let path = if path.is_empty() { "/" } else { path };
+    let text = match query {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    text.parse::<PathAndQuery>()
+        .map(Uri::from)
+        .map_err(|e| format!("rewritten path `{path}`: {e}"))
 }
 
 fn upstream_error(detail: &str) -> Response {
@@ -172,5 +355,276 @@ mod tests {
         assert_eq!(h["x-forwarded-for"], "10.0.0.1");
         append_forwarded_for(&mut h, [10, 0, 0, 2].into());
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 10.0.0.2");
+    }
+
+    mod end_to_end {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use axum::extract::Request as AxumRequest;
+        use model::{
+            ConditionData, DataEvent, DataEventType, EventPayload, PluginData, RuleData,
+            SelectorData,
+        };
+        use serde_json::{Value, json};
+        use tokio::net::TcpListener;
+
+        use super::super::*;
+        use crate::plugin::Chain;
+        use crate::router::RequestView;
+        use crate::snapshot::{ConfigData, Snapshot};
+
+        /// An upstream echoing method, path, query and body; it counts requests.
+        async fn echo() -> (String, Arc<AtomicUsize>) {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let hits = Arc::new(AtomicUsize::new(0));
+            let counter = hits.clone();
+            let app = axum::Router::new().fallback(move |req: AxumRequest| {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    if req.uri().path() == "/slow" {
+                        std::future::pending::<()>().await;
+                    }
+                    let path = req.uri().path().to_owned();
+                    let query = req.uri().query().map(str::to_owned);
+                    let bytes = req.into_body().collect().await.unwrap().to_bytes();
+                    axum::Json(json!({
+                        "path": path,
+                        "query": query,
+                        "body": String::from_utf8_lossy(&bytes),
+                    }))
+                }
+            });
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            (addr.to_string(), hits)
+        }
+
+        /// An address that refuses connections.
+        async fn refused() -> String {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            l.local_addr().unwrap().to_string()
+        }
+
+        fn plugin(name: &str, sort: i32, enabled: bool) -> PluginData {
+            PluginData {
+                id: name.into(),
+                name: name.into(),
+                enabled,
+                sort,
+                ..Default::default()
+            }
+        }
+
+        fn selector(plugin: &str, prefix: &str, handle: Option<String>) -> SelectorData {
+            SelectorData {
+                id: format!("{plugin}-s"),
+                plugin_name: plugin.into(),
+                enabled: true,
+                handle,
+                condition_list: vec![ConditionData::new("uri", "startsWith", "/", prefix)],
+                ..Default::default()
+            }
+        }
+
+        fn rule(plugin: &str, handle: &str) -> RuleData {
+            RuleData {
+                id: format!("{plugin}-r"),
+                selector_id: format!("{plugin}-s"),
+                plugin_name: plugin.into(),
+                enabled: true,
+                handle: Some(handle.into()),
+                condition_data_list: vec![ConditionData::new("uri", "match", "/", "/**")],
+                ..Default::default()
+            }
+        }
+
+        fn snapshot(
+            plugins: Vec<PluginData>,
+            selectors: Vec<SelectorData>,
+            rules: Vec<RuleData>,
+        ) -> Snapshot {
+            let mut d = ConfigData::default();
+            let t = DataEventType::Myself;
+            d.apply(DataEvent::new(t, EventPayload::Plugin(plugins)));
+            d.apply(DataEvent::new(t, EventPayload::Selector(selectors)));
+            d.apply(DataEvent::new(t, EventPayload::Rule(rules)));
+            Snapshot::build(d)
+        }
+
+        fn upstreams(urls: &[&str]) -> Option<String> {
+            let items: Vec<Value> = urls
+                .iter()
+                .map(|u| json!({"upstreamUrl": u, "protocol": "http://", "weight": 50}))
+                .collect();
+            Some(Value::Array(items).to_string())
+        }
+
+        /// Runs the chain and the proxy for one request.
+        async fn call(snap: &Snapshot, req: Request<Body>) -> (u16, Value) {
+            let peer: IpAddr = [127, 0, 0, 1].into();
+            let forward = {
+                let uri = req.uri().clone();
+                let view = RequestView {
+                    method: req.method(),
+                    path: uri.path(),
+                    query: uri.query(),
+                    authority: None,
+                    headers: req.headers(),
+                    peer,
+                };
+                Chain::standard().run(snap, &view)
+            };
+            let response = match forward {
+                Ok(f) => Proxy::new().forward(req, f, peer).await.response,
+                Err(r) => r.into_response(),
+            };
+            let status = response.status().as_u16();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (
+                status,
+                serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            )
+        }
+
+        fn get(uri: &str) -> Request<Body> {
+            Request::get(uri).body(Body::empty()).unwrap()
+        }
+
+        #[tokio::test]
+        async fn context_path_rewrites_and_param_mapping_maps_the_body() {
+            let (up, _) = echo().await;
+            let snap = snapshot(
+                vec![
+                    plugin("paramMapping", 70, true),
+                    plugin("contextPath", 80, true),
+                    plugin("divide", 200, true),
+                ],
+                vec![
+                    selector("paramMapping", "/ctx", None),
+                    selector("contextPath", "/ctx", None),
+                    // divide matches on the rewritten path.
+                    selector("divide", "/v1/api", upstreams(&[&up])),
+                ],
+                vec![
+                    rule(
+                        "paramMapping",
+                        r#"{"addParameterKeys":[{"path":"$","key":"by","value":"gw"}],"removeParameterKeys":["$.secret"]}"#,
+                    ),
+                    rule("contextPath", r#"{"contextPath":"/ctx","addPrefix":"/v1"}"#),
+                    rule("divide", r#"{"timeout":3000}"#),
+                ],
+            );
+            let req = Request::post("/ctx/api/x?q=1")
+                .header("content-type", "application/json")
+                .body(Body::from(r#"{"a":1,"secret":"s"}"#))
+                .unwrap();
+            let (status, body) = call(&snap, req).await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["path"], "/v1/api/x");
+            assert_eq!(body["query"], "q=1");
+            let sent: Value = serde_json::from_str(body["body"].as_str().unwrap()).unwrap();
+            assert_eq!(sent, json!({"a":1,"by":"gw"}));
+            // Other content types pass unchanged.
+            let req = Request::post("/ctx/api/x")
+                .header("content-type", "text/plain")
+                .body(Body::from("secret=s"))
+                .unwrap();
+            assert_eq!(call(&snap, req).await.1["body"], "secret=s");
+        }
+
+        #[tokio::test]
+        async fn chain_follows_plugin_sort_and_skips_disabled_plugins() {
+            let (up, _) = echo().await;
+            let build = |context_sort: i32, context_enabled: bool| {
+                snapshot(
+                    vec![
+                        plugin("contextPath", context_sort, context_enabled),
+                        plugin("divide", 200, true),
+                    ],
+                    vec![
+                        selector("contextPath", "/ctx", None),
+                        selector("divide", "/api", upstreams(&[&up])),
+                    ],
+                    vec![
+                        rule("contextPath", r#"{"contextPath":"/ctx"}"#),
+                        rule("divide", "{}"),
+                    ],
+                )
+            };
+            let (status, body) = call(&build(80, true), get("/ctx/api/x")).await;
+            assert_eq!((status, &body["path"]), (200, &json!("/api/x")));
+            // Disabled: divide sees /ctx/api/x.
+            let (status, body) = call(&build(80, false), get("/ctx/api/x")).await;
+            assert_eq!((status, &body["code"]), (404, &json!(-107)));
+            // Sorted after divide: too late to matter.
+            let (status, body) = call(&build(300, true), get("/ctx/api/x")).await;
+            assert_eq!((status, &body["code"]), (404, &json!(-107)));
+        }
+
+        fn divide(urls: &[&str], rule_handle: &str) -> Snapshot {
+            snapshot(
+                vec![plugin("divide", 200, true)],
+                vec![selector("divide", "/", upstreams(urls))],
+                vec![rule("divide", rule_handle)],
+            )
+        }
+
+        #[tokio::test]
+        async fn retries_current_and_failover() {
+            let (up, hits) = echo().await;
+            let down = refused().await;
+            // specify-domain forces the first attempt onto the refusing upstream.
+            let first_down = || {
+                Request::get("/x")
+                    .header("specify-domain", down.as_str())
+                    .body(Body::empty())
+                    .unwrap()
+            };
+            let failover = divide(&[&down, &up], r#"{"retry":1,"retryStrategy":"failover"}"#);
+            let (status, body) = call(&failover, first_down()).await;
+            assert_eq!((status, &body["path"]), (200, &json!("/x")));
+            let current = divide(&[&down, &up], r#"{"retry":2,"retryStrategy":"current"}"#);
+            let (status, body) = call(&current, first_down()).await;
+            assert_eq!((status, &body["code"]), (502, &json!(-103)));
+            // Failover with nothing left to try.
+            let alone = divide(&[&down], r#"{"retry":1,"retryStrategy":"failover"}"#);
+            let (status, body) = call(&alone, get("/x")).await;
+            assert_eq!((status, &body["code"]), (503, &json!(-119)));
+            // Timeouts are retried: 1 + 2 attempts reach the upstream.
+            let slow = divide(&[&up], r#"{"retry":2,"timeout":100}"#);
+            let before = hits.load(Ordering::SeqCst);
+            let (status, body) = call(&slow, get("/slow")).await;
+            assert_eq!((status, &body["code"]), (504, &json!(504)));
+            assert_eq!(hits.load(Ordering::SeqCst) - before, 3);
+            let once = divide(&[&up], r#"{"retry":0,"timeout":100}"#);
+            let before = hits.load(Ordering::SeqCst);
+            assert_eq!(call(&once, get("/slow")).await.0, 504);
+            assert_eq!(hits.load(Ordering::SeqCst) - before, 1);
+        }
+
+        #[tokio::test]
+        async fn size_limits() {
+            let (up, _) = echo().await;
+            let snap = divide(&[&up], r#"{"headerMaxSize":10,"requestMaxSize":4}"#);
+            let big_header = Request::get("/x")
+                .header("x-big", "01234567890")
+                .body(Body::empty())
+                .unwrap();
+            let (status, body) = call(&snap, big_header).await;
+            assert_eq!((status, &body["code"]), (431, &json!(431)));
+            let big_body = Request::post("/x")
+                .header("content-length", "5")
+                .body(Body::from("12345"))
+                .unwrap();
+            let (status, body) = call(&snap, big_body).await;
+            assert_eq!((status, &body["code"]), (413, &json!(413)));
+            let small = Request::post("/x")
+                .header("content-length", "4")
+                .body(Body::from("1234"))
+                .unwrap();
+            assert_eq!(call(&snap, small).await.1["body"], "1234");
+        }
     }
 }

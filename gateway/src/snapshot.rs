@@ -6,6 +6,7 @@
 //! requests read it without locks and never see a half-applied event.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use model::{
     AppAuthData, ConfigSet, DataEvent, DataEventType, DigestReport, EventPayload, MetaData,
@@ -34,8 +35,11 @@ pub(crate) struct ConfigData {
 pub(crate) struct CompiledPlugin {
     /// Whether the plugin runs.
     pub(crate) enabled: bool,
-    /// Its selectors, sorted by `sort`, each with its rules.
-    pub(crate) selectors: Vec<CompiledSelector>,
+    /// Its place in the chain (`PluginData.sort`).
+    pub(crate) sort: i32,
+    /// Its selectors, sorted by `sort`, each with its rules; shared with the next snapshot
+    /// while they do not change.
+    pub(crate) selectors: Arc<[CompiledSelector]>,
 }
 
 /// One immutable, compiled view of the config.
@@ -52,26 +56,52 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// Compiles a snapshot: every condition, pattern, regex and handle is parsed here.
     pub(crate) fn build(data: ConfigData) -> Snapshot {
+        Snapshot::rebuild(data, None)
+    }
+
+    /// Compiles a snapshot from `previous` incrementally: a plugin whose selectors and their
+    /// rules are unchanged keeps its compiled table (shared, not recompiled); in a recompiled
+    /// plugin, a selector whose handle is unchanged keeps its upstream pool (balancer state).
+    pub(crate) fn rebuild(data: ConfigData, previous: Option<&Snapshot>) -> Snapshot {
+        let old_selectors: HashMap<&str, &CompiledSelector> = previous
+            .into_iter()
+            .flat_map(|p| p.plugins.values())
+            .flat_map(|p| p.selectors.iter())
+            .map(|s| (&*s.id, s))
+            .collect();
         let plugins = data
             .plugins
             .values()
             .map(|p| {
-                let selectors = data
-                    .selectors
-                    .get(&p.name)
-                    .map(|list| {
-                        list.iter()
-                            .map(|s| {
-                                let rules = data.rules.get(&s.id).map_or(&[][..], Vec::as_slice);
-                                CompiledSelector::compile(s, rules)
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let list = data.selectors.get(&p.name).map_or(&[][..], Vec::as_slice);
+                let unchanged = previous.and_then(|prev| {
+                    let same = prev
+                        .data
+                        .selectors
+                        .get(&p.name)
+                        .map_or(&[][..], Vec::as_slice)
+                        == list
+                        && list
+                            .iter()
+                            .all(|s| prev.data.rules.get(&s.id) == data.rules.get(&s.id));
+                    same.then(|| prev.plugins.get(&p.name)).flatten()
+                });
+                let selectors = match unchanged {
+                    Some(compiled) => compiled.selectors.clone(),
+                    None => list
+                        .iter()
+                        .map(|s| {
+                            let rules = data.rules.get(&s.id).map_or(&[][..], Vec::as_slice);
+                            let old = old_selectors.get(s.id.as_str()).copied();
+                            CompiledSelector::compile(s, rules, old)
+                        })
+                        .collect(),
+                };
                 (
                     p.name.clone(),
                     CompiledPlugin {
                         enabled: p.enabled,
+                        sort: p.sort,
                         selectors,
                     },
                 )
@@ -350,5 +380,47 @@ mod tests {
         let a = Snapshot::build(before).digest;
         assert_eq!(a.selectors, 1);
         assert_ne!(a.digest, Snapshot::default().digest.digest);
+    }
+
+    #[test]
+    fn rebuild_recompiles_only_changed_plugins() {
+        let plugin = |name: &str, enabled: bool| PluginData {
+            name: name.to_owned(),
+            enabled,
+            ..Default::default()
+        };
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Plugin(vec![plugin("divide", true), plugin("contextPath", true)]),
+        ));
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Selector(vec![sel("1", "divide", 1), sel("2", "contextPath", 1)]),
+        ));
+        d.apply(ev(DataEventType::Myself, P::Rule(vec![rule("r2", "2", 1)])));
+        let first = Snapshot::build(d.clone());
+        let shared = |a: &Snapshot, b: &Snapshot, name: &str| {
+            Arc::ptr_eq(&a.plugins[name].selectors, &b.plugins[name].selectors)
+        };
+        // A rule of contextPath changes: divide's table is shared, contextPath's rebuilt.
+        d.apply(ev(DataEventType::Update, P::Rule(vec![rule("r2", "2", 5)])));
+        let second = Snapshot::rebuild(d.clone(), Some(&first));
+        assert!(shared(&first, &second, "divide"));
+        assert!(!shared(&first, &second, "contextPath"));
+        // Disabling a plugin keeps its table but flips the flag.
+        d.apply(ev(
+            DataEventType::Update,
+            P::Plugin(vec![plugin("divide", false)]),
+        ));
+        let third = Snapshot::rebuild(d.clone(), Some(&second));
+        assert!(shared(&second, &third, "divide") && !third.plugins["divide"].enabled);
+        // The result equals a full build.
+        let full = Snapshot::build(d);
+        assert_eq!(third.digest, full.digest);
+        assert_eq!(
+            third.plugins["contextPath"].selectors.len(),
+            full.plugins["contextPath"].selectors.len()
+        );
     }
 }

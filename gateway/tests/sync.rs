@@ -207,11 +207,11 @@ async fn websocket_sync_drives_routing() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let gw = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let config = gateway::Config {
-        sync: model::SyncMode::Websocket,
-        // The first admin refuses: the subscriber moves on to the next.
-        admin_urls: vec![format!("http://{refused}"), format!("http://{admin}")],
-    };
+    // The first admin refuses: the subscriber moves on to the next.
+    let config = gateway::Config::new(
+        model::SyncMode::Websocket,
+        vec![format!("http://{refused}"), format!("http://{admin}")],
+    );
     let server = tokio::spawn(gateway::serve(listener, config, async {
         let _ = stopped.await;
     }));

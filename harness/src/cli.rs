@@ -19,6 +19,45 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run scenario files (default: the workspace's cases/scenarios).
     Run(RunArgs),
+    /// Build the static binaries and the `gantry/*:dev` images (only those that changed).
+    Images(ImagesArgs),
+    /// Serve one echo upstream (what the `gantry/upstream:dev` image runs).
+    Upstream(UpstreamArgs),
+    /// Print the compose file for a sync mode (compose/<mode>.yml is this output).
+    Compose(ComposeArgs),
+}
+
+/// `gantry images` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ImagesArgs {
+    /// Rebuild every image even when its content hash is unchanged.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Use the static binaries already in this directory instead of running the static build.
+    #[arg(long, env = "GANTRY_STATIC_BIN_DIR")]
+    pub(crate) bin_dir: Option<PathBuf>,
+}
+
+/// `gantry upstream` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpstreamArgs {
+    /// The upstream's name (the `x-gantry-upstream` header and `upstream` field).
+    #[arg(long)]
+    pub(crate) name: String,
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8080)]
+    pub(crate) port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) bind: std::net::IpAddr,
+}
+
+/// `gantry compose` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ComposeArgs {
+    /// The sync mode.
+    #[arg(long, default_value = "websocket")]
+    pub(crate) sync: SyncMode,
 }
 
 /// `gantry run` arguments.
@@ -49,6 +88,8 @@ pub(crate) struct Modes(pub(crate) Vec<SyncMode>);
 pub(crate) enum BackendArg {
     /// Local processes.
     Host,
+    /// Containers of the `gantry/*:dev` images on a private network per case.
+    Docker,
 }
 
 fn parse_modes(s: &str) -> Result<Modes, String> {
@@ -68,6 +109,7 @@ impl RunArgs {
         opts.modes = self.sync.0.clone();
         opts.backend = match self.backend {
             BackendArg::Host => BackendKind::Host,
+            BackendArg::Docker => BackendKind::Docker,
         };
         opts.build &= !self.no_build;
         opts
@@ -97,8 +139,10 @@ mod tests {
 
     fn run_args(args: &[&str]) -> Result<RunArgs, clap::Error> {
         let cli = Cli::try_parse_from([&["gantry", "run"], args].concat())?;
-        let Command::Run(r) = cli.command;
-        Ok(r)
+        match cli.command {
+            Command::Run(r) => Ok(r),
+            other => panic!("not a run: {other:?}"),
+        }
     }
 
     #[test]
@@ -115,6 +159,28 @@ mod tests {
         let d = run_args(&[]).unwrap();
         assert_eq!(d.options(&NoEnv).modes, vec![SyncMode::Websocket]);
         assert!(d.options(&NoEnv).build);
+    }
+
+    #[test]
+    fn docker_backend_and_the_other_subcommands_parse() {
+        let r = run_args(&["--backend", "docker"]).unwrap();
+        assert_eq!(r.options(&NoEnv).backend, BackendKind::Docker);
+        let cli = Cli::try_parse_from([
+            "gantry", "upstream", "--name", "alpha", "--port", "8080", "--bind", "0.0.0.0",
+        ])
+        .unwrap();
+        let Command::Upstream(u) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!((u.name.as_str(), u.port), ("alpha", 8080));
+        assert_eq!(u.bind.to_string(), "0.0.0.0");
+        let cli = Cli::try_parse_from(["gantry", "compose", "--sync", "websocket"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Compose(ComposeArgs {
+                sync: SyncMode::Websocket
+            })
+        ));
     }
 
     #[test]

@@ -84,6 +84,33 @@ pub enum BackendError {
         /// What happened instead.
         detail: String,
     },
+    /// No Docker engine answers (`DOCKER_HOST` or the local socket).
+    #[error("no Docker engine reachable: {0}")]
+    DockerUnavailable(String),
+    /// A Docker engine call failed.
+    #[error("docker: {what}: {detail}")]
+    Docker {
+        /// What was being done.
+        what: String,
+        /// The engine's error.
+        detail: String,
+    },
+    /// Images a run needs are not present locally (nothing is ever pulled).
+    #[error("image(s) not found locally: {images} (build them with `{build}`)")]
+    MissingImages {
+        /// The missing tags.
+        images: String,
+        /// The command that builds them.
+        build: String,
+    },
+    /// The store server a sync mode needs (ZooKeeper, etcd) cannot run here.
+    #[error("sync mode `{mode}` needs a server that is not available: {detail}")]
+    StoreUnavailable {
+        /// The sync mode.
+        mode: model::SyncMode,
+        /// What is missing.
+        detail: String,
+    },
     /// A service did not answer `/actuator/health` with 200 before the deadline.
     #[error("{service} not healthy after {waited_ms} ms: {last}")]
     Unhealthy {
@@ -192,16 +219,6 @@ pub enum RunErrorKind {
         what: String,
         /// The timeout and what was last seen.
         source: crate::wait::WaitTimeout,
-    },
-    /// Admin and gateway digests differ.
-    #[error("digest mismatch {when}: admin {admin:?}, gateway {gateway:?}")]
-    DigestMismatch {
-        /// When it was compared.
-        when: String,
-        /// The admin's report.
-        admin: Box<model::DigestReport>,
-        /// The gateway's report.
-        gateway: Box<model::DigestReport>,
     },
     /// Checks failed; every failure is listed.
     #[error("{} failed:\n{}", if .0.len() == 1 { "1 check".to_owned() } else { format!("{} checks", .0.len()) }, .0.join("\n"))]

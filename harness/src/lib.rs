@@ -8,7 +8,9 @@
 
 pub mod backend;
 pub mod client;
+pub mod compose;
 pub mod error;
+pub mod images;
 pub mod probe;
 pub mod report;
 pub mod runner;
@@ -91,7 +93,18 @@ impl RunOptions {
 
 /// Builds the binaries when asked (falling back to locating them when cargo is missing) and
 /// returns a backend that runs them.
+///
+/// Docker: with `build`, runs the static build and rebuilds the images whose binary changed;
+/// without, only checks that the images exist (`gantry images` builds them).
 pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
+    if opts.backend == BackendKind::Docker {
+        return if opts.build {
+            let dir = images::build_static(Path::new(WORKSPACE_DIR))?;
+            Backend::new(BackendKind::Docker, dir)
+        } else {
+            backend::DockerBackend::open(None).map(Backend::Docker)
+        };
+    }
     if opts.build && opts.bin_dir.is_none() {
         backend::host::build_binaries(Path::new(WORKSPACE_DIR))?;
     }
@@ -115,6 +128,7 @@ pub fn case_result(
         passed,
         converge_ms,
         error,
+        skipped: None,
     }
 }
 
@@ -140,13 +154,26 @@ pub async fn run_paths(
                     passed: false,
                     converge_ms: None,
                     error: Some(e.to_string()),
+                    skipped: None,
                 };
                 events(Event::CaseFinished(r.clone()));
                 results.push(r);
             }
             Ok(s) => {
                 for mode in s.modes.iter().filter(|m| opts.modes.contains(m)) {
-                    let r = case_result(s, *mode, run_case(s, *mode, &backend, opts, events).await);
+                    let r = match backend::middleware::skip_reason(&ProcessEnv, *mode) {
+                        Some(reason) => CaseResult {
+                            case: s.name.clone(),
+                            mode: mode.to_string(),
+                            passed: false,
+                            converge_ms: None,
+                            error: None,
+                            skipped: Some(reason),
+                        },
+                        None => {
+                            case_result(s, *mode, run_case(s, *mode, &backend, opts, events).await)
+                        }
+                    };
                     events(Event::CaseFinished(r.clone()));
                     results.push(r);
                 }

@@ -6,9 +6,8 @@ use std::path::Path;
 
 use model::SyncMode;
 
-use crate::backend::{Backend, Service};
+use crate::backend::{Backend, Run, Service, StoreKind, StoreServer, UpstreamService};
 use crate::error::BackendError;
-use crate::upstream::Upstream;
 
 /// A running topology; dropping it stops everything (gateway first).
 #[derive(Debug)]
@@ -17,13 +16,18 @@ pub struct Topology {
     pub gateway: Service,
     /// The admin.
     pub admin: Service,
-    upstreams: BTreeMap<String, Upstream>,
+    /// The ZooKeeper or etcd server of the zookeeper and etcd modes.
+    pub store: Option<StoreServer>,
+    upstreams: BTreeMap<String, UpstreamService>,
     dir: tempfile::TempDir,
     keep: bool,
+    /// Dropped last: removes what the services share (the docker network).
+    run: Run,
 }
 
 impl Topology {
-    /// Starts the upstreams named `upstreams`, then the admin, then the gateway.
+    /// Starts the upstreams named `upstreams`, the store server the mode needs (ZooKeeper,
+    /// etcd), then the admin, then the gateway.
     pub async fn start(
         backend: &Backend,
         mode: SyncMode,
@@ -38,24 +42,38 @@ impl Topology {
                 source,
             })?;
         dir.disable_cleanup(keep);
+        let run = backend.begin(mode, keep).await?;
         let mut ups = BTreeMap::new();
         for name in upstreams {
-            ups.insert(name.clone(), Upstream::start(name).await?);
+            ups.insert(name.clone(), run.start_upstream(name).await?);
         }
-        let admin = backend.start_admin(mode, dir.path()).await?;
-        let gateway = backend.start_gateway(mode, admin.url(), dir.path()).await?;
+        let store = match StoreKind::for_mode(mode) {
+            Some(kind) => Some(StoreServer::start(kind, &dir.path().join(kind.name())).await?),
+            None => None,
+        };
+        let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
+        let gateway = run
+            .start_gateway(mode, &admin, store.as_ref(), dir.path())
+            .await?;
         Ok(Self {
             gateway,
             admin,
+            store,
             upstreams: ups,
             dir,
             keep,
+            run,
         })
     }
 
     /// The upstream named `name`.
-    pub fn upstream(&self, name: &str) -> Option<&Upstream> {
+    pub fn upstream(&self, name: &str) -> Option<&UpstreamService> {
         self.upstreams.get(name)
+    }
+
+    /// The docker run id (labels `gantry.run`, names `gantry-<id>-*`), for docker runs.
+    pub fn docker_run_id(&self) -> Option<&str> {
+        self.run.docker_id()
     }
 
     /// Where the logs and the database are.
@@ -70,7 +88,7 @@ impl Topology {
         } else {
             String::new()
         };
-        [&self.admin, &self.gateway]
+        let mut tails: String = [&self.admin, &self.gateway]
             .iter()
             .map(|s| {
                 format!(
@@ -79,6 +97,14 @@ impl Topology {
                     s.log_tail(n)
                 )
             })
-            .collect()
+            .collect();
+        if let Some(store) = &self.store {
+            tails += &format!(
+                "\n--- {} log (last {n} lines{kept}) ---\n{}",
+                store.kind().name(),
+                store.log_tail(n)
+            );
+        }
+        tails
     }
 }

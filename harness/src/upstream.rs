@@ -55,7 +55,7 @@ impl Upstream {
             what: format!("address of upstream {name}"),
             source,
         })?;
-        let app = Router::new().fallback(echo).with_state(name.to_owned());
+        let app = router(name);
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let shutdown = async {
@@ -92,6 +92,23 @@ impl Drop for Upstream {
             let _ = stop.send(());
         }
     }
+}
+
+/// The echo server's routes: every request answered by the upstream `name`.
+pub fn router(name: &str) -> Router {
+    Router::new().fallback(echo).with_state(name.to_owned())
+}
+
+/// Serves the echo upstream `name` on `listener` until `shutdown` completes (the standalone
+/// server behind `gantry upstream` and the `gantry/upstream:dev` image).
+pub async fn serve(
+    name: &str,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(name))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 async fn echo(

@@ -33,12 +33,20 @@ pub struct AdminResult<T> {
 impl<T> AdminResult<T> {
     /// A success envelope.
     pub fn success(message: impl Into<String>, data: T) -> Self {
-        Self { code: admin_code::SUCCESS, message: message.into(), data: Some(data) }
+        Self {
+            code: admin_code::SUCCESS,
+            message: message.into(),
+            data: Some(data),
+        }
     }
 
     /// An error envelope with no data.
     pub fn error(code: i32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), data: None }
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 }
 
@@ -99,7 +107,11 @@ impl PageParameter {
         Self {
             current_page,
             pre_page: (current_page - 1).max(1),
-            next_page: if current_page < total_page { current_page + 1 } else { current_page },
+            next_page: if current_page < total_page {
+                current_page + 1
+            } else {
+                current_page
+            },
             page_size,
             offset: (current_page - 1) * page_size,
             total_page,

@@ -175,7 +175,10 @@ wire_enum! {
 impl Operator {
     /// Whether a current ShenYu gateway has a judge for this operator.
     pub fn is_supported(self) -> bool {
-        !matches!(self, Operator::Gt | Operator::Lt | Operator::SpEl | Operator::Groovy)
+        !matches!(
+            self,
+            Operator::Gt | Operator::Lt | Operator::SpEl | Operator::Groovy
+        )
     }
 }
 
@@ -188,9 +191,15 @@ mod tests {
         assert_eq!("=".parse::<Operator>().unwrap(), Operator::Equals);
         assert_eq!("equals".parse::<Operator>().unwrap(), Operator::Equals);
         assert_eq!(Operator::Equals.as_str(), "=");
-        assert_eq!("pathPattern".parse::<Operator>().unwrap(), Operator::PathPattern);
+        assert_eq!(
+            "pathPattern".parse::<Operator>().unwrap(),
+            Operator::PathPattern
+        );
         let err = "pathpattern".parse::<Operator>().unwrap_err();
-        assert!(err.to_string().contains("unknown operator `pathpattern`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown operator `pathpattern`"),
+            "{err}"
+        );
         assert!(!Operator::SpEl.is_supported());
     }
 

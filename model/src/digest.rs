@@ -40,18 +40,29 @@ impl ConfigSet {
         let mut selectors: Vec<SelectorData> = self
             .selectors
             .iter()
-            .map(|s| SelectorData { before_condition_list: Vec::new(), ..s.clone() })
+            .map(|s| SelectorData {
+                before_condition_list: Vec::new(),
+                ..s.clone()
+            })
             .collect();
         selectors.sort_by(|a, b| a.id.cmp(&b.id));
         let mut rules: Vec<RuleData> = self
             .rules
             .iter()
-            .map(|r| RuleData { before_condition_data_list: Vec::new(), ..r.clone() })
+            .map(|r| RuleData {
+                before_condition_data_list: Vec::new(),
+                ..r.clone()
+            })
             .collect();
         rules.sort_by(|a, b| a.id.cmp(&b.id));
         let mut meta_data: Vec<&MetaData> = self.meta_data.iter().collect();
         meta_data.sort_by(|a, b| a.id.cmp(&b.id));
-        let canonical = Canonical { plugins, selectors, rules, meta_data };
+        let canonical = Canonical {
+            plugins,
+            selectors,
+            rules,
+            meta_data,
+        };
         let bytes = serde_json::to_vec(&canonical).expect("model types always serialise");
         hex::encode(Sha256::digest(&bytes))
     }
@@ -63,24 +74,40 @@ mod tests {
     use crate::condition::ConditionData;
 
     fn selector(id: &str) -> SelectorData {
-        SelectorData { id: id.to_owned(), plugin_name: "divide".to_owned(), ..Default::default() }
+        SelectorData {
+            id: id.to_owned(),
+            plugin_name: "divide".to_owned(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn digest_ignores_order_and_before_lists() {
-        let a = ConfigSet { selectors: vec![selector("1"), selector("2")], ..Default::default() };
+        let a = ConfigSet {
+            selectors: vec![selector("1"), selector("2")],
+            ..Default::default()
+        };
         let mut s2 = selector("2");
         s2.before_condition_list = vec![ConditionData::new("uri", "=", "/", "/x")];
-        let b = ConfigSet { selectors: vec![s2, selector("1")], ..Default::default() };
+        let b = ConfigSet {
+            selectors: vec![s2, selector("1")],
+            ..Default::default()
+        };
         assert_eq!(a.digest(), b.digest());
     }
 
     #[test]
     fn digest_sees_content_changes() {
-        let a = ConfigSet { selectors: vec![selector("1")], ..Default::default() };
+        let a = ConfigSet {
+            selectors: vec![selector("1")],
+            ..Default::default()
+        };
         let mut changed = selector("1");
         changed.sort = 7;
-        let b = ConfigSet { selectors: vec![changed], ..Default::default() };
+        let b = ConfigSet {
+            selectors: vec![changed],
+            ..Default::default()
+        };
         assert_ne!(a.digest(), b.digest());
         assert_ne!(a.digest(), ConfigSet::default().digest());
     }

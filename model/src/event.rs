@@ -97,7 +97,10 @@ pub struct DataEvent {
 impl DataEvent {
     /// An event from its parts.
     pub fn new(event_type: DataEventType, payload: EventPayload) -> Self {
-        Self { event_type, payload }
+        Self {
+            event_type,
+            payload,
+        }
     }
 
     /// The event's config group.
@@ -148,7 +151,10 @@ impl DataEvent {
             | ConfigGroup::AiProxyApiKey
             | ConfigGroup::DiscoverUpstream => return Ok(None),
         };
-        Ok(Some(DataEvent { event_type, payload }))
+        Ok(Some(DataEvent {
+            event_type,
+            payload,
+        }))
     }
 
     /// The items as a JSON array value.
@@ -169,8 +175,11 @@ impl DataEvent {
             serde_json::Value::Array(items) => items,
             other => vec![other],
         };
-        let frame =
-            WebsocketData { group_type: self.group(), event_type: self.event_type, data };
+        let frame = WebsocketData {
+            group_type: self.group(),
+            event_type: self.event_type,
+            data,
+        };
         serde_json::to_string(&frame).expect("model types always serialise")
     }
 
@@ -191,7 +200,9 @@ mod tests {
         let event = DataEvent::from_websocket_text(text).unwrap().unwrap();
         assert_eq!(event.group(), ConfigGroup::Rule);
         assert_eq!(event.event_type, DataEventType::Delete);
-        let again = DataEvent::from_websocket_text(&event.to_websocket_text()).unwrap().unwrap();
+        let again = DataEvent::from_websocket_text(&event.to_websocket_text())
+            .unwrap()
+            .unwrap();
         assert_eq!(again, event);
     }
 
@@ -199,11 +210,15 @@ mod tests {
     fn unmodelled_groups_are_ignored_and_bad_frames_error() {
         let text = r#"{"groupType":"DISCOVER_UPSTREAM","eventType":"UPDATE","data":[{}]}"#;
         assert_eq!(DataEvent::from_websocket_text(text).unwrap(), None);
-        assert!(DataEvent::from_websocket_text(r#"{"groupType":"NOPE","eventType":"UPDATE"}"#).is_err());
+        assert!(
+            DataEvent::from_websocket_text(r#"{"groupType":"NOPE","eventType":"UPDATE"}"#).is_err()
+        );
         assert!(DataEvent::from_websocket_text("{not json").is_err());
         assert!(
-            DataEvent::from_websocket_text(r#"{"groupType":"SELECTOR","eventType":"UPDATE","data":[{"sort":"x"}]}"#)
-                .is_err()
+            DataEvent::from_websocket_text(
+                r#"{"groupType":"SELECTOR","eventType":"UPDATE","data":[{"sort":"x"}]}"#
+            )
+            .is_err()
         );
     }
 }

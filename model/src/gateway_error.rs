@@ -50,7 +50,10 @@ impl GatewayError {
 
     /// -106: no plugin produced a URL (divide is disabled or absent).
     pub fn cannot_find_url() -> Self {
-        Self::new(Self::CANNOT_FIND_URL, "Can not find url, please check your configuration!")
+        Self::new(
+            Self::CANNOT_FIND_URL,
+            "Can not find url, please check your configuration!",
+        )
     }
 
     /// -103: the upstream refused the connection or broke it.
@@ -60,12 +63,18 @@ impl GatewayError {
 
     /// 504: the upstream took longer than the rule's timeout.
     pub fn timeout(timeout_ms: i64) -> Self {
-        Self::new(Self::TIMEOUT, format!("Response took longer than timeout: {timeout_ms}ms"))
+        Self::new(
+            Self::TIMEOUT,
+            format!("Response took longer than timeout: {timeout_ms}ms"),
+        )
     }
 
     /// An error from code and message.
     pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 
     /// Whether this body says "the route does not exist" (no selector, no rule).

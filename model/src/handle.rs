@@ -70,7 +70,11 @@ impl DivideUpstream {
 
     /// The upstream's base URL, `protocol + upstreamUrl` (protocol defaults to `http://`).
     pub fn base_url(&self) -> String {
-        let protocol = if self.protocol.is_empty() { "http://" } else { &self.protocol };
+        let protocol = if self.protocol.is_empty() {
+            "http://"
+        } else {
+            &self.protocol
+        };
         format!("{protocol}{}", self.upstream_url)
     }
 }

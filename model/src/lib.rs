@@ -17,6 +17,7 @@ mod digest;
 mod event;
 mod gateway_error;
 mod handle;
+pub mod keyspace;
 mod meta;
 mod plugin;
 mod rule;
@@ -24,7 +25,7 @@ mod selector;
 mod sync_mode;
 
 pub use admin_api::{
-    AdminResult, BatchIds, BatchEnabled, CommonPager, ConditionDto, LoginRequest, LoginResponse,
+    AdminResult, BatchEnabled, BatchIds, CommonPager, ConditionDto, LoginRequest, LoginResponse,
     PageParameter, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo, admin_code,
 };
 pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
@@ -34,7 +35,7 @@ pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketDa
 pub use gateway_error::GatewayError;
 pub use handle::{DivideRuleHandle, DivideUpstream, LoadBalance, RetryStrategy};
 pub use meta::MetaData;
-pub use plugin::{BuiltinPlugin, PluginData, BUILTIN_PLUGINS};
+pub use plugin::{BUILTIN_PLUGINS, BuiltinPlugin, PluginData};
 pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};
 pub use sync_mode::SyncMode;

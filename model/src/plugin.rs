@@ -58,7 +58,14 @@ const fn builtin(
     role: &'static str,
     enabled: bool,
 ) -> BuiltinPlugin {
-    BuiltinPlugin { id, name, sort, role, enabled, config: None }
+    BuiltinPlugin {
+        id,
+        name,
+        sort,
+        role,
+        enabled,
+        config: None,
+    }
 }
 
 /// ShenYu's built-in plugins with their ids, names and default order (protocol doc §2.13).

@@ -44,7 +44,10 @@ pub struct RuleData {
     #[serde(deserialize_with = "null_default")]
     pub condition_data_list: Vec<ConditionData>,
     /// Conditions before an update.
-    #[serde(deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub before_condition_data_list: Vec<ConditionData>,
     /// Excluded from ShenYu's match cache.
     #[serde(deserialize_with = "null_default")]

@@ -26,7 +26,11 @@ impl MatchMode {
 
     /// The mode for a wire code; unknown codes are `and`, as in ShenYu.
     pub fn from_code(code: i64) -> Self {
-        if code == 1 { MatchMode::Or } else { MatchMode::And }
+        if code == 1 {
+            MatchMode::Or
+        } else {
+            MatchMode::And
+        }
     }
 
     /// ShenYu's display name (`and` / `or`).
@@ -46,7 +50,9 @@ impl Serialize for MatchMode {
 
 impl<'de> Deserialize<'de> for MatchMode {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(MatchMode::from_code(Option::<i64>::deserialize(d)?.unwrap_or(0)))
+        Ok(MatchMode::from_code(
+            Option::<i64>::deserialize(d)?.unwrap_or(0),
+        ))
     }
 }
 
@@ -71,7 +77,11 @@ impl SelectorType {
 
     /// The type for a wire code; anything but `0` is custom.
     pub fn from_code(code: i64) -> Self {
-        if code == 0 { SelectorType::FullFlow } else { SelectorType::Custom }
+        if code == 0 {
+            SelectorType::FullFlow
+        } else {
+            SelectorType::Custom
+        }
     }
 
     /// ShenYu's display name (`full` / `custom`).
@@ -91,7 +101,9 @@ impl Serialize for SelectorType {
 
 impl<'de> Deserialize<'de> for SelectorType {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(SelectorType::from_code(Option::<i64>::deserialize(d)?.unwrap_or(1)))
+        Ok(SelectorType::from_code(
+            Option::<i64>::deserialize(d)?.unwrap_or(1),
+        ))
     }
 }
 
@@ -139,7 +151,10 @@ pub struct SelectorData {
     #[serde(deserialize_with = "null_default")]
     pub condition_list: Vec<ConditionData>,
     /// Conditions before an update (used by ShenYu to clear match caches).
-    #[serde(deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub before_condition_list: Vec<ConditionData>,
     /// Excluded from ShenYu's match cache.
     #[serde(deserialize_with = "null_default")]

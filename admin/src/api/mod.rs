@@ -1,13 +1,17 @@
 //! The REST API: one module per resource, merged here.
 
 pub(crate) mod actuator;
+pub(crate) mod app_auth;
+pub(crate) mod meta;
 pub(crate) mod plugin;
 pub(crate) mod rule;
 pub(crate) mod selector;
 
-use model::{CommonPager, ConditionData, ConditionDto, PageParameter};
+use axum::Json;
+use model::{AdminResult, BatchEnabled, CommonPager, ConditionData, ConditionDto, PageParameter};
 use serde::Deserialize;
 
+use crate::dto::{PageInfo, SearchRequest};
 use crate::error::{ApiError, query_param};
 
 /// ShenYu's default page size.
@@ -65,4 +69,42 @@ pub(crate) fn batch_ids(ids: Option<Vec<String>>) -> Result<Vec<String>, ApiErro
         Some(ids) if !ids.is_empty() => Ok(ids),
         _ => Err(ApiError::field("ids", "must not be empty")),
     }
+}
+
+/// The ids and new state of a batch enable request.
+pub(crate) fn batch_enabled(body: BatchEnabled) -> Result<(Vec<String>, bool), ApiError> {
+    let ids = batch_ids(body.ids)?;
+    let enabled = body
+        .enabled
+        .ok_or_else(|| ApiError::field("enabled", "must not be null"))?;
+    Ok((ids, enabled))
+}
+
+/// The answer of every batch enable: `data: null`, `enable success`.
+pub(crate) fn enable_success() -> Json<AdminResult<()>> {
+    Json(AdminResult {
+        data: None,
+        ..AdminResult::success("enable success", ())
+    })
+}
+
+/// The requested `PageInfo` page of `items` for a `list/search` request.
+pub(crate) fn search_page<T>(
+    request: &SearchRequest,
+    items: Vec<T>,
+) -> Result<PageInfo<T>, ApiError> {
+    let page_num = request.page_num.unwrap_or(1);
+    let page_size = request.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+    if page_num < 1 {
+        return Err(ApiError::field("pageNum", "must be >= 1"));
+    }
+    if page_size < 1 {
+        return Err(ApiError::field("pageSize", "must be >= 1"));
+    }
+    Ok(PageInfo::new(page_num, page_size, items))
+}
+
+/// Whether `id` is in an id filter (absent or empty matches everything).
+pub(crate) fn id_in(filter: Option<&[String]>, id: &str) -> bool {
+    filter.is_none_or(|ids| ids.is_empty() || ids.iter().any(|i| i.trim() == id))
 }

@@ -7,7 +7,8 @@ use axum::extract::{Path, State};
 use model::{AdminResult, BatchEnabled, CommonPager, PluginVo};
 use serde::Deserialize;
 
-use super::{Paging, batch_ids, name_matches};
+use super::{Paging, enable_success, name_matches};
+use crate::dto::PluginDto;
 use crate::error::{AdminJson, AdminQuery, ApiError, ok, query_param};
 use crate::service::Admin;
 use crate::store::PluginRecord;
@@ -78,13 +79,17 @@ pub(crate) async fn enabled(
     State(admin): State<Arc<Admin>>,
     AdminJson(body): AdminJson<BatchEnabled>,
 ) -> Result<Json<AdminResult<()>>, ApiError> {
-    let ids = batch_ids(body.ids)?;
-    let enabled = body
-        .enabled
-        .ok_or_else(|| ApiError::field("enabled", "must not be null"))?;
+    let (ids, enabled) = super::batch_enabled(body)?;
     admin.enable_plugins(&ids, enabled).await?;
-    Ok(Json(AdminResult {
-        data: None,
-        ..AdminResult::success("enable success", ())
-    }))
+    Ok(enable_success())
+}
+
+/// `PUT /plugin/{id}`: role, sort, enabled and config (the name cannot change).
+pub(crate) async fn update(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<String>,
+    AdminJson(dto): AdminJson<PluginDto>,
+) -> Result<Json<AdminResult<i32>>, ApiError> {
+    admin.update_plugin(&id, dto).await?;
+    Ok(ok("update success", 1))
 }

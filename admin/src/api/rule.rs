@@ -4,10 +4,14 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use model::{AdminResult, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID, MatchMode, RuleDto, RuleVo};
+use model::{
+    AdminResult, BatchEnabled, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID, MatchMode, RuleDto,
+    RuleVo,
+};
 use serde::Deserialize;
 
-use super::{Paging, batch_ids, condition_vo, name_matches};
+use super::{Paging, batch_ids, condition_vo, enable_success, id_in, name_matches, search_page};
+use crate::dto::{PageInfo, SearchRequest};
 use crate::error::{AdminJson, AdminQuery, ApiError, ok};
 use crate::service::Admin;
 use crate::store::RuleRecord;
@@ -103,4 +107,34 @@ pub(crate) async fn delete_batch(
     let ids = batch_ids(body.ids)?;
     let deleted = admin.delete_rules(&ids).await?;
     Ok(ok("delete success", deleted))
+}
+
+/// `POST /rule/list/search`: a PageHelper `PageInfo` page, filtered by name keyword and
+/// owning selector ids.
+pub(crate) async fn search(
+    State(admin): State<Arc<Admin>>,
+    AdminJson(request): AdminJson<SearchRequest>,
+) -> Result<Json<AdminResult<PageInfo<RuleVo>>>, ApiError> {
+    let owners = request.condition.selectors.as_deref();
+    let keyword = request.condition.keyword.as_deref();
+    let items = admin
+        .store()
+        .rules()
+        .await?
+        .into_iter()
+        .filter(|x| id_in(owners, &x.selector_id))
+        .filter(|x| name_matches(keyword, &x.name))
+        .map(vo)
+        .collect();
+    Ok(ok("query success", search_page(&request, items)?))
+}
+
+/// `POST /rule/batchEnabled`.
+pub(crate) async fn batch_enabled(
+    State(admin): State<Arc<Admin>>,
+    AdminJson(body): AdminJson<BatchEnabled>,
+) -> Result<Json<AdminResult<()>>, ApiError> {
+    let (ids, enabled) = super::batch_enabled(body)?;
+    admin.enable_rules(&ids, enabled).await?;
+    Ok(enable_success())
 }

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use model::{
-    AdminResult, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID, MatchMode, SelectorDto, SelectorType,
-    SelectorVo,
+    AdminResult, BatchEnabled, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID, MatchMode, SelectorDto,
+    SelectorType, SelectorVo,
 };
 use serde::Deserialize;
 
-use super::{Paging, batch_ids, condition_vo, name_matches};
+use super::{Paging, batch_ids, condition_vo, enable_success, id_in, name_matches, search_page};
+use crate::dto::{PageInfo, SearchRequest};
 use crate::error::{AdminJson, AdminQuery, ApiError, ok};
 use crate::service::Admin;
 use crate::store::SelectorRecord;
@@ -111,4 +112,34 @@ pub(crate) async fn delete_batch(
     let ids = batch_ids(body.ids)?;
     let deleted = admin.delete_selectors(&ids).await?;
     Ok(ok("delete success", deleted))
+}
+
+/// `POST /selector/list/search`: a PageHelper `PageInfo` page, filtered by name keyword and
+/// owning plugin ids.
+pub(crate) async fn search(
+    State(admin): State<Arc<Admin>>,
+    AdminJson(request): AdminJson<SearchRequest>,
+) -> Result<Json<AdminResult<PageInfo<SelectorVo>>>, ApiError> {
+    let owners = request.condition.plugin.as_deref();
+    let keyword = request.condition.keyword.as_deref();
+    let items = admin
+        .store()
+        .selectors()
+        .await?
+        .into_iter()
+        .filter(|x| id_in(owners, &x.plugin_id))
+        .filter(|x| name_matches(keyword, &x.name))
+        .map(vo)
+        .collect();
+    Ok(ok("query success", search_page(&request, items)?))
+}
+
+/// `POST /selector/batchEnabled`.
+pub(crate) async fn batch_enabled(
+    State(admin): State<Arc<Admin>>,
+    AdminJson(body): AdminJson<BatchEnabled>,
+) -> Result<Json<AdminResult<()>>, ApiError> {
+    let (ids, enabled) = super::batch_enabled(body)?;
+    admin.enable_selectors(&ids, enabled).await?;
+    Ok(enable_success())
 }

@@ -2,128 +2,21 @@
 
 use std::str::FromStr;
 
-use model::{AppAuthData, BuiltinPlugin, MetaData};
+use model::BuiltinPlugin;
+use sqlx::sqlite::SqliteRow;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
-use sqlx::{Sqlite, Transaction};
+use sqlx::{FromRow, Sqlite, Transaction};
 
+use super::rows::{AppAuthRow, RuleRow, SelectorRow, rows};
 use super::{
-    PluginRecord, RuleRecord, SelectorRecord, Store, StoreError, StoreResult, conditions_json,
-    parse_conditions,
+    AppAuthRecord, Batch, MetaRecord, PluginRecord, RuleRecord, SelectorRecord, Store, StoreError,
+    StoreResult, list_json,
 };
 
 /// A SQLite database, in a file or in memory.
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteStore {
     pool: SqlitePool,
-}
-
-#[derive(sqlx::FromRow)]
-struct SelectorRow {
-    id: String,
-    plugin_id: String,
-    name: String,
-    selector_type: i32,
-    match_mode: i32,
-    sort: i32,
-    enabled: bool,
-    loged: bool,
-    continued: bool,
-    match_restful: bool,
-    handle: Option<String>,
-    conditions: String,
-    date_created: String,
-    date_updated: String,
-}
-
-impl TryFrom<SelectorRow> for SelectorRecord {
-    type Error = StoreError;
-
-    fn try_from(row: SelectorRow) -> Result<Self, StoreError> {
-        let conditions = parse_conditions("selector", &row.id, &row.conditions)?;
-        Ok(SelectorRecord {
-            id: row.id,
-            plugin_id: row.plugin_id,
-            name: row.name,
-            selector_type: row.selector_type,
-            match_mode: row.match_mode,
-            sort: row.sort,
-            enabled: row.enabled,
-            loged: row.loged,
-            continued: row.continued,
-            match_restful: row.match_restful,
-            handle: row.handle,
-            conditions,
-            date_created: row.date_created,
-            date_updated: row.date_updated,
-        })
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct RuleRow {
-    id: String,
-    selector_id: String,
-    name: String,
-    match_mode: i32,
-    sort: i32,
-    enabled: bool,
-    loged: bool,
-    match_restful: bool,
-    handle: Option<String>,
-    conditions: String,
-    date_created: String,
-    date_updated: String,
-}
-
-impl TryFrom<RuleRow> for RuleRecord {
-    type Error = StoreError;
-
-    fn try_from(row: RuleRow) -> Result<Self, StoreError> {
-        let conditions = parse_conditions("rule", &row.id, &row.conditions)?;
-        Ok(RuleRecord {
-            id: row.id,
-            selector_id: row.selector_id,
-            name: row.name,
-            match_mode: row.match_mode,
-            sort: row.sort,
-            enabled: row.enabled,
-            loged: row.loged,
-            match_restful: row.match_restful,
-            handle: row.handle,
-            conditions,
-            date_created: row.date_created,
-            date_updated: row.date_updated,
-        })
-    }
-}
-
-#[derive(sqlx::FromRow)]
-struct MetaRow {
-    id: String,
-    app_name: Option<String>,
-    context_path: Option<String>,
-    path: String,
-    rpc_type: Option<String>,
-    service_name: Option<String>,
-    method_name: Option<String>,
-    parameter_types: Option<String>,
-    rpc_ext: Option<String>,
-    enabled: bool,
-}
-
-#[derive(sqlx::FromRow)]
-struct AppAuthRow {
-    app_key: String,
-    app_secret: String,
-    enabled: bool,
-    open: bool,
-}
-
-fn rows<R, T>(rows: Vec<R>) -> Result<Vec<T>, StoreError>
-where
-    T: TryFrom<R, Error = StoreError>,
-{
-    rows.into_iter().map(T::try_from).collect()
 }
 
 impl SqliteStore {
@@ -189,6 +82,64 @@ impl SqliteStore {
         }
         Ok(deleted)
     }
+}
+
+/// Runs `update` (an `UPDATE .. SET enabled = ?, date_updated = ? WHERE id = ? RETURNING ..`)
+/// for every id in one transaction; rolls back and names the id when one is unknown.
+async fn set_enabled<R, T>(
+    pool: &SqlitePool,
+    update: &'static str,
+    ids: &[String],
+    enabled: bool,
+    now: &str,
+    convert: fn(R) -> Result<T, StoreError>,
+) -> Result<Batch<T>, StoreError>
+where
+    R: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    let mut tx = pool.begin().await?;
+    let mut updated = Vec::new();
+    for id in ids {
+        let row: Option<R> = sqlx::query_as(update)
+            .bind(enabled)
+            .bind(now)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        match row {
+            Some(row) => updated.push(convert(row)?),
+            // Dropping the transaction rolls it back.
+            None => return Ok(Err(id.clone())),
+        }
+    }
+    tx.commit().await?;
+    Ok(Ok(updated))
+}
+
+/// Runs `delete` (a `DELETE .. WHERE id = ? RETURNING ..`) for every id in one transaction;
+/// unknown ids are skipped.
+async fn delete_all<R, T>(
+    pool: &SqlitePool,
+    delete: &'static str,
+    ids: &[String],
+    convert: fn(R) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError>
+where
+    R: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    let mut tx = pool.begin().await?;
+    let mut deleted = Vec::new();
+    for id in ids {
+        let row: Option<R> = sqlx::query_as(delete)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(row) = row {
+            deleted.push(convert(row)?);
+        }
+    }
+    tx.commit().await?;
+    Ok(deleted)
 }
 
 impl Store for SqliteStore {
@@ -325,7 +276,7 @@ impl Store for SqliteStore {
             .bind(s.continued)
             .bind(s.match_restful)
             .bind(&s.handle)
-            .bind(conditions_json(&s.conditions))
+            .bind(list_json(&s.conditions))
             .bind(&s.date_created)
             .bind(&s.date_updated)
             .execute(&self.pool)
@@ -408,7 +359,7 @@ impl Store for SqliteStore {
             .bind(r.loged)
             .bind(r.match_restful)
             .bind(&r.handle)
-            .bind(conditions_json(&r.conditions))
+            .bind(list_json(&r.conditions))
             .bind(&r.date_created)
             .bind(&r.date_updated)
             .execute(&self.pool)
@@ -438,51 +389,229 @@ impl Store for SqliteStore {
         })
     }
 
-    fn meta_data(&self) -> StoreResult<'_, Vec<MetaData>> {
+    fn update_plugin<'a>(&'a self, p: &'a PluginRecord) -> StoreResult<'a, bool> {
         Box::pin(async move {
-            let found: Vec<MetaRow> = sqlx::query_as(
-                "SELECT id, app_name, context_path, path, rpc_type, service_name, method_name, \
-                 parameter_types, rpc_ext, enabled FROM meta_data ORDER BY id",
+            let done = sqlx::query(
+                "UPDATE plugin SET name = ?, role = ?, sort = ?, enabled = ?, config = ?, \
+                 date_updated = ? WHERE id = ?",
             )
-            .fetch_all(&self.pool)
+            .bind(&p.name)
+            .bind(&p.role)
+            .bind(p.sort)
+            .bind(p.enabled)
+            .bind(&p.config)
+            .bind(&p.date_updated)
+            .bind(&p.id)
+            .execute(&self.pool)
             .await?;
-            Ok(found
-                .into_iter()
-                .map(|m| MetaData {
-                    id: m.id,
-                    app_name: m.app_name,
-                    context_path: m.context_path,
-                    path: m.path,
-                    rpc_type: m.rpc_type,
-                    service_name: m.service_name,
-                    method_name: m.method_name,
-                    parameter_types: m.parameter_types,
-                    rpc_ext: m.rpc_ext,
-                    enabled: m.enabled,
-                    namespace_id: Some(model::DEFAULT_NAMESPACE_ID.to_owned()),
-                })
-                .collect())
+            Ok(done.rows_affected() == 1)
         })
     }
 
-    fn app_auth(&self) -> StoreResult<'_, Vec<AppAuthData>> {
+    fn set_selectors_enabled<'a>(
+        &'a self,
+        ids: &'a [String],
+        enabled: bool,
+        now: &'a str,
+    ) -> StoreResult<'a, Batch<SelectorRecord>> {
+        Box::pin(set_enabled(
+            &self.pool,
+            "UPDATE selector SET enabled = ?, date_updated = ? WHERE id = ? RETURNING id, \
+             plugin_id, name, selector_type, match_mode, sort, enabled, loged, continued, \
+             match_restful, handle, conditions, date_created, date_updated",
+            ids,
+            enabled,
+            now,
+            SelectorRecord::try_from as fn(SelectorRow) -> _,
+        ))
+    }
+
+    fn set_rules_enabled<'a>(
+        &'a self,
+        ids: &'a [String],
+        enabled: bool,
+        now: &'a str,
+    ) -> StoreResult<'a, Batch<RuleRecord>> {
+        Box::pin(set_enabled(
+            &self.pool,
+            "UPDATE rule SET enabled = ?, date_updated = ? WHERE id = ? RETURNING id, \
+             selector_id, name, match_mode, sort, enabled, loged, match_restful, handle, \
+             conditions, date_created, date_updated",
+            ids,
+            enabled,
+            now,
+            RuleRecord::try_from as fn(RuleRow) -> _,
+        ))
+    }
+
+    fn meta_data(&self) -> StoreResult<'_, Vec<MetaRecord>> {
+        Box::pin(async move {
+            Ok(sqlx::query_as(
+                "SELECT id, app_name, context_path, path, path_desc, rpc_type, service_name, \
+                 method_name, parameter_types, rpc_ext, rule_name, enabled, date_created, \
+                 date_updated FROM meta_data ORDER BY id",
+            )
+            .fetch_all(&self.pool)
+            .await?)
+        })
+    }
+
+    fn meta<'a>(&'a self, id: &'a str) -> StoreResult<'a, Option<MetaRecord>> {
+        Box::pin(async move {
+            Ok(sqlx::query_as(
+                "SELECT id, app_name, context_path, path, path_desc, rpc_type, service_name, \
+                 method_name, parameter_types, rpc_ext, rule_name, enabled, date_created, \
+                 date_updated FROM meta_data WHERE id = ?",
+            )
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+        })
+    }
+
+    fn put_meta<'a>(&'a self, m: &'a MetaRecord) -> StoreResult<'a, ()> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO meta_data (id, app_name, context_path, path, path_desc, rpc_type, \
+                 service_name, method_name, parameter_types, rpc_ext, rule_name, enabled, \
+                 date_created, date_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET app_name = excluded.app_name, \
+                 context_path = excluded.context_path, path = excluded.path, \
+                 path_desc = excluded.path_desc, rpc_type = excluded.rpc_type, \
+                 service_name = excluded.service_name, method_name = excluded.method_name, \
+                 parameter_types = excluded.parameter_types, rpc_ext = excluded.rpc_ext, \
+                 rule_name = excluded.rule_name, enabled = excluded.enabled, \
+                 date_updated = excluded.date_updated",
+            )
+            .bind(&m.id)
+            .bind(&m.app_name)
+            .bind(&m.context_path)
+            .bind(&m.path)
+            .bind(&m.path_desc)
+            .bind(&m.rpc_type)
+            .bind(&m.service_name)
+            .bind(&m.method_name)
+            .bind(&m.parameter_types)
+            .bind(&m.rpc_ext)
+            .bind(&m.rule_name)
+            .bind(m.enabled)
+            .bind(&m.date_created)
+            .bind(&m.date_updated)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn delete_meta<'a>(&'a self, ids: &'a [String]) -> StoreResult<'a, Vec<MetaRecord>> {
+        Box::pin(delete_all(
+            &self.pool,
+            "DELETE FROM meta_data WHERE id = ? RETURNING id, app_name, context_path, path, \
+             path_desc, rpc_type, service_name, method_name, parameter_types, rpc_ext, \
+             rule_name, enabled, date_created, date_updated",
+            ids,
+            Ok as fn(MetaRecord) -> _,
+        ))
+    }
+
+    fn set_meta_enabled<'a>(
+        &'a self,
+        ids: &'a [String],
+        enabled: bool,
+        now: &'a str,
+    ) -> StoreResult<'a, Batch<MetaRecord>> {
+        Box::pin(set_enabled(
+            &self.pool,
+            "UPDATE meta_data SET enabled = ?, date_updated = ? WHERE id = ? RETURNING id, \
+             app_name, context_path, path, path_desc, rpc_type, service_name, method_name, \
+             parameter_types, rpc_ext, rule_name, enabled, date_created, date_updated",
+            ids,
+            enabled,
+            now,
+            Ok as fn(MetaRecord) -> _,
+        ))
+    }
+
+    fn app_auths(&self) -> StoreResult<'_, Vec<AppAuthRecord>> {
         Box::pin(async move {
             let found: Vec<AppAuthRow> = sqlx::query_as(
-                "SELECT app_key, app_secret, enabled, open FROM app_auth ORDER BY app_key",
+                "SELECT id, app_key, app_secret, user_id, phone, ext_info, open, enabled, \
+                 params, paths, date_created, date_updated FROM app_auth ORDER BY app_key",
             )
             .fetch_all(&self.pool)
             .await?;
-            Ok(found
-                .into_iter()
-                .map(|a| AppAuthData {
-                    app_key: a.app_key,
-                    app_secret: a.app_secret,
-                    enabled: a.enabled,
-                    open: a.open,
-                    namespace_id: Some(model::DEFAULT_NAMESPACE_ID.to_owned()),
-                    ..Default::default()
-                })
-                .collect())
+            rows(found)
         })
+    }
+
+    fn app_auth<'a>(&'a self, id: &'a str) -> StoreResult<'a, Option<AppAuthRecord>> {
+        Box::pin(async move {
+            let row: Option<AppAuthRow> = sqlx::query_as(
+                "SELECT id, app_key, app_secret, user_id, phone, ext_info, open, enabled, \
+                 params, paths, date_created, date_updated FROM app_auth WHERE id = ?",
+            )
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+            row.map(AppAuthRecord::try_from).transpose()
+        })
+    }
+
+    fn put_app_auth<'a>(&'a self, a: &'a AppAuthRecord) -> StoreResult<'a, ()> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO app_auth (id, app_key, app_secret, user_id, phone, ext_info, open, \
+                 enabled, params, paths, date_created, date_updated) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET app_key = excluded.app_key, \
+                 app_secret = excluded.app_secret, user_id = excluded.user_id, \
+                 phone = excluded.phone, ext_info = excluded.ext_info, open = excluded.open, \
+                 enabled = excluded.enabled, params = excluded.params, paths = excluded.paths, \
+                 date_updated = excluded.date_updated",
+            )
+            .bind(&a.id)
+            .bind(&a.app_key)
+            .bind(&a.app_secret)
+            .bind(&a.user_id)
+            .bind(&a.phone)
+            .bind(&a.ext_info)
+            .bind(a.open)
+            .bind(a.enabled)
+            .bind(list_json(&a.params))
+            .bind(list_json(&a.paths))
+            .bind(&a.date_created)
+            .bind(&a.date_updated)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn delete_app_auths<'a>(&'a self, ids: &'a [String]) -> StoreResult<'a, Vec<AppAuthRecord>> {
+        Box::pin(delete_all(
+            &self.pool,
+            "DELETE FROM app_auth WHERE id = ? RETURNING id, app_key, app_secret, user_id, \
+             phone, ext_info, open, enabled, params, paths, date_created, date_updated",
+            ids,
+            AppAuthRecord::try_from as fn(AppAuthRow) -> _,
+        ))
+    }
+
+    fn set_app_auths_enabled<'a>(
+        &'a self,
+        ids: &'a [String],
+        enabled: bool,
+        now: &'a str,
+    ) -> StoreResult<'a, Batch<AppAuthRecord>> {
+        Box::pin(set_enabled(
+            &self.pool,
+            "UPDATE app_auth SET enabled = ?, date_updated = ? WHERE id = ? RETURNING id, \
+             app_key, app_secret, user_id, phone, ext_info, open, enabled, params, paths, \
+             date_created, date_updated",
+            ids,
+            enabled,
+            now,
+            AppAuthRecord::try_from as fn(AppAuthRow) -> _,
+        ))
     }
 }

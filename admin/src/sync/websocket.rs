@@ -1,26 +1,56 @@
 //! Websocket sync (`GET /websocket`): `MYSELF` gets the full config, `RUNNING_MODE` the
-//! standalone reply, and every committed change goes to every session as one frame.
+//! standalone reply, and every committed change goes to every session as one frame. With a
+//! sync token configured, the upgrade needs `X-Shenyu-Sync-Token` equal to it.
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
-use axum::response::Response;
+use axum::extract::{Extension, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use model::{DataEvent, DataEventType, EventPayload, SyncMode};
 use tokio::sync::{broadcast, watch};
 
-use super::Publisher;
+use super::{Publisher, closed};
 use crate::AppState;
+use crate::auth::secrets_equal;
+use crate::error::ApiError;
 use crate::service::{Admin, Snapshot};
+
+/// The header carrying ShenYu's websocket sync token.
+const SYNC_TOKEN_HEADER: &str = "X-Shenyu-Sync-Token";
 
 /// The reply to `RUNNING_MODE`.
 const RUNNING_MODE_REPLY: &str = r#"{"eventType":"RUNNING_MODE","runningMode":"STANDALONE","isMaster":true,"masterUrl":"/websocket"}"#;
 
 /// Serves `/websocket`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct WebsocketPublisher;
+#[derive(Debug, Clone)]
+pub(crate) struct WebsocketPublisher {
+    sync_token: SyncToken,
+}
+
+/// The sync token a websocket upgrade must carry, if any (ShenYu 2.6 has none: open).
+#[derive(Clone)]
+struct SyncToken(Option<Arc<str>>);
+
+impl std::fmt::Debug for SyncToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = if self.0.is_some() { "<set>" } else { "<none>" };
+        f.debug_tuple("SyncToken").field(&shown).finish()
+    }
+}
+
+impl WebsocketPublisher {
+    /// A publisher requiring `sync_token` on upgrades when it is set.
+    pub(crate) fn new(sync_token: Option<&str>) -> Self {
+        Self {
+            sync_token: SyncToken(sync_token.map(Arc::from)),
+        }
+    }
+}
 
 impl Publisher for WebsocketPublisher {
     fn mode(&self) -> SyncMode {
@@ -28,11 +58,32 @@ impl Publisher for WebsocketPublisher {
     }
 
     fn routes(&self) -> Router<AppState> {
-        Router::new().route("/websocket", get(upgrade))
+        Router::new()
+            .route("/websocket", get(upgrade))
+            .layer(Extension(self.sync_token.clone()))
     }
 }
 
-async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(state): State<AppState>,
+    Extension(SyncToken(expected)): Extension<SyncToken>,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if let Some(expected) = expected {
+        let given = headers
+            .get(SYNC_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !secrets_equal(given, &expected) {
+            tracing::warn!("websocket upgrade without a valid {SYNC_TOKEN_HEADER}");
+            return ApiError::Unauthorized("sync token is error".to_owned()).into_response();
+        }
+    }
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(rejection) => return rejection.into_response(),
+    };
     // Subscribe before anything is read, so no change can fall between snapshot and stream.
     let events = state.admin.subscribe();
     let closing = state.closing.subscribe();
@@ -108,12 +159,6 @@ async fn session(
             }
         }
     }
-}
-
-/// Completes when the admin shuts down (or is gone).
-async fn closed(closing: &mut watch::Receiver<bool>) {
-    // An error means the sender is gone: the admin is gone too.
-    let _ = closing.wait_for(|closing| *closing).await;
 }
 
 async fn close(mut socket: WebSocket, code: u16, reason: &'static str) -> Result<(), axum::Error> {

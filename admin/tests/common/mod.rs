@@ -80,6 +80,13 @@ impl Client {
         Client { http, base, token }
     }
 
+    /// A request to `path` carrying the token.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-Access-Token", &self.token)
+    }
+
     pub async fn send(
         &self,
         method: reqwest::Method,

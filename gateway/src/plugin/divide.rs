@@ -1,29 +1,36 @@
-//! The divide plugin (ShenYu `DividePlugin`): selector, then rule, then a weighted-random
-//! upstream of the selector. No selector → 404 -107, no rule → 404 -102, no usable upstream →
+//! The divide plugin (ShenYu `DividePlugin`): selector, then rule, then an upstream of the
+//! selector chosen by the rule's `loadBalance` (see `balance`) or named by the client's
+//! `specify-domain` header. The rule's `headerMaxSize` (summed header value bytes) answers
+//! 431 and `requestMaxSize` (Content-Length) 413 when exceeded; `timeout`, `retry` and
+//! `retryStrategy` go to the proxy. No selector → 404 -107, no rule → 404 -102, no usable upstream →
 //! 503 -119; a missing or disabled divide plugin lets the chain end in -106.
 
 use std::sync::{Arc, LazyLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::StatusCode;
 use model::{DivideRuleHandle, GatewayError};
 
 use super::{Forward, Outcome, Plugin, Rejection};
-use crate::balance;
+use crate::balance::{PickContext, now_ms};
 use crate::router::RequestView;
 use crate::router::select::{DEFAULT_RULE_ID, RuleChoice, select_selector};
-use crate::snapshot::Snapshot;
+use crate::snapshot::CompiledPlugin;
 
 /// The plugin name.
 pub(crate) const NAME: &str = "divide";
 
 static DEFAULT_RULE: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(DEFAULT_RULE_ID));
+static DEFAULT_HANDLE: LazyLock<DivideRuleHandle> = LazyLock::new(DivideRuleHandle::default);
 
 /// The divide plugin.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Divide;
 
 impl Plugin for Divide {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
     fn class_name(&self) -> &'static str {
         "org.apache.shenyu.plugin.divide.DividePlugin"
     }
@@ -32,11 +39,8 @@ impl Plugin for Divide {
         200
     }
 
-    fn execute(&self, snapshot: &Snapshot, req: &RequestView<'_>) -> Outcome {
+    fn execute(&self, plugin: &CompiledPlugin, req: &RequestView<'_>) -> Outcome {
         let reject = |status, body| Outcome::Reject(Rejection::new(status, body));
-        let Some(plugin) = snapshot.plugins.get(NAME).filter(|p| p.enabled) else {
-            return Outcome::Continue;
-        };
         let selector = match select_selector(&plugin.selectors, req) {
             Err(e) => return Outcome::Reject(e.into()),
             Ok(None) => {
@@ -47,15 +51,31 @@ impl Plugin for Divide {
             }
             Ok(Some(s)) => s,
         };
-        let (rule_id, timeout) = match selector.select_rule(req) {
+        let (rule_id, handle) = match selector.select_rule(req) {
             Err(e) => return Outcome::Reject(e.into()),
             Ok(None) => return reject(StatusCode::NOT_FOUND, GatewayError::rule_not_found(NAME)),
-            Ok(Some(RuleChoice::Default)) => {
-                (DEFAULT_RULE.clone(), DivideRuleHandle::default().timeout)
-            }
-            Ok(Some(RuleChoice::Rule(r))) => (r.id.clone(), r.handle.timeout),
+            Ok(Some(RuleChoice::Default)) => (DEFAULT_RULE.clone(), &*DEFAULT_HANDLE),
+            Ok(Some(RuleChoice::Rule(r))) => (r.id.clone(), &r.handle),
         };
-        let Some(upstream) = balance::pick(&selector.upstreams, now_ms()) else {
+        if let Some(r) = too_large(handle, req) {
+            return Outcome::Reject(r);
+        }
+        let timeout = handle.timeout;
+        let ctx = PickContext {
+            now_ms: now_ms(),
+            client_ip: req.peer,
+        };
+        // ShenYu's `specify-domain` header names the upstream (client-controllable).
+        let specified = req
+            .headers
+            .get("specify-domain")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|url| selector.pool.find(url));
+        let lease = match specified {
+            Some(index) => Some(selector.pool.lease(index, ctx.now_ms)),
+            None => selector.pool.pick(handle.load_balance, &ctx),
+        };
+        let Some(lease) = lease else {
             return reject(
                 StatusCode::SERVICE_UNAVAILABLE,
                 GatewayError::no_healthy_upstream(),
@@ -67,20 +87,45 @@ impl Plugin for Divide {
             DivideRuleHandle::default().timeout
         };
         Outcome::Forward(Forward {
-            scheme: upstream.scheme.clone(),
-            authority: upstream.authority.clone(),
-            host: upstream.host.clone(),
+            lease,
             timeout_ms: timeout_ms.unsigned_abs(),
+            retry: u32::try_from(handle.retry).unwrap_or(0),
+            retry_strategy: handle.retry_strategy,
+            path: None,
+            body_mapping: None,
             selector_id: selector.id.clone(),
             rule_id,
         })
     }
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// ShenYu's size checks: header value bytes over `headerMaxSize` → 431, Content-Length over
+/// `requestMaxSize` → 413 (0 = unlimited).
+fn too_large(handle: &DivideRuleHandle, req: &RequestView<'_>) -> Option<Rejection> {
+    if handle.header_max_size > 0 {
+        let size: usize = req.headers.values().map(|v| v.len()).sum();
+        if i64::try_from(size).unwrap_or(i64::MAX) > handle.header_max_size {
+            return Some(Rejection::new(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                GatewayError::new(431, "Request Header Fields Too Large"),
+            ));
+        }
+    }
+    if handle.request_max_size > 0 {
+        let length = req
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        if length > handle.request_max_size {
+            return Some(Rejection::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                GatewayError::new(413, "Request Entity Too Large"),
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -88,12 +133,16 @@ mod tests {
     use super::*;
     use crate::plugin::Chain;
     use crate::router::test_helpers::TestRequest;
-    use crate::snapshot::ConfigData;
+    use crate::snapshot::{ConfigData, Snapshot};
     use model::{
         ConditionData, DataEvent, DataEventType, EventPayload, PluginData, RuleData, SelectorData,
     };
 
     fn snapshot(enabled: bool, handle: &str) -> Snapshot {
+        Snapshot::build(config(enabled, handle, r#"{"timeout":1234}"#))
+    }
+
+    fn config(enabled: bool, handle: &str, rule_handle: &str) -> ConfigData {
         let mut d = ConfigData::default();
         d.apply(DataEvent::new(
             DataEventType::Myself,
@@ -121,12 +170,12 @@ mod tests {
                 selector_id: "1".into(),
                 plugin_name: NAME.into(),
                 enabled: true,
-                handle: Some(r#"{"timeout":1234}"#.into()),
+                handle: Some(rule_handle.into()),
                 condition_data_list: vec![ConditionData::new("uri", "match", "/", "/api/a/**")],
                 ..Default::default()
             }]),
         ));
-        Snapshot::build(d)
+        d
     }
 
     const UP: &str = r#"[{"upstreamUrl":"127.0.0.1:8080","weight":50,"status":true}]"#;
@@ -142,7 +191,7 @@ mod tests {
         let f = run(&snap, "/api/a/x").unwrap();
         assert_eq!(
             (
-                f.authority.as_str(),
+                f.lease.upstream().authority.as_str(),
                 &*f.selector_id,
                 &*f.rule_id,
                 f.timeout_ms
@@ -163,5 +212,45 @@ mod tests {
             code(run(&snapshot(true, "not json"), "/api/a/x")),
             (503, -119)
         );
+    }
+
+    const THREE: &str = r#"[{"upstreamUrl":"a:1","weight":5},{"upstreamUrl":"b:1","weight":1},{"upstreamUrl":"c:1","weight":1}]"#;
+
+    fn names(snap: &Snapshot, req: &TestRequest, n: usize) -> String {
+        (0..n)
+            .map(|_| {
+                let f = Chain::standard().run(snap, &req.view()).unwrap();
+                f.lease.upstream().data.upstream_url.chars().next().unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_rule_names_the_balancer_and_state_survives_unrelated_changes() {
+        let rr = r#"{"loadBalance":"roundRobin"}"#;
+        let snap = Snapshot::build(config(true, THREE, rr));
+        let req = TestRequest::get("/api/a/x");
+        assert_eq!(names(&snap, &req, 3), "aab");
+        // A rebuild with the same selector handle keeps the round-robin position...
+        let mut data = config(true, THREE, rr);
+        data.apply(DataEvent::new(
+            DataEventType::Myself,
+            EventPayload::MetaData(Vec::new()),
+        ));
+        let next = Snapshot::rebuild(data, Some(&snap));
+        assert_eq!(names(&next, &req, 4), "acaa");
+        // ...a changed handle starts over.
+        let changed = THREE.replace("c:1", "d:1");
+        let other = Snapshot::rebuild(config(true, &changed, rr), Some(&next));
+        assert_eq!(names(&other, &req, 7), "aabadaa");
+    }
+
+    #[test]
+    fn specify_domain_bypasses_the_balancer() {
+        let snap = Snapshot::build(config(true, THREE, r#"{"loadBalance":"roundRobin"}"#));
+        let req = TestRequest::get("/api/a/x").header("specify-domain", "c:1");
+        assert_eq!(names(&snap, &req, 3), "ccc");
+        let unknown = TestRequest::get("/api/a/x").header("specify-domain", "z:1");
+        assert_eq!(names(&snap, &unknown, 2), "aa");
     }
 }

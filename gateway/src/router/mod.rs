@@ -358,6 +358,41 @@ mod tests {
         assert!(eval_all(MatchMode::And, &[ok], &req).unwrap());
     }
 
+    #[rstest]
+    #[case(&[], "127.0.0.1", "127.0.0.1")]
+    // One non-empty entry (also without the space) is ignored: the peer counts.
+    #[case(&["1.2.3.4"], "127.0.0.1", "127.0.0.1")]
+    #[case(&["1.2.3.4,5.6.7.8"], "127.0.0.1", "127.0.0.1")]
+    // Several entries: the leftmost.
+    #[case(&["1.2.3.4, 5.6.7.8"], "1.2.3.4", "1.2.3.4")]
+    #[case(&["::1, 5.6.7.8"], "0:0:0:0:0:0:0:1", "0:0:0:0:0:0:0:1")]
+    // Several header lines: all discarded.
+    #[case(&["1.2.3.4, 5.6.7.8", "9.9.9.9, 8.8.8.8"], "127.0.0.1", "127.0.0.1")]
+    // An empty entry: loopback.
+    #[case(&[""], "127.0.0.1", "localhost")]
+    #[case(&[", 5.6.7.8"], "127.0.0.1", "localhost")]
+    #[case(&["localhost, 5.6.7.8"], "127.0.0.1", "localhost")]
+    fn client_address_follows_forwarded_for(
+        #[case] xff: &[&str],
+        #[case] ip: &str,
+        #[case] host: &str,
+    ) {
+        let mut req = TestRequest::get("/");
+        req.peer = [127, 0, 0, 1].into();
+        for line in xff {
+            req = req.header("x-forwarded-for", line);
+        }
+        assert!(eval("ip", "=", "", ip, &req).unwrap(), "ip {xff:?}");
+        assert!(eval("host", "=", "", host, &req).unwrap(), "host {xff:?}");
+    }
+
+    #[test]
+    fn forwarded_host_names() {
+        let req = TestRequest::get("/").header("x-forwarded-for", "client.example, 5.6.7.8");
+        assert!(eval("host", "=", "", "client.example", &req).unwrap());
+        assert_eq!(eval("ip", "=", "", "x", &req).unwrap_err().status, 500);
+    }
+
     #[test]
     fn ipv6_peer_renders_like_java() {
         let mut req = TestRequest::get("/");

@@ -26,8 +26,13 @@ pub(crate) enum Param {
     Cookie(String),
     /// The Host header's host, port stripped.
     Domain,
-    /// The client address, as Java renders it (`host` and `ip` agree for IP peers).
-    Peer,
+    /// The client address (`ip`), `X-Forwarded-For` considered as ShenYu does (see
+    /// `forwarded_entry`); a forwarded host name other than `localhost` is an error (ShenYu
+    /// resolves it through DNS, and fails with HTTP 500 when it cannot).
+    Ip,
+    /// The client host (`host`): the same as `ip` for IP literals, a forwarded host name as
+    /// typed.
+    Host,
     /// A `ShenyuContext` field read by name.
     Post(PostField),
     /// A param type ShenYu has no extractor for: evaluating it fails with HTTP 400.
@@ -63,7 +68,8 @@ impl Param {
             ParamType::Query => Param::Query(name.to_owned()),
             ParamType::Cookie => Param::Cookie(name.to_owned()),
             ParamType::Domain => Param::Domain,
-            ParamType::Host | ParamType::Ip => Param::Peer,
+            ParamType::Ip => Param::Ip,
+            ParamType::Host => Param::Host,
             ParamType::Post => Param::Post(match name {
                 "module" => PostField::Module,
                 "method" | "path" | "realUrl" => PostField::Path,
@@ -93,7 +99,22 @@ impl Param {
                 .map_err(|e| MatchError::bad_request(format!("invalid query string: {e}")))?,
             Param::Cookie(name) => Some(Cow::Borrowed(cookie(req, name))),
             Param::Domain => Some(Cow::Borrowed(domain(req))),
-            Param::Peer => Some(Cow::Owned(java_ip(req.peer))),
+            Param::Ip => Some(Cow::Owned(match client_address(req) {
+                Client::Ip(ip) => java_ip(ip),
+                Client::Name(name) => {
+                    return Err(MatchError::internal(format!(
+                        "cannot resolve forwarded client `{name}`"
+                    )));
+                }
+            })),
+            Param::Host => Some(match forwarded_entry(req) {
+                Some("") => Cow::Borrowed("localhost"),
+                Some(entry) => match parse_ip(entry) {
+                    Some(ip) => Cow::Owned(java_ip(ip)),
+                    None => Cow::Borrowed(entry),
+                },
+                None => Cow::Owned(java_ip(req.peer)),
+            }),
             Param::Post(field) => match field {
                 PostField::Module => Some(Cow::Borrowed("divide-http")),
                 PostField::Path => Some(Cow::Borrowed(req.path)),
@@ -119,6 +140,55 @@ fn header_value<'r>(req: &'r RequestView<'_>, name: &str) -> Cow<'r, str> {
         Some(v) => String::from_utf8_lossy(v.as_bytes()),
         None => Cow::Borrowed(""),
     }
+}
+
+/// The client as ShenYu's `ForwardedRemoteAddressResolver(1)` sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client<'r> {
+    /// An address (socket peer, forwarded IP literal, or loopback for an empty entry).
+    Ip(IpAddr),
+    /// A forwarded host name (ShenYu resolves it through DNS; gantry does not).
+    Name(&'r str),
+}
+
+/// The `X-Forwarded-For` entry ShenYu uses, if any (semantics §3): exactly one header line,
+/// split on `", "`; a single non-empty entry is ignored; otherwise the leftmost entry.
+fn forwarded_entry<'r>(req: &'r RequestView<'_>) -> Option<&'r str> {
+    let mut lines = req.headers.get_all("x-forwarded-for").iter();
+    let line = lines.next()?;
+    if lines.next().is_some() {
+        return None;
+    }
+    let text = line.to_str().ok()?;
+    let mut entries = text.split(", ");
+    let first = entries.next()?;
+    if entries.next().is_none() && !first.is_empty() {
+        return None;
+    }
+    Some(first)
+}
+
+fn client_address<'r>(req: &'r RequestView<'_>) -> Client<'r> {
+    match forwarded_entry(req) {
+        None => Client::Ip(req.peer),
+        Some("") => Client::Ip(IpAddr::from([127, 0, 0, 1])),
+        Some(entry) => match parse_ip(entry) {
+            Some(ip) => Client::Ip(ip),
+            None if entry.eq_ignore_ascii_case("localhost") => {
+                Client::Ip(IpAddr::from([127, 0, 0, 1]))
+            }
+            None => Client::Name(entry),
+        },
+    }
+}
+
+/// An IP literal, IPv6 with or without brackets.
+fn parse_ip(entry: &str) -> Option<IpAddr> {
+    let literal = entry
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .unwrap_or(entry);
+    literal.parse().ok()
 }
 
 fn cookie<'r>(req: &'r RequestView<'_>, name: &str) -> &'r str {

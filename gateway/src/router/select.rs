@@ -9,7 +9,9 @@ use std::sync::Arc;
 use model::{DivideRuleHandle, MatchMode, RuleData, SelectorData, SelectorType};
 
 use super::{Condition, MatchError, RequestView, eval_all};
-use crate::balance::Upstream;
+use crate::balance::Pool;
+use crate::plugin::context_path::{self, ContextPathHandle};
+use crate::plugin::param_mapping::{self, BodyMapping};
 
 /// A selector compiled for matching, with its rules.
 #[derive(Debug)]
@@ -21,8 +23,8 @@ pub(crate) struct CompiledSelector {
     match_mode: MatchMode,
     continued: bool,
     conditions: Vec<Condition>,
-    /// Usable upstreams (divide selectors only): `status == true`, parsed once.
-    pub(crate) upstreams: Vec<Upstream>,
+    /// Usable upstreams (divide selectors only, `status == true`) with the balancers' state.
+    pub(crate) pool: Arc<Pool>,
     /// The selector's rules, sorted by `sort`.
     pub(crate) rules: Vec<CompiledRule>,
 }
@@ -35,8 +37,21 @@ pub(crate) struct CompiledRule {
     enabled: bool,
     match_mode: MatchMode,
     conditions: Vec<Condition>,
-    /// The divide rule handle (defaults when absent or unreadable).
+    /// The divide rule handle (defaults when absent, unreadable or not a divide rule).
     pub(crate) handle: DivideRuleHandle,
+    /// The handle of the other plugins gantry runs.
+    pub(crate) plugin_handle: PluginHandle,
+}
+
+/// A non-divide rule handle, parsed once per snapshot.
+#[derive(Debug, Clone)]
+pub(crate) enum PluginHandle {
+    /// No handle gantry reads (or an unreadable one, logged).
+    None,
+    /// contextPath.
+    ContextPath(ContextPathHandle),
+    /// paramMapping.
+    ParamMapping(Arc<BodyMapping>),
 }
 
 /// Which rule a matched selector runs with.
@@ -52,12 +67,19 @@ pub(crate) enum RuleChoice<'s> {
 pub(crate) const DEFAULT_RULE_ID: &str = "default_rule";
 
 impl CompiledSelector {
-    /// Compiles a selector and its (already sorted) rules.
-    pub(crate) fn compile(s: &SelectorData, rules: &[RuleData]) -> CompiledSelector {
-        let upstreams = if s.plugin_name == "divide" {
-            Upstream::parse_handle(s.handle.as_deref().unwrap_or(""), &s.id)
-        } else {
-            Vec::new()
+    /// Compiles a selector and its (already sorted) rules. `previous`: the same selector in
+    /// the previous snapshot, whose upstream pool (and balancer state) is kept when the
+    /// handle did not change.
+    pub(crate) fn compile(
+        s: &SelectorData,
+        rules: &[RuleData],
+        previous: Option<&CompiledSelector>,
+    ) -> CompiledSelector {
+        let handle = s.handle.as_deref().unwrap_or("");
+        let pool = match previous {
+            Some(p) if p.pool.handle() == handle => p.pool.clone(),
+            _ if s.plugin_name == "divide" => Arc::new(Pool::from_handle(handle, &s.id)),
+            _ => Arc::new(Pool::new(Vec::new())),
         };
         CompiledSelector {
             id: Arc::from(s.id.as_str()),
@@ -66,7 +88,7 @@ impl CompiledSelector {
             match_mode: s.match_mode,
             continued: s.continued,
             conditions: s.condition_list.iter().map(Condition::compile).collect(),
-            upstreams,
+            pool,
             rules: rules.iter().map(CompiledRule::compile).collect(),
         }
     }
@@ -117,8 +139,22 @@ impl CompiledRule {
             }),
             _ => DivideRuleHandle::default(),
         };
+        let plugin_handle = match (r.plugin_name.as_str(), r.handle.as_deref()) {
+            (context_path::NAME, Some(h)) => ContextPathHandle::parse(h)
+                .map(PluginHandle::ContextPath)
+                .map_err(|e| e.to_string()),
+            (param_mapping::NAME, Some(h)) => BodyMapping::parse(h)
+                .map(|m| PluginHandle::ParamMapping(Arc::new(m)))
+                .map_err(|e| e.to_string()),
+            _ => Ok(PluginHandle::None),
+        }
+        .unwrap_or_else(|e| {
+            tracing::warn!(rule = %r.id, plugin = %r.plugin_name, error = %e, "unreadable rule handle; ignored");
+            PluginHandle::None
+        });
         CompiledRule {
             id: Arc::from(r.id.as_str()),
+            plugin_handle,
             enabled: r.enabled,
             match_mode: r.match_mode,
             conditions: r
@@ -206,7 +242,7 @@ mod tests {
     fn compile_sorted(mut sels: Vec<SelectorData>) -> Vec<CompiledSelector> {
         sels.sort_by_key(|s| s.sort);
         sels.iter()
-            .map(|s| CompiledSelector::compile(s, &[]))
+            .map(|s| CompiledSelector::compile(s, &[], None))
             .collect()
     }
 
@@ -290,7 +326,7 @@ mod tests {
     fn rule_pick(s: &SelectorData, rules: Vec<RuleData>, path: &str) -> Option<String> {
         let mut rules = rules;
         rules.sort_by_key(|r| r.sort);
-        let c = CompiledSelector::compile(s, &rules);
+        let c = CompiledSelector::compile(s, &rules, None);
         let req = TestRequest::get(path);
         c.select_rule(&req.view())
             .unwrap()

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!   admin ──frames──▶ Subscriber (websocket.rs) ──text──▶ SyncState::apply_text
+//!   admin ──groups──▶ Subscriber (http_long_poll.rs) ───▶ SyncState::apply_group
 //!                                                         │ parse → DataEvent
 //!                                                         │ copy data, apply, compile
 //!                                                         ▼
@@ -12,13 +13,19 @@
 //! counters reported by `/actuator/health`. A frame that cannot be read is a [`SyncError`]:
 //! logged at WARN, counted, and otherwise ignored, so the last good config keeps serving.
 
+pub(crate) mod etcd;
+pub(crate) mod http_long_poll;
+mod keyspace;
 pub(crate) mod websocket;
+pub(crate) mod zookeeper;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use model::{DataEvent, SyncMode, WebsocketData};
+use model::{ConfigGroup, DataEvent, DataEventType, SyncMode, WebsocketData};
+use rand::Rng;
 use serde::Serialize;
 
 use crate::snapshot::Snapshot;
@@ -41,6 +48,32 @@ pub(crate) enum SyncError {
     #[error("connection to {url} timed out")]
     ConnectTimeout {
         /// The admin URL.
+        url: String,
+    },
+    /// An HTTP request to the admin failed (connect, read timeout, broken body).
+    #[error("request to {url} failed: {source}")]
+    Http {
+        /// The request URL.
+        url: String,
+        /// What went wrong.
+        source: reqwest::Error,
+    },
+    /// The admin answered, but not with success (status or envelope code).
+    #[error("{url} answered HTTP {status}, code {code}: {message}")]
+    Refused {
+        /// The request URL.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// Envelope code (0 when the body was not an envelope).
+        code: i32,
+        /// Envelope message or body excerpt.
+        message: String,
+    },
+    /// The admin rejected the token (HTTP 401 or code 600): log in again.
+    #[error("{url} rejected the access token")]
+    Unauthorized {
+        /// The request URL.
         url: String,
     },
 }
@@ -67,7 +100,8 @@ pub(crate) struct SyncState {
     /// Serialises writers; readers never take it.
     writer: Mutex<()>,
     mode: SyncMode,
-    connected: AtomicBool,
+    /// Subscriber sessions currently connected (one per admin at most).
+    sessions: AtomicUsize,
     full_syncs: AtomicU64,
     events_applied: AtomicU64,
     events_rejected: AtomicU64,
@@ -79,13 +113,14 @@ pub(crate) struct SyncState {
 pub(crate) struct SyncHealth {
     /// Sync mode name.
     pub(crate) mode: SyncMode,
-    /// Whether the subscriber is connected to an admin.
+    /// Whether the subscriber is connected to at least one admin.
     pub(crate) connected: bool,
-    /// Full-sync frames applied (MYSELF / REFRESH, one per group).
+    /// Full syncs applied (websocket MYSELF / REFRESH frames, accepted long-poll groups;
+    /// one per group).
     pub(crate) full_syncs: u64,
-    /// Frames applied (full and incremental).
+    /// Events applied (full and incremental).
     pub(crate) events_applied: u64,
-    /// Frames rejected as malformed.
+    /// Frames or fetched groups rejected as malformed.
     pub(crate) events_rejected: u64,
 }
 
@@ -96,7 +131,7 @@ impl SyncState {
             snapshot: ArcSwap::from_pointee(Snapshot::default()),
             writer: Mutex::new(()),
             mode,
-            connected: AtomicBool::new(false),
+            sessions: AtomicUsize::new(0),
             full_syncs: AtomicU64::new(0),
             events_applied: AtomicU64::new(0),
             events_rejected: AtomicU64::new(0),
@@ -108,9 +143,35 @@ impl SyncState {
         self.snapshot.load()
     }
 
-    /// Records whether the subscriber is connected.
-    pub(crate) fn set_connected(&self, connected: bool) {
-        self.connected.store(connected, Ordering::Relaxed);
+    /// Marks a subscriber session to an admin as connected until the guard is dropped.
+    pub(crate) fn connected(&self) -> ConnectedGuard<'_> {
+        self.sessions.fetch_add(1, Ordering::Relaxed);
+        ConnectedGuard(self)
+    }
+
+    /// Replaces one whole group with `data` (a long-poll fetch the caller accepted): one
+    /// swap. Unreadable items are counted as a rejection and change nothing.
+    pub(crate) fn apply_group(
+        &self,
+        group: ConfigGroup,
+        data: Vec<serde_json::Value>,
+    ) -> Result<Applied, SyncError> {
+        match DataEvent::from_wire(group, DataEventType::Refresh, data) {
+            Ok(Some(event)) => {
+                self.apply(event);
+                Ok(Applied::Event)
+            }
+            Ok(None) => Ok(Applied::Ignored),
+            Err(e) => {
+                self.reject();
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Counts a rejected frame or response.
+    pub(crate) fn reject(&self) {
+        self.events_rejected.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Reads and applies one websocket text frame; a malformed frame is counted and
@@ -124,7 +185,7 @@ impl SyncState {
             }
             Ok(None) => Ok(Applied::Ignored),
             Err(e) => {
-                self.events_rejected.fetch_add(1, Ordering::Relaxed);
+                self.reject();
                 Err(e)
             }
         }
@@ -137,9 +198,11 @@ impl SyncState {
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut data = self.snapshot.load().data.clone();
+        let previous = self.snapshot.load();
+        let mut data = previous.data.clone();
         data.apply(event);
-        self.snapshot.store(Arc::new(Snapshot::build(data)));
+        let next = Snapshot::rebuild(data, Some(&previous));
+        self.snapshot.store(Arc::new(next));
         if full {
             self.full_syncs.fetch_add(1, Ordering::Relaxed);
         }
@@ -150,11 +213,57 @@ impl SyncState {
     pub(crate) fn health(&self) -> SyncHealth {
         SyncHealth {
             mode: self.mode,
-            connected: self.connected.load(Ordering::Relaxed),
+            connected: self.sessions.load(Ordering::Relaxed) > 0,
             full_syncs: self.full_syncs.load(Ordering::Relaxed),
             events_applied: self.events_applied.load(Ordering::Relaxed),
             events_rejected: self.events_rejected.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// A connected subscriber session; dropping it marks the session gone.
+#[derive(Debug)]
+pub(crate) struct ConnectedGuard<'a>(&'a SyncState);
+
+impl Drop for ConnectedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.sessions.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Reconnect back-off: starts at 100 ms, doubles to a 5 s cap; each wait is jittered to
+/// between half and all of the current step. (ShenYu's long-poll client waits 5 s ten times,
+/// then 5 min; gantry retries faster so a restarted admin is picked up within seconds.)
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    step: Duration,
+}
+
+impl Backoff {
+    const START: Duration = Duration::from_millis(100);
+    const CAP: Duration = Duration::from_secs(5);
+
+    /// A back-off at its first step.
+    pub(crate) fn new() -> Backoff {
+        Backoff { step: Self::START }
+    }
+
+    /// Back to the first step (after a success).
+    pub(crate) fn reset(&mut self) {
+        self.step = Self::START;
+    }
+
+    /// The next wait; the step doubles up to the cap.
+    pub(crate) fn next_wait(&mut self) -> Duration {
+        let half = self.step / 2;
+        let jitter = rand::rng().random_range(0..=half.as_millis() as u64);
+        self.step = (self.step * 2).min(Self::CAP);
+        half + Duration::from_millis(jitter)
+    }
+
+    /// Sleeps for [`Backoff::next_wait`].
+    pub(crate) async fn wait(&mut self) {
+        tokio::time::sleep(self.next_wait()).await;
     }
 }
 
@@ -200,6 +309,53 @@ mod tests {
         assert_eq!(
             (h.events_rejected, h.events_applied, h.full_syncs),
             (5, 1, 1)
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_to_the_cap_with_jitter() {
+        let mut b = Backoff::new();
+        let waits: Vec<Duration> = (0..10).map(|_| b.next_wait()).collect();
+        assert!(waits[0] >= Duration::from_millis(50) && waits[0] <= Duration::from_millis(100));
+        assert!(waits[9] >= Duration::from_millis(2500) && waits[9] <= Duration::from_secs(5));
+        b.reset();
+        assert!(b.next_wait() <= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn apply_group_replaces_or_rejects() {
+        let state = SyncState::new(SyncMode::Http);
+        let item = serde_json::json!({"id":"1","pluginName":"divide","sort":1,"enabled":true});
+        assert_eq!(
+            state
+                .apply_group(ConfigGroup::Selector, vec![item])
+                .unwrap(),
+            Applied::Event
+        );
+        let before = state.snapshot().digest.clone();
+        let bad = serde_json::json!({"id":"1","sort":"x"});
+        assert!(state.apply_group(ConfigGroup::Selector, vec![bad]).is_err());
+        assert_eq!(state.snapshot().digest, before);
+        assert_eq!(
+            state
+                .apply_group(ConfigGroup::DiscoverUpstream, vec![])
+                .unwrap(),
+            Applied::Ignored
+        );
+        let a = state.connected();
+        let b = state.connected();
+        drop(a);
+        assert!(state.health().connected);
+        drop(b);
+        let h = state.health();
+        assert_eq!(
+            (
+                h.connected,
+                h.events_rejected,
+                h.events_applied,
+                h.full_syncs
+            ),
+            (false, 1, 1, 1)
         );
     }
 

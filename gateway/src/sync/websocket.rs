@@ -8,15 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use rand::Rng;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{Subscriber, SyncError, SyncState};
+use super::{Backoff, Subscriber, SyncError, SyncState};
 
 const PING_EVERY: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const BACKOFF_START: Duration = Duration::from_millis(100);
-const BACKOFF_CAP: Duration = Duration::from_secs(5);
 
 /// The websocket subscriber.
 #[derive(Debug)]
@@ -51,7 +48,7 @@ impl WebsocketSubscriber {
             .map_err(conn_err)?;
         let (mut tx, mut rx) = ws.split();
         tx.send(Message::text("MYSELF")).await.map_err(conn_err)?;
-        state.set_connected(true);
+        let connected = state.connected();
         tracing::info!(%url, "websocket sync connected; sent MYSELF");
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
@@ -74,14 +71,14 @@ impl WebsocketSubscriber {
                 }
             }
         };
-        state.set_connected(false);
+        drop(connected);
         Ok(result)
     }
 }
 
 impl Subscriber for WebsocketSubscriber {
     async fn run(self, state: Arc<SyncState>) {
-        let mut backoff = BACKOFF_START;
+        let mut backoff = Backoff::new();
         let mut index = 0;
         loop {
             let url = &self.urls[index % self.urls.len()];
@@ -91,17 +88,14 @@ impl Subscriber for WebsocketSubscriber {
                         Ok(()) => tracing::warn!(%url, "websocket sync closed; reconnecting"),
                         Err(e) => tracing::warn!(error = %e, "websocket sync broke; reconnecting"),
                     }
-                    backoff = BACKOFF_START;
+                    backoff.reset();
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "websocket sync failed; trying again");
                     index += 1;
                 }
             }
-            let half = backoff / 2;
-            let jitter = rand::rng().random_range(0..=half.as_millis() as u64);
-            tokio::time::sleep(half + Duration::from_millis(jitter)).await;
-            backoff = (backoff * 2).min(BACKOFF_CAP);
+            backoff.wait().await;
         }
     }
 }

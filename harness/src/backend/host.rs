@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use model::SyncMode;
 
+use super::StoreServer;
 use crate::error::BackendError;
 use crate::wait::{WaitPolicy, await_convergence};
 
@@ -74,6 +75,13 @@ pub fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
     })
 }
 
+/// `--zookeeper-url <url>` or `--etcd-url <url>` for a store server.
+fn store_args(store: Option<&StoreServer>) -> Vec<String> {
+    store
+        .map(|s| vec![s.kind().url_flag().to_owned(), s.url()])
+        .unwrap_or_default()
+}
+
 /// The last `n` lines of `text`.
 pub(crate) fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -102,30 +110,38 @@ impl HostBackend {
     }
 
     /// Starts `gantry-admin` with a SQLite file under `dir`.
-    pub async fn start_admin(&self, mode: SyncMode, dir: &Path) -> Result<Service, BackendError> {
+    pub async fn start_admin(
+        &self,
+        mode: SyncMode,
+        store: Option<&StoreServer>,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
         let db = dir.join("admin.db");
-        let args = vec![
+        let mut args = vec![
             "--db".into(),
             db.display().to_string(),
             "--sync".into(),
             mode.to_string(),
         ];
+        args.extend(store_args(store));
         self.spawn("admin", "gantry-admin", args, dir).await
     }
 
-    /// Starts `gantry-gateway` subscribed to `admin_url`.
+    /// Starts `gantry-gateway` subscribed to `admin_url`, or to `store` if given.
     pub async fn start_gateway(
         &self,
         mode: SyncMode,
         admin_url: &str,
+        store: Option<&StoreServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
-        let args = vec![
+        let mut args = vec![
             "--sync".into(),
             mode.to_string(),
             "--admin-url".into(),
             admin_url.to_owned(),
         ];
+        args.extend(store_args(store));
         self.spawn("gateway", "gantry-gateway", args, dir).await
     }
 

@@ -1,15 +1,23 @@
-//! Backends start the admin and the gateway for one sync mode. Only `host` (local processes)
-//! exists; a docker backend will sit beside it behind the same [`Backend`] interface.
+//! Backends start the services of one topology: `host` (local processes and in-process
+//! upstreams) and `docker` (containers on a private network). A [`Backend`] is prepared once;
+//! each topology opens a [`Run`] on it and starts its services through the run, which owns
+//! whatever the services share (for docker, the network) and cleans it up on drop.
 
+pub mod docker;
 pub mod host;
+pub mod middleware;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::path::PathBuf;
 
 use model::SyncMode;
 
-pub use host::{HostBackend, Service};
+pub use docker::{Container, DockerBackend, DockerRun};
+pub use host::HostBackend;
+pub use middleware::{StoreKind, StoreServer};
 
 use crate::error::BackendError;
+use crate::upstream::Upstream;
 
 /// Which backend to run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -17,6 +25,17 @@ pub enum BackendKind {
     /// Local processes from the workspace's target directory.
     #[default]
     Host,
+    /// Containers of the `gantry/*:dev` images.
+    Docker,
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendKind::Host => "host",
+            BackendKind::Docker => "docker",
+        })
+    }
 }
 
 /// A backend, ready to start services.
@@ -24,32 +43,165 @@ pub enum BackendKind {
 pub enum Backend {
     /// Local processes.
     Host(HostBackend),
+    /// Containers.
+    Docker(DockerBackend),
 }
 
 impl Backend {
-    /// A backend of `kind` whose binaries live in `bin_dir`.
+    /// A backend of `kind` whose binaries live in `bin_dir` (for docker: the static binaries
+    /// the images are built from, rebuilding the images whose binary changed).
     pub fn new(kind: BackendKind, bin_dir: PathBuf) -> Result<Self, BackendError> {
         match kind {
             BackendKind::Host => HostBackend::new(bin_dir).map(Backend::Host),
+            BackendKind::Docker => DockerBackend::open(Some(&bin_dir)).map(Backend::Docker),
         }
     }
 
-    /// Starts an admin publishing with `mode`; its files go under `dir`.
-    pub async fn start_admin(&self, mode: SyncMode, dir: &Path) -> Result<Service, BackendError> {
+    /// Opens a run for one topology under `mode`; `keep` leaves docker containers behind.
+    pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<Run, BackendError> {
         match self {
-            Backend::Host(h) => h.start_admin(mode, dir).await,
+            Backend::Host(h) => Ok(Run::Host(h.clone())),
+            Backend::Docker(d) => d.begin(mode, keep).await.map(Run::Docker),
+        }
+    }
+}
+
+/// One topology's services in the making; see [`Backend::begin`].
+#[derive(Debug)]
+pub enum Run {
+    /// Host processes.
+    Host(HostBackend),
+    /// Containers on the run's network.
+    Docker(DockerRun),
+}
+
+impl Run {
+    /// The docker run id, for docker runs.
+    pub fn docker_id(&self) -> Option<&str> {
+        match self {
+            Run::Host(_) => None,
+            Run::Docker(d) => Some(d.id()),
         }
     }
 
-    /// Starts a gateway subscribing with `mode` to the admin at `admin_url`.
-    pub async fn start_gateway(
+    /// Starts the echo upstream `name`.
+    pub async fn start_upstream(&self, name: &str) -> Result<UpstreamService, BackendError> {
+        match self {
+            Run::Host(_) => Upstream::start(name).await.map(UpstreamService::Host),
+            Run::Docker(d) => d
+                .start(&docker::upstream_spec(&d.prefix(), name))
+                .await
+                .map(UpstreamService::Docker),
+        }
+    }
+
+    /// Starts an admin publishing with `mode` (to `store` for the zookeeper and etcd modes);
+    /// host files go under `dir`.
+    pub async fn start_admin(
         &self,
         mode: SyncMode,
-        admin_url: &str,
+        store: Option<&StoreServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
         match self {
-            Backend::Host(h) => h.start_gateway(mode, admin_url, dir).await,
+            Run::Host(h) => h.start_admin(mode, store, dir).await.map(Service::Host),
+            Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
+            Run::Docker(d) => d
+                .start(&docker::admin_spec(&d.prefix(), mode))
+                .await
+                .map(Service::Docker),
+        }
+    }
+
+    /// Starts a gateway subscribing with `mode` to `admin` (or to `store` for the zookeeper
+    /// and etcd modes).
+    pub async fn start_gateway(
+        &self,
+        mode: SyncMode,
+        admin: &Service,
+        store: Option<&StoreServer>,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
+        match self {
+            Run::Host(h) => h
+                .start_gateway(mode, admin.url(), store, dir)
+                .await
+                .map(Service::Host),
+            Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
+            Run::Docker(d) => d
+                .start(&docker::gateway_spec(&d.prefix(), mode, &admin.peer_url()))
+                .await
+                .map(Service::Docker),
+        }
+    }
+}
+
+/// The docker backend runs no ZooKeeper or etcd server yet.
+fn docker_store_unsupported(mode: SyncMode) -> BackendError {
+    BackendError::StoreUnavailable {
+        mode,
+        detail: "the docker backend does not run ZooKeeper or etcd yet (use --backend host)".into(),
+    }
+}
+
+/// A running admin or gateway; stopped on drop.
+#[derive(Debug)]
+pub enum Service {
+    /// A child process.
+    Host(host::Service),
+    /// A container (removed with its run).
+    Docker(Container),
+}
+
+impl Service {
+    /// `admin` or `gateway` (the container name, `gantry-<run id>-admin`, for docker).
+    pub fn name(&self) -> &str {
+        match self {
+            Service::Host(s) => s.name(),
+            Service::Docker(c) => c.name(),
+        }
+    }
+
+    /// Base URL as the harness reaches it, e.g. `http://127.0.0.1:40123`.
+    pub fn url(&self) -> &str {
+        match self {
+            Service::Host(s) => s.url(),
+            Service::Docker(c) => c.url(),
+        }
+    }
+
+    /// Base URL as the other services reach it.
+    pub fn peer_url(&self) -> String {
+        match self {
+            Service::Host(s) => s.url().to_owned(),
+            Service::Docker(c) => format!("http://{}", c.peer_addr()),
+        }
+    }
+
+    /// The last `n` lines of the service's log (stderr; stdout and stderr for containers).
+    pub fn log_tail(&self, n: usize) -> String {
+        match self {
+            Service::Host(s) => s.log_tail(n),
+            Service::Docker(c) => c.log_tail(n),
+        }
+    }
+}
+
+/// A running echo upstream; stopped on drop.
+#[derive(Debug)]
+pub enum UpstreamService {
+    /// In-process, on loopback.
+    Host(Upstream),
+    /// A container on the run's network.
+    Docker(Container),
+}
+
+impl UpstreamService {
+    /// `host:port` as the gateway reaches it (a divide `upstreamUrl`).
+    pub fn host_port(&self) -> String {
+        match self {
+            UpstreamService::Host(u) => u.host_port(),
+            UpstreamService::Docker(c) => c.peer_addr().to_owned(),
         }
     }
 }

@@ -36,11 +36,19 @@ pub struct CaseResult {
     pub converge_ms: Option<u64>,
     /// Why it failed.
     pub error: Option<String>,
+    /// Why it did not run (its sync mode's server is not installed); not a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 impl CaseResult {
     /// `<case>@<mode>`.
     pub fn id(&self) -> String {
         format!("{}@{}", self.case, self.mode)
+    }
+
+    /// Whether it failed (neither passed nor skipped).
+    pub fn failed(&self) -> bool {
+        !self.passed && self.skipped.is_none()
     }
 }

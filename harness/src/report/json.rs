@@ -34,6 +34,7 @@ mod tests {
                 passed: true,
                 converge_ms: Some(42),
                 error: None,
+                skipped: None,
             },
             CaseResult {
                 case: "broken".into(),
@@ -41,6 +42,7 @@ mod tests {
                 passed: false,
                 converge_ms: None,
                 error: Some("cases/scenarios/broken.yaml:3:1: unknown field `x`".into()),
+                skipped: None,
             },
         ];
         insta::assert_snapshot!(render(&results));

@@ -28,8 +28,11 @@ impl TerminalReporter {
             Event::StepStarted { id, step } => self.bar.set_message(format!("{id}: {step}")),
             Event::CaseFinished(r) => {
                 self.bar.inc(1);
-                let verdict = if r.passed { "PASS" } else { "FAIL" };
-                self.bar.println(format!("{verdict} {}", r.id()));
+                match (&r.skipped, r.passed) {
+                    (Some(why), _) => self.bar.println(format!("SKIP {}: {why}", r.id())),
+                    (None, true) => self.bar.println(format!("PASS {}", r.id())),
+                    (None, false) => self.bar.println(format!("FAIL {}", r.id())),
+                }
             }
         }
     }
@@ -44,7 +47,7 @@ impl TerminalReporter {
 pub fn failure_details(results: &[CaseResult]) -> String {
     results
         .iter()
-        .filter(|r| !r.passed)
+        .filter(|r| r.failed())
         .map(|r| {
             format!(
                 "FAIL {}\n{}\n\n",
@@ -52,6 +55,14 @@ pub fn failure_details(results: &[CaseResult]) -> String {
                 r.error.as_deref().unwrap_or("(no error recorded)")
             )
         })
+        .collect()
+}
+
+/// Every skipped case with the reason, for printing before the table.
+pub fn skip_notes(results: &[CaseResult]) -> String {
+    results
+        .iter()
+        .filter_map(|r| Some(format!("SKIP {}: {}\n", r.id(), r.skipped.as_deref()?)))
         .collect()
 }
 
@@ -74,20 +85,53 @@ pub fn summary_table(results: &[CaseResult]) -> String {
         "scenario", "mode", "result", "converge"
     );
     for r in results {
-        let verdict = if r.passed { "pass" } else { "FAIL" };
+        let verdict = match (&r.skipped, r.passed) {
+            (Some(_), _) => "skip",
+            (None, true) => "pass",
+            (None, false) => "FAIL",
+        };
         let ms = r
             .converge_ms
             .map_or_else(|| "-".to_owned(), |c| format!("{c} ms"));
         out += &format!("{:<w$}  {:<m$}  {verdict:<6}  {ms:>10}\n", r.case, r.mode);
     }
     let passed = results.iter().filter(|r| r.passed).count();
-    out += &format!("{passed} passed, {} failed", results.len() - passed);
+    let failed = results.iter().filter(|r| r.failed()).count();
+    out += &format!("{passed} passed, {failed} failed");
+    let skipped = results.len() - passed - failed;
+    if skipped > 0 {
+        out += &format!(", {skipped} skipped");
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skipped_cases_are_neither_passed_nor_failed() {
+        let results = vec![CaseResult {
+            case: "uri_equal".into(),
+            mode: "etcd".into(),
+            passed: false,
+            converge_ms: None,
+            error: None,
+            skipped: Some("etcd server not available".into()),
+        }];
+        assert!(!results[0].failed());
+        assert_eq!(failure_details(&results), "");
+        assert_eq!(
+            skip_notes(&results),
+            "SKIP uri_equal@etcd: etcd server not available\n"
+        );
+        assert!(
+            summary_table(&results)
+                .ends_with("uri_equal  etcd  skip             -\n0 passed, 0 failed, 1 skipped"),
+            "{}",
+            summary_table(&results)
+        );
+    }
 
     #[test]
     fn table_lists_every_case() {
@@ -98,6 +142,7 @@ mod tests {
                 passed: true,
                 converge_ms: Some(7),
                 error: None,
+                skipped: None,
             },
             CaseResult {
                 case: "bad".into(),
@@ -105,6 +150,7 @@ mod tests {
                 passed: false,
                 converge_ms: None,
                 error: Some("x".into()),
+                skipped: None,
             },
         ];
         let t = summary_table(&results);

@@ -1,0 +1,381 @@
+//! The publisher loop shared by the ZooKeeper and etcd publishers: both keep the ShenYu 2.6.0
+//! key layout ([`model::keyspace`]) in an external store equal to what is committed.
+//!
+//! ```text
+//! subscribe ─▶ connect ─▶ snapshot ─▶ full write ─▶ every event written ─┐
+//!     ▲          (every item put, stale keys deleted)                     │ error, lag,
+//!     └──────────────────── back-off ◀──────────────────────────────────┘ session lost
+//! ```
+//!
+//! The subscription is taken before the snapshot and [`Admin::snapshot_for`] drops what the
+//! snapshot already holds, so no change falls in between. Any failure (store unreachable,
+//! session expired, the dispatcher lagged) starts over with a new connection and a full
+//! write, which is idempotent, so the store always converges to the database. The loop holds
+//! the admin weakly and ends once the admin is gone.
+
+use std::collections::BTreeSet;
+use std::sync::Weak;
+use std::time::Duration;
+
+use anyhow::Context;
+use model::keyspace::{self, NodeKey};
+use model::{DataEvent, DataEventType, EventPayload, SyncMode};
+use tokio::sync::broadcast;
+
+use crate::service::{Admin, Snapshot};
+
+/// A key-value store holding the ShenYu layout (ZooKeeper or etcd).
+pub(crate) trait NodeStore: Send {
+    /// Every key under the five group parents (not the parents themselves), intermediate
+    /// ZooKeeper nodes included.
+    fn keys(&mut self) -> impl Future<Output = anyhow::Result<BTreeSet<String>>> + Send;
+    /// Creates or replaces `path` (creating missing parents).
+    fn put(&mut self, path: &str, value: &[u8]) -> impl Future<Output = anyhow::Result<()>> + Send;
+    /// Deletes `path`; an absent key is not an error.
+    fn delete(&mut self, path: &str) -> impl Future<Output = anyhow::Result<()>> + Send;
+    /// Deletes every item key that starts with `prefix` (whose last segment may be partial).
+    fn delete_prefix(&mut self, prefix: &str) -> impl Future<Output = anyhow::Result<()>> + Send;
+    /// Completes when the connection can no longer be trusted (a ZooKeeper session expired
+    /// or reconnected); the reason is logged and everything is written again.
+    fn lost(&mut self) -> impl Future<Output = String> + Send;
+}
+
+/// Back-off between attempts: 100 ms doubling to 5 s.
+#[derive(Debug)]
+struct Backoff(Duration);
+
+impl Backoff {
+    const START: Duration = Duration::from_millis(100);
+    const CAP: Duration = Duration::from_secs(5);
+
+    async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(Self::CAP);
+    }
+}
+
+/// Runs a publisher until the admin is gone: `connect` opens a store session.
+pub(crate) async fn run<S, C, F>(mode: SyncMode, admin: Weak<Admin>, mut connect: C)
+where
+    S: NodeStore,
+    C: FnMut() -> F + Send,
+    F: Future<Output = anyhow::Result<S>> + Send,
+{
+    let mut backoff = Backoff(Backoff::START);
+    loop {
+        let Some(mut events) = admin.upgrade().map(|admin| admin.subscribe()) else {
+            return;
+        };
+        let session = async {
+            let mut store = connect().await?;
+            let Some(current) = admin.upgrade() else {
+                return Ok(());
+            };
+            let snapshot = current
+                .snapshot_for(&mut events)
+                .await
+                .context("reading the committed config")?;
+            drop(current);
+            let written = full_write(&mut store, &snapshot).await?;
+            tracing::info!(%mode, items = written, "sync store written in full");
+            backoff = Backoff(Backoff::START);
+            loop {
+                tokio::select! {
+                    event = events.recv() => match event {
+                        Ok(event) => write_event(&mut store, &event).await?,
+                        Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            anyhow::bail!("fell {missed} events behind");
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                    },
+                    reason = store.lost() => anyhow::bail!("{reason}"),
+                }
+            }
+        };
+        match session.await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(%mode, error = format!("{e:#}"), "sync publisher failed; writing everything again after a back-off")
+            }
+        }
+        backoff.wait().await;
+    }
+}
+
+/// The snapshot as one full event per group.
+fn full_events(snapshot: &Snapshot) -> [DataEvent; 5] {
+    let config = &snapshot.config;
+    [
+        EventPayload::Plugin(config.plugins.clone()),
+        EventPayload::Selector(config.selectors.clone()),
+        EventPayload::Rule(config.rules.clone()),
+        EventPayload::MetaData(config.meta_data.clone()),
+        EventPayload::AppAuth(snapshot.app_auth.clone()),
+    ]
+    .map(|payload| DataEvent::new(DataEventType::Refresh, payload))
+}
+
+/// Writes every item and deletes every key that holds no committed item. Returns the number
+/// of items written.
+async fn full_write<S: NodeStore>(store: &mut S, snapshot: &Snapshot) -> anyhow::Result<usize> {
+    let nodes: Vec<(NodeKey, Vec<u8>)> = full_events(snapshot)
+        .iter()
+        .flat_map(keyspace::item_nodes)
+        .collect();
+    replace(store, &nodes, &keyspace::PARENTS).await?;
+    Ok(nodes.len())
+}
+
+/// Puts `nodes`, then deletes the keys under `parents` that are neither one of them nor an
+/// ancestor of one (children before their parents).
+async fn replace<S: NodeStore>(
+    store: &mut S,
+    nodes: &[(NodeKey, Vec<u8>)],
+    parents: &[&str],
+) -> anyhow::Result<()> {
+    let mut keep = BTreeSet::new();
+    for (key, value) in nodes {
+        let path = key.path();
+        store.put(&path, value).await?;
+        let mut ancestor = path.as_str();
+        while let Some((parent, _)) = ancestor.rsplit_once('/') {
+            keep.insert(parent.to_owned());
+            ancestor = parent;
+        }
+        keep.insert(path);
+    }
+    let stale = stale_keys(&store.keys().await?, &keep, parents);
+    for path in stale {
+        tracing::debug!(%path, "deleting a stale key");
+        store.delete(&path).await?;
+    }
+    Ok(())
+}
+
+/// The keys under `parents` not in `keep`, deepest first.
+fn stale_keys(
+    existing: &BTreeSet<String>,
+    keep: &BTreeSet<String>,
+    parents: &[&str],
+) -> Vec<String> {
+    existing
+        .iter()
+        .rev()
+        .filter(|path| {
+            !keep.contains(*path)
+                && parents.iter().any(|parent| {
+                    path.strip_prefix(parent)
+                        .is_some_and(|rest| rest.starts_with('/'))
+                })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Writes one change: upserts put, deletes delete (a selector's rules and a plugin's selectors
+/// and rules go with it), a full group replaces the group.
+async fn write_event<S: NodeStore>(store: &mut S, event: &DataEvent) -> anyhow::Result<()> {
+    tracing::debug!(group = %event.group(), kind = %event.event_type, items = event.len(), "writing a change");
+    match event.event_type {
+        DataEventType::RunningMode => Ok(()),
+        kind if kind.is_full() => {
+            let parent =
+                keyspace::group_parent(event.group()).expect("modelled groups have a parent");
+            replace(store, &keyspace::item_nodes(event), &[parent]).await
+        }
+        DataEventType::Delete => {
+            for key in keyspace::item_keys(event) {
+                store.delete(&key.path()).await?;
+                match &key {
+                    NodeKey::Selector { plugin, id } => {
+                        store
+                            .delete_prefix(&keyspace::selector_rules_prefix(plugin, id))
+                            .await?;
+                    }
+                    NodeKey::Plugin { name } => {
+                        let selectors = format!("{}/{name}/", keyspace::SELECTOR_PARENT);
+                        let rules = format!("{}/{name}/", keyspace::RULE_PARENT);
+                        store.delete_prefix(&selectors).await?;
+                        store.delete_prefix(&rules).await?;
+                    }
+                    NodeKey::Rule { .. } | NodeKey::MetaData { .. } | NodeKey::AppAuth { .. } => {}
+                }
+            }
+            Ok(())
+        }
+        DataEventType::Create | DataEventType::Update => {
+            for (key, value) in keyspace::item_nodes(event) {
+                store.put(&key.path(), &value).await?;
+            }
+            Ok(())
+        }
+        DataEventType::Refresh | DataEventType::Myself => unreachable!("handled as full"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use model::{PluginData, RuleData, SelectorData};
+
+    use super::*;
+
+    /// An in-memory store with ZooKeeper's tree shape (parents exist as keys).
+    #[derive(Debug, Default)]
+    struct Tree(BTreeMap<String, Vec<u8>>);
+
+    impl NodeStore for Tree {
+        async fn keys(&mut self) -> anyhow::Result<BTreeSet<String>> {
+            Ok(self
+                .0
+                .keys()
+                .filter(|k| {
+                    keyspace::PARENTS
+                        .iter()
+                        .any(|p| k.starts_with(&format!("{p}/")))
+                })
+                .cloned()
+                .collect())
+        }
+
+        async fn put(&mut self, path: &str, value: &[u8]) -> anyhow::Result<()> {
+            let mut ancestor = path;
+            while let Some((parent, _)) = ancestor.rsplit_once('/') {
+                if !parent.is_empty() {
+                    self.0.entry(parent.to_owned()).or_default();
+                }
+                ancestor = parent;
+            }
+            self.0.insert(path.to_owned(), value.to_vec());
+            Ok(())
+        }
+
+        async fn delete(&mut self, path: &str) -> anyhow::Result<()> {
+            let prefix = format!("{path}/");
+            anyhow::ensure!(
+                !self.0.keys().any(|k| k.starts_with(&prefix)),
+                "{path} has children"
+            );
+            self.0.remove(path);
+            Ok(())
+        }
+
+        async fn delete_prefix(&mut self, prefix: &str) -> anyhow::Result<()> {
+            self.0
+                .retain(|k, _| !k.starts_with(prefix) || k[prefix.len()..].contains('/'));
+            Ok(())
+        }
+
+        async fn lost(&mut self) -> String {
+            std::future::pending().await
+        }
+    }
+
+    fn selector(id: &str) -> SelectorData {
+        SelectorData {
+            id: id.to_owned(),
+            plugin_name: "divide".to_owned(),
+            ..Default::default()
+        }
+    }
+
+    fn rule(id: &str, selector: &str) -> RuleData {
+        RuleData {
+            id: id.to_owned(),
+            selector_id: selector.to_owned(),
+            plugin_name: "divide".to_owned(),
+            ..Default::default()
+        }
+    }
+
+    fn snapshot(selectors: Vec<SelectorData>, rules: Vec<RuleData>) -> Snapshot {
+        Snapshot {
+            config: model::ConfigSet {
+                plugins: vec![PluginData {
+                    id: "5".into(),
+                    name: "divide".into(),
+                    ..Default::default()
+                }],
+                selectors,
+                rules,
+                meta_data: Vec::new(),
+            },
+            app_auth: Vec::new(),
+        }
+    }
+
+    fn paths(tree: &Tree) -> Vec<&str> {
+        tree.0.keys().map(String::as_str).collect()
+    }
+
+    #[tokio::test]
+    async fn full_write_puts_everything_and_deletes_stale_keys() {
+        let mut tree = Tree::default();
+        tree.put("/shenyu/selector/waf/9", b"{}").await.unwrap();
+        tree.put("/shenyu/rule/divide/1-8", b"{}").await.unwrap();
+        tree.put("/shenyu/proxySelectorData/divide/3", b"{}")
+            .await
+            .unwrap();
+        let snap = snapshot(vec![selector("1")], vec![rule("2", "1")]);
+        assert_eq!(full_write(&mut tree, &snap).await.unwrap(), 3);
+        assert_eq!(
+            paths(&tree),
+            [
+                "/shenyu",
+                "/shenyu/plugin",
+                "/shenyu/plugin/divide",
+                "/shenyu/proxySelectorData",
+                "/shenyu/proxySelectorData/divide",
+                "/shenyu/proxySelectorData/divide/3",
+                "/shenyu/rule",
+                "/shenyu/rule/divide",
+                "/shenyu/rule/divide/1-2",
+                "/shenyu/selector",
+                "/shenyu/selector/divide",
+                "/shenyu/selector/divide/1",
+            ]
+        );
+        let value = &tree.0["/shenyu/selector/divide/1"];
+        let parsed: SelectorData = serde_json::from_slice(value).unwrap();
+        assert_eq!(parsed, selector("1"));
+    }
+
+    #[tokio::test]
+    async fn events_put_and_delete_with_dependants() {
+        let mut tree = Tree::default();
+        let put = |payload| DataEvent::new(DataEventType::Update, payload);
+        let del = |payload| DataEvent::new(DataEventType::Delete, payload);
+        for event in [
+            put(EventPayload::Selector(vec![selector("1"), selector("3")])),
+            put(EventPayload::Rule(vec![
+                rule("2", "1"),
+                rule("4", "3"),
+                rule("12", "11"),
+            ])),
+            del(EventPayload::Selector(vec![selector("1")])),
+        ] {
+            write_event(&mut tree, &event).await.unwrap();
+        }
+        let items: Vec<&str> = paths(&tree)
+            .into_iter()
+            .filter(|p| NodeKey::parse(p).is_some())
+            .collect();
+        assert_eq!(
+            items,
+            [
+                "/shenyu/rule/divide/11-12",
+                "/shenyu/rule/divide/3-4",
+                "/shenyu/selector/divide/3"
+            ]
+        );
+        let refresh = DataEvent::new(
+            DataEventType::Refresh,
+            EventPayload::Rule(vec![rule("5", "3")]),
+        );
+        write_event(&mut tree, &refresh).await.unwrap();
+        assert!(tree.0.contains_key("/shenyu/rule/divide/3-5"));
+        assert!(!tree.0.contains_key("/shenyu/rule/divide/3-4"));
+        assert!(tree.0.contains_key("/shenyu/selector/divide/3"));
+    }
+}

@@ -1,0 +1,216 @@
+//! Authentication: every REST and long-polling endpoint needs a valid, unexpired token; the
+//! websocket needs the sync token when one is configured.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Client, DEADLINE, Served};
+use futures_util::{SinkExt, StreamExt};
+use model::SyncMode;
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+/// Every endpoint behind the token, with a body that would be valid enough to reach it.
+const PROTECTED: &[(&str, &str)] = &[
+    ("GET", "/plugin"),
+    ("GET", "/plugin/all"),
+    ("GET", "/plugin/5"),
+    ("PUT", "/plugin/5"),
+    ("POST", "/plugin/enabled"),
+    ("GET", "/selector"),
+    ("POST", "/selector"),
+    ("GET", "/selector/1"),
+    ("PUT", "/selector/1"),
+    ("DELETE", "/selector/batch"),
+    ("POST", "/selector/list/search"),
+    ("POST", "/selector/batchEnabled"),
+    ("GET", "/rule"),
+    ("POST", "/rule"),
+    ("GET", "/rule/1"),
+    ("PUT", "/rule/1"),
+    ("DELETE", "/rule/batch"),
+    ("POST", "/rule/list/search"),
+    ("POST", "/rule/batchEnabled"),
+    ("GET", "/meta-data/queryList"),
+    ("GET", "/meta-data/findAll"),
+    ("GET", "/meta-data/1"),
+    ("POST", "/meta-data/createOrUpdate"),
+    ("DELETE", "/meta-data/batchDeleted"),
+    ("POST", "/meta-data/batchEnabled"),
+    ("POST", "/appAuth/apply"),
+    ("GET", "/appAuth/findPageByQuery"),
+    ("GET", "/appAuth/detail?id=1"),
+    ("POST", "/appAuth/updateDetail"),
+    ("POST", "/appAuth/batchDelete"),
+    ("POST", "/appAuth/batchEnabled"),
+    ("GET", "/configs/fetch?groupKeys=PLUGIN"),
+    ("POST", "/configs/listener?PLUGIN=x,0"),
+];
+
+fn config(token_ttl: Duration) -> admin::Config {
+    admin::Config {
+        sync: vec![SyncMode::Websocket, SyncMode::Http],
+        token_ttl,
+        long_poll_hold: Duration::from_millis(100),
+        ..admin::Config::new(":memory:")
+    }
+}
+
+async fn status_with(
+    served: &Served,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method.parse().unwrap(), served.url(path))
+        .header("content-type", "application/json")
+        .body("{}");
+    if let Some(token) = token {
+        request = request.header("X-Access-Token", token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn every_endpoint_needs_a_valid_token() {
+    let served = Served::start(config(Duration::from_secs(3600))).await;
+    for (method, path) in PROTECTED {
+        for token in [None, Some("not-a-token")] {
+            let (status, body) = status_with(&served, method, path, token).await;
+            assert_eq!(status, 401, "{method} {path} with {token:?}");
+            assert_eq!(
+                body,
+                json!({"code":600,"message":"token is error","data":null})
+            );
+        }
+    }
+    let client = Client::login(&served).await;
+    let (status, _) = client.send(Method::GET, "/plugin/all", None).await;
+    assert_eq!(status, 200);
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn tokens_expire() {
+    let ttl = Duration::from_millis(1000);
+    let served = Served::start(config(ttl)).await;
+    let login: Value = reqwest::Client::new()
+        .post(served.url("/platform/login"))
+        .json(&json!({"userName":"admin","password":"123456"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(login["data"]["expiredTime"], 1000);
+    let token = login["data"]["token"].as_str().unwrap().to_owned();
+    let (status, _) = status_with(&served, "GET", "/plugin/all", Some(&token)).await;
+    assert_eq!(status, 200, "the token is valid at first");
+    let deadline = Instant::now() + ttl + DEADLINE;
+    loop {
+        let (status, _) = status_with(&served, "GET", "/plugin/all", Some(&token)).await;
+        match status {
+            200 => assert!(Instant::now() < deadline, "the token never expired"),
+            401 => break,
+            other => panic!("unexpected status {other}"),
+        }
+        // Poll the condition without busy-spinning the server.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for (method, path) in PROTECTED {
+        let (status, _) = status_with(&served, method, path, Some(&token)).await;
+        assert_eq!(status, 401, "{method} {path} with an expired token");
+    }
+    served.stop().await;
+}
+
+async fn connect(served: &Served, token: Option<&str>) -> Result<(), WsError> {
+    let mut request = format!("ws://{}/websocket", served.addr)
+        .into_client_request()
+        .unwrap();
+    if let Some(token) = token {
+        request
+            .headers_mut()
+            .insert("X-Shenyu-Sync-Token", token.parse().unwrap());
+    }
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
+    socket.send(Message::text("MYSELF")).await.unwrap();
+    let frame = tokio::time::timeout(DEADLINE, socket.next())
+        .await
+        .expect("a frame in time")
+        .expect("open")
+        .unwrap();
+    let frame: Value = serde_json::from_str(frame.to_text().unwrap()).unwrap();
+    assert_eq!(frame["groupType"], "PLUGIN");
+    Ok(())
+}
+
+fn assert_refused(result: Result<(), WsError>) {
+    match result {
+        Err(WsError::Http(response)) => assert_eq!(response.status(), 401),
+        other => panic!("expected an HTTP 401, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_websocket_needs_the_sync_token_when_one_is_set() {
+    let served = Served::start(admin::Config {
+        sync_token: Some("sync-s3cret".to_owned()),
+        ..config(Duration::from_secs(60))
+    })
+    .await;
+    assert_refused(connect(&served, None).await);
+    assert_refused(connect(&served, Some("sync-s3cre")).await);
+    assert_refused(connect(&served, Some("sync-s3cret-")).await);
+    connect(&served, Some("sync-s3cret")).await.unwrap();
+    let (status, _) = status_with(&served, "GET", "/websocket", None).await;
+    assert_eq!(
+        status, 401,
+        "a plain GET is refused before the upgrade check"
+    );
+    served.stop().await;
+
+    let open = Served::start(config(Duration::from_secs(60))).await;
+    connect(&open, None).await.unwrap();
+    connect(&open, Some("anything")).await.unwrap();
+    open.stop().await;
+}
+
+#[tokio::test]
+async fn a_hashed_password_can_be_configured() {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let salt = SaltString::encode_b64(b"0123456789abcdef").unwrap();
+    let params = argon2::Params::new(4096, 1, 1, None).unwrap();
+    let phc = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+        .hash_password(b"from-a-hash", &salt)
+        .unwrap()
+        .to_string();
+    let served = Served::start(admin::Config {
+        password: phc,
+        ..config(Duration::from_secs(60))
+    })
+    .await;
+    let login = |password: &'static str| {
+        let url = served.url("/platform/login");
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .json(&json!({"userName":"admin","password":password}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(login("from-a-hash").await, 200);
+    assert_eq!(login("123456").await, 401);
+    served.stop().await;
+}

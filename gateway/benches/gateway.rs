@@ -1,0 +1,111 @@
+//! Criterion benches: request matching over 100 / 1k / 10k divide selectors, and each load
+//! balancer over 10 upstreams. Run `cargo bench -p gateway -- --quick`.
+
+// `criterion_group!` generates an undocumented public function.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::net::IpAddr;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use gateway::bench::{Balancer, Matcher};
+use model::{ConditionData, ConfigSet, LoadBalance, PluginData, RuleData, SelectorData};
+
+/// `n` divide selectors `/svc{i}/…` (two AND conditions), each with one rule.
+fn config(n: usize) -> ConfigSet {
+    let plugin = PluginData {
+        id: "5".into(),
+        name: "divide".into(),
+        enabled: true,
+        sort: 200,
+        ..Default::default()
+    };
+    let selectors = (0..n)
+        .map(|i| SelectorData {
+            id: format!("s{i}"),
+            plugin_name: "divide".into(),
+            enabled: true,
+            sort: i32::try_from(i).unwrap_or(i32::MAX),
+            handle: Some(format!(
+                r#"[{{"upstreamUrl":"10.0.{}.{}:8080","weight":50,"status":true}}]"#,
+                i / 250,
+                i % 250
+            )),
+            condition_list: vec![
+                ConditionData::new("uri", "startsWith", "/", &format!("/svc{i}/")),
+                ConditionData::new("req_method", "=", "", "GET"),
+            ],
+            ..Default::default()
+        })
+        .collect();
+    let rules = (0..n)
+        .map(|i| RuleData {
+            id: format!("r{i}"),
+            selector_id: format!("s{i}"),
+            plugin_name: "divide".into(),
+            enabled: true,
+            handle: Some(r#"{"timeout":3000}"#.into()),
+            condition_data_list: vec![ConditionData::new(
+                "uri",
+                "match",
+                "/",
+                &format!("/svc{i}/**"),
+            )],
+            ..Default::default()
+        })
+        .collect();
+    ConfigSet {
+        plugins: vec![plugin],
+        selectors,
+        rules,
+        meta_data: Vec::new(),
+    }
+}
+
+fn matching(c: &mut Criterion) {
+    let mut group = c.benchmark_group("match");
+    for n in [100, 1_000, 10_000] {
+        let matcher = Matcher::new(config(n));
+        let hit = format!("/svc{}/order/findById", n / 2);
+        assert_eq!(matcher.route(&hit).as_deref(), Ok(&*format!("s{}", n / 2)));
+        group.bench_with_input(BenchmarkId::new("hit", n), &hit, |b, path| {
+            b.iter(|| matcher.route(black_box(path)));
+        });
+        group.bench_with_input(BenchmarkId::new("miss", n), "/nowhere", |b, path| {
+            b.iter(|| matcher.route(black_box(path)));
+        });
+    }
+    group.finish();
+}
+
+fn balancers(c: &mut Criterion) {
+    let handle = format!(
+        "[{}]",
+        (0..10)
+            .map(|i| format!(
+                r#"{{"upstreamUrl":"10.0.0.{i}:8080","weight":{},"status":true}}"#,
+                10 + i * 10
+            ))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut group = c.benchmark_group("balance");
+    for kind in [
+        LoadBalance::Random,
+        LoadBalance::RoundRobin,
+        LoadBalance::Hash,
+        LoadBalance::LeastActive,
+        LoadBalance::P2c,
+        LoadBalance::ShortestResponse,
+    ] {
+        let balancer = Balancer::new(&handle, kind);
+        let client: IpAddr = [192, 168, 7, 9].into();
+        group.bench_function(kind.as_str(), |b| {
+            b.iter(|| balancer.pick(black_box(client)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, matching, balancers);
+criterion_main!(benches);

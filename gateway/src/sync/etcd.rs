@@ -1,0 +1,118 @@
+//! etcd subscriber (`--sync etcd --etcd-url http://host:port`): a prefix read of `/shenyu/`
+//! applied in one swap, then a prefix watch starting at the read's revision + 1, so nothing
+//! between read and watch is missed. PUT events upsert, DELETE events delete.
+//!
+//! The first watch message is the "created" acknowledgement, with no events. A watch the
+//! server cancels (its start revision was compacted), a stream that ends or a lost connection
+//! starts over: read everything again (one swap), watch again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use etcd_client as etcd;
+use model::keyspace;
+
+use super::{Backoff, Subscriber, SyncState, keyspace as nodes};
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the initial read may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// HTTP/2 keep-alive: a silent server is noticed within about twice this.
+const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// The etcd subscriber.
+#[derive(Debug)]
+pub(crate) struct EtcdSubscriber {
+    endpoints: Vec<String>,
+}
+
+impl EtcdSubscriber {
+    /// A subscriber for the comma-separated endpoints in `url`.
+    pub(crate) fn new(url: &str) -> EtcdSubscriber {
+        EtcdSubscriber {
+            endpoints: url
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+
+    /// One session: read, watch from the next revision, apply events until the watch ends.
+    async fn session(&self, state: &SyncState, backoff: &mut Backoff) -> anyhow::Result<()> {
+        let endpoints = self.endpoints.join(",");
+        let options = etcd::ConnectOptions::new()
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_keep_alive(KEEP_ALIVE, KEEP_ALIVE);
+        let mut client = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            etcd::Client::connect(&self.endpoints, Some(options)),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("connecting to etcd at {endpoints} timed out"))?
+        .with_context(|| format!("connecting to etcd at {endpoints}"))?;
+        let prefix = format!("{}/", keyspace::ROOT);
+        let read = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            client.get(prefix.as_str(), Some(etcd::GetOptions::new().with_prefix())),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("reading {prefix} timed out"))?
+        .with_context(|| format!("reading {prefix}"))?;
+        let revision = read
+            .header()
+            .map(etcd::ResponseHeader::revision)
+            .context("the read answer has no header")?;
+        let kvs = read
+            .kvs()
+            .iter()
+            .filter_map(|kv| Some((kv.key_str().ok()?.to_owned(), kv.value().to_vec())));
+        let items = nodes::replace_all(state, kvs);
+        let options = etcd::WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(revision + 1);
+        let mut watch = client
+            .watch(prefix.as_str(), Some(options))
+            .await
+            .with_context(|| format!("watching {prefix}"))?;
+        tracing::info!(%endpoints, items, revision, "etcd sync connected; config read in full");
+        let _connected = state.connected();
+        backoff.reset();
+        while let Some(response) = watch.message().await.context("watch stream broke")? {
+            if response.canceled() {
+                anyhow::bail!(
+                    "watch cancelled (compacted revision {}): {}",
+                    response.compact_revision(),
+                    response.cancel_reason()
+                );
+            }
+            for event in response.events() {
+                let Some(kv) = event.kv() else { continue };
+                let Ok(key) = kv.key_str() else {
+                    tracing::warn!("ignoring a key that is not UTF-8");
+                    continue;
+                };
+                match event.event_type() {
+                    etcd::EventType::Put => nodes::put(state, key, kv.value()),
+                    etcd::EventType::Delete => nodes::delete(state, key),
+                }
+            }
+        }
+        anyhow::bail!("watch stream ended")
+    }
+}
+
+impl Subscriber for EtcdSubscriber {
+    async fn run(self, state: Arc<SyncState>) {
+        let mut backoff = Backoff::new();
+        loop {
+            if let Err(e) = self.session(&state, &mut backoff).await {
+                tracing::warn!(error = format!("{e:#}"), "etcd sync failed; reconnecting");
+            }
+            backoff.wait().await;
+        }
+    }
+}

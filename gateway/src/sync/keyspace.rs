@@ -1,0 +1,214 @@
+//! Applying ShenYu 2.6.0 key-value nodes ([`model::keyspace`]) to the snapshot, shared by the
+//! ZooKeeper and etcd subscribers: a full read becomes one REFRESH event per group, applied in
+//! one swap; a changed node becomes an UPDATE event and a deleted node a DELETE event, both
+//! applied by [`SyncState::apply`]. A node whose value cannot be read is logged, counted as
+//! rejected and ignored; parents and foreign keys are not items and are skipped.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use model::keyspace::NodeKey;
+use model::{
+    AppAuthData, DataEvent, DataEventType, EventPayload, PluginData, RuleData, SelectorData,
+};
+
+use super::SyncState;
+use crate::snapshot::Snapshot;
+
+impl SyncState {
+    /// Applies `events` to a copy of the config and swaps the result in once.
+    pub(super) fn apply_all(&self, events: Vec<DataEvent>) {
+        let full = events.iter().filter(|e| e.event_type.is_full()).count();
+        let count = events.len();
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut data = self.snapshot.load().data.clone();
+        for event in events {
+            data.apply(event);
+        }
+        self.snapshot.store(Arc::new(Snapshot::build(data)));
+        self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
+        self.events_applied
+            .fetch_add(count as u64, Ordering::Relaxed);
+    }
+}
+
+/// Replaces the whole config with the items among `nodes` (path, value), in one swap.
+/// Returns the number of items applied.
+pub(super) fn replace_all(
+    state: &SyncState,
+    nodes: impl IntoIterator<Item = (String, Vec<u8>)>,
+) -> usize {
+    let (mut plugins, mut selectors, mut rules, mut meta_data, mut app_auth) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (path, value) in nodes {
+        let Some(event) = read_node(state, &path, &value) else {
+            continue;
+        };
+        match event.payload {
+            EventPayload::Plugin(items) => plugins.extend(items),
+            EventPayload::Selector(items) => selectors.extend(items),
+            EventPayload::Rule(items) => rules.extend(items),
+            EventPayload::MetaData(items) => meta_data.extend(items),
+            EventPayload::AppAuth(items) => app_auth.extend(items),
+        }
+    }
+    let items = plugins.len() + selectors.len() + rules.len() + meta_data.len() + app_auth.len();
+    let events = [
+        EventPayload::Plugin(plugins),
+        EventPayload::Selector(selectors),
+        EventPayload::Rule(rules),
+        EventPayload::MetaData(meta_data),
+        EventPayload::AppAuth(app_auth),
+    ]
+    .into_iter()
+    .map(|payload| DataEvent::new(DataEventType::Refresh, payload))
+    .collect();
+    state.apply_all(events);
+    items
+}
+
+/// Applies a created or changed node.
+pub(super) fn put(state: &SyncState, path: &str, value: &[u8]) {
+    if let Some(event) = read_node(state, path, value) {
+        tracing::debug!(%path, "sync node changed");
+        state.apply(event);
+    }
+}
+
+/// Applies a deleted node.
+pub(super) fn delete(state: &SyncState, path: &str) {
+    let Some(key) = NodeKey::parse(path) else {
+        return;
+    };
+    let payload = match key {
+        NodeKey::Plugin { name } => EventPayload::Plugin(vec![PluginData {
+            name,
+            ..Default::default()
+        }]),
+        NodeKey::Selector { plugin, id } => EventPayload::Selector(vec![SelectorData {
+            id,
+            plugin_name: plugin,
+            ..Default::default()
+        }]),
+        NodeKey::Rule {
+            plugin,
+            selector_id,
+            id,
+        } => EventPayload::Rule(vec![RuleData {
+            id,
+            selector_id,
+            plugin_name: plugin,
+            ..Default::default()
+        }]),
+        NodeKey::MetaData { path } => EventPayload::MetaData(
+            // The gateway keys metadata by id; the node names its path.
+            state
+                .snapshot()
+                .data
+                .meta_data
+                .values()
+                .filter(|m| m.path == path)
+                .cloned()
+                .collect(),
+        ),
+        NodeKey::AppAuth { app_key } => EventPayload::AppAuth(vec![AppAuthData {
+            app_key,
+            ..Default::default()
+        }]),
+    };
+    tracing::debug!(%path, "sync node deleted");
+    state.apply(DataEvent::new(DataEventType::Delete, payload));
+}
+
+/// The UPDATE event for an item node; `None` for a non-item node or a rejected value.
+fn read_node(state: &SyncState, path: &str, value: &[u8]) -> Option<DataEvent> {
+    let key = NodeKey::parse(path)?;
+    match key.upsert(value) {
+        Ok(event) => Some(event),
+        Err(e) => {
+            tracing::warn!(error = %e, "rejected sync node");
+            state.reject();
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use model::SyncMode;
+
+    use super::*;
+
+    fn node(path: &str, value: &str) -> (String, Vec<u8>) {
+        (path.to_owned(), value.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn full_read_replaces_in_one_swap_and_rejects_bad_nodes() {
+        let state = SyncState::new(SyncMode::Zookeeper);
+        put(
+            &state,
+            "/shenyu/selector/divide/9",
+            br#"{"id":"9","pluginName":"divide"}"#,
+        );
+        let applied = replace_all(
+            &state,
+            [
+                node("/shenyu", ""),
+                node("/shenyu/selector/divide", ""),
+                node(
+                    "/shenyu/plugin/divide",
+                    r#"{"id":"5","name":"divide","enabled":true}"#,
+                ),
+                node(
+                    "/shenyu/selector/divide/1",
+                    r#"{"id":"1","pluginName":"divide"}"#,
+                ),
+                node(
+                    "/shenyu/rule/divide/1-2",
+                    r#"{"id":"2","selectorId":"1","pluginName":"divide"}"#,
+                ),
+                node("/shenyu/rule/divide/1-3", "not json"),
+                node(
+                    "/shenyu/selector/divide/4",
+                    r#"{"id":"5","pluginName":"divide"}"#,
+                ),
+                node(
+                    "/shenyu/metaData/%2Fhttp%2Fa",
+                    r#"{"id":"m1","path":"/http/a","enabled":true}"#,
+                ),
+            ],
+        );
+        assert_eq!(applied, 4);
+        let snap = state.snapshot();
+        assert_eq!(snap.digest.plugins, 1);
+        assert_eq!(snap.digest.selectors, 1);
+        assert_eq!(snap.digest.rules, 1);
+        assert_eq!(snap.digest.meta_data, 1);
+        drop(snap);
+        let health = state.health();
+        assert_eq!(
+            (
+                health.events_rejected,
+                health.full_syncs,
+                health.events_applied
+            ),
+            (2, 5, 6)
+        );
+
+        delete(&state, "/shenyu/metaData/%2Fhttp%2Fa");
+        delete(&state, "/shenyu/rule/divide/1-2");
+        delete(&state, "/shenyu/selector/divide");
+        let snap = state.snapshot();
+        assert_eq!((snap.digest.rules, snap.digest.meta_data), (0, 0));
+        assert_eq!(snap.digest.selectors, 1);
+        drop(snap);
+        delete(&state, "/shenyu/selector/divide/1");
+        delete(&state, "/shenyu/plugin/divide");
+        let snap = state.snapshot();
+        assert_eq!((snap.digest.selectors, snap.digest.plugins), (0, 0));
+    }
+}

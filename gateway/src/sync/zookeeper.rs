@@ -1,0 +1,127 @@
+//! ZooKeeper subscriber (`--sync zookeeper --zookeeper-url host:port`): one persistent
+//! recursive watch on `/shenyu` (ZooKeeper ≥ 3.6 `addWatch PERSISTENT_RECURSIVE`), then a full
+//! read of the tree applied in one swap; every created or changed node is read and upserted,
+//! every deleted node deleted (ShenYu's ZooKeeper gateway drops deletes; gantry does not).
+//!
+//! Events can be lost while the client reconnects (ZOOKEEPER-4698, and a persistent watch is
+//! not reliably re-armed on the reconnected session), so a disconnect, an expired or a closed
+//! session all start over: a new session, a new watch, a full read swapped in at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use model::keyspace;
+use zookeeper_client as zk;
+
+use super::{Backoff, Subscriber, SyncState, keyspace as nodes};
+
+/// ZooKeeper session timeout asked for.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The ZooKeeper subscriber.
+#[derive(Debug)]
+pub(crate) struct ZookeeperSubscriber {
+    url: String,
+}
+
+impl ZookeeperSubscriber {
+    /// A subscriber for the ensemble `url` (`host:port[,host:port]`).
+    pub(crate) fn new(url: &str) -> ZookeeperSubscriber {
+        ZookeeperSubscriber {
+            url: url.trim().to_owned(),
+        }
+    }
+
+    /// One session: watch, read everything, apply events until the session ends.
+    async fn session(&self, state: &SyncState, backoff: &mut Backoff) -> anyhow::Result<()> {
+        let client = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            zk::Client::connector()
+                .with_session_timeout(SESSION_TIMEOUT)
+                .connect(&self.url),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("connecting to ZooKeeper at {} timed out", self.url))?
+        .with_context(|| format!("connecting to ZooKeeper at {}", self.url))?;
+        let mut watcher =
+            request(client.watch(keyspace::ROOT, zk::AddWatchMode::PersistentRecursive))
+                .await
+                .context("watching /shenyu")?;
+        let items = full_read(&client, state).await?;
+        tracing::info!(url = %self.url, items, "ZooKeeper sync connected; config read in full");
+        let _connected = state.connected();
+        backoff.reset();
+        loop {
+            let event = watcher.changed().await;
+            match event.event_type {
+                zk::EventType::Session => match event.session_state {
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {}
+                    // Disconnected, expired, closed, authentication failed.
+                    state => anyhow::bail!("ZooKeeper session {state}"),
+                },
+                zk::EventType::NodeCreated | zk::EventType::NodeDataChanged => {
+                    match request(client.get_data(&event.path)).await {
+                        Ok((value, _)) => nodes::put(state, &event.path, &value),
+                        // Deleted meanwhile: its delete event follows.
+                        Err(zk::Error::NoNode) => {}
+                        Err(e) => return Err(e).with_context(|| format!("reading {}", event.path)),
+                    }
+                }
+                zk::EventType::NodeDeleted => nodes::delete(state, &event.path),
+                zk::EventType::NodeChildrenChanged => {}
+            }
+        }
+    }
+}
+
+/// Runs one request with [`REQUEST_TIMEOUT`] (a timeout is a connection loss).
+async fn request<T>(fut: impl Future<Output = Result<T, zk::Error>>) -> Result<T, zk::Error> {
+    tokio::time::timeout(REQUEST_TIMEOUT, fut)
+        .await
+        .unwrap_or(Err(zk::Error::ConnectionLoss))
+}
+
+/// Reads every node under `/shenyu` and replaces the config with them in one swap.
+async fn full_read(client: &zk::Client, state: &SyncState) -> anyhow::Result<usize> {
+    let mut read = Vec::new();
+    let mut stack = vec![keyspace::ROOT.to_owned()];
+    while let Some(path) = stack.pop() {
+        let children = match request(client.list_children(&path)).await {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => continue,
+            Err(e) => return Err(e).with_context(|| format!("listing {path}")),
+        };
+        for child in children {
+            let child = format!("{path}/{child}");
+            if keyspace::NodeKey::parse(&child).is_some() {
+                match request(client.get_data(&child)).await {
+                    Ok((value, _)) => read.push((child.clone(), value)),
+                    Err(zk::Error::NoNode) => {}
+                    Err(e) => return Err(e).with_context(|| format!("reading {child}")),
+                }
+            }
+            stack.push(child);
+        }
+    }
+    Ok(nodes::replace_all(state, read))
+}
+
+impl Subscriber for ZookeeperSubscriber {
+    async fn run(self, state: Arc<SyncState>) {
+        let mut backoff = Backoff::new();
+        loop {
+            if let Err(e) = self.session(&state, &mut backoff).await {
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "ZooKeeper sync failed; reconnecting"
+                );
+            }
+            backoff.wait().await;
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! Real ZooKeeper and etcd servers for the `zookeeper` and `etcd` sync modes, as child
+//! processes on loopback with free ports and their data under the topology's directory.
+//!
+//! - ZooKeeper: `java -cp /usr/share/java/zookeeper.jar[:slf4j-simple.jar]
+//!   org.apache.zookeeper.server.ZooKeeperServerMain <dir>/zoo.cfg` (Debian's `zookeeper`);
+//!   ready when the `srvr` four-letter word answers with a `Mode:` line.
+//! - etcd: `etcd --name gantry --data-dir <dir>/data ...` (Debian's `etcd-server`); ready when
+//!   `GET /health` answers `{"health":"true"}`.
+//!
+//! Neither server watches its stdin, so each runs under a small `sh` watchdog whose stdin is a
+//! pipe the harness holds: when the harness drops the [`StoreServer`] or dies, the pipe
+//! closes and the watchdog kills the server with SIGKILL and reaps it. Dropping a
+//! [`StoreServer`] waits for that, so no server outlives its topology.
+//!
+//! When the server cannot run on this machine the mode is skipped ([`skip_reason`]), unless
+//! `GANTRY_REQUIRE` (a comma list of modes) names it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use model::SyncMode;
+
+use crate::Env;
+use crate::error::BackendError;
+
+/// Where Debian's `zookeeper` package puts the server jar (its manifest names the classpath).
+pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// Debian's SLF4J binding that makes ZooKeeper log to stderr (optional).
+pub const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
+/// How long a server may take to answer.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the watchdog may take to kill and reap the server.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `"$@"` (output to stderr), prints its pid, waits for stdin to end, then kills it.
+const WATCHDOG: &str = r#""$@" >&2 </dev/null &
+pid=$!
+echo "$pid"
+cat >/dev/null
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+exit 0"#;
+
+/// A config store a sync mode needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// Apache ZooKeeper.
+    Zookeeper,
+    /// etcd.
+    Etcd,
+}
+
+impl StoreKind {
+    /// The store `mode` syncs through, if any.
+    pub fn for_mode(mode: SyncMode) -> Option<StoreKind> {
+        match mode {
+            SyncMode::Zookeeper => Some(StoreKind::Zookeeper),
+            SyncMode::Etcd => Some(StoreKind::Etcd),
+            SyncMode::Websocket | SyncMode::Http => None,
+        }
+    }
+
+    /// The sync mode that uses it.
+    pub fn mode(self) -> SyncMode {
+        match self {
+            StoreKind::Zookeeper => SyncMode::Zookeeper,
+            StoreKind::Etcd => SyncMode::Etcd,
+        }
+    }
+
+    /// The name used in logs and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Zookeeper => "zookeeper",
+            StoreKind::Etcd => "etcd",
+        }
+    }
+
+    /// The admin and gateway flag that takes the store's address.
+    pub fn url_flag(self) -> &'static str {
+        match self {
+            StoreKind::Zookeeper => "--zookeeper-url",
+            StoreKind::Etcd => "--etcd-url",
+        }
+    }
+
+    /// The program and leading arguments that run the server, or what is missing.
+    fn locate(self) -> Result<(PathBuf, Vec<String>), String> {
+        match self {
+            StoreKind::Zookeeper => {
+                let java = find_on_path("java").ok_or("`java` is not on PATH")?;
+                if !Path::new(ZOOKEEPER_JAR).is_file() {
+                    return Err(format!("{ZOOKEEPER_JAR} does not exist"));
+                }
+                let mut classpath = ZOOKEEPER_JAR.to_owned();
+                if Path::new(SLF4J_SIMPLE_JAR).is_file() {
+                    classpath = format!("{classpath}:{SLF4J_SIMPLE_JAR}");
+                }
+                let args = [
+                    "-Xmx256m",
+                    "-cp",
+                    &classpath,
+                    "org.apache.zookeeper.server.ZooKeeperServerMain",
+                ];
+                Ok((java, args.map(str::to_owned).to_vec()))
+            }
+            StoreKind::Etcd => {
+                let etcd = find_on_path("etcd").ok_or("`etcd` is not on PATH")?;
+                Ok((etcd, Vec::new()))
+            }
+        }
+    }
+
+    /// The Debian packages that provide the server.
+    fn packages(self) -> &'static str {
+        match self {
+            StoreKind::Zookeeper => "zookeeper (with a JRE)",
+            StoreKind::Etcd => "etcd-server",
+        }
+    }
+
+    /// Why the server cannot run on this machine, if it cannot.
+    pub fn unavailable(self) -> Option<String> {
+        self.locate().err().map(|missing| {
+            format!(
+                "{} server not available: {missing} (install the Debian package {})",
+                self.name(),
+                self.packages()
+            )
+        })
+    }
+}
+
+/// Whether `GANTRY_REQUIRE` (comma-separated modes) names `mode`.
+pub fn required(env: &dyn Env, mode: SyncMode) -> bool {
+    env.var("GANTRY_REQUIRE").is_some_and(|list| {
+        list.split(',')
+            .any(|m| m.trim().eq_ignore_ascii_case(mode.as_str()))
+    })
+}
+
+/// Why cases under `mode` are skipped here: its store server is missing and `GANTRY_REQUIRE`
+/// does not name the mode. `None` when they run.
+pub fn skip_reason(env: &dyn Env, mode: SyncMode) -> Option<String> {
+    let reason = StoreKind::for_mode(mode)?.unavailable()?;
+    if required(env, mode) {
+        None
+    } else {
+        Some(format!(
+            "{reason}; set GANTRY_REQUIRE={mode} to make this a failure"
+        ))
+    }
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
+/// A free loopback port (bound, then released for the server).
+fn free_port() -> Result<u16, BackendError> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| BackendError::Io {
+            what: "picking a free port".into(),
+            source,
+        })
+}
+
+/// A running ZooKeeper or etcd server; killed and reaped on drop.
+#[derive(Debug)]
+pub struct StoreServer {
+    kind: StoreKind,
+    dir: PathBuf,
+    port: u16,
+    peer_port: u16,
+    log: PathBuf,
+    process: Option<Watched>,
+}
+
+/// The watchdog shell, its stdin and the server's pid.
+#[derive(Debug)]
+struct Watched {
+    watchdog: Child,
+    stdin: Option<ChildStdin>,
+    pid: u32,
+}
+
+impl StoreServer {
+    /// Starts a server of `kind` with its files under `dir` (created), and waits until it
+    /// answers.
+    pub async fn start(kind: StoreKind, dir: &Path) -> Result<StoreServer, BackendError> {
+        let io = |what: String| move |source| BackendError::Io { what, source };
+        std::fs::create_dir_all(dir.join("data"))
+            .map_err(io(format!("creating {}", dir.display())))?;
+        let mut server = StoreServer {
+            kind,
+            dir: dir.to_owned(),
+            port: free_port()?,
+            peer_port: free_port()?,
+            log: dir.join(format!("{}.log", kind.name())),
+            process: None,
+        };
+        if kind == StoreKind::Zookeeper {
+            let cfg = format!(
+                "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
+                 4lw.commands.whitelist=srvr,ruok\n",
+                dir.join("data").display(),
+                server.port
+            );
+            let path = dir.join("zoo.cfg");
+            std::fs::write(&path, cfg).map_err(io(format!("writing {}", path.display())))?;
+        }
+        server.launch().await?;
+        Ok(server)
+    }
+
+    /// Which store it is.
+    pub fn kind(&self) -> StoreKind {
+        self.kind
+    }
+
+    /// The address admin and gateway take: `127.0.0.1:<port>` (ZooKeeper) or
+    /// `http://127.0.0.1:<port>` (etcd).
+    pub fn url(&self) -> String {
+        match self.kind {
+            StoreKind::Zookeeper => format!("127.0.0.1:{}", self.port),
+            StoreKind::Etcd => format!("http://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|p| p.pid)
+    }
+
+    /// The last `n` lines of the server's log.
+    pub fn log_tail(&self, n: usize) -> String {
+        std::fs::read_to_string(&self.log)
+            .map(|t| super::host::tail(&t, n))
+            .unwrap_or_default()
+    }
+
+    /// Kills the server (SIGKILL) and reaps it. Its data stays.
+    pub fn stop(&mut self) {
+        let Some(mut p) = self.process.take() else {
+            return;
+        };
+        // EOF on the watchdog's stdin: it kills and reaps the server, then exits.
+        drop(p.stdin.take());
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            match p.watchdog.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        // The watchdog is stuck: kill both.
+        let _ = Command::new("kill")
+            .args(["-9", &p.pid.to_string()])
+            .status();
+        let _ = p.watchdog.kill();
+        let _ = p.watchdog.wait();
+    }
+
+    /// Kills the server and starts it again on the same ports and data, waiting until it
+    /// answers.
+    pub async fn restart(&mut self) -> Result<(), BackendError> {
+        self.stop();
+        self.launch().await
+    }
+
+    /// Spawns the server under the watchdog and waits until it answers.
+    async fn launch(&mut self) -> Result<(), BackendError> {
+        let io = |what: String| move |source| BackendError::Io { what, source };
+        let (program, mut args) =
+            self.kind
+                .locate()
+                .map_err(|missing| BackendError::StoreUnavailable {
+                    mode: self.kind.mode(),
+                    detail: missing,
+                })?;
+        match self.kind {
+            StoreKind::Zookeeper => args.push(self.dir.join("zoo.cfg").display().to_string()),
+            StoreKind::Etcd => {
+                let client = format!("http://127.0.0.1:{}", self.port);
+                let peer = format!("http://127.0.0.1:{}", self.peer_port);
+                args.extend(
+                    [
+                        "--name",
+                        "gantry",
+                        "--data-dir",
+                        &self.dir.join("data").display().to_string(),
+                        "--listen-client-urls",
+                        &client,
+                        "--advertise-client-urls",
+                        &client,
+                        "--listen-peer-urls",
+                        &peer,
+                        "--initial-advertise-peer-urls",
+                        &peer,
+                        "--initial-cluster",
+                        &format!("gantry={peer}"),
+                    ]
+                    .map(str::to_owned),
+                );
+            }
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(io(format!("opening {}", self.log.display())))?;
+        let mut watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("gantry-watchdog")
+            .arg(&program)
+            .args(&args)
+            .current_dir(&self.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(io(format!("starting {} under sh", program.display())))?;
+        let stdin = watchdog.stdin.take();
+        let mut pid_line = String::new();
+        let read = watchdog
+            .stdout
+            .take()
+            .map(|out| BufReader::new(out).read_line(&mut pid_line));
+        let pid = match (read, pid_line.trim().parse::<u32>()) {
+            (Some(Ok(_)), Ok(pid)) => pid,
+            _ => {
+                let _ = watchdog.kill();
+                let _ = watchdog.wait();
+                return Err(BackendError::NoListenLine {
+                    service: self.kind.name().to_owned(),
+                    detail: format!("the watchdog printed {pid_line:?} instead of a pid"),
+                });
+            }
+        };
+        self.process = Some(Watched {
+            watchdog,
+            stdin,
+            pid,
+        });
+        self.await_ready().await
+    }
+
+    /// Polls the server until it answers, it dies, or [`READY_TIMEOUT`] passes.
+    async fn await_ready(&mut self) -> Result<(), BackendError> {
+        let started = Instant::now();
+        let http = crate::client::http();
+        let mut last = String::from("no answer yet");
+        while started.elapsed() < READY_TIMEOUT {
+            if !self.pid().is_some_and(process_alive) {
+                last = format!("the server exited; log:\n{}", self.log_tail(30));
+                break;
+            }
+            let answer = match self.kind {
+                StoreKind::Zookeeper => {
+                    let port = self.port;
+                    tokio::task::spawn_blocking(move || srvr(port))
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()))
+                }
+                StoreKind::Etcd => {
+                    let url = format!("{}/health", self.url());
+                    match http.get(&url).send().await {
+                        Ok(r) => match r.text().await {
+                            Ok(body) if body.contains(r#""health":"true""#) => Ok(()),
+                            Ok(body) => Err(format!("GET /health: {body}")),
+                            Err(e) => Err(e.to_string()),
+                        },
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+            };
+            match answer {
+                Ok(()) => {
+                    tracing::debug!(server = self.kind.name(), url = %self.url(), ms = started.elapsed().as_millis(), "store server ready");
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let waited_ms = started.elapsed().as_millis();
+        self.stop();
+        Err(BackendError::Unhealthy {
+            service: self.kind.name().to_owned(),
+            waited_ms,
+            last,
+        })
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie (Linux `/proc`).
+pub fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Sends `srvr` to ZooKeeper on `port`; `Ok` when it reports its mode.
+fn srvr(port: u16) -> Result<(), String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    stream.write_all(b"srvr").map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .map_err(|e| e.to_string())?;
+    if answer.contains("Mode:") {
+        Ok(())
+    } else {
+        Err(format!("srvr answered {answer:?}"))
+    }
+}
+
+impl Drop for StoreServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    struct FakeEnv(HashMap<&'static str, &'static str>);
+
+    impl Env for FakeEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn require_names_modes() {
+        let env = FakeEnv(HashMap::from([("GANTRY_REQUIRE", "etcd, ZooKeeper")]));
+        assert!(required(&env, SyncMode::Zookeeper));
+        assert!(required(&env, SyncMode::Etcd));
+        assert!(!required(&env, SyncMode::Http));
+        assert!(!required(&FakeEnv(HashMap::new()), SyncMode::Etcd));
+        // Modes without a store never skip.
+        assert_eq!(
+            skip_reason(&FakeEnv(HashMap::new()), SyncMode::Websocket),
+            None
+        );
+        // A required mode never skips, whatever is installed.
+        assert_eq!(skip_reason(&env, SyncMode::Etcd), None);
+    }
+
+    #[test]
+    fn kinds_map_to_modes_and_flags() {
+        assert_eq!(StoreKind::for_mode(SyncMode::Http), None);
+        let zk = StoreKind::for_mode(SyncMode::Zookeeper).unwrap();
+        assert_eq!(
+            (zk.mode(), zk.url_flag()),
+            (SyncMode::Zookeeper, "--zookeeper-url")
+        );
+        let etcd = StoreKind::for_mode(SyncMode::Etcd).unwrap();
+        assert_eq!(
+            (etcd.mode(), etcd.url_flag()),
+            (SyncMode::Etcd, "--etcd-url")
+        );
+    }
+}

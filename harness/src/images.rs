@@ -1,0 +1,327 @@
+//! Container images without a registry: the workspace binaries, built static
+//! (`+crt-static`, glibc), each in a `FROM scratch` image labelled with the SHA-256 of its
+//! binary (`gantry.content-hash`). [`ensure`] rebuilds only the images whose label differs
+//! from the binary on disk; [`preflight`] checks that every image a topology needs exists
+//! locally. Nothing here ever pulls: `FROM scratch` has no base to fetch, and builds use the
+//! engine's classic builder (`/build` without BuildKit), which Docker 20.10 has.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use bollard::Docker;
+use bollard::query_parameters::BuildImageOptionsBuilder;
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+
+use crate::error::BackendError;
+
+/// The image label holding the SHA-256 of the binary inside.
+pub const HASH_LABEL: &str = "gantry.content-hash";
+/// The command that builds every image.
+pub const IMAGES_COMMAND: &str = "gantry images";
+/// The target triple of the static build.
+pub const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
+
+/// One image gantry runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageSpec {
+    /// Short name, used in container names (`admin`, `gateway`, `upstream`).
+    pub role: &'static str,
+    /// Local tag, e.g. `gantry/admin:dev`.
+    pub tag: &'static str,
+    /// Where the image's content comes from.
+    pub source: ImageSource,
+}
+
+/// How an image is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageSource {
+    /// A workspace binary from the static build, copied into `FROM scratch` as `/<binary>`,
+    /// with `entrypoint` as the image's entrypoint.
+    WorkspaceBinary {
+        /// The binary's name in the target directory.
+        binary: &'static str,
+        /// The entrypoint (the binary's absolute path first).
+        entrypoint: &'static [&'static str],
+    },
+}
+
+/// `gantry/admin:dev`: `gantry-admin`.
+pub const ADMIN: ImageSpec = ImageSpec {
+    role: "admin",
+    tag: "gantry/admin:dev",
+    source: ImageSource::WorkspaceBinary {
+        binary: "gantry-admin",
+        entrypoint: &["/gantry-admin"],
+    },
+};
+
+/// `gantry/gateway:dev`: `gantry-gateway`.
+pub const GATEWAY: ImageSpec = ImageSpec {
+    role: "gateway",
+    tag: "gantry/gateway:dev",
+    source: ImageSource::WorkspaceBinary {
+        binary: "gantry-gateway",
+        entrypoint: &["/gantry-gateway"],
+    },
+};
+
+/// `gantry/upstream:dev`: the scenario echo upstream (`gantry upstream`).
+pub const UPSTREAM: ImageSpec = ImageSpec {
+    role: "upstream",
+    tag: "gantry/upstream:dev",
+    source: ImageSource::WorkspaceBinary {
+        binary: "gantry",
+        entrypoint: &["/gantry", "upstream"],
+    },
+};
+
+/// Every image gantry can build. Middleware images (ZooKeeper, etcd) join this list with
+/// their own [`ImageSource`].
+pub const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM];
+
+/// The images a topology under `mode` needs; `None` while a mode's middleware (ZooKeeper,
+/// etcd) has no image yet, so the docker backend cannot run that mode.
+pub fn needed(mode: model::SyncMode) -> Option<Vec<ImageSpec>> {
+    match mode {
+        model::SyncMode::Websocket | model::SyncMode::Http => Some(vec![ADMIN, GATEWAY, UPSTREAM]),
+        model::SyncMode::Zookeeper | model::SyncMode::Etcd => None,
+    }
+}
+
+/// What [`ensure`] did for one image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageStatus {
+    /// The tag.
+    pub tag: &'static str,
+    /// The content hash (SHA-256 hex of the binary).
+    pub hash: String,
+    /// Whether it was (re)built; `false` when the existing image already had this hash.
+    pub built: bool,
+}
+
+/// The static build command, as shown to users.
+pub fn static_build_command() -> String {
+    format!(
+        "RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --workspace --bins \
+         --target {STATIC_TARGET} --target-dir target/static"
+    )
+}
+
+/// Where the static build puts the binaries of `workspace`.
+pub fn static_bin_dir(workspace: &Path) -> PathBuf {
+    workspace
+        .join("target/static")
+        .join(STATIC_TARGET)
+        .join("release")
+}
+
+/// Runs the static release build of every workspace binary; returns the binary directory.
+pub fn build_static(workspace: &Path) -> Result<PathBuf, BackendError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(workspace)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .args(["build", "--release", "--workspace", "--bins", "--target"])
+        .arg(STATIC_TARGET)
+        .args(["--target-dir", "target/static"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| BackendError::Io {
+            what: format!("running {}", static_build_command()),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(BackendError::BuildFailed {
+            command: static_build_command(),
+            status: out.status.to_string(),
+            stderr_tail: crate::backend::host::tail(&String::from_utf8_lossy(&out.stderr), 40),
+        });
+    }
+    Ok(static_bin_dir(workspace))
+}
+
+/// SHA-256 hex of the file at `path`.
+pub fn content_hash(path: &Path) -> Result<String, BackendError> {
+    let bytes = std::fs::read(path).map_err(|source| BackendError::Io {
+        what: format!("reading {}", path.display()),
+        source,
+    })?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// The `gantry.content-hash` label of the local image `tag`; `None` when the image is missing
+/// or unlabelled.
+pub async fn local_hash(docker: &Docker, tag: &str) -> Option<String> {
+    let image = docker.inspect_image(tag).await.ok()?;
+    image.config?.labels?.remove(HASH_LABEL)
+}
+
+/// Builds every image in `specs` from the binaries in `bin_dir` whose local image is missing
+/// or carries a different content hash (all of them when `force`).
+pub async fn ensure(
+    docker: &Docker,
+    specs: &[ImageSpec],
+    bin_dir: &Path,
+    force: bool,
+) -> Result<Vec<ImageStatus>, BackendError> {
+    let mut statuses = Vec::new();
+    for spec in specs {
+        let ImageSource::WorkspaceBinary { binary, entrypoint } = spec.source;
+        let path = bin_dir.join(binary);
+        if !path.is_file() {
+            return Err(BackendError::MissingBinary {
+                path,
+                build: static_build_command(),
+            });
+        }
+        let hash = content_hash(&path)?;
+        let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
+        if built {
+            build_scratch_image(docker, spec.tag, &path, binary, entrypoint, &hash).await?;
+        }
+        statuses.push(ImageStatus {
+            tag: spec.tag,
+            hash,
+            built,
+        });
+    }
+    Ok(statuses)
+}
+
+/// The Dockerfile of a scratch image holding `/<binary>`.
+fn dockerfile(binary: &str, entrypoint: &[&str], hash: &str) -> String {
+    let entrypoint = serde_json::to_string(entrypoint).expect("strings serialise");
+    format!(
+        "FROM scratch\nCOPY {binary} /{binary}\nLABEL {HASH_LABEL}=\"{hash}\"\nENTRYPOINT {entrypoint}\n"
+    )
+}
+
+async fn build_scratch_image(
+    docker: &Docker,
+    tag: &str,
+    path: &Path,
+    binary: &str,
+    entrypoint: &[&str],
+    hash: &str,
+) -> Result<(), BackendError> {
+    let io = |what: String| move |source| BackendError::Io { what, source };
+    let mut context = tar::Builder::new(Vec::new());
+    let file = dockerfile(binary, entrypoint, hash);
+    let mut header = tar::Header::new_ustar();
+    header.set_size(file.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    context
+        .append_data(&mut header, "Dockerfile", file.as_bytes())
+        .map_err(io("writing the build context".into()))?;
+    let bin = std::fs::read(path).map_err(io(format!("reading {}", path.display())))?;
+    let mut header = tar::Header::new_ustar();
+    header.set_size(bin.len() as u64);
+    header.set_mode(0o755);
+    header.set_cksum();
+    context
+        .append_data(&mut header, binary, bin.as_slice())
+        .map_err(io(format!(
+            "adding {} to the build context",
+            path.display()
+        )))?;
+    let context = context
+        .into_inner()
+        .map_err(io("finishing the build context".into()))?;
+    let labels = HashMap::from([(HASH_LABEL, hash)]);
+    let options = BuildImageOptionsBuilder::default()
+        .dockerfile("Dockerfile")
+        .t(tag)
+        .labels(&labels)
+        .rm(true)
+        .forcerm(true)
+        .pull("false")
+        .build();
+    let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
+    let mut output = String::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(info) => {
+                if let Some(s) = info.stream {
+                    output.push_str(&s);
+                }
+                if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                    return Err(build_failed(tag, &format!("{output}{e}")));
+                }
+            }
+            Err(e) => return Err(build_failed(tag, &format!("{output}{e}"))),
+        }
+    }
+    Ok(())
+}
+
+fn build_failed(tag: &str, detail: &str) -> BackendError {
+    BackendError::BuildFailed {
+        command: format!("docker build -t {tag} (FROM scratch)"),
+        status: "failed".into(),
+        stderr_tail: crate::backend::host::tail(detail, 20),
+    }
+}
+
+/// Fails fast, naming the command that builds them, when an image in `specs` is not present
+/// locally.
+pub async fn preflight(docker: &Docker, specs: &[ImageSpec]) -> Result<(), BackendError> {
+    let mut missing = Vec::new();
+    for spec in specs {
+        if docker.inspect_image(spec.tag).await.is_err() {
+            missing.push(spec.tag.to_owned());
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(BackendError::MissingImages {
+            images: missing.join(", "),
+            build: IMAGES_COMMAND.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dockerfile_is_scratch_with_label_and_entrypoint() {
+        assert_eq!(
+            dockerfile("gantry", &["/gantry", "upstream"], "ab12"),
+            "FROM scratch\nCOPY gantry /gantry\nLABEL gantry.content-hash=\"ab12\"\n\
+             ENTRYPOINT [\"/gantry\",\"upstream\"]\n"
+        );
+    }
+
+    #[test]
+    fn push_modes_need_the_three_workspace_images_and_store_modes_have_none_yet() {
+        for mode in [model::SyncMode::Websocket, model::SyncMode::Http] {
+            let tags: Vec<_> = needed(mode).unwrap().iter().map(|s| s.tag).collect();
+            assert_eq!(
+                tags,
+                [
+                    "gantry/admin:dev",
+                    "gantry/gateway:dev",
+                    "gantry/upstream:dev"
+                ]
+            );
+        }
+        assert_eq!(needed(model::SyncMode::Zookeeper), None);
+        assert_eq!(needed(model::SyncMode::Etcd), None);
+    }
+
+    #[test]
+    fn content_hash_is_sha256_hex() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x");
+        std::fs::write(&f, b"abc").unwrap();
+        assert_eq!(
+            content_hash(&f).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

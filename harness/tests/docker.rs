@@ -1,0 +1,282 @@
+//! The docker backend leaves nothing behind: no container or network labelled with a run's
+//! id remains after a passing case, a failing case, a panic, or Ctrl-C on `gantry run`; a
+//! failing case's report carries the containers' logs; and leftovers of dead harness processes
+//! are swept when the backend opens.
+//!
+//! Needs a Docker engine: without one these trials are ignored (a note on stderr says so),
+//! with `GANTRY_REQUIRE_DOCKER=1` they fail. Images are built on first use.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use harness::backend::docker::{self, EngineCheck, Labelled};
+use harness::topology::Topology;
+use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
+use libtest_mimic::{Arguments, Failed, Trial};
+use model::SyncMode;
+
+const FAILING: &str = r#"
+name: docker_failing
+description: routes to alpha, but a check expects a status nobody answers
+modes: [websocket]
+upstreams: [alpha]
+setup:
+  selectors:
+    - name: failing
+      plugin: divide
+      conditions:
+        - { paramType: uri, operator: "=", paramValue: /docker/fail }
+      upstreams:
+        - { upstream: alpha }
+      rules:
+        - name: failing-rule
+          conditions:
+            - { paramType: uri, operator: "=", paramValue: /docker/fail }
+wait:
+  probe:
+    request: { method: GET, path: /docker/fail }
+    expect: { status: 200, upstream: alpha }
+checks:
+  - name: a status nobody answers
+    request: { method: GET, path: /docker/fail }
+    expect: { status: 418 }
+"#;
+
+fn opts() -> RunOptions {
+    // Builds the static binaries and any missing or stale image first, unless
+    // GANTRY_BIN_DIR is set (then the images must exist).
+    RunOptions {
+        backend: BackendKind::Docker,
+        ..RunOptions::from_env(&ProcessEnv)
+    }
+}
+
+fn backend() -> Result<&'static Backend, Failed> {
+    static BACKEND: OnceLock<Result<Backend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| harness::prepare(&opts()).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| e.into())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The containers and networks labelled `filter`.
+async fn labelled_now(filter: &str) -> Result<(Vec<Labelled>, Vec<Labelled>), Failed> {
+    let d = docker::connect().await?;
+    Ok(docker::labelled(&d, filter).await?)
+}
+
+/// [`labelled_now`], from synchronous code.
+fn labelled(filter: &str) -> Result<(Vec<Labelled>, Vec<Labelled>), Failed> {
+    runtime()?.block_on(labelled_now(filter))
+}
+
+fn assert_gone(filter: &str) -> Result<(), Failed> {
+    let (containers, networks) = labelled(filter)?;
+    if containers.is_empty() && networks.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<_> = containers
+        .iter()
+        .chain(&networks)
+        .map(|o| &o.name)
+        .collect();
+    Err(format!("left behind for {filter}: {names:?}").into())
+}
+
+fn run_label(id: &str) -> String {
+    format!("{}={id}", docker::RUN_LABEL)
+}
+
+fn after_pass() -> Result<(), Failed> {
+    let backend = backend()?;
+    let id = runtime()?.block_on(async {
+        let topo = Topology::start(backend, SyncMode::Websocket, &["alpha".into()], false).await?;
+        let id = topo.docker_run_id().ok_or("not a docker run")?.to_owned();
+        let (containers, networks) = labelled_now(&run_label(&id)).await?;
+        let mut names: Vec<_> = containers.into_iter().map(|c| c.name).collect();
+        names.sort();
+        let prefix = format!("gantry-{id}-");
+        let expected = ["admin", "gateway", "upstream-alpha"].map(|n| format!("{prefix}{n}"));
+        if names != expected || networks.len() != 1 || networks[0].name != format!("gantry-{id}") {
+            return Err(Failed::from(format!(
+                "while running: {names:?}, {networks:?}"
+            )));
+        }
+        drop(topo);
+        Ok::<_, Failed>(id)
+    })?;
+    assert_gone(&run_label(&id))
+}
+
+/// `gantry-<10 hex>-admin` in `text`: the run id.
+fn run_id_in(text: &str) -> Option<String> {
+    text.match_indices("gantry-").find_map(|(i, _)| {
+        let id = text.get(i + 7..i + 17)?;
+        let ok = id.chars().all(|c| c.is_ascii_hexdigit()) && text[i + 17..].starts_with("-admin");
+        ok.then(|| id.to_owned())
+    })
+}
+
+fn after_failure() -> Result<(), Failed> {
+    let backend = backend()?;
+    let scenario = harness::scenario::parse_str(Path::new("docker_failing.yaml"), FAILING)?;
+    let outcome = runtime()?.block_on(harness::run_case(
+        &scenario,
+        SyncMode::Websocket,
+        backend,
+        &opts(),
+        &|_| {},
+    ));
+    let err = match outcome {
+        Ok(_) => return Err("the failing scenario passed".into()),
+        Err(e) => e.to_string(),
+    };
+    if !err.contains("failed at checks") || !err.contains("listening on http://0.0.0.0:9195") {
+        return Err(format!("no container logs in the report:\n{err}").into());
+    }
+    let id = run_id_in(&err).ok_or_else(|| format!("no run id in:\n{err}"))?;
+    assert_gone(&run_label(&id))
+}
+
+fn after_panic() -> Result<(), Failed> {
+    let backend = backend()?;
+    let seen = Arc::new(Mutex::new(None::<String>));
+    let seen2 = Arc::clone(&seen);
+    let rt = runtime()?;
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        rt.block_on(async move {
+            let topo = Topology::start(backend, SyncMode::Websocket, &[], false)
+                .await
+                .expect("the topology starts");
+            *seen2.lock().expect("not poisoned") = topo.docker_run_id().map(str::to_owned);
+            panic!("a scenario panicked while its topology ran");
+        })
+    }));
+    if unwound.is_ok() {
+        return Err("did not panic".into());
+    }
+    let id = seen
+        .lock()
+        .expect("not poisoned")
+        .clone()
+        .ok_or("no run id")?;
+    assert_gone(&run_label(&id))
+}
+
+/// Ctrl-C on `gantry run --backend docker` once its containers are up removes them.
+fn after_ctrl_c() -> Result<(), Failed> {
+    backend()?;
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cases/scenarios/divide/uri_equal.yaml"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["run", "--backend", "docker", "--no-build", scenario])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid_filter = format!("{}={}", docker::PID_LABEL, child.id());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (containers, _) = labelled(&pid_filter)?;
+        if containers.iter().any(|c| c.name.ends_with("-gateway")) {
+            break;
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("gantry run never had its gateway container up".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()?;
+    if !status.success() {
+        return Err("kill -INT failed".into());
+    }
+    let code = child.wait()?.code();
+    if code != Some(130) {
+        return Err(format!("gantry run exited with {code:?}, expected 130").into());
+    }
+    assert_gone(&pid_filter)
+}
+
+/// A network left by a harness whose pid is gone is removed when the backend opens; one of a
+/// live harness (this one) is not.
+fn stale_runs_are_swept() -> Result<(), Failed> {
+    backend()?;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")?
+        .trim()
+        .to_owned();
+    let make = |run: &str, pid: String| bollard::models::NetworkCreateRequest {
+        name: format!("gantry-{run}"),
+        labels: Some(HashMap::from([
+            (docker::RUN_LABEL.to_owned(), run.to_owned()),
+            (docker::PID_LABEL.to_owned(), pid),
+            (docker::HOST_LABEL.to_owned(), host.clone()),
+        ])),
+        ..Default::default()
+    };
+    let stale = make("stale00000", "999999999".into());
+    let live = make("live000000", std::process::id().to_string());
+    runtime()?.block_on(async {
+        let d = docker::connect().await?;
+        d.create_network(stale).await?;
+        d.create_network(live).await?;
+        Ok::<_, Failed>(())
+    })?;
+    harness::backend::DockerBackend::open(None)?;
+    let (_, live_left) = labelled(&run_label("live000000"))?;
+    runtime()?.block_on(async {
+        let d = docker::connect().await?;
+        docker::remove_run(&d, "live000000").await?;
+        Ok::<_, Failed>(())
+    })?;
+    if live_left.len() != 1 {
+        return Err(format!("the live run's network was touched: {live_left:?}").into());
+    }
+    assert_gone(&run_label("stale00000"))
+}
+
+/// One cleanup check.
+type Check = fn() -> Result<(), Failed>;
+
+fn main() {
+    let args = Arguments::from_args();
+    let require = std::env::var("GANTRY_REQUIRE_DOCKER").is_ok_and(|v| v == "1");
+    let engine = EngineCheck::probe(require);
+    if let EngineCheck::Skip(why) = &engine {
+        eprintln!("note: {why}");
+    }
+    let tests: [(&str, Check); 5] = [
+        ("docker::no_leftovers_after_pass", after_pass),
+        ("docker::no_leftovers_after_failure", after_failure),
+        ("docker::no_leftovers_after_panic", after_panic),
+        ("docker::no_leftovers_after_ctrl_c", after_ctrl_c),
+        ("docker::stale_runs_are_swept", stale_runs_are_swept),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, f)| {
+            let ignored = matches!(engine, EngineCheck::Skip(_));
+            let engine = engine.clone();
+            Trial::test(name, move || match engine {
+                EngineCheck::Available => f(),
+                EngineCheck::Skip(why) | EngineCheck::Required(why) => Err(why.into()),
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -1,0 +1,280 @@
+//! The zookeeper and etcd sync modes against real servers on the host backend: a delete reaches
+//! the gateway, a gateway started after the admin wrote everything converges, and the gateway
+//! converges again after the server is restarted (same port, same data) with a change made
+//! while it was down. Each test also checks that the server process is gone after the drop.
+//!
+//! Trials are `<test>@<mode>`; they are ignored (with a note on stderr) when the server is not
+//! installed, unless `GANTRY_REQUIRE` names the mode.
+
+use std::time::Duration;
+
+use harness::backend::middleware::{self, StoreKind, StoreServer};
+use harness::backend::{Run, Service};
+use harness::client::{AdminClient, GatewayClient};
+use harness::wait::{WaitPolicy, await_convergence};
+use harness::{Backend, BackendKind, ProcessEnv};
+use libtest_mimic::{Arguments, Failed, Trial};
+use model::{ConditionDto, RuleDto, SelectorDto, SyncMode};
+
+/// Digest waits: every 50 ms, 30 s deadline (a restarted ZooKeeper takes a few seconds).
+const CONVERGE: WaitPolicy = WaitPolicy {
+    consecutive: 1,
+    interval: Duration::from_millis(50),
+    timeout: Duration::from_secs(30),
+};
+
+/// One topology: the store server, an admin, maybe a gateway, in a temp dir.
+struct Setup {
+    backend: Backend,
+    run: Run,
+    mode: SyncMode,
+    gateway: Option<Service>,
+    admin: Service,
+    store: StoreServer,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    async fn start(kind: StoreKind) -> Result<Setup, Failed> {
+        let mode = kind.mode();
+        let dir = tempfile::Builder::new()
+            .prefix("gantry-faults-")
+            .tempdir()?;
+        let bin_dir = harness::backend::host::default_bin_dir(None)?;
+        let backend = Backend::new(BackendKind::Host, bin_dir)?;
+        let run = backend.begin(mode, false).await?;
+        let store = StoreServer::start(kind, &dir.path().join(kind.name())).await?;
+        let admin = run.start_admin(mode, Some(&store), dir.path()).await?;
+        Ok(Setup {
+            backend,
+            run,
+            mode,
+            gateway: None,
+            admin,
+            store,
+            dir,
+        })
+    }
+
+    async fn start_gateway(&mut self) -> Result<GatewayClient, Failed> {
+        let gateway = self
+            .run
+            .start_gateway(self.mode, &self.admin, Some(&self.store), self.dir.path())
+            .await?;
+        let client = GatewayClient::new(gateway.url());
+        self.gateway = Some(gateway);
+        Ok(client)
+    }
+
+    async fn admin(&self) -> Result<AdminClient, Failed> {
+        Ok(AdminClient::login(self.admin.url(), "admin", "123456").await?)
+    }
+
+    /// The logs, for a failure message.
+    fn logs(&self) -> String {
+        let mut out = format!(
+            "--- admin ---\n{}\n--- {} ---\n{}",
+            self.admin.log_tail(30),
+            self.store.kind().name(),
+            self.store.log_tail(30)
+        );
+        if let Some(g) = &self.gateway {
+            out += &format!("\n--- gateway ---\n{}", g.log_tail(30));
+        }
+        out
+    }
+
+    /// Drops everything and checks that the server process is gone.
+    fn finish(self) -> Result<(), Failed> {
+        let pid = self.store.pid().ok_or("the store server is not running")?;
+        let Setup {
+            backend,
+            run,
+            gateway,
+            admin,
+            store,
+            dir,
+            ..
+        } = self;
+        drop((gateway, admin, store, run, backend));
+        if middleware::process_alive(pid) {
+            return Err(format!("the store server (pid {pid}) outlived its drop").into());
+        }
+        drop(dir);
+        Ok(())
+    }
+}
+
+/// Creates a divide selector for `/faults/<name>` with one rule; returns the selector id.
+async fn create_route(admin: &AdminClient, name: &str) -> Result<String, Failed> {
+    let plugin = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
+    let path = format!("/faults/{name}");
+    let condition = ConditionDto::new("uri", "=", "/", &path);
+    let selector = SelectorDto {
+        plugin_id: Some(plugin),
+        name: Some(name.to_owned()),
+        selector_type: Some(model::SelectorType::Custom.code()),
+        match_mode: Some(model::MatchMode::And.code()),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(true),
+        continued: Some(true),
+        match_restful: Some(false),
+        handle: Some(
+            r#"[{"upstreamUrl":"127.0.0.1:9","protocol":"http://","weight":50,"status":true}]"#
+                .to_owned(),
+        ),
+        selector_conditions: Some(vec![condition.clone()]),
+        ..Default::default()
+    };
+    let id = admin.create_selector(&selector).await?;
+    let rule = RuleDto {
+        selector_id: Some(id.clone()),
+        name: Some(format!("{name}-rule")),
+        match_mode: Some(model::MatchMode::And.code()),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(true),
+        match_restful: Some(false),
+        handle: Some(
+            r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#
+                .to_owned(),
+        ),
+        rule_conditions: Some(vec![condition]),
+        ..Default::default()
+    };
+    admin.create_rule(&rule).await?;
+    Ok(id)
+}
+
+/// Waits until the gateway's digest equals the admin's and holds `selectors` selectors.
+async fn converge(
+    setup: &Setup,
+    admin: &AdminClient,
+    gateway: &GatewayClient,
+    selectors: usize,
+    when: &str,
+) -> Result<(), Failed> {
+    await_convergence(CONVERGE, || async {
+        let a = admin.digest().await.map_err(|e| e.to_string())?;
+        let g = gateway.digest().await.map_err(|e| e.to_string())?;
+        if a.digest == g.digest && a.selectors == selectors {
+            Ok(())
+        } else {
+            Err(format!("admin {a:?}, gateway {g:?}"))
+        }
+    })
+    .await
+    .map_err(|t| {
+        format!(
+            "{when}: no convergence after {:?}: {}\n{}",
+            t.waited,
+            t.last,
+            setup.logs()
+        )
+    })?;
+    Ok(())
+}
+
+async fn delete_reaches_gateway(kind: StoreKind) -> Result<(), Failed> {
+    let mut setup = Setup::start(kind).await?;
+    let gateway = setup.start_gateway().await?;
+    let admin = setup.admin().await?;
+    let keep = create_route(&admin, "keep").await?;
+    let gone = create_route(&admin, "gone").await?;
+    converge(&setup, &admin, &gateway, 2, "after creating two selectors").await?;
+    admin.delete_selectors(std::slice::from_ref(&gone)).await?;
+    converge(&setup, &admin, &gateway, 1, "after deleting one").await?;
+    admin.delete_selectors(&[keep]).await?;
+    converge(&setup, &admin, &gateway, 0, "after deleting the other").await?;
+    let rules = gateway.digest().await?.rules;
+    if rules != 0 {
+        return Err(format!("the gateway still holds {rules} rules").into());
+    }
+    setup.finish()
+}
+
+async fn late_gateway_converges(kind: StoreKind) -> Result<(), Failed> {
+    let mut setup = Setup::start(kind).await?;
+    let admin = setup.admin().await?;
+    for name in ["a", "b", "c"] {
+        create_route(&admin, name).await?;
+    }
+    let gateway = setup.start_gateway().await?;
+    converge(
+        &setup,
+        &admin,
+        &gateway,
+        3,
+        "a gateway started after the writes",
+    )
+    .await?;
+    setup.finish()
+}
+
+async fn server_restart_converges(kind: StoreKind) -> Result<(), Failed> {
+    let mut setup = Setup::start(kind).await?;
+    let gateway = setup.start_gateway().await?;
+    let admin = setup.admin().await?;
+    let first = create_route(&admin, "before").await?;
+    converge(&setup, &admin, &gateway, 1, "before the restart").await?;
+    // Down: the admin commits changes it cannot publish yet.
+    setup.store.stop();
+    create_route(&admin, "while-down").await?;
+    admin.delete_selectors(&[first]).await?;
+    setup.store.restart().await?;
+    converge(&setup, &admin, &gateway, 1, "after the restart").await?;
+    // And the sync keeps working.
+    create_route(&admin, "after").await?;
+    converge(
+        &setup,
+        &admin,
+        &gateway,
+        2,
+        "after a change past the restart",
+    )
+    .await?;
+    setup.finish()
+}
+
+fn block_on<F: Future<Output = Result<(), Failed>>>(f: F) -> Result<(), Failed> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
+}
+
+fn trials() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for kind in [StoreKind::Zookeeper, StoreKind::Etcd] {
+        let mode = kind.mode();
+        let skip = middleware::skip_reason(&ProcessEnv, mode);
+        if let Some(reason) = &skip {
+            eprintln!("note: every `@{mode}` trial is ignored: {reason}");
+        }
+        let ignored = skip.is_some();
+        trials.push(
+            Trial::test(format!("delete_reaches_gateway@{mode}"), move || {
+                block_on(delete_reaches_gateway(kind))
+            })
+            .with_ignored_flag(ignored),
+        );
+        trials.push(
+            Trial::test(format!("late_gateway_converges@{mode}"), move || {
+                block_on(late_gateway_converges(kind))
+            })
+            .with_ignored_flag(ignored),
+        );
+        trials.push(
+            Trial::test(format!("server_restart_converges@{mode}"), move || {
+                block_on(server_restart_converges(kind))
+            })
+            .with_ignored_flag(ignored),
+        );
+    }
+    trials
+}
+
+fn main() {
+    libtest_mimic::run(&Arguments::from_args(), trials()).exit();
+}
