@@ -62,6 +62,7 @@ fn scenario_trials(shared: &Arc<Shared>) -> Vec<Trial> {
                 ),
                 move || Err(e.to_string().into()),
             )),
+            Ok(s) if !s.backends.contains(&harness::BackendKind::Host) => {}
             Ok(s) => {
                 let s = Arc::new(s);
                 for mode in s.modes.clone() {

@@ -7,10 +7,16 @@ use std::path::PathBuf;
 
 use model::SyncMode;
 
+use crate::backend::StoreKind;
 use crate::backend::docker::{self, ContainerSpec};
 
 /// The modes that have a committed compose file.
-pub const MODES: &[SyncMode] = &[SyncMode::Websocket, SyncMode::Http];
+pub const MODES: &[SyncMode] = &[
+    SyncMode::Websocket,
+    SyncMode::Http,
+    SyncMode::Zookeeper,
+    SyncMode::Etcd,
+];
 /// The echo upstreams a compose topology runs.
 pub const UPSTREAMS: &[&str] = &["alpha", "beta"];
 
@@ -19,11 +25,14 @@ pub fn path(mode: SyncMode) -> PathBuf {
     PathBuf::from(crate::WORKSPACE_DIR).join(format!("compose/{mode}.yml"))
 }
 
-/// The services of a hand-run topology under `mode`: admin, gateway, then the upstreams.
+/// The services of a hand-run topology under `mode`: the ZooKeeper or etcd server the mode
+/// needs, admin, gateway, then the upstreams.
 pub fn services(mode: SyncMode) -> Vec<ContainerSpec> {
-    let admin = docker::admin_spec("", mode);
-    let gateway = docker::gateway_spec("", mode, &admin.peer_url());
-    let mut all = vec![admin, gateway];
+    let store = StoreKind::for_mode(mode).map(|k| docker::store_spec("", k));
+    let admin = docker::admin_spec("", mode, store.as_ref());
+    let gateway = docker::gateway_spec("", mode, &admin.peer_url(), store.as_ref());
+    let mut all: Vec<ContainerSpec> = store.into_iter().collect();
+    all.extend([admin, gateway]);
     all.extend(UPSTREAMS.iter().map(|u| docker::upstream_spec("", u)));
     all
 }
@@ -52,20 +61,41 @@ pub fn render(mode: SyncMode) -> String {
         let cmd: Vec<String> = spec.cmd.iter().map(|a| q(a)).collect();
         let _ = writeln!(out, "  {}:", spec.name);
         let _ = writeln!(out, "    image: {}", q(spec.image));
-        let _ = writeln!(out, "    command: [{}]", cmd.join(", "));
+        if !cmd.is_empty() {
+            let _ = writeln!(out, "    command: [{}]", cmd.join(", "));
+        }
         let _ = writeln!(out, "    environment:");
         for (k, v) in docker::ENV {
             let _ = writeln!(out, "      {k}: {}", q(v));
         }
-        if spec.role != crate::images::UPSTREAM.role {
+        let published = [crate::images::ADMIN.role, crate::images::GATEWAY.role];
+        if published.contains(&spec.role) {
             let _ = writeln!(
                 out,
                 "    ports:\n      - {}",
                 q(&format!("127.0.0.1:{0}:{0}", spec.port))
             );
         }
-        if spec.role == crate::images::GATEWAY.role {
-            let _ = writeln!(out, "    depends_on:\n      - {}", specs[0].name);
+        let after: Vec<&str> = if spec.role == crate::images::ADMIN.role {
+            specs
+                .iter()
+                .filter(|s| s.role == "zookeeper" || s.role == "etcd")
+                .map(|s| s.name.as_str())
+                .collect()
+        } else if spec.role == crate::images::GATEWAY.role {
+            specs
+                .iter()
+                .filter(|s| s.role != crate::images::UPSTREAM.role && s.name != spec.name)
+                .map(|s| s.name.as_str())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !after.is_empty() {
+            let _ = writeln!(out, "    depends_on:");
+            for name in after {
+                let _ = writeln!(out, "      - {name}");
+            }
         }
     }
     out
@@ -96,5 +126,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  upstream-alpha:\n"), "{text}");
+        let zk = render(SyncMode::Zookeeper);
+        assert!(
+            zk.contains(r#""--zookeeper-url", "zookeeper:2181""#),
+            "{zk}"
+        );
+        assert!(render(SyncMode::Etcd).contains(r#""--etcd-url", "http://etcd:2379""#));
     }
 }

@@ -170,6 +170,8 @@ pub enum Step {
     Wait,
     /// Running the checks.
     Checks,
+    /// Applying each scenario step's admin changes, its wait and its checks.
+    Steps,
     /// Deleting what setup made and proving it is gone.
     Teardown,
 }
@@ -182,6 +184,7 @@ impl std::fmt::Display for Step {
             Step::Setup => "setup",
             Step::Wait => "wait",
             Step::Checks => "checks",
+            Step::Steps => "steps",
             Step::Teardown => "teardown",
         })
     }
@@ -231,6 +234,9 @@ pub enum RunErrorKind {
         /// Its id.
         id: String,
     },
+    /// A step names an object that setup did not make or a step already deleted.
+    #[error("{0} does not exist (not made by setup, or already deleted)")]
+    UnknownObject(String),
     /// The admin deleted a different number of selectors than asked.
     #[error("admin deleted {deleted} selectors, expected {expected}")]
     DeleteCount {

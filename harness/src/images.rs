@@ -1,6 +1,7 @@
 //! Container images without a registry: the workspace binaries, built static
 //! (`+crt-static`, glibc), each in a `FROM scratch` image labelled with the SHA-256 of its
-//! binary (`gantry.content-hash`). [`ensure`] rebuilds only the images whose label differs
+//! binary (`gantry.content-hash`), and ZooKeeper and etcd from the host's Debian packages
+//! (see [`middleware`], labelled with the hash of all their inputs). [`ensure`] rebuilds only the images whose label differs
 //! from the binary on disk; [`preflight`] checks that every image a topology needs exists
 //! locally. Nothing here ever pulls: `FROM scratch` has no base to fetch, and builds use the
 //! engine's classic builder (`/build` without BuildKit), which Docker 20.10 has.
@@ -15,6 +16,8 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::error::BackendError;
+
+pub mod middleware;
 
 /// The image label holding the SHA-256 of the binary inside.
 pub const HASH_LABEL: &str = "gantry.content-hash";
@@ -45,6 +48,10 @@ pub enum ImageSource {
         /// The entrypoint (the binary's absolute path first).
         entrypoint: &'static [&'static str],
     },
+    /// etcd from Debian's `etcd-server`: `/usr/bin/etcd` with the libraries `ldd` lists.
+    Etcd,
+    /// ZooKeeper from Debian's `zookeeper`: its jars on a `jlink`-trimmed JRE.
+    Zookeeper,
 }
 
 /// `gantry/admin:dev`: `gantry-admin`.
@@ -77,17 +84,33 @@ pub const UPSTREAM: ImageSpec = ImageSpec {
     },
 };
 
-/// Every image gantry can build. Middleware images (ZooKeeper, etcd) join this list with
-/// their own [`ImageSource`].
-pub const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM];
+/// `gantry/etcd:dev`: Debian's etcd 3.4, `FROM scratch`.
+pub const ETCD: ImageSpec = ImageSpec {
+    role: "etcd",
+    tag: "gantry/etcd:dev",
+    source: ImageSource::Etcd,
+};
 
-/// The images a topology under `mode` needs; `None` while a mode's middleware (ZooKeeper,
-/// etcd) has no image yet, so the docker backend cannot run that mode.
+/// `gantry/zookeeper:dev`: Debian's ZooKeeper 3.8 on a `jlink`-trimmed JRE, `FROM scratch`.
+pub const ZOOKEEPER: ImageSpec = ImageSpec {
+    role: "zookeeper",
+    tag: "gantry/zookeeper:dev",
+    source: ImageSource::Zookeeper,
+};
+
+/// Every image gantry can build.
+pub const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER];
+
+/// The images a topology under `mode` needs; `None` when the docker backend cannot run that
+/// mode.
 pub fn needed(mode: model::SyncMode) -> Option<Vec<ImageSpec>> {
+    let mut specs = vec![ADMIN, GATEWAY, UPSTREAM];
     match mode {
-        model::SyncMode::Websocket | model::SyncMode::Http => Some(vec![ADMIN, GATEWAY, UPSTREAM]),
-        model::SyncMode::Zookeeper | model::SyncMode::Etcd => None,
+        model::SyncMode::Websocket | model::SyncMode::Http => {}
+        model::SyncMode::Zookeeper => specs.push(ZOOKEEPER),
+        model::SyncMode::Etcd => specs.push(ETCD),
     }
+    Some(specs)
 }
 
 /// What [`ensure`] did for one image.
@@ -99,6 +122,10 @@ pub struct ImageStatus {
     pub hash: String,
     /// Whether it was (re)built; `false` when the existing image already had this hash.
     pub built: bool,
+    /// How long building took (zero when not built).
+    pub took: std::time::Duration,
+    /// Why it was not built at all (its host sources are missing).
+    pub skipped: Option<String>,
 }
 
 /// The static build command, as shown to users.
@@ -158,8 +185,10 @@ pub async fn local_hash(docker: &Docker, tag: &str) -> Option<String> {
     image.config?.labels?.remove(HASH_LABEL)
 }
 
-/// Builds every image in `specs` from the binaries in `bin_dir` whose local image is missing
-/// or carries a different content hash (all of them when `force`).
+/// Builds every image in `specs` from the binaries in `bin_dir` (workspace images) or the
+/// host's packages (middleware images) whose local image is missing or carries a different
+/// content hash (all of them when `force`). A middleware image whose host package is missing
+/// is skipped (`skipped`), not an error: only its mode becomes unavailable.
 pub async fn ensure(
     docker: &Docker,
     specs: &[ImageSpec],
@@ -168,23 +197,59 @@ pub async fn ensure(
 ) -> Result<Vec<ImageStatus>, BackendError> {
     let mut statuses = Vec::new();
     for spec in specs {
-        let ImageSource::WorkspaceBinary { binary, entrypoint } = spec.source;
-        let path = bin_dir.join(binary);
-        if !path.is_file() {
-            return Err(BackendError::MissingBinary {
-                path,
-                build: static_build_command(),
-            });
-        }
-        let hash = content_hash(&path)?;
-        let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
-        if built {
-            build_scratch_image(docker, spec.tag, &path, binary, entrypoint, &hash).await?;
-        }
+        let started = std::time::Instant::now();
+        let (hash, built, skipped) = match spec.source {
+            ImageSource::WorkspaceBinary { binary, entrypoint } => {
+                let path = bin_dir.join(binary);
+                if !path.is_file() {
+                    return Err(BackendError::MissingBinary {
+                        path,
+                        build: static_build_command(),
+                    });
+                }
+                let hash = content_hash(&path)?;
+                let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
+                if built {
+                    build_scratch_image(docker, spec.tag, &path, binary, entrypoint, &hash).await?;
+                }
+                (hash, built, None)
+            }
+            ImageSource::Etcd | ImageSource::Zookeeper => {
+                let rootfs = match middleware::inputs(spec.source) {
+                    Ok(r) => r,
+                    Err(why) => {
+                        tracing::warn!("not building {}: {why}", spec.tag);
+                        statuses.push(ImageStatus {
+                            tag: spec.tag,
+                            hash: String::new(),
+                            built: false,
+                            took: std::time::Duration::ZERO,
+                            skipped: Some(why),
+                        });
+                        continue;
+                    }
+                };
+                let hash = rootfs.hash();
+                let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
+                if built {
+                    let context = tokio::task::spawn_blocking(move || rootfs.context())
+                        .await
+                        .map_err(|e| build_failed(spec.tag, &e.to_string()))??;
+                    build_context(docker, spec.tag, &hash, context).await?;
+                }
+                (hash, built, None)
+            }
+        };
         statuses.push(ImageStatus {
             tag: spec.tag,
             hash,
             built,
+            took: if built {
+                started.elapsed()
+            } else {
+                std::time::Duration::ZERO
+            },
+            skipped,
         });
     }
     Ok(statuses)
@@ -230,6 +295,16 @@ async fn build_scratch_image(
     let context = context
         .into_inner()
         .map_err(io("finishing the build context".into()))?;
+    build_context(docker, tag, hash, context).await
+}
+
+/// Builds the tar build `context` as `tag`, labelled with `hash`.
+async fn build_context(
+    docker: &Docker,
+    tag: &str,
+    hash: &str,
+    context: Vec<u8>,
+) -> Result<(), BackendError> {
     let labels = HashMap::from([(HASH_LABEL, hash)]);
     let options = BuildImageOptionsBuilder::default()
         .dockerfile("Dockerfile")
@@ -298,7 +373,7 @@ mod tests {
     }
 
     #[test]
-    fn push_modes_need_the_three_workspace_images_and_store_modes_have_none_yet() {
+    fn push_modes_need_the_three_workspace_images_and_store_modes_their_store() {
         for mode in [model::SyncMode::Websocket, model::SyncMode::Http] {
             let tags: Vec<_> = needed(mode).unwrap().iter().map(|s| s.tag).collect();
             assert_eq!(
@@ -310,8 +385,9 @@ mod tests {
                 ]
             );
         }
-        assert_eq!(needed(model::SyncMode::Zookeeper), None);
-        assert_eq!(needed(model::SyncMode::Etcd), None);
+        let last = |m| needed(m).unwrap().last().unwrap().tag;
+        assert_eq!(last(model::SyncMode::Zookeeper), "gantry/zookeeper:dev");
+        assert_eq!(last(model::SyncMode::Etcd), "gantry/etcd:dev");
     }
 
     #[test]

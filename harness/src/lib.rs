@@ -160,7 +160,12 @@ pub async fn run_paths(
                 results.push(r);
             }
             Ok(s) => {
-                for mode in s.modes.iter().filter(|m| opts.modes.contains(m)) {
+                let modes = if s.backends.contains(&opts.backend) {
+                    &s.modes[..]
+                } else {
+                    &[]
+                };
+                for mode in modes.iter().filter(|m| opts.modes.contains(m)) {
                     let r = match backend::middleware::skip_reason(&ProcessEnv, *mode) {
                         Some(reason) => CaseResult {
                             case: s.name.clone(),

@@ -64,8 +64,16 @@ async fn images(args: cli::ImagesArgs) -> ExitCode {
     match built.await {
         Ok(statuses) => {
             for s in statuses {
-                let what = if s.built { "built" } else { "up to date" };
-                println!("{:<24} {what:<10} {}={}", s.tag, images::HASH_LABEL, s.hash);
+                if let Some(why) = &s.skipped {
+                    println!("{:<24} skipped    {why}", s.tag);
+                    continue;
+                }
+                let what = if s.built {
+                    format!("built in {:.1}s", s.took.as_secs_f64())
+                } else {
+                    "up to date".to_owned()
+                };
+                println!("{:<24} {what:<16} {}={}", s.tag, images::HASH_LABEL, s.hash);
             }
             eprintln!("images ready in {:.1}s", started.elapsed().as_secs_f64());
             ExitCode::SUCCESS

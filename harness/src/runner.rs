@@ -1,10 +1,11 @@
 //! Runs one scenario under one sync mode on a fresh topology:
 //!
 //! ```text
-//! start ─▶ precheck ─▶ setup ─▶ wait ─▶ checks ─▶ teardown ─▶ stop
-//!          digests      create   probe   all of    batch delete, GET → 404,
-//!          equal; probe selectors converges them    probe route absent, teardown
-//!          not passing  + rules  + digests          probes, digests equal
+//! start ─▶ precheck ─▶ setup ─▶ wait ─▶ checks ─▶ steps ─▶ teardown ─▶ stop
+//!          digests      create   probe   all of    each:    restore plugins, batch delete,
+//!          equal; probe selectors converges them    change,  GET → 404, probe route
+//!          not passing  + rules  + digests          wait,    absent, teardown probes,
+//!                                                   checks   digests equal
 //! ```
 
 use std::collections::HashMap;
@@ -19,7 +20,9 @@ use crate::error::{RunError, RunErrorKind, Step};
 use crate::probe::judge;
 use crate::report::Event;
 use crate::scenario::Scenario;
-use crate::scenario::ast::{Expect, Probe, RequestSpec, Route, SelectorSpec};
+use crate::scenario::ast::{
+    Change, Check, Expect, Probe, RequestSpec, Route, SelectorSpec, UpstreamRef, Wait,
+};
 use crate::topology::Topology;
 use crate::wait::{WaitPolicy, await_convergence};
 
@@ -87,6 +90,61 @@ pub async fn run_case(
     }
 }
 
+/// A rule setup made, and whether a step deleted it.
+struct MadeRule {
+    name: String,
+    id: String,
+    dto: RuleDto,
+    deleted: bool,
+}
+
+/// A selector setup made (with its rules), and whether a step deleted it.
+struct MadeSelector {
+    name: String,
+    id: String,
+    dto: SelectorDto,
+    deleted: bool,
+    rules: Vec<MadeRule>,
+}
+
+/// Everything setup made, kept current by the steps.
+struct Made {
+    selectors: Vec<MadeSelector>,
+}
+
+impl Made {
+    fn selector(&mut self, name: &str) -> StepResult<&mut MadeSelector> {
+        self.selectors
+            .iter_mut()
+            .find(|s| s.name == name && !s.deleted)
+            .ok_or_else(|| {
+                (
+                    Step::Steps,
+                    RunErrorKind::UnknownObject(format!("selector `{name}`")),
+                )
+            })
+    }
+
+    fn rule(&mut self, selector: &str, name: &str) -> StepResult<&mut MadeRule> {
+        self.selector(selector)?
+            .rules
+            .iter_mut()
+            .find(|r| r.name == name && !r.deleted)
+            .ok_or_else(|| {
+                (
+                    Step::Steps,
+                    RunErrorKind::UnknownObject(format!("rule `{name}` of selector `{selector}`")),
+                )
+            })
+    }
+}
+
+/// A plugin whose enabled flag a step changed: its id and original flag.
+struct ChangedPlugin {
+    id: String,
+    enabled: bool,
+}
+
 struct Case<'a> {
     scenario: &'a Scenario,
     topo: &'a Topology,
@@ -110,33 +168,198 @@ impl Case<'_> {
             .map_err(at(Step::Precheck))?;
         self.precheck(&admin).await?;
         self.step(Step::Setup);
-        let (selector_ids, rule_ids) = self.setup(&admin).await?;
+        let mut made = self.setup(&admin).await?;
         self.step(Step::Wait);
         let converge = self
-            .wait_for(&self.scenario.wait.probe, "the wait probe")
+            .wait_for(&self.scenario.wait, "the wait probe")
             .await
             .map_err(at(Step::Wait))?;
         self.digests_converge(&admin, "digest equality after the wait")
             .await
             .map_err(at(Step::Wait))?;
         self.step(Step::Checks);
-        self.checks().await?;
+        self.checks(&self.scenario.checks, "", Step::Checks).await?;
+        let mut plugins = Vec::new();
+        if !self.scenario.steps.is_empty() {
+            self.step(Step::Steps);
+        }
+        let steps = self.steps(&admin, &mut made, &mut plugins).await;
+        // Plugins a step changed are restored even when a step failed.
+        let restored = self.restore_plugins(&admin, &plugins).await;
+        steps?;
+        restored.map_err(at(Step::Teardown))?;
         self.step(Step::Teardown);
-        self.teardown(&admin, &selector_ids, &rule_ids)
+        self.teardown(&admin, &made)
             .await
             .map_err(at(Step::Teardown))?;
         Ok(converge)
     }
 
     fn policy(&self) -> WaitPolicy {
-        let w = &self.scenario.wait;
-        WaitPolicy {
-            consecutive: w.consecutive,
-            interval: w.interval,
-            timeout: w.timeout,
+        policy(&self.scenario.wait)
+    }
+
+    /// Runs every step: its changes, its wait, digest equality, its checks.
+    async fn steps(
+        &self,
+        admin: &AdminClient,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+    ) -> StepResult<()> {
+        for st in &self.scenario.steps {
+            for change in &st.changes {
+                self.apply(admin, change, made, plugins).await?;
+            }
+            let converge = self
+                .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
+                .await
+                .map_err(at(Step::Steps))?;
+            tracing::info!(
+                case = %self.id,
+                step = %st.name,
+                converge_ms = u64::try_from(converge.as_millis()).unwrap_or(u64::MAX),
+                "step converged"
+            );
+            self.digests_converge(
+                admin,
+                &format!("step `{}`: digest equality after the wait", st.name),
+            )
+            .await
+            .map_err(at(Step::Steps))?;
+            self.checks(&st.checks, &format!("step `{}` ", st.name), Step::Steps)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Applies one admin change, keeping `made` current.
+    async fn apply(
+        &self,
+        admin: &AdminClient,
+        change: &Change,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+    ) -> StepResult<()> {
+        match change {
+            Change::UpdateSelector(u) => {
+                let sel = made.selector(&u.name)?;
+                if let Some(ups) = &u.upstreams {
+                    sel.dto.handle = Some(self.upstreams_handle(ups));
+                }
+                if let Some(e) = u.enabled {
+                    sel.dto.enabled = Some(e);
+                }
+                if let Some(cs) = &u.conditions {
+                    sel.dto.selector_conditions = Some(cs.iter().map(|c| c.to_dto()).collect());
+                }
+                sel.dto.id = Some(sel.id.clone());
+                admin
+                    .update_selector(&sel.id, &sel.dto)
+                    .await
+                    .map_err(at(Step::Steps))
+            }
+            Change::UpdateRule(u) => {
+                let rule = made.rule(&u.selector, &u.name)?;
+                if let Some(e) = u.enabled {
+                    rule.dto.enabled = Some(e);
+                }
+                if let Some(cs) = &u.conditions {
+                    rule.dto.rule_conditions = Some(cs.iter().map(|c| c.to_dto()).collect());
+                }
+                if let Some(h) = &u.handle {
+                    rule.dto.handle =
+                        Some(serde_json::to_string(&h.to_handle()).expect("handles serialise"));
+                }
+                rule.dto.id = Some(rule.id.clone());
+                admin
+                    .update_rule(&rule.id, &rule.dto)
+                    .await
+                    .map_err(at(Step::Steps))
+            }
+            Change::EnablePlugin(p) => {
+                let plugin = admin
+                    .plugin(&p.name)
+                    .await
+                    .map_err(at(Step::Steps))?
+                    .ok_or_else(|| (Step::Steps, RunErrorKind::PluginNotFound(p.name.clone())))?;
+                if !plugins.iter().any(|c| c.id == plugin.id) {
+                    plugins.push(ChangedPlugin {
+                        id: plugin.id.clone(),
+                        enabled: plugin.enabled,
+                    });
+                }
+                admin
+                    .enable_plugins(&[plugin.id], p.enabled)
+                    .await
+                    .map_err(at(Step::Steps))
+            }
+            Change::DeleteSelector(name) => {
+                let sel = made.selector(name)?;
+                let deleted = admin
+                    .delete_selectors(std::slice::from_ref(&sel.id))
+                    .await
+                    .map_err(at(Step::Steps))?;
+                if deleted != 1 {
+                    return Err((
+                        Step::Steps,
+                        RunErrorKind::DeleteCount {
+                            deleted,
+                            expected: 1,
+                        },
+                    ));
+                }
+                sel.deleted = true;
+                for r in &mut sel.rules {
+                    r.deleted = true;
+                }
+                Ok(())
+            }
+            Change::DeleteRule(r) => {
+                let rule = made.rule(&r.selector, &r.name)?;
+                let deleted = admin
+                    .delete_rules(std::slice::from_ref(&rule.id))
+                    .await
+                    .map_err(at(Step::Steps))?;
+                if deleted != 1 {
+                    return Err((
+                        Step::Steps,
+                        RunErrorKind::DeleteCount {
+                            deleted,
+                            expected: 1,
+                        },
+                    ));
+                }
+                rule.deleted = true;
+                Ok(())
+            }
         }
     }
 
+    /// Puts every plugin a step changed back to its original enabled flag.
+    async fn restore_plugins(
+        &self,
+        admin: &AdminClient,
+        plugins: &[ChangedPlugin],
+    ) -> Result<(), RunErrorKind> {
+        for p in plugins {
+            admin
+                .enable_plugins(std::slice::from_ref(&p.id), p.enabled)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The wait policy of a `wait:` block.
+fn policy(w: &Wait) -> WaitPolicy {
+    WaitPolicy {
+        consecutive: w.consecutive,
+        interval: w.interval,
+        timeout: w.timeout,
+    }
+}
+
+impl Case<'_> {
     /// The gateway holds the admin's initial config, and the wait probe does not pass yet.
     async fn precheck(&self, admin: &AdminClient) -> StepResult<()> {
         self.digests_converge(admin, "initial digest equality")
@@ -156,9 +379,11 @@ impl Case<'_> {
     }
 
     /// Creates every selector and rule; returns their ids.
-    async fn setup(&self, admin: &AdminClient) -> StepResult<(Vec<String>, Vec<String>)> {
+    async fn setup(&self, admin: &AdminClient) -> StepResult<Made> {
         let mut plugins: HashMap<&str, String> = HashMap::new();
-        let (mut selector_ids, mut rule_ids) = (Vec::new(), Vec::new());
+        let mut made = Made {
+            selectors: Vec::new(),
+        };
         for spec in &self.scenario.setup.selectors {
             let plugin_id = match plugins.get(spec.plugin.as_str()) {
                 Some(id) => id.clone(),
@@ -177,11 +402,12 @@ impl Case<'_> {
                     id
                 }
             };
+            let selector_dto = self.selector_dto(spec, plugin_id);
             let selector_id = admin
-                .create_selector(&self.selector_dto(spec, plugin_id))
+                .create_selector(&selector_dto)
                 .await
                 .map_err(at(Step::Setup))?;
-            selector_ids.push(selector_id.clone());
+            let mut rules = Vec::new();
             for rule in &spec.rules {
                 let dto = RuleDto {
                     selector_id: Some(selector_id.clone()),
@@ -210,15 +436,27 @@ impl Case<'_> {
                             },
                         )
                     })?;
-                rule_ids.push(id);
+                rules.push(MadeRule {
+                    name: rule.name.clone(),
+                    id,
+                    dto,
+                    deleted: false,
+                });
             }
+            made.selectors.push(MadeSelector {
+                name: spec.name.clone(),
+                id: selector_id,
+                dto: selector_dto,
+                deleted: false,
+                rules,
+            });
         }
-        Ok((selector_ids, rule_ids))
+        Ok(made)
     }
 
-    fn selector_dto(&self, spec: &SelectorSpec, plugin_id: String) -> SelectorDto {
-        let upstreams: Vec<DivideUpstream> = spec
-            .upstreams
+    /// The divide selector handle for scenario upstreams.
+    fn upstreams_handle(&self, ups: &[UpstreamRef]) -> String {
+        let upstreams: Vec<DivideUpstream> = ups
             .iter()
             .map(|u| DivideUpstream {
                 protocol: "http://".to_owned(),
@@ -235,6 +473,10 @@ impl Case<'_> {
                 ..Default::default()
             })
             .collect();
+        serde_json::to_string(&upstreams).expect("upstreams serialise")
+    }
+
+    fn selector_dto(&self, spec: &SelectorSpec, plugin_id: String) -> SelectorDto {
         SelectorDto {
             plugin_id: Some(plugin_id),
             name: Some(spec.name.clone()),
@@ -248,7 +490,7 @@ impl Case<'_> {
             loged: Some(true),
             continued: Some(spec.continued),
             match_restful: Some(false),
-            handle: Some(serde_json::to_string(&upstreams).expect("upstreams serialise")),
+            handle: Some(self.upstreams_handle(&spec.upstreams)),
             selector_conditions: Some(spec.conditions.iter().map(|c| c.to_dto()).collect()),
             ..Default::default()
         }
@@ -263,8 +505,9 @@ impl Case<'_> {
         judge(expect, &resp)
     }
 
-    async fn wait_for(&self, probe: &Probe, what: &str) -> Result<Duration, RunErrorKind> {
-        await_convergence(self.policy(), || {
+    async fn wait_for(&self, wait: &Wait, what: &str) -> Result<Duration, RunErrorKind> {
+        let probe = &wait.probe;
+        await_convergence(policy(wait), || {
             self.probe_once(&probe.request, &probe.expect)
         })
         .await
@@ -304,28 +547,35 @@ impl Case<'_> {
     }
 
     /// Runs every check and reports all failures together.
-    async fn checks(&self) -> StepResult<()> {
+    async fn checks(&self, checks: &[Check], prefix: &str, step: Step) -> StepResult<()> {
         let mut failures = Vec::new();
-        for c in &self.scenario.checks {
+        for c in checks {
             if let Err(miss) = self.probe_once(&c.request, &c.expect).await {
-                failures.push(format!("  check `{}`: {miss}", c.name));
+                failures.push(format!("  {prefix}check `{}`: {miss}", c.name));
             }
         }
         if failures.is_empty() {
             Ok(())
         } else {
-            Err((Step::Checks, RunErrorKind::ChecksFailed(failures)))
+            Err((step, RunErrorKind::ChecksFailed(failures)))
         }
     }
 
-    async fn teardown(
-        &self,
-        admin: &AdminClient,
-        selector_ids: &[String],
-        rule_ids: &[String],
-    ) -> Result<(), RunErrorKind> {
+    async fn teardown(&self, admin: &AdminClient, made: &Made) -> Result<(), RunErrorKind> {
+        let selector_ids: Vec<String> = made
+            .selectors
+            .iter()
+            .filter(|s| !s.deleted)
+            .map(|s| s.id.clone())
+            .collect();
+        let all_selector_ids = made.selectors.iter().map(|s| &s.id);
+        let rule_ids: Vec<&String> = made
+            .selectors
+            .iter()
+            .flat_map(|s| s.rules.iter().map(|r| &r.id))
+            .collect();
         if !selector_ids.is_empty() {
-            let deleted = admin.delete_selectors(selector_ids).await?;
+            let deleted = admin.delete_selectors(&selector_ids).await?;
             if usize::try_from(deleted).ok() != Some(selector_ids.len()) {
                 return Err(RunErrorKind::DeleteCount {
                     deleted,
@@ -333,7 +583,7 @@ impl Case<'_> {
                 });
             }
         }
-        for id in selector_ids {
+        for id in all_selector_ids {
             if admin.get_selector(id).await?.is_some() {
                 return Err(RunErrorKind::StillPresent {
                     kind: "selector",
@@ -349,14 +599,21 @@ impl Case<'_> {
                 });
             }
         }
-        let gone = Probe {
-            request: self.scenario.wait.probe.request.clone(),
-            expect: Expect {
-                route: Some(Route::Absent),
-                ..Default::default()
+        let gone = Wait {
+            probe: Probe {
+                request: self.scenario.wait.probe.request.clone(),
+                expect: Expect {
+                    route: Some(Route::Absent),
+                    ..Default::default()
+                },
             },
+            ..self.scenario.wait.clone()
         };
         self.wait_for(&gone, "the wait probe's route to disappear")
+            .await?;
+        // A step may already have removed the wait probe's route, so that wait proves little
+        // on its own: the teardown probes run once the gateway holds the admin's config.
+        self.digests_converge(admin, "digest equality after teardown")
             .await?;
         let mut failures = Vec::new();
         for (i, p) in self.scenario.teardown.probes.iter().enumerate() {
@@ -364,10 +621,10 @@ impl Case<'_> {
                 failures.push(format!("  teardown probe {i}: {miss}"));
             }
         }
-        if !failures.is_empty() {
-            return Err(RunErrorKind::ChecksFailed(failures));
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(RunErrorKind::ChecksFailed(failures))
         }
-        self.digests_converge(admin, "digest equality after teardown")
-            .await
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use model::SyncMode;
 
-use crate::backend::{Backend, Run, Service, StoreKind, StoreServer, UpstreamService};
+use crate::backend::{Backend, Run, Service, Store, StoreKind, StoreServer, UpstreamService};
 use crate::error::BackendError;
 
 /// A running topology; dropping it stops everything (gateway first).
@@ -16,8 +16,10 @@ pub struct Topology {
     pub gateway: Service,
     /// The admin.
     pub admin: Service,
-    /// The ZooKeeper or etcd server of the zookeeper and etcd modes.
+    /// The ZooKeeper or etcd server of the zookeeper and etcd modes (host backend).
     pub store: Option<StoreServer>,
+    /// The ZooKeeper or etcd container of the zookeeper and etcd modes (docker backend).
+    store_container: Option<Store>,
     upstreams: BTreeMap<String, UpstreamService>,
     dir: tempfile::TempDir,
     keep: bool,
@@ -47,9 +49,12 @@ impl Topology {
         for name in upstreams {
             ups.insert(name.clone(), run.start_upstream(name).await?);
         }
-        let store = match StoreKind::for_mode(mode) {
-            Some(kind) => Some(StoreServer::start(kind, &dir.path().join(kind.name())).await?),
-            None => None,
+        let (store, store_container) = match StoreKind::for_mode(mode) {
+            Some(kind) => match run.start_store(kind, &dir.path().join(kind.name())).await? {
+                Store::Host(s) => (Some(s), None),
+                docker => (None, Some(docker)),
+            },
+            None => (None, None),
         };
         let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
         let gateway = run
@@ -59,6 +64,7 @@ impl Topology {
             gateway,
             admin,
             store,
+            store_container,
             upstreams: ups,
             dir,
             keep,
@@ -102,6 +108,12 @@ impl Topology {
             tails += &format!(
                 "\n--- {} log (last {n} lines{kept}) ---\n{}",
                 store.kind().name(),
+                store.log_tail(n)
+            );
+        }
+        if let Some(store) = &self.store_container {
+            tails += &format!(
+                "\n--- store log (last {n} lines) ---\n{}",
                 store.log_tail(n)
             );
         }

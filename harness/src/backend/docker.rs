@@ -30,6 +30,7 @@ use futures_util::StreamExt;
 use model::SyncMode;
 use rand::Rng;
 
+use super::StoreKind;
 use crate::error::BackendError;
 use crate::images::{self, ImageSpec};
 use crate::wait::{WaitPolicy, await_convergence};
@@ -66,8 +67,72 @@ pub struct ContainerSpec {
     pub cmd: Vec<String>,
     /// The HTTP port it listens on inside the network.
     pub port: u16,
-    /// The path that answers 200 once it is ready.
-    pub health_path: &'static str,
+    /// How to tell it is ready.
+    pub probe: Probe,
+}
+
+/// How the backend tells a container is ready, through its published port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// `GET <path>` answers 200.
+    Http(&'static str),
+    /// ZooKeeper's `srvr` four-letter word reports a mode.
+    Srvr,
+}
+
+/// The etcd client port inside its container.
+pub const ETCD_PORT: u16 = 2379;
+/// The ZooKeeper client port inside its container.
+pub const ZOOKEEPER_PORT: u16 = 2181;
+
+/// The ZooKeeper or etcd server, named `<prefix><store>`.
+pub fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
+    let name = format!("{prefix}{}", kind.name());
+    match kind {
+        StoreKind::Etcd => {
+            let client = format!("http://{name}:{ETCD_PORT}");
+            let peer = "http://127.0.0.1:2380";
+            let mut cmd = args(&["--name", "gantry", "--data-dir", "/data"]);
+            cmd.extend([
+                "--listen-client-urls".into(),
+                format!("http://0.0.0.0:{ETCD_PORT}"),
+            ]);
+            cmd.extend(["--advertise-client-urls".into(), client]);
+            cmd.extend(args(&["--listen-peer-urls", peer]));
+            cmd.extend(args(&["--initial-advertise-peer-urls", peer]));
+            cmd.extend(["--initial-cluster".into(), format!("gantry={peer}")]);
+            ContainerSpec {
+                role: images::ETCD.role,
+                name,
+                image: images::ETCD.tag,
+                cmd,
+                port: ETCD_PORT,
+                probe: Probe::Http("/health"),
+            }
+        }
+        StoreKind::Zookeeper => ContainerSpec {
+            role: images::ZOOKEEPER.role,
+            name,
+            image: images::ZOOKEEPER.tag,
+            // The image's entrypoint runs the baked-in /conf/zoo.cfg.
+            cmd: Vec::new(),
+            port: ZOOKEEPER_PORT,
+            probe: Probe::Srvr,
+        },
+    }
+}
+
+/// `[--zookeeper-url <name>:2181]` or `[--etcd-url http://<name>:2379]` for the store
+/// container `store`.
+fn store_args(store: Option<&ContainerSpec>) -> Vec<String> {
+    match store {
+        Some(s) if s.role == images::ZOOKEEPER.role => vec![
+            StoreKind::Zookeeper.url_flag().to_owned(),
+            format!("{}:{}", s.name, s.port),
+        ],
+        Some(s) => vec![StoreKind::Etcd.url_flag().to_owned(), s.peer_url()],
+        None => Vec::new(),
+    }
 }
 
 impl ContainerSpec {
@@ -81,33 +146,42 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// The admin, named `<prefix>admin`, publishing with `mode`, on an in-container SQLite file.
-pub fn admin_spec(prefix: &str, mode: SyncMode) -> ContainerSpec {
+/// The admin, named `<prefix>admin`, publishing with `mode` (to the `store` container, if
+/// any), on an in-container SQLite file.
+pub fn admin_spec(prefix: &str, mode: SyncMode, store: Option<&ContainerSpec>) -> ContainerSpec {
     let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
     cmd.extend([ADMIN_PORT.to_string(), "--db".into(), "/admin.db".into()]);
     cmd.extend(["--sync".into(), mode.to_string()]);
+    cmd.extend(store_args(store));
     ContainerSpec {
         role: images::ADMIN.role,
         name: format!("{prefix}admin"),
         image: images::ADMIN.tag,
         cmd,
         port: ADMIN_PORT,
-        health_path: "/actuator/health",
+        probe: Probe::Http("/actuator/health"),
     }
 }
 
-/// The gateway, named `<prefix>gateway`, subscribing with `mode` to the admin at `admin_url`.
-pub fn gateway_spec(prefix: &str, mode: SyncMode, admin_url: &str) -> ContainerSpec {
+/// The gateway, named `<prefix>gateway`, subscribing with `mode` to the admin at `admin_url`
+/// (or to the `store` container, if any).
+pub fn gateway_spec(
+    prefix: &str,
+    mode: SyncMode,
+    admin_url: &str,
+    store: Option<&ContainerSpec>,
+) -> ContainerSpec {
     let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
     cmd.extend([GATEWAY_PORT.to_string(), "--sync".into(), mode.to_string()]);
     cmd.extend(["--admin-url".into(), admin_url.to_owned()]);
+    cmd.extend(store_args(store));
     ContainerSpec {
         role: images::GATEWAY.role,
         name: format!("{prefix}gateway"),
         image: images::GATEWAY.tag,
         cmd,
         port: GATEWAY_PORT,
-        health_path: "/actuator/health",
+        probe: Probe::Http("/actuator/health"),
     }
 }
 
@@ -122,7 +196,7 @@ pub fn upstream_spec(prefix: &str, name: &str) -> ContainerSpec {
         cmd,
         port: UPSTREAM_PORT,
         // The echo answers every path with 200.
-        health_path: "/",
+        probe: Probe::Http("/"),
     }
 }
 
@@ -231,6 +305,15 @@ impl DockerBackend {
             let docker = connect().await?;
             sweep_stale(&docker).await?;
             let needed: Vec<ImageSpec> = images::ALL.to_vec();
+            // Middleware images are checked per mode, when a run begins (their host package
+            // may be missing, which only makes that mode unavailable).
+            let needed = match &bin_dir {
+                Some(_) => needed,
+                None => needed
+                    .into_iter()
+                    .filter(|s| matches!(s.source, images::ImageSource::WorkspaceBinary { .. }))
+                    .collect(),
+            };
             match bin_dir {
                 Some(dir) => images::ensure(&docker, &needed, &dir, false)
                     .await
@@ -246,8 +329,7 @@ impl DockerBackend {
     pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<DockerRun, BackendError> {
         let needed = images::needed(mode).ok_or_else(|| BackendError::StoreUnavailable {
             mode,
-            detail: "the docker backend has no ZooKeeper or etcd image yet (use --backend host)"
-                .into(),
+            detail: "the docker backend cannot run this mode (use --backend host)".into(),
         })?;
         let docker = connect().await?;
         images::preflight(&docker, &needed).await?;
@@ -264,6 +346,7 @@ impl DockerBackend {
             id,
             network,
             keep,
+            store: Mutex::new(None),
         };
         run.docker
             .create_network(NetworkCreateRequest {
@@ -404,9 +487,29 @@ pub struct DockerRun {
     network: String,
     labels: HashMap<String, String>,
     keep: bool,
+    /// The ZooKeeper or etcd container admin and gateway use, once started.
+    store: Mutex<Option<Box<ContainerSpec>>>,
 }
 
 impl DockerRun {
+    /// Starts the ZooKeeper or etcd container of `kind`; the admin and gateway started after
+    /// it use it.
+    pub async fn start_store(&self, kind: StoreKind) -> Result<Container, BackendError> {
+        let spec = store_spec(&self.prefix(), kind);
+        let container = self.start(&spec).await?;
+        *self.store.lock().expect("never poisoned") = Some(Box::new(spec));
+        Ok(container)
+    }
+
+    /// The store container started by [`DockerRun::start_store`], if any.
+    pub fn store(&self) -> Option<ContainerSpec> {
+        self.store
+            .lock()
+            .expect("never poisoned")
+            .as_deref()
+            .cloned()
+    }
+
     /// The run id.
     pub fn id(&self) -> &str {
         &self.id
@@ -489,7 +592,7 @@ impl DockerRun {
                 detail: format!("no host port for {port_key}"),
             })?;
         container.url = format!("http://127.0.0.1:{host_port}");
-        container.await_healthy(spec.health_path).await?;
+        container.await_healthy(spec.probe).await?;
         Ok(container)
     }
 }
@@ -569,15 +672,30 @@ impl Container {
         crate::backend::host::tail(&buf, n)
     }
 
-    async fn await_healthy(&self, path: &str) -> Result<(), BackendError> {
+    async fn await_healthy(&self, probe: Probe) -> Result<(), BackendError> {
         let http = crate::client::http();
+        let path = match probe {
+            Probe::Http(path) => path,
+            Probe::Srvr => "",
+        };
         let url = format!("{}{path}", self.url);
+        let port: u16 = self
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_default();
         let policy = WaitPolicy {
             consecutive: 1,
             interval: Duration::from_millis(100),
             timeout: HEALTH_TIMEOUT,
         };
         await_convergence(policy, || async {
+            if probe == Probe::Srvr {
+                return tokio::task::spawn_blocking(move || super::middleware::srvr(port))
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+            }
             match http.get(&url).send().await {
                 Ok(r) if r.status() == 200 => Ok(()),
                 Ok(r) => Err(format!("HTTP {}", r.status())),
@@ -606,8 +724,8 @@ mod tests {
 
     #[test]
     fn specs_wire_the_gateway_to_the_admin_by_name() {
-        let admin = admin_spec("gantry-abc-", SyncMode::Websocket);
-        let gateway = gateway_spec("gantry-abc-", SyncMode::Websocket, &admin.peer_url());
+        let admin = admin_spec("gantry-abc-", SyncMode::Websocket, None);
+        let gateway = gateway_spec("gantry-abc-", SyncMode::Websocket, &admin.peer_url(), None);
         assert_eq!(admin.name, "gantry-abc-admin");
         assert_eq!(
             gateway.cmd.join(" "),
@@ -618,6 +736,30 @@ mod tests {
         assert_eq!(
             up.cmd.join(" "),
             "--name Alpha_1 --bind 0.0.0.0 --port 8080"
+        );
+    }
+
+    #[test]
+    fn store_containers_are_reached_by_name() {
+        let zk = store_spec("gantry-abc-", StoreKind::Zookeeper);
+        let admin = admin_spec("gantry-abc-", SyncMode::Zookeeper, Some(&zk));
+        assert!(
+            admin
+                .cmd
+                .join(" ")
+                .ends_with("--sync zookeeper --zookeeper-url gantry-abc-zookeeper:2181"),
+            "{:?}",
+            admin.cmd
+        );
+        let etcd = store_spec("gantry-abc-", StoreKind::Etcd);
+        let gateway = gateway_spec("gantry-abc-", SyncMode::Etcd, "http://a:1", Some(&etcd));
+        assert!(
+            gateway
+                .cmd
+                .join(" ")
+                .ends_with("--etcd-url http://gantry-abc-etcd:2379"),
+            "{:?}",
+            gateway.cmd
         );
     }
 

@@ -412,8 +412,8 @@ pub fn process_alive(pid: u32) -> bool {
     })
 }
 
-/// Sends `srvr` to ZooKeeper on `port`; `Ok` when it reports its mode.
-fn srvr(port: u16) -> Result<(), String> {
+/// Sends `srvr` to ZooKeeper on loopback `port`; `Ok` when it reports its mode.
+pub(crate) fn srvr(port: u16) -> Result<(), String> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut stream =
         TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;

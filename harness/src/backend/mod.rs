@@ -20,7 +20,8 @@ use crate::error::BackendError;
 use crate::upstream::Upstream;
 
 /// Which backend to run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// Local processes from the workspace's target directory.
     #[default]
@@ -84,6 +85,16 @@ impl Run {
         }
     }
 
+    /// Starts the ZooKeeper or etcd server of `kind`: a host process with its files under
+    /// `dir`, or a container on the run's network that the admin and gateway started after it
+    /// use.
+    pub async fn start_store(&self, kind: StoreKind, dir: &Path) -> Result<Store, BackendError> {
+        match self {
+            Run::Host(_) => StoreServer::start(kind, dir).await.map(Store::Host),
+            Run::Docker(d) => d.start_store(kind).await.map(Store::Docker),
+        }
+    }
+
     /// Starts the echo upstream `name`.
     pub async fn start_upstream(&self, name: &str) -> Result<UpstreamService, BackendError> {
         match self {
@@ -107,7 +118,7 @@ impl Run {
             Run::Host(h) => h.start_admin(mode, store, dir).await.map(Service::Host),
             Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
             Run::Docker(d) => d
-                .start(&docker::admin_spec(&d.prefix(), mode))
+                .start(&docker::admin_spec(&d.prefix(), mode, d.store().as_ref()))
                 .await
                 .map(Service::Docker),
         }
@@ -129,18 +140,53 @@ impl Run {
                 .map(Service::Host),
             Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
             Run::Docker(d) => d
-                .start(&docker::gateway_spec(&d.prefix(), mode, &admin.peer_url()))
+                .start(&docker::gateway_spec(
+                    &d.prefix(),
+                    mode,
+                    &admin.peer_url(),
+                    d.store().as_ref(),
+                ))
                 .await
                 .map(Service::Docker),
         }
     }
 }
 
-/// The docker backend runs no ZooKeeper or etcd server yet.
+/// Containers cannot reach a host-process store on loopback: docker runs start theirs with
+/// [`Run::start_store`].
 fn docker_store_unsupported(mode: SyncMode) -> BackendError {
     BackendError::StoreUnavailable {
         mode,
-        detail: "the docker backend does not run ZooKeeper or etcd yet (use --backend host)".into(),
+        detail: "the docker backend runs its own ZooKeeper or etcd container \
+                 (Run::start_store), not a host server"
+            .into(),
+    }
+}
+
+/// A running ZooKeeper or etcd server; stopped on drop.
+#[derive(Debug)]
+pub enum Store {
+    /// A host process on loopback.
+    Host(StoreServer),
+    /// A container on the run's network (removed with its run).
+    Docker(Container),
+}
+
+impl Store {
+    /// The host server, which [`Run::start_admin`] and [`Run::start_gateway`] take.
+    pub fn host(&self) -> Option<&StoreServer> {
+        match self {
+            Store::Host(s) => Some(s),
+            Store::Docker(_) => None,
+        }
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        match self {
+            Store::Host(s) => s.log_tail(n),
+            Store::Docker(c) => c.log_tail(n),
+        }
     }
 }
 

@@ -115,6 +115,24 @@ impl AdminClient {
             .map(|p| p.id))
     }
 
+    /// The plugin named `name`, if the admin has it.
+    pub async fn plugin(&self, name: &str) -> Result<Option<PluginVo>, ClientError> {
+        let path = format!("/plugin?name={name}&currentPage=1&pageSize=100");
+        let page: CommonPager<PluginVo> =
+            self.data(reqwest::Method::GET, &path, None::<&()>).await?;
+        Ok(page.data_list.into_iter().find(|p| p.name == name))
+    }
+
+    /// Sets the enabled flag of plugins `ids` (`POST /plugin/enabled`).
+    pub async fn enable_plugins(&self, ids: &[String], enabled: bool) -> Result<(), ClientError> {
+        let what = "POST /plugin/enabled";
+        let body = serde_json::json!({ "ids": ids, "enabled": enabled });
+        let (status, text) = self
+            .call(reqwest::Method::POST, "/plugin/enabled", Some(&body))
+            .await?;
+        envelope::<serde_json::Value>(what, status, text).map(drop)
+    }
+
     /// Creates a selector; returns its id.
     pub async fn create_selector(&self, dto: &SelectorDto) -> Result<String, ClientError> {
         self.data(reqwest::Method::POST, "/selector", Some(dto))

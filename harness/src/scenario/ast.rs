@@ -17,6 +17,10 @@ pub struct Scenario {
     pub description: String,
     /// Sync modes this scenario runs under.
     pub modes: Vec<SyncMode>,
+    /// Backends this scenario runs on (default: every backend). A scenario that depends on
+    /// where the client runs (e.g. `ip = 127.0.0.1`) names only `host`.
+    #[serde(default = "every_backend")]
+    pub backends: Vec<crate::BackendKind>,
     /// Names of the in-process echo upstreams.
     #[serde(default)]
     pub upstreams: Vec<String>,
@@ -28,6 +32,9 @@ pub struct Scenario {
     /// Requests and their expected answers.
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// Admin changes after the checks, each proven live by its own wait and checks.
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
     /// Extra probes after teardown.
     #[serde(default)]
     pub teardown: Teardown,
@@ -71,6 +78,10 @@ impl From<MatchModeName> for model::MatchMode {
             MatchModeName::Or => model::MatchMode::Or,
         }
     }
+}
+
+fn every_backend() -> Vec<crate::BackendKind> {
+    vec![crate::BackendKind::Host, crate::BackendKind::Docker]
 }
 
 fn one() -> i32 {
@@ -272,6 +283,88 @@ pub struct Check {
     pub request: RequestSpec,
     /// The expectation.
     pub expect: Expect,
+}
+
+/// One step: admin changes, a wait that proves them live, then checks.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StepSpec {
+    /// What the step does.
+    pub name: String,
+    /// Applied in order; each a single-key map (`- deleteSelector: name`).
+    #[serde(with = "serde_norway::with::singleton_map_recursive")]
+    pub changes: Vec<Change>,
+    /// The probe that proves the changes are live (required).
+    pub wait: Wait,
+    /// Requests and their expected answers after the wait.
+    #[serde(default)]
+    pub checks: Vec<Check>,
+}
+
+/// One admin change of a step; names refer to setup objects.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Change {
+    /// `PUT /selector/{id}` with the given fields replaced.
+    UpdateSelector(UpdateSelector),
+    /// `PUT /rule/{id}` with the given fields replaced.
+    UpdateRule(UpdateRule),
+    /// `POST /plugin/enabled`; restored in teardown.
+    EnablePlugin(EnablePlugin),
+    /// `DELETE /selector/batch` (its rules go too).
+    DeleteSelector(String),
+    /// `DELETE /rule/batch`.
+    DeleteRule(RuleRef),
+}
+
+/// Fields of a setup selector to replace.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateSelector {
+    /// The setup selector's name.
+    pub name: String,
+    /// New divide upstreams.
+    pub upstreams: Option<Vec<UpstreamRef>>,
+    /// New enabled flag.
+    pub enabled: Option<bool>,
+    /// New conditions.
+    pub conditions: Option<Vec<ConditionSpec>>,
+}
+
+/// Fields of a setup rule to replace.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateRule {
+    /// The setup selector holding the rule.
+    pub selector: String,
+    /// The rule's name.
+    pub name: String,
+    /// New enabled flag.
+    pub enabled: Option<bool>,
+    /// New conditions.
+    pub conditions: Option<Vec<ConditionSpec>>,
+    /// New handle (missing fields take ShenYu's defaults).
+    pub handle: Option<RuleHandleSpec>,
+}
+
+/// A plugin's enabled flag.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EnablePlugin {
+    /// Plugin name, e.g. `divide`.
+    pub name: String,
+    /// The new flag.
+    pub enabled: bool,
+}
+
+/// A setup rule by selector and rule name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleRef {
+    /// The setup selector holding the rule.
+    pub selector: String,
+    /// The rule's name.
+    pub name: String,
 }
 
 /// Teardown extras.

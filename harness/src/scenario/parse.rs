@@ -1,12 +1,12 @@
 //! Parsing (serde_norway + serde_path_to_error) and semantic validation of scenario files.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
 use model::ParamType;
 
-use super::ast::{Expect, Scenario};
+use super::ast::{Change, Expect, Scenario, Wait};
 use crate::error::ScenarioError;
 
 /// The longest poll interval a scenario may ask for.
@@ -153,32 +153,37 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
             conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"))?;
         }
     }
-    let w = &s.wait;
-    if w.interval > MAX_INTERVAL || w.interval.is_zero() {
-        return Err(problem(
-            "wait.interval".into(),
-            format!(
-                "must be between 1ms and 50ms, got {}",
-                humantime::format_duration(w.interval)
-            ),
-            Some("interval:".into()),
-        ));
-    }
-    if w.consecutive == 0 {
-        return Err(problem(
-            "wait.consecutive".into(),
-            "must be at least 1".into(),
-            Some("consecutive:".into()),
-        ));
-    }
+    wait_policy(&s.wait, "wait")?;
     let mut probes: Vec<(String, &Expect, &str)> = vec![(
         "wait.probe".into(),
-        &w.probe.expect,
-        w.probe.request.method.as_str(),
+        &s.wait.probe.expect,
+        s.wait.probe.request.method.as_str(),
     )];
     for (i, c) in s.checks.iter().enumerate() {
         probes.push((format!("checks[{i}]"), &c.expect, c.request.method.as_str()));
     }
+    for (i, st) in s.steps.iter().enumerate() {
+        let at = format!("steps[{i}]");
+        wait_policy(&st.wait, &format!("{at}.wait"))?;
+        probes.push((
+            format!("{at}.wait.probe"),
+            &st.wait.probe.expect,
+            st.wait.probe.request.method.as_str(),
+        ));
+        for (j, c) in st.checks.iter().enumerate() {
+            probes.push((
+                format!("{at}.checks[{j}]"),
+                &c.expect,
+                c.request.method.as_str(),
+            ));
+        }
+        unique(
+            st.checks.iter().map(|c| c.name.as_str()),
+            &format!("{at}.checks"),
+            "check",
+        )?;
+    }
+    steps(s, &known)?;
     for (i, p) in s.teardown.probes.iter().enumerate() {
         probes.push((
             format!("teardown.probes[{i}]"),
@@ -199,6 +204,125 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
         }
     }
     unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check")?;
+    Ok(())
+}
+
+fn wait_policy(w: &Wait, at: &str) -> Result<(), Problem> {
+    if w.interval > MAX_INTERVAL || w.interval.is_zero() {
+        return Err(problem(
+            format!("{at}.interval"),
+            format!(
+                "must be between 1ms and 50ms, got {}",
+                humantime::format_duration(w.interval)
+            ),
+            Some("interval:".into()),
+        ));
+    }
+    if w.consecutive == 0 {
+        return Err(problem(
+            format!("{at}.consecutive"),
+            "must be at least 1".into(),
+            Some("consecutive:".into()),
+        ));
+    }
+    Ok(())
+}
+
+/// Step changes name setup objects that still exist at that point, and declared upstreams.
+fn steps(s: &Scenario, known: &dyn Fn(&str, String) -> Result<(), Problem>) -> Result<(), Problem> {
+    // Live setup objects: selector name -> its rule names.
+    let mut live: HashMap<&str, HashSet<&str>> = s
+        .setup
+        .selectors
+        .iter()
+        .map(|x| {
+            (
+                x.name.as_str(),
+                x.rules.iter().map(|r| r.name.as_str()).collect(),
+            )
+        })
+        .collect();
+    let unknown_selector = |name: &str, path: String| {
+        problem(
+            path,
+            format!("no setup selector named `{name}` (or it was deleted by an earlier change)"),
+            Some(name.to_owned()),
+        )
+    };
+    for (i, st) in s.steps.iter().enumerate() {
+        if st.changes.is_empty() {
+            return Err(problem(
+                format!("steps[{i}].changes"),
+                "at least one change is required".into(),
+                Some("changes:".into()),
+            ));
+        }
+        for (j, c) in st.changes.iter().enumerate() {
+            let at = format!("steps[{i}].changes[{j}]");
+            let rule = |live: &HashMap<&str, HashSet<&str>>,
+                        selector: &str,
+                        name: &str,
+                        at: &str|
+             -> Result<(), Problem> {
+                let rules = live
+                    .get(selector)
+                    .ok_or_else(|| unknown_selector(selector, format!("{at}.selector")))?;
+                if rules.contains(name) {
+                    Ok(())
+                } else {
+                    Err(problem(
+                        format!("{at}.name"),
+                        format!(
+                            "selector `{selector}` has no setup rule named `{name}` (or it was deleted by an earlier change)"
+                        ),
+                        Some(name.to_owned()),
+                    ))
+                }
+            };
+            match c {
+                Change::UpdateSelector(u) => {
+                    let at = format!("{at}.updateSelector");
+                    if !live.contains_key(u.name.as_str()) {
+                        return Err(unknown_selector(&u.name, format!("{at}.name")));
+                    }
+                    for (k, up) in u.upstreams.iter().flatten().enumerate() {
+                        known(&up.upstream, format!("{at}.upstreams[{k}].upstream"))?;
+                    }
+                    if let Some(cs) = &u.conditions {
+                        conditions(cs, &format!("{at}.conditions"))?;
+                    }
+                }
+                Change::UpdateRule(u) => {
+                    let at = format!("{at}.updateRule");
+                    rule(&live, &u.selector, &u.name, &at)?;
+                    if let Some(cs) = &u.conditions {
+                        conditions(cs, &format!("{at}.conditions"))?;
+                    }
+                }
+                Change::EnablePlugin(p) => {
+                    if p.name.trim().is_empty() {
+                        return Err(problem(
+                            format!("{at}.enablePlugin.name"),
+                            "must not be empty".into(),
+                            Some("enablePlugin".into()),
+                        ));
+                    }
+                }
+                Change::DeleteSelector(name) => {
+                    if live.remove(name.as_str()).is_none() {
+                        return Err(unknown_selector(name, format!("{at}.deleteSelector")));
+                    }
+                }
+                Change::DeleteRule(r) => {
+                    let at = format!("{at}.deleteRule");
+                    rule(&live, &r.selector, &r.name, &at)?;
+                    if let Some(rules) = live.get_mut(r.selector.as_str()) {
+                        rules.remove(r.name.as_str());
+                    }
+                }
+            }
+        }
+    }
     Ok(())
 }
 
@@ -354,5 +478,92 @@ mod tests {
         let e = err("name: [unclosed\n");
         assert!(e.starts_with("x.yaml:"), "{e}");
         assert!(!e.starts_with("x.yaml:?"), "{e}");
+    }
+
+    const STEPS: &str = "
+steps:
+  - name: move to beta
+    changes:
+      - updateSelector: { name: uri-equal, upstreams: [{ upstream: alpha, status: false }] }
+      - updateRule: { selector: uri-equal, name: find-by-id, enabled: false }
+      - enablePlugin: { name: divide, enabled: false }
+      - deleteRule: { selector: uri-equal, name: find-by-id }
+      - deleteSelector: uri-equal
+    wait:
+      probe:
+        request: { path: /http/order/findById }
+        expect: { code: -119 }
+    checks:
+      - name: gone
+        request: { path: /x }
+        expect: { route: absent }
+";
+
+    #[test]
+    fn a_step_parses_with_wait_defaults() {
+        use super::super::ast::Change;
+        let s = parse_str(Path::new("x.yaml"), &format!("{GOOD}{STEPS}")).unwrap();
+        let st = &s.steps[0];
+        assert_eq!(st.name, "move to beta");
+        assert_eq!(st.changes.len(), 5);
+        match &st.changes[0] {
+            Change::UpdateSelector(u) => {
+                assert_eq!(u.name, "uri-equal");
+                assert!(!u.upstreams.as_ref().unwrap()[0].status);
+                assert_eq!(u.enabled, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(&st.changes[2], Change::EnablePlugin(p) if p.name == "divide" && !p.enabled)
+        );
+        assert_eq!(st.changes[4], Change::DeleteSelector("uri-equal".into()));
+        assert_eq!(st.wait.consecutive, 3);
+        assert_eq!(st.wait.timeout, Duration::from_secs(10));
+        assert_eq!(st.checks[0].expect.code, None);
+    }
+
+    #[test]
+    fn a_step_naming_an_unknown_object_is_located() {
+        let e = err(&format!(
+            "{GOOD}{}",
+            STEPS.replace("deleteSelector: uri-equal", "deleteSelector: nope")
+        ));
+        assert!(
+            e.contains("steps[0].changes[4].deleteSelector: no setup selector named `nope`"),
+            "{e}"
+        );
+        assert!(e.starts_with("x.yaml:"), "{e}");
+        let e = err(&format!(
+            "{GOOD}{}",
+            STEPS.replace(
+                "updateRule: { selector: uri-equal, name: find-by-id",
+                "updateRule: { selector: uri-equal, name: nope"
+            )
+        ));
+        assert!(
+            e.contains("steps[0].changes[1].updateRule.name: selector `uri-equal` has no setup rule named `nope`"),
+            "{e}"
+        );
+        // The rule was deleted by changes[3] before changes[4] deletes its selector; using
+        // it afterwards is an error.
+        let e = err(&format!(
+            "{GOOD}{}",
+            STEPS.replace(
+                "      - deleteSelector: uri-equal\n",
+                "      - deleteRule: { selector: uri-equal, name: find-by-id }\n"
+            )
+        ));
+        assert!(e.contains("steps[0].changes[4].deleteRule.name"), "{e}");
+        let e = err(&format!(
+            "{GOOD}{}",
+            STEPS.replace("enablePlugin:", "enablePlugins:")
+        ));
+        assert!(e.contains("steps[0].changes[2]"), "{e}");
+        let e = err(&format!(
+            "{GOOD}{}",
+            STEPS.replace("    wait:\n      probe:", "    wiat:\n      probe:")
+        ));
+        assert!(e.contains("steps[0]: unknown field `wiat`"), "{e}");
     }
 }
