@@ -20,6 +20,7 @@ const EXTRACTABLE: &[ParamType] = &[
     ParamType::Ip,
     ParamType::Host,
     ParamType::Domain,
+    ParamType::Post,
 ];
 
 const DIVIDE: &str = "divide";
@@ -522,8 +523,8 @@ mod tests {
                 .starts_with("selectorConditions[2].operator: operator `>` is not supported")
         );
         assert!(
-            bad(ConditionDto::new("post", "=", "x", "1"))
-                .starts_with("selectorConditions[2].paramType: param type `post` is not supported")
+            bad(ConditionDto::new("path", "=", "x", "1"))
+                .starts_with("selectorConditions[2].paramType: param type `path` is not supported")
         );
         assert!(bad(ConditionDto::new("form-data", "=", "x", "1")).contains("`form-data`"));
         assert!(

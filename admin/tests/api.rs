@@ -505,8 +505,8 @@ async fn rejected_requests_store_and_publish_nothing() {
             "selectorConditions: a custom selector",
         ),
         (
-            with(&|b| b["selectorConditions"][0]["paramType"] = json!("post")),
-            "selectorConditions[0].paramType: param type `post` is not supported",
+            with(&|b| b["selectorConditions"][0]["paramType"] = json!("form-data")),
+            "selectorConditions[0].paramType: param type `form-data` is not supported",
         ),
         (with(&|b| b["name"] = json!(" ")), "name: must not be blank"),
         (with(&|b| b["type"] = json!(3)), "type: must be 0 or 1"),
