@@ -17,17 +17,23 @@ use model::{AdminResult, LoginRequest, LoginResponse};
 use subtle::ConstantTimeEq;
 
 use crate::error::{AdminJson, ApiError, ok};
+use crate::id::IdGenerator;
+use crate::store::{Store, UserRecord};
+use crate::{DEFAULT_PASSWORD, StartError};
+use model::time::now;
 
 /// The header (and query parameter) carrying the token.
 const TOKEN_HEADER: &str = "X-Access-Token";
 
-/// The single admin user (its password kept only as an Argon2id hash) and the tokens handed
-/// out to it.
+/// Logins checked against the dashboard users in the database (passwords kept only as
+/// Argon2 hashes), and the tokens handed out.
 pub(crate) struct Auth {
-    username: String,
-    password_hash: String,
+    store: Arc<Store>,
     ttl: Duration,
     tokens: Mutex<HashMap<String, Instant>>,
+    /// Verified when no enabled user has the name given, so a wrong name takes as long as a
+    /// wrong password.
+    decoy_hash: String,
 }
 
 /// Why the admin's password cannot be used.
@@ -56,6 +62,13 @@ fn password_hash(password: &str) -> Result<String, PasswordError> {
         .map_err(|e| PasswordError(e.to_string()))
 }
 
+/// [`password_hash`] off the async workers (hashing is deliberately slow).
+async fn password_hash_blocking(password: String) -> Result<String, PasswordError> {
+    tokio::task::spawn_blocking(move || password_hash(&password))
+        .await
+        .map_err(|e| PasswordError(format!("hashing task failed: {e}")))?
+}
+
 /// The Argon2id hasher for new hashes: OWASP's parameters (19 MiB, 2 passes) in release
 /// builds; in debug builds, where unoptimised Argon2 takes over a second per hash, a cheaper
 /// 4 MiB single pass. Verification always uses the parameters recorded in the hash.
@@ -68,63 +81,137 @@ fn hasher() -> Argon2<'static> {
     Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
 }
 
+/// Whether `password` matches the PHC hash `hash` (a malformed hash matches nothing).
+fn password_matches(hash: &str, password: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|hash| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &hash)
+            .is_ok()
+    })
+}
+
 /// Compares two secrets in time independent of where they differ.
 pub(crate) fn secrets_equal(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
+/// Makes sure dashboard user `username` exists, then warns loudly about every enabled user
+/// whose password is still ShenYu's well-known default.
+///
+/// - `password` given (`--password`, clear or an Argon2 PHC hash): the user gets it, with a
+///   fresh hash, created if missing. Changing the flag rotates the password.
+/// - Not given, and no such user: the user is created with [`DEFAULT_PASSWORD`].
+/// - Not given, and the user exists: its stored password is kept.
+async fn provision(
+    store: &Store,
+    username: &str,
+    password: Option<&str>,
+) -> Result<(), StartError> {
+    let now = now();
+    let user = |password: String| UserRecord {
+        id: IdGenerator::default().next_id(),
+        user_name: username.to_owned(),
+        password,
+        role: 1,
+        enabled: true,
+        date_created: now.clone(),
+        date_updated: now.clone(),
+    };
+    match password {
+        Some(password) => {
+            let hash = password_hash_blocking(password.to_owned()).await?;
+            store.put_user_password(&user(hash)).await?;
+            tracing::info!(
+                user = username,
+                "dashboard user password set from --password"
+            );
+        }
+        None => {
+            if store.user_named(username).await?.is_none() {
+                let hash = password_hash_blocking(DEFAULT_PASSWORD.to_owned()).await?;
+                if store.insert_user_if_absent(&user(hash)).await? {
+                    tracing::info!(user = username, "dashboard user created");
+                }
+            }
+        }
+    }
+    for user in store.users().await? {
+        if !user.enabled {
+            continue;
+        }
+        let on_default = tokio::task::spawn_blocking(move || {
+            password_matches(&user.password, DEFAULT_PASSWORD).then_some(user.user_name)
+        })
+        .await
+        .map_err(|e| PasswordError(format!("verification task failed: {e}")))?;
+        if let Some(name) = on_default {
+            tracing::warn!(
+                "!!! the dashboard user `{name}` has the well-known default password; set \
+                 --password or GANTRY_ADMIN_PASSWORD !!!"
+            );
+        }
+    }
+    Ok(())
+}
+
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Auth")
-            .field("username", &self.username)
             .field("ttl", &self.ttl)
             .finish_non_exhaustive()
     }
 }
 
 impl Auth {
-    /// An authenticator for one user whose password is `password` (clear, or an Argon2 PHC
-    /// hash); tokens live `ttl`.
-    pub(crate) fn new(
-        username: String,
-        password: &str,
+    /// Provisions dashboard user `username` with `password` (see [`provision`]) and returns
+    /// an authenticator over the users in `store`; tokens live `ttl`.
+    pub(crate) async fn start(
+        store: Arc<Store>,
+        username: &str,
+        password: Option<&str>,
         ttl: Duration,
-    ) -> Result<Self, PasswordError> {
+    ) -> Result<Self, StartError> {
+        provision(&store, username, password).await?;
+        let decoy_hash = password_hash_blocking(hex::encode(rand::random::<[u8; 16]>())).await?;
         Ok(Self {
-            username,
-            password_hash: password_hash(password)?,
+            store,
             ttl,
             tokens: Mutex::new(HashMap::new()),
+            decoy_hash,
         })
     }
 
-    fn password_matches(&self, password: &str) -> bool {
-        PasswordHash::new(&self.password_hash).is_ok_and(|hash| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &hash)
-                .is_ok()
-        })
-    }
-
-    fn login(&self, request: &LoginRequest) -> Option<LoginResponse> {
-        // Always verify the password, so a wrong user name takes as long as a wrong password.
-        let password_ok = self.password_matches(&request.password);
-        if !secrets_equal(&request.user_name, &self.username) || !password_ok {
-            return None;
-        }
+    /// Checks a login against the stored users; a token for a match.
+    async fn login(&self, request: LoginRequest) -> Result<Option<LoginResponse>, ApiError> {
+        let user = self
+            .store
+            .user_named(&request.user_name)
+            .await?
+            .filter(|user| user.enabled);
+        // Always verify a hash, so an unknown name takes as long as a wrong password.
+        let hash = user
+            .as_ref()
+            .map_or_else(|| self.decoy_hash.clone(), |user| user.password.clone());
+        let password_ok =
+            tokio::task::spawn_blocking(move || password_matches(&hash, &request.password))
+                .await
+                .map_err(|e| ApiError::Internal(format!("login task failed: {e}")))?;
+        let Some(user) = user.filter(|_| password_ok) else {
+            return Ok(None);
+        };
         let token = hex::encode(rand::random::<[u8; 32]>());
         let now = Instant::now();
         let mut tokens = self.tokens.lock().expect("token table lock");
         tokens.retain(|_, expiry| *expiry > now);
         tokens.insert(token.clone(), now + self.ttl);
-        Some(LoginResponse {
-            id: "1".to_owned(),
-            user_name: self.username.clone(),
-            role: 1,
-            enabled: true,
+        Ok(Some(LoginResponse {
+            id: user.id,
+            user_name: user.user_name,
+            role: user.role,
+            enabled: user.enabled,
             token,
             expired_time: i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX),
-        })
+        }))
     }
 
     fn is_valid(&self, token: &str) -> bool {
@@ -140,17 +227,11 @@ pub(crate) async fn login(
     State(auth): State<Arc<Auth>>,
     AdminJson(request): AdminJson<LoginRequest>,
 ) -> Result<Json<AdminResult<LoginResponse>>, ApiError> {
-    // Password hashing is deliberately slow: keep it off the async workers.
-    let (request, response) = tokio::task::spawn_blocking(move || {
-        let response = auth.login(&request);
-        (request, response)
-    })
-    .await
-    .map_err(|e| ApiError::Internal(format!("login task failed: {e}")))?;
-    match response {
+    let user_name = request.user_name.clone();
+    match auth.login(request).await? {
         Some(response) => Ok(ok("login dashboard user success", response)),
         None => {
-            tracing::warn!(user = %request.user_name, "failed login");
+            tracing::warn!(user = %user_name, "failed login");
             Err(ApiError::Unauthorized(
                 "user name or password is wrong".to_owned(),
             ))
@@ -216,39 +297,117 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_password_is_kept_only_as_an_argon2_hash() {
-        let auth = Auth::new("admin".to_owned(), "s3cret!", Duration::from_secs(60)).unwrap();
-        assert!(
-            auth.password_hash.starts_with("$argon2id$"),
-            "{}",
-            auth.password_hash
-        );
-        assert!(!auth.password_hash.contains("s3cret!"));
-        assert!(!format!("{auth:?}").contains("argon2"));
-        assert!(auth.login(&request("admin", "s3cret!")).is_some());
-        assert!(auth.login(&request("admin", "s3cret")).is_none());
-        assert!(auth.login(&request("root", "s3cret!")).is_none());
-
-        // A PHC hash can be given instead of the clear password.
-        let hashed = Auth::new(
-            "admin".to_owned(),
-            &auth.password_hash,
-            Duration::from_secs(60),
-        )
-        .unwrap();
-        assert_eq!(hashed.password_hash, auth.password_hash);
-        assert!(hashed.login(&request("admin", "s3cret!")).is_some());
-        assert!(Auth::new("admin".to_owned(), "$argon2id$nope", Duration::ZERO).is_err());
+    async fn store() -> Arc<Store> {
+        crate::store::open(":memory:").await.unwrap()
     }
 
-    #[test]
-    fn tokens_expire() {
-        let auth = Auth::new("admin".to_owned(), "pw", Duration::ZERO).unwrap();
-        let token = auth.login(&request("admin", "pw")).unwrap().token;
+    async fn start(store: &Arc<Store>, password: Option<&str>, ttl: Duration) -> Auth {
+        Auth::start(Arc::clone(store), "admin", password, ttl)
+            .await
+            .unwrap()
+    }
+
+    async fn logs_in(auth: &Auth, user: &str, password: &str) -> bool {
+        auth.login(request(user, password)).await.unwrap().is_some()
+    }
+
+    #[tokio::test]
+    async fn the_password_is_kept_only_as_an_argon2_hash() {
+        let store = store().await;
+        let auth = start(&store, Some("s3cret!"), Duration::from_secs(60)).await;
+        let stored = store.user_named("admin").await.unwrap().unwrap();
+        assert!(
+            stored.password.starts_with("$argon2id$"),
+            "{}",
+            stored.password
+        );
+        assert!(!stored.password.contains("s3cret!"));
+        assert!(!format!("{auth:?}{stored:?}").contains("argon2"));
+        assert!(logs_in(&auth, "admin", "s3cret!").await);
+        assert!(!logs_in(&auth, "admin", "s3cret").await);
+        assert!(!logs_in(&auth, "root", "s3cret!").await);
+        let response = auth
+            .login(request("admin", "s3cret!"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (response.id, response.user_name.as_str(), response.role),
+            (stored.id, "admin", 1)
+        );
+
+        // A PHC hash can be given instead of the clear password; it is stored as it is.
+        let hashed = start(&store, Some(&stored.password), Duration::from_secs(60)).await;
+        let again = store.user_named("admin").await.unwrap().unwrap();
+        assert_eq!(again.password, stored.password);
+        assert!(logs_in(&hashed, "admin", "s3cret!").await);
+        assert!(
+            Auth::start(store, "admin", Some("$argon2id$nope"), Duration::ZERO)
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_stored_password_is_kept_unless_one_is_given() {
+        let store = store().await;
+        // No user yet and no password: ShenYu's default.
+        let auth = start(&store, None, Duration::from_secs(60)).await;
+        assert!(logs_in(&auth, "admin", DEFAULT_PASSWORD).await);
+        // Given: rotated.
+        let auth = start(&store, Some("first"), Duration::from_secs(60)).await;
+        assert!(logs_in(&auth, "admin", "first").await);
+        assert!(!logs_in(&auth, "admin", DEFAULT_PASSWORD).await);
+        // Not given: kept.
+        let auth = start(&store, None, Duration::from_secs(60)).await;
+        assert!(logs_in(&auth, "admin", "first").await);
+        let auth = start(&store, Some("second"), Duration::from_secs(60)).await;
+        assert!(logs_in(&auth, "admin", "second").await);
+        assert!(!logs_in(&auth, "admin", "first").await);
+        assert_eq!(
+            store.users().await.unwrap().len(),
+            1,
+            "one user, updated in place"
+        );
+    }
+
+    #[tokio::test]
+    async fn disabled_users_cannot_log_in() {
+        let store = store().await;
+        let auth = start(&store, Some("pw"), Duration::from_secs(60)).await;
+        assert!(
+            store
+                .set_user_enabled("admin", false, &now())
+                .await
+                .unwrap()
+        );
+        assert!(!logs_in(&auth, "admin", "pw").await);
+        assert!(
+            !store
+                .set_user_enabled("nobody", false, &now())
+                .await
+                .unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn tokens_expire() {
+        let store = store().await;
+        let auth = start(&store, Some("pw"), Duration::ZERO).await;
+        let token = auth
+            .login(request("admin", "pw"))
+            .await
+            .unwrap()
+            .unwrap()
+            .token;
         assert!(!auth.is_valid(&token), "a zero TTL token is born expired");
-        let auth = Auth::new("admin".to_owned(), "pw", Duration::from_secs(60)).unwrap();
-        let token = auth.login(&request("admin", "pw")).unwrap().token;
+        let auth = start(&store, Some("pw"), Duration::from_secs(60)).await;
+        let token = auth
+            .login(request("admin", "pw"))
+            .await
+            .unwrap()
+            .unwrap()
+            .token;
         assert!(auth.is_valid(&token));
         assert!(!auth.is_valid("nope"));
     }

@@ -6,7 +6,7 @@ use model::PageParameter;
 use serde::{Deserialize, Serialize};
 
 /// Body of `PUT /plugin/{id}` (ShenYu `PluginDTO`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PluginDto {
     /// Must be the plugin's current name when given (gateways key plugins by name).
@@ -24,7 +24,7 @@ pub(crate) struct PluginDto {
 }
 
 /// Body of `POST /meta-data/createOrUpdate` (ShenYu `MetaDataDTO`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MetaDataDto {
     /// Present (and existing) to update; absent or blank to create.
@@ -55,7 +55,7 @@ pub(crate) struct MetaDataDto {
 }
 
 /// Metadata as the admin shows it (ShenYu `MetaDataVO`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MetaDataVo {
     pub(crate) id: String,
@@ -76,7 +76,7 @@ pub(crate) struct MetaDataVo {
 }
 
 /// Body of `POST /appAuth/apply` (ShenYu `AuthApplyDTO`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AuthApplyDto {
     #[serde(default)]
@@ -99,7 +99,7 @@ pub(crate) struct AuthApplyDto {
 }
 
 /// An app parameter in the app auth REST shapes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AuthParamDto {
     #[serde(default)]
@@ -109,7 +109,7 @@ pub(crate) struct AuthParamDto {
 }
 
 /// An app path in the app auth REST shapes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AuthPathDto {
     #[serde(default)]
@@ -121,7 +121,7 @@ pub(crate) struct AuthPathDto {
 }
 
 /// Body of `POST /appAuth/updateDetail` (ShenYu `AppAuthDTO`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppAuthDto {
     #[serde(default)]
@@ -147,7 +147,7 @@ pub(crate) struct AppAuthDto {
 }
 
 /// An app auth entry as the admin shows it (ShenYu `AppAuthVO`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppAuthVo {
     pub(crate) id: String,
@@ -166,7 +166,7 @@ pub(crate) struct AppAuthVo {
 }
 
 /// Body of `POST /selector/list/search` and `POST /rule/list/search`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SearchRequest {
     #[serde(default)]
@@ -178,7 +178,7 @@ pub(crate) struct SearchRequest {
 }
 
 /// The `condition` of a search: a name keyword and the owning plugin or selector ids.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SearchCondition {
     #[serde(default)]
@@ -192,7 +192,7 @@ pub(crate) struct SearchCondition {
 }
 
 /// PageHelper's `PageInfo`, as the `list/search` endpoints answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PageInfo<T> {
     pub(crate) page_num: i64,
@@ -258,6 +258,50 @@ impl<T> PageInfo<T> {
             navigatepage_nums,
         }
     }
+}
+
+/// Body of `POST /plugin-handle` and `PUT /plugin-handle/{id}` (ShenYu `PluginHandleDTO`).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PluginHandleDto {
+    /// The plugin whose handle has this field.
+    #[serde(default)]
+    pub(crate) plugin_id: Option<String>,
+    /// The handle's JSON field name, e.g. `upstreamUrl`.
+    #[serde(default)]
+    pub(crate) field: Option<String>,
+    /// What the dashboard shows.
+    #[serde(default)]
+    pub(crate) label: Option<String>,
+    /// 1 number, 2 string, 3 select.
+    #[serde(default)]
+    pub(crate) data_type: Option<i32>,
+    /// 1 selector handle, 2 rule handle, 3 plugin config.
+    #[serde(default, rename = "type")]
+    pub(crate) handle_type: Option<i32>,
+    /// Position in the form.
+    #[serde(default)]
+    pub(crate) sort: Option<i32>,
+    /// Extra settings, a JSON object as a string.
+    #[serde(default)]
+    pub(crate) ext_obj: Option<String>,
+}
+
+/// A plugin handle field definition as the admin shows it (ShenYu `PluginHandleVO`).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PluginHandleVo {
+    pub(crate) id: String,
+    pub(crate) plugin_id: String,
+    pub(crate) field: String,
+    pub(crate) label: String,
+    pub(crate) data_type: i32,
+    #[serde(rename = "type")]
+    pub(crate) handle_type: i32,
+    pub(crate) sort: i32,
+    pub(crate) ext_obj: Option<String>,
+    pub(crate) date_created: String,
+    pub(crate) date_updated: String,
 }
 
 #[cfg(test)]

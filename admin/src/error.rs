@@ -1,9 +1,9 @@
 //! [`ApiError`], the one error type of the REST API, and the extractors whose rejection it is
-//! ([`AdminJson`], [`AdminQuery`]).
+//! ([`AdminJson`], [`AdminForm`], [`AdminQuery`]).
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, Multipart, Query, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -113,6 +113,77 @@ fn json_error(path: &str, inner: &serde_json::Error) -> ApiError {
     } else {
         ApiError::BadRequest(format!("invalid JSON body: {message}"))
     }
+}
+
+/// A body given as JSON, as an urlencoded form, or as multipart form fields, the way ShenYu's
+/// `@ModelAttribute` endpoints (`POST`/`PUT /plugin`) take it. Form values are text read into
+/// `T`'s types; an error names the field. A file part is refused: gantry loads no plugin jars.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AdminForm<T>(pub(crate) T);
+
+impl<S, T> FromRequest<S> for AdminForm<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let content_type = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.starts_with("multipart/form-data") {
+            let mut multipart = Multipart::from_request(req, state)
+                .await
+                .map_err(|e| ApiError::BadRequest(format!("invalid multipart body: {e}")))?;
+            let mut fields = Vec::new();
+            while let Some(field) = multipart
+                .next_field()
+                .await
+                .map_err(|e| ApiError::BadRequest(format!("invalid multipart body: {e}")))?
+            {
+                let name = field.name().unwrap_or_default().to_owned();
+                if field.file_name().is_some() {
+                    return Err(ApiError::field(
+                        name,
+                        "file uploads are not supported (gantry loads no plugin jars)",
+                    ));
+                }
+                let text = field
+                    .text()
+                    .await
+                    .map_err(|e| ApiError::field(&name, format!("unreadable part: {e}")))?;
+                fields.push((name, text));
+            }
+            let encoded = serde_urlencoded::to_string(&fields)
+                .map_err(|e| ApiError::BadRequest(format!("invalid multipart body: {e}")))?;
+            return parse_form(encoded.as_bytes()).map(AdminForm);
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(format!("cannot read the request body: {e}")))?;
+        if content_type.starts_with("application/x-www-form-urlencoded") {
+            parse_form(&bytes).map(AdminForm)
+        } else {
+            parse_json(&bytes).map(AdminForm)
+        }
+    }
+}
+
+/// Parses urlencoded form fields, naming the failing field.
+fn parse_form<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(bytes));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ApiError::BadRequest(format!("invalid form body: {}", e.inner()))
+        } else {
+            ApiError::field(path, e.inner())
+        }
+    })
 }
 
 /// Query-string parameters; a malformed query string is an [`ApiError`].

@@ -46,10 +46,12 @@ pub struct Config {
     pub db: String,
     /// Sync publishers to run.
     pub sync: Vec<SyncMode>,
-    /// The admin user's name.
+    /// The admin user's name (a dashboard user, created at start if missing).
     pub username: String,
-    /// The admin user's password.
-    pub password: String,
+    /// The admin user's password, clear or as an Argon2 PHC hash. When set, it is stored (as
+    /// an Argon2id hash) at start, replacing the stored one. When unset, the stored one is
+    /// kept; a user that does not exist yet gets ShenYu's default [`DEFAULT_PASSWORD`].
+    pub password: Option<String>,
     /// How long a login token stays valid.
     pub token_ttl: Duration,
     /// ZooKeeper connect string (`host:port[,host:port]`), for `--sync zookeeper`.
@@ -70,7 +72,7 @@ impl fmt::Debug for Config {
             .field("db", &self.db)
             .field("sync", &self.sync)
             .field("username", &self.username)
-            .field("password", &"<redacted>")
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("token_ttl", &self.token_ttl)
             .field("zookeeper_url", &self.zookeeper_url)
             .field("etcd_url", &self.etcd_url)
@@ -85,14 +87,14 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
-    /// Defaults (websocket sync, `admin` / `123456`, one-day tokens, 60 s long-poll hold,
-    /// 5 min long-poll refresh) on the database `db`.
+    /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
+    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
             db: db.into(),
             sync: vec![SyncMode::Websocket],
             username: "admin".to_owned(),
-            password: DEFAULT_PASSWORD.to_owned(),
+            password: None,
             token_ttl: Duration::from_millis(86_400_000),
             zookeeper_url: None,
             etcd_url: None,
@@ -174,21 +176,20 @@ impl AppState {
             sync::check_supported(*mode, config)?;
         }
         let store = store::open(&config.db).await?;
-        let admin = Arc::new(Admin::new(store).await?);
+        let admin = Arc::new(Admin::new(Arc::clone(&store)).await?);
         let mut publishers: Vec<Box<dyn Publisher>> = Vec::new();
         for mode in &config.sync {
             if !publishers.iter().any(|p| p.mode() == *mode) {
                 publishers.push(sync::publisher(*mode, &admin, config)?);
             }
         }
-        if config.password == DEFAULT_PASSWORD {
-            tracing::warn!(
-                "!!! the admin user `{}` has the well-known default password; set --password \
-                 or GANTRY_ADMIN_PASSWORD !!!",
-                config.username
-            );
-        }
-        let auth = Auth::new(config.username.clone(), &config.password, config.token_ttl)?;
+        let auth = Auth::start(
+            store,
+            &config.username,
+            config.password.as_deref(),
+            config.token_ttl,
+        )
+        .await?;
         let (closing, _) = watch::channel(false);
         Ok(Self {
             admin,
@@ -213,12 +214,29 @@ impl AppState {
 /// publishers' endpoints.
 pub fn app(state: AppState) -> Router {
     let protected = Router::new()
-        .route("/plugin", get(api::plugin::list))
+        .route("/plugin", get(api::plugin::list).post(api::plugin::create))
         .route("/plugin/all", get(api::plugin::all))
         .route("/plugin/enabled", post(api::plugin::enabled))
+        .route("/plugin/batch", delete(api::plugin::delete_batch))
         .route(
             "/plugin/{id}",
             get(api::plugin::detail).put(api::plugin::update),
+        )
+        .route(
+            "/plugin-handle",
+            get(api::plugin_handle::list).post(api::plugin_handle::create),
+        )
+        .route(
+            "/plugin-handle/all/{pluginId}/{type}",
+            get(api::plugin_handle::all),
+        )
+        .route(
+            "/plugin-handle/batch",
+            delete(api::plugin_handle::delete_batch),
+        )
+        .route(
+            "/plugin-handle/{id}",
+            get(api::plugin_handle::detail).put(api::plugin_handle::update),
         )
         .route(
             "/selector",

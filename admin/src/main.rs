@@ -33,12 +33,14 @@ struct Cli {
     /// etcd endpoints (`http://host:port[,...]`), for `--sync etcd`.
     #[arg(long, env = "GANTRY_ADMIN_ETCD_URL")]
     etcd_url: Option<String>,
-    /// Admin user name.
+    /// Admin user name (a dashboard user in the database, created if missing).
     #[arg(long, env = "GANTRY_ADMIN_USERNAME", default_value = "admin")]
     username: String,
-    /// Admin password.
-    #[arg(long, env = "GANTRY_ADMIN_PASSWORD", default_value = admin::DEFAULT_PASSWORD, hide_env_values = true)]
-    password: String,
+    /// Admin password (clear, or an Argon2 PHC hash), stored as a hash at start, replacing
+    /// the stored one. Unset: the stored password is kept; a new user gets ShenYu's default
+    /// `123456` (logged loudly).
+    #[arg(long, env = "GANTRY_ADMIN_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
     /// Login token lifetime in milliseconds.
     #[arg(long, env = "GANTRY_ADMIN_TOKEN_TTL_MS", default_value_t = 86_400_000)]
     token_ttl_ms: u64,

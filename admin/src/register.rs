@@ -9,63 +9,10 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 
 use crate::error::{AdminJson, ApiError};
 use crate::service::Admin;
-
-/// Body of `register-metadata` (ShenYu `MetaDataRegisterDTO`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct MetaDataRegister {
-    #[serde(default)]
-    pub(crate) app_name: Option<String>,
-    #[serde(default)]
-    pub(crate) context_path: Option<String>,
-    #[serde(default)]
-    pub(crate) path: Option<String>,
-    #[serde(default)]
-    pub(crate) path_desc: Option<String>,
-    #[serde(default)]
-    pub(crate) rpc_type: Option<String>,
-    #[serde(default)]
-    pub(crate) service_name: Option<String>,
-    #[serde(default)]
-    pub(crate) method_name: Option<String>,
-    #[serde(default)]
-    pub(crate) rule_name: Option<String>,
-    #[serde(default)]
-    pub(crate) parameter_types: Option<String>,
-    #[serde(default)]
-    pub(crate) rpc_ext: Option<String>,
-    #[serde(default)]
-    pub(crate) enabled: Option<bool>,
-    #[serde(default)]
-    pub(crate) register_meta_data: Option<bool>,
-    #[serde(default)]
-    pub(crate) add_prefixed: Option<bool>,
-}
-
-/// Body of `register-uri` and `offline` (ShenYu `URIRegisterDTO`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct UriRegister {
-    #[serde(default)]
-    pub(crate) protocol: Option<String>,
-    #[serde(default)]
-    pub(crate) app_name: Option<String>,
-    #[serde(default)]
-    pub(crate) context_path: Option<String>,
-    #[serde(default)]
-    pub(crate) rpc_type: Option<String>,
-    #[serde(default)]
-    pub(crate) host: Option<String>,
-    #[serde(default)]
-    pub(crate) port: Option<u16>,
-    /// `REGISTER` (or absent), `OFFLINE`, `HEARTBEAT`, `DELETED`.
-    #[serde(default)]
-    pub(crate) event_type: Option<String>,
-}
+pub(crate) use model::{MetaDataRegister, UriRegister};
 
 /// The operator and value of a registered rule's `uri` condition for API `path` (§9): path
 /// variables become `**`; then a trailing `/` gives `startsWith`, a trailing `/**`

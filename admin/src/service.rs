@@ -11,7 +11,7 @@ use model::{
 };
 use tokio::sync::{Mutex, broadcast};
 
-use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto};
+use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto, PluginHandleDto};
 use crate::error::ApiError;
 use crate::id::IdGenerator;
 use crate::register::{self, MetaDataRegister, UriRegister};
@@ -19,6 +19,7 @@ use crate::store::{
     AppAuthRecord, Batch, MetaRecord, PluginRecord, RuleRecord, SelectorRecord, Store, StoreError,
 };
 use crate::validate;
+use model::time::now;
 
 /// How many events a slow session may fall behind before it is closed.
 const DISPATCH_CAPACITY: usize = 1024;
@@ -26,16 +27,11 @@ const DISPATCH_CAPACITY: usize = 1024;
 /// The admin's core: storage plus the change dispatcher.
 #[derive(Debug)]
 pub(crate) struct Admin {
-    store: Arc<dyn Store>,
+    store: Arc<Store>,
     events: broadcast::Sender<DataEvent>,
     /// Held across every write and its publish, so events leave in commit order.
     write: Mutex<()>,
     ids: IdGenerator,
-}
-
-/// The current time as ShenYu shows it.
-fn now() -> String {
-    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
 /// A plugin as synced.
@@ -223,7 +219,7 @@ pub(crate) struct Snapshot {
 
 impl Admin {
     /// An admin over `store`, seeding the built-in plugins that are absent.
-    pub(crate) async fn new(store: Arc<dyn Store>) -> Result<Self, StoreError> {
+    pub(crate) async fn new(store: Arc<Store>) -> Result<Self, StoreError> {
         store.seed_plugins(model::BUILTIN_PLUGINS, &now()).await?;
         let (events, _) = broadcast::channel(DISPATCH_CAPACITY);
         Ok(Self {
@@ -235,7 +231,7 @@ impl Admin {
     }
 
     /// The store, for reads.
-    pub(crate) fn store(&self) -> &dyn Store {
+    pub(crate) fn store(&self) -> &Store {
         self.store.as_ref()
     }
 
@@ -370,6 +366,103 @@ impl Admin {
             EventPayload::Plugin(vec![plugin_data(&record)]),
         );
         Ok(())
+    }
+
+    /// Creates a plugin (the name must be free); publishes PLUGIN/CREATE.
+    pub(crate) async fn create_plugin(&self, dto: PluginDto) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let mut record = validate::new_plugin(dto)?;
+        if self
+            .store
+            .plugins()
+            .await?
+            .iter()
+            .any(|p| p.name == record.name)
+        {
+            return Err(ApiError::field(
+                "name",
+                format!("plugin `{}` already exists", record.name),
+            ));
+        }
+        record.id = self.ids.next_id();
+        record.date_created = now();
+        record.date_updated = record.date_created.clone();
+        self.store.insert_plugin(&record).await?;
+        self.publish(
+            DataEventType::Create,
+            EventPayload::Plugin(vec![plugin_data(&record)]),
+        );
+        Ok(())
+    }
+
+    /// Deletes plugins with their selectors, rules and handle definitions, all or none (an
+    /// unknown id is a 404 and deletes nothing); publishes SELECTOR, RULE and PLUGIN
+    /// DELETE events. Answers how many plugins went.
+    pub(crate) async fn delete_plugins(&self, ids: &[String]) -> Result<usize, ApiError> {
+        let _write = self.write.lock().await;
+        let (plugins, selectors, rules) = self
+            .store
+            .delete_plugins(ids)
+            .await?
+            .map_err(|id| ApiError::NotFound(format!("plugin `{id}` does not exist")))?;
+        let names = plugins
+            .iter()
+            .map(|p| (p.id.clone(), p.name.clone()))
+            .collect();
+        self.publish_deleted_selectors(&selectors, &rules, &names);
+        let data = plugins.iter().map(plugin_data).collect();
+        self.publish(DataEventType::Delete, EventPayload::Plugin(data));
+        Ok(plugins.len())
+    }
+
+    /// Creates (`id` None) or replaces plugin handle definition `id`. Handle definitions are
+    /// not synced: nothing is published.
+    pub(crate) async fn save_plugin_handle(
+        &self,
+        id: Option<&str>,
+        dto: PluginHandleDto,
+    ) -> Result<(), ApiError> {
+        let _write = self.write.lock().await;
+        let plugin = match dto.plugin_id.as_deref() {
+            Some(plugin_id) => self.store.plugin(plugin_id.trim()).await?,
+            None => None,
+        };
+        let mut record = validate::plugin_handle(dto, plugin.as_ref())?;
+        let now = now();
+        match id {
+            Some(id) => {
+                let old = self.store.plugin_handle(id).await?.ok_or_else(|| {
+                    ApiError::NotFound(format!("plugin handle `{id}` does not exist"))
+                })?;
+                record.id = old.id;
+                record.date_created = old.date_created;
+            }
+            None => {
+                record.id = self.ids.next_id();
+                record.date_created = now.clone();
+            }
+        }
+        record.date_updated = now;
+        match self.store.put_plugin_handle(&record).await {
+            Err(e) if e.is_unique_violation() => Err(ApiError::field(
+                "field",
+                format!(
+                    "plugin `{}` already has a type-{} handle field `{}`",
+                    record.plugin_id, record.handle_type, record.field
+                ),
+            )),
+            other => Ok(other?),
+        }
+    }
+
+    /// Deletes plugin handle definitions, all or none; answers how many went.
+    pub(crate) async fn delete_plugin_handles(&self, ids: &[String]) -> Result<usize, ApiError> {
+        let _write = self.write.lock().await;
+        let deleted = all_found(
+            "plugin handle",
+            self.store.delete_plugin_handles(ids).await?,
+        )?;
+        Ok(deleted.len())
     }
 
     /// Enables or disables selectors (all must exist); publishes SELECTOR/UPDATE.
@@ -648,15 +741,28 @@ impl Admin {
         let _write = self.write.lock().await;
         let names = self.plugin_names().await?;
         let (selectors, rules) = self.store.delete_selectors(ids).await?;
-        let plugin_of = |s: &SelectorRecord| names.get(&s.plugin_id).cloned().unwrap_or_default();
-        let selector_plugin: HashMap<&str, String> = selectors
+        self.publish_deleted_selectors(&selectors, &rules, &names);
+        Ok(selectors.len())
+    }
+
+    /// Publishes SELECTOR/DELETE and RULE/DELETE (each when non-empty) for selectors deleted
+    /// with their rules; `plugin_names` maps plugin ids to names.
+    fn publish_deleted_selectors(
+        &self,
+        selectors: &[SelectorRecord],
+        rules: &[RuleRecord],
+        plugin_names: &HashMap<String, String>,
+    ) {
+        let plugin_of =
+            |s: &SelectorRecord| plugin_names.get(&s.plugin_id).map_or("", String::as_str);
+        let selector_plugin: HashMap<&str, &str> = selectors
             .iter()
             .map(|s| (s.id.as_str(), plugin_of(s)))
             .collect();
         if !selectors.is_empty() {
             let data = selectors
                 .iter()
-                .map(|s| selector_data(s, &plugin_of(s)))
+                .map(|s| selector_data(s, plugin_of(s)))
                 .collect();
             self.publish(DataEventType::Delete, EventPayload::Selector(data));
         }
@@ -664,17 +770,12 @@ impl Admin {
             let data = rules
                 .iter()
                 .map(|r| {
-                    rule_data(
-                        r,
-                        selector_plugin
-                            .get(r.selector_id.as_str())
-                            .map_or("", String::as_str),
-                    )
+                    let plugin = selector_plugin.get(r.selector_id.as_str()).copied();
+                    rule_data(r, plugin.unwrap_or(""))
                 })
                 .collect();
             self.publish(DataEventType::Delete, EventPayload::Rule(data));
         }
-        Ok(selectors.len())
     }
 
     async fn validated_rule(&self, dto: RuleDto) -> Result<(RuleRecord, String), ApiError> {

@@ -1,14 +1,19 @@
 //! Validation of selector and rule requests. Each error names the field it is about, e.g.
 //! `selectorConditions[2].operator: ...`.
 
+use std::ops::RangeInclusive;
+
 use model::{
-    AuthParamData, AuthPathData, ConditionData, ConditionDto, DivideRuleHandle, DivideUpstream,
-    Operator, ParamType, RuleDto, SelectorDto,
+    AuthParamData, AuthPathData, ConditionData, ConditionDto, ContextMappingRuleHandle,
+    DivideRuleHandle, DivideUpstream, Operator, ParamType, RuleDto, SelectorDto,
 };
 
-use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto};
+use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto, PluginHandleDto};
 use crate::error::ApiError;
-use crate::store::{AppAuthRecord, MetaRecord, PluginRecord, RuleRecord, SelectorRecord};
+use crate::store::{
+    AppAuthRecord, MetaRecord, PluginHandleRecord, PluginRecord, RuleRecord, SelectorRecord,
+    data_type, handle_type,
+};
 
 /// The param types a gantry gateway can extract from a request.
 const EXTRACTABLE: &[ParamType] = &[
@@ -24,6 +29,7 @@ const EXTRACTABLE: &[ParamType] = &[
 ];
 
 const DIVIDE: &str = "divide";
+const CONTEXT_PATH: &str = "contextPath";
 
 fn non_blank(field: &str, value: Option<String>) -> Result<String, ApiError> {
     match value {
@@ -104,6 +110,10 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
     }
     if operator == Operator::PathPattern && param_type == ParamType::Uri {
         path_pattern(&field("paramValue"), param_value.trim())?;
+    }
+    if matches!(operator, Operator::TimeBefore | Operator::TimeAfter) {
+        model::time::parse_time(param_value.trim())
+            .map_err(|e| ApiError::field(field("paramValue"), e))?;
     }
     if operator == Operator::Regex {
         let anchored = format!("^(?:{})$", param_value.trim());
@@ -268,9 +278,21 @@ pub(crate) fn rule(
         ));
     }
     let handle = blank_to_none(dto.handle);
-    if let (DIVIDE, Some(handle)) = (plugin_name, &handle) {
-        DivideRuleHandle::parse(handle)
-            .map_err(|e| ApiError::field("handle", format!("invalid divide rule handle: {e}")))?;
+    match (plugin_name, &handle) {
+        (DIVIDE, Some(handle)) => {
+            DivideRuleHandle::parse(handle).map_err(|e| {
+                ApiError::field("handle", format!("invalid divide rule handle: {e}"))
+            })?;
+        }
+        (CONTEXT_PATH, Some(handle)) => {
+            ContextMappingRuleHandle::parse(handle)
+                .map_err(|e| {
+                    ApiError::field("handle", format!("invalid contextPath rule handle: {e}"))
+                })?
+                .check()
+                .map_err(|(field, message)| ApiError::field(format!("handle.{field}"), message))?;
+        }
+        _ => {}
     }
     Ok(RuleRecord {
         id: String::new(),
@@ -288,7 +310,25 @@ pub(crate) fn rule(
     })
 }
 
-/// Validates a plugin update of `old`; the result has the new update date still unset.
+/// A plugin's `config`: blank means none, otherwise a JSON object.
+fn plugin_config(config: Option<String>) -> Result<Option<String>, ApiError> {
+    let config = blank_to_none(config);
+    if let Some(config) = &config {
+        json_object("config", config)?;
+    }
+    Ok(config)
+}
+
+/// `value` is a JSON object.
+fn json_object(field: &str, value: &str) -> Result<(), ApiError> {
+    match serde_json::from_str::<serde_json::Value>(value) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err(ApiError::field(field, "must be a JSON object")),
+        Err(e) => Err(ApiError::field(field, format!("invalid JSON: {e}"))),
+    }
+}
+
+/// Validates a plugin update against the stored plugin `old`: the name cannot change.
 pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord, ApiError> {
     if let Some(name) = dto.name.as_deref().map(str::trim)
         && name != old.name
@@ -301,23 +341,75 @@ pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord,
             ),
         ));
     }
-    let role = non_blank("role", dto.role)?;
-    let sort = required("sort", dto.sort)?;
-    let enabled = required("enabled", dto.enabled)?;
-    let config = blank_to_none(dto.config);
-    if let Some(config) = &config {
-        match serde_json::from_str::<serde_json::Value>(config) {
-            Ok(serde_json::Value::Object(_)) => {}
-            Ok(_) => return Err(ApiError::field("config", "must be a JSON object")),
-            Err(e) => return Err(ApiError::field("config", format!("invalid JSON: {e}"))),
-        }
-    }
     Ok(PluginRecord {
-        role,
-        sort,
-        enabled,
-        config,
+        role: non_blank("role", dto.role)?,
+        sort: required("sort", dto.sort)?,
+        enabled: required("enabled", dto.enabled)?,
+        config: plugin_config(dto.config)?,
         ..old.clone()
+    })
+}
+
+/// Validates a new plugin (`enabled` defaults to false). The record has no id or dates yet;
+/// the caller checks that the name is free.
+pub(crate) fn new_plugin(dto: PluginDto) -> Result<PluginRecord, ApiError> {
+    Ok(PluginRecord {
+        id: String::new(),
+        name: non_blank("name", dto.name)?,
+        role: non_blank("role", dto.role)?,
+        sort: required("sort", dto.sort)?,
+        enabled: dto.enabled.unwrap_or(false),
+        config: plugin_config(dto.config)?,
+        date_created: String::new(),
+        date_updated: String::new(),
+    })
+}
+
+/// Validates a plugin handle field definition; `plugin` is the plugin its `pluginId` names
+/// (if any). The record has no id or dates yet.
+pub(crate) fn plugin_handle(
+    dto: PluginHandleDto,
+    plugin: Option<&PluginRecord>,
+) -> Result<PluginHandleRecord, ApiError> {
+    let plugin_id = non_blank("pluginId", dto.plugin_id)?;
+    let plugin = plugin
+        .ok_or_else(|| ApiError::field("pluginId", format!("unknown plugin `{plugin_id}`")))?;
+    let one_of = |field: &str, value: Option<i32>, range: RangeInclusive<i32>, meaning: &str| {
+        let value = required(field, value)?;
+        if range.contains(&value) {
+            Ok(value)
+        } else {
+            Err(ApiError::field(
+                field,
+                format!("must be one of {range:?} ({meaning}), got {value}"),
+            ))
+        }
+    };
+    let ext_obj = blank_to_none(dto.ext_obj);
+    if let Some(ext) = &ext_obj {
+        json_object("extObj", ext)?;
+    }
+    Ok(PluginHandleRecord {
+        id: String::new(),
+        plugin_id: plugin.id.clone(),
+        field: non_blank("field", dto.field)?,
+        label: non_blank("label", dto.label)?,
+        data_type: one_of(
+            "dataType",
+            dto.data_type,
+            data_type::NUMBER..=data_type::SELECT,
+            "1 number, 2 string, 3 select",
+        )?,
+        handle_type: one_of(
+            "type",
+            dto.handle_type,
+            handle_type::SELECTOR..=handle_type::PLUGIN,
+            "1 selector, 2 rule, 3 plugin",
+        )?,
+        sort: required("sort", dto.sort)?,
+        ext_obj,
+        date_created: String::new(),
+        date_updated: String::new(),
     })
 }
 
@@ -538,6 +630,31 @@ mod tests {
         assert!(
             bad(ConditionDto::new("uri", "=", "/", "")).ends_with("paramValue: must not be blank")
         );
+        assert!(
+            bad(ConditionDto::new(
+                "header",
+                "TimeAfter",
+                "t",
+                "2020-01-01T00:00:00"
+            ))
+            .starts_with("selectorConditions[2].paramValue: text `2020-01-01T00:00:00`")
+        );
+        assert!(
+            bad(ConditionDto::new(
+                "header",
+                "TimeBefore",
+                "t",
+                "2020-01-32 00:00:00"
+            ))
+            .contains("invalid day of month 32")
+        );
+        let dated = dto(vec![ConditionDto::new(
+            "uri",
+            "TimeBefore",
+            "",
+            "2099-02-30 00:00:00",
+        )]);
+        assert!(selector(dated, Some(&divide())).is_ok());
         let blank_ok = dto(vec![ConditionDto::new("header", "isBlank", "x", "")]);
         assert!(selector(blank_ok, Some(&divide())).is_ok());
     }
@@ -598,6 +715,57 @@ mod tests {
             error(with(r#"[{"upstreamUrl":"x:80","weight":-1}]"#)).starts_with("handle[0].weight:")
         );
         assert!(error(with("{")).starts_with("handle: invalid divide upstream list"));
+    }
+
+    #[test]
+    fn rule_handles_are_checked_per_plugin() {
+        let sel = selector(
+            SelectorDto {
+                selector_type: Some(0),
+                ..dto(vec![])
+            },
+            Some(&divide()),
+        )
+        .unwrap();
+        let with = |h: &str| RuleDto {
+            selector_id: Some("s".to_owned()),
+            name: Some("r".to_owned()),
+            sort: Some(1),
+            handle: Some(h.to_owned()),
+            rule_conditions: Some(vec![ConditionDto::new("uri", "=", "/", "/a")]),
+            ..Default::default()
+        };
+        let check = |plugin: &str, h: &str| rule(with(h), Some(&sel), plugin).map(drop);
+        assert!(
+            check(
+                "contextPath",
+                r#"{"contextPath":"/http","addPrefixed":false}"#
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            check(
+                "contextPath",
+                r#"{"rewriteContextPath":"/n","percentage":101}"#
+            )
+            .unwrap_err()
+            .to_string(),
+            "handle.percentage: must be within 0..=100, got 101"
+        );
+        assert!(
+            check("contextPath", r#"{"contextPath":1}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("handle: invalid contextPath rule handle")
+        );
+        assert!(
+            check("divide", r#"{"retry":"x"}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("handle: invalid divide rule handle")
+        );
+        // Other plugins' handles are theirs to read.
+        assert!(check("waf", "not json").is_ok());
     }
 
     #[test]

@@ -47,10 +47,23 @@ impl Api {
         body: Body,
         token: Option<&str>,
     ) -> (StatusCode, Value) {
+        self.typed(method, uri, "application/json", body, token)
+            .await
+    }
+
+    /// A call with a body of `content_type`.
+    async fn typed(
+        &self,
+        method: Method,
+        uri: &str,
+        content_type: &str,
+        body: Body,
+        token: Option<&str>,
+    ) -> (StatusCode, Value) {
         let mut request = Request::builder()
             .method(method)
             .uri(uri)
-            .header("content-type", "application/json");
+            .header("content-type", content_type);
         if let Some(token) = token {
             request = request.header("X-Access-Token", token);
         }
@@ -1015,4 +1028,271 @@ async fn path_pattern_conditions_are_parsed() {
     );
     body["selectorConditions"][0]["paramValue"] = json!("/http/{id}/**");
     api.ok(Method::POST, "/selector", Some(body)).await;
+}
+
+/// A multipart body of text fields, plus an optional file part, with its content type.
+fn multipart(fields: &[(&str, &str)], file: Option<(&str, &str)>) -> (String, Body) {
+    let boundary = "gantry-test-boundary";
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    if let Some((name, content)) = file {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; \
+             filename=\"plugin.jar\"\r\nContent-Type: application/java-archive\r\n\r\n\
+             {content}\r\n"
+        ));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    (
+        format!("multipart/form-data; boundary={boundary}"),
+        Body::from(body),
+    )
+}
+
+#[tokio::test]
+async fn plugin_create_form_update_and_cascading_delete() {
+    let api = Api::new().await;
+    let token = api.token.clone();
+    let mut events = api.state.subscribe();
+    let body = json!({"name":"myPlugin","role":"Custom","sort":500,"enabled":true,
+                      "config":"{\"a\":1}"});
+    let reply = api.ok(Method::POST, "/plugin", Some(body.clone())).await;
+    assert_eq!(reply["message"], "create success");
+    let event = expect_event(&mut events, ConfigGroup::Plugin, DataEventType::Create);
+    let EventPayload::Plugin(data) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!((data[0].name.as_str(), data[0].sort), ("myPlugin", 500));
+    let id = data[0].id.clone();
+
+    for (change, message) in [
+        (json!({}), "name: plugin `myPlugin` already exists"),
+        (json!({"name":" "}), "name: must not be blank"),
+        (json!({"name":"p2","sort":null}), "sort: must not be null"),
+        (
+            json!({"name":"p2","config":"[1]"}),
+            "config: must be a JSON object",
+        ),
+    ] {
+        let mut bad = body.clone();
+        for (k, v) in change.as_object().unwrap() {
+            bad[k] = v.clone();
+        }
+        let (status, response) = api.call(Method::POST, "/plugin", Some(bad)).await;
+        assert_bad_request(status, &response, message);
+    }
+    assert_quiet(&mut events);
+
+    // ShenYu's dashboard sends form fields (`@ModelAttribute`): urlencoded ...
+    let uri = format!("/plugin/{id}");
+    let form = "name=myPlugin&role=Custom&sort=501&enabled=false&config=%7B%22b%22%3A2%7D";
+    let (status, reply) = api
+        .typed(
+            Method::PUT,
+            &uri,
+            "application/x-www-form-urlencoded",
+            Body::from(form),
+            token.as_deref(),
+        )
+        .await;
+    assert_eq!(
+        (status, &reply["message"]),
+        (StatusCode::OK, &json!("update success"))
+    );
+    let detail = api.ok(Method::GET, &uri, None).await;
+    assert_eq!(
+        (
+            &detail["data"]["sort"],
+            &detail["data"]["enabled"],
+            &detail["data"]["config"]
+        ),
+        (&json!(501), &json!(false), &json!("{\"b\":2}"))
+    );
+    // ... or multipart.
+    let fields = [
+        ("name", "myPlugin"),
+        ("role", "Custom"),
+        ("sort", "502"),
+        ("enabled", "true"),
+    ];
+    let (content_type, body) = multipart(&fields, None);
+    let (status, reply) = api
+        .typed(Method::PUT, &uri, &content_type, body, token.as_deref())
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(api.ok(Method::GET, &uri, None).await["data"]["sort"], 502);
+    expect_event(&mut events, ConfigGroup::Plugin, DataEventType::Update);
+    expect_event(&mut events, ConfigGroup::Plugin, DataEventType::Update);
+    // Bad form input names the field and changes nothing.
+    let (status, reply) = api
+        .typed(
+            Method::PUT,
+            &uri,
+            "application/x-www-form-urlencoded",
+            Body::from("name=myPlugin&role=Custom&sort=x&enabled=true"),
+            token.as_deref(),
+        )
+        .await;
+    assert_bad_request(status, &reply, "sort:");
+    let (content_type, body) = multipart(&fields, Some(("file", "PK...")));
+    let (status, reply) = api
+        .typed(Method::PUT, &uri, &content_type, body, token.as_deref())
+        .await;
+    assert_bad_request(status, &reply, "file: file uploads are not supported");
+    assert_quiet(&mut events);
+    assert_eq!(api.ok(Method::GET, &uri, None).await["data"]["sort"], 502);
+
+    // A selector, a rule and a handle definition under the plugin.
+    let mut selector = selector_body("mine");
+    selector["pluginId"] = json!(id);
+    let selector_id = api.ok(Method::POST, "/selector", Some(selector)).await["data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.ok(
+        Method::POST,
+        "/rule",
+        Some(rule_body(&selector_id, "mine-rule")),
+    )
+    .await;
+    let handle =
+        json!({"pluginId": id, "field": "f", "label": "F", "dataType": 2, "type": 2, "sort": 1});
+    api.ok(Method::POST, "/plugin-handle", Some(handle)).await;
+    // ShenYu publishes a created selector or rule as UPDATE.
+    expect_event(&mut events, ConfigGroup::Selector, DataEventType::Update);
+    expect_event(&mut events, ConfigGroup::Rule, DataEventType::Update);
+    assert_quiet(&mut events);
+
+    // All or none: an unknown id deletes nothing.
+    let (status, _) = api
+        .call(Method::DELETE, "/plugin/batch", Some(json!([id, "nope"])))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_quiet(&mut events);
+    api.ok(Method::GET, &uri, None).await;
+
+    let reply = api
+        .ok(Method::DELETE, "/plugin/batch", Some(json!([id])))
+        .await;
+    assert_eq!(reply["data"], 1);
+    expect_event(&mut events, ConfigGroup::Selector, DataEventType::Delete);
+    expect_event(&mut events, ConfigGroup::Rule, DataEventType::Delete);
+    let event = expect_event(&mut events, ConfigGroup::Plugin, DataEventType::Delete);
+    let EventPayload::Plugin(data) = &event.payload else {
+        unreachable!()
+    };
+    assert_eq!(data[0].name, "myPlugin");
+    assert_eq!(
+        api.call(Method::GET, &uri, None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    let selector_uri = format!("/selector/{selector_id}");
+    assert_eq!(
+        api.call(Method::GET, &selector_uri, None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    let handles = api
+        .ok(Method::GET, &format!("/plugin-handle?pluginId={id}"), None)
+        .await;
+    assert_eq!(handles["data"]["page"]["totalCount"], 0);
+}
+
+#[tokio::test]
+async fn plugin_handle_definitions_crud() {
+    let api = Api::new().await;
+    let mut events = api.state.subscribe();
+    // Seeded: divide's selector and rule handle fields.
+    let selector_fields = api.ok(Method::GET, "/plugin-handle/all/5/1", None).await;
+    let fields: Vec<&str> = selector_fields["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["field"].as_str().unwrap())
+        .collect();
+    assert!(
+        fields.contains(&"upstreamUrl") && fields.contains(&"weight"),
+        "{fields:?}"
+    );
+    let rule_fields = api.ok(Method::GET, "/plugin-handle/all/5/2", None).await;
+    assert!(
+        rule_fields["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["field"] == "loadBalance")
+    );
+    let (status, reply) = api.call(Method::GET, "/plugin-handle/all/5/x", None).await;
+    assert_bad_request(status, &reply, "type: `x` is not an integer");
+
+    let body = json!({"pluginId":"5","field":"myField","label":"My field","dataType":2,
+                      "type":2,"sort":9,"extObj":"{\"required\":\"0\"}"});
+    let reply = api
+        .ok(Method::POST, "/plugin-handle", Some(body.clone()))
+        .await;
+    assert_eq!(reply["message"], "create success");
+    for (change, message) in [
+        (
+            json!({}),
+            "field: plugin `5` already has a type-2 handle field `myField`",
+        ),
+        (json!({"dataType":4}), "dataType: must be one of 1..=3"),
+        (json!({"type":0}), "type: must be one of 1..=3"),
+        (json!({"pluginId":"999"}), "pluginId: unknown plugin `999`"),
+        (json!({"extObj":"[1]"}), "extObj: must be a JSON object"),
+        (json!({"label":""}), "label: must not be blank"),
+        (json!({"sort":null}), "sort: must not be null"),
+    ] {
+        let mut bad = body.clone();
+        for (k, v) in change.as_object().unwrap() {
+            bad[k] = v.clone();
+        }
+        let (status, response) = api.call(Method::POST, "/plugin-handle", Some(bad)).await;
+        assert_bad_request(status, &response, message);
+    }
+    let page = api
+        .ok(Method::GET, "/plugin-handle?pluginId=5&field=myF", None)
+        .await;
+    assert_eq!(page["data"]["page"]["totalCount"], 1, "{page}");
+    let created = &page["data"]["dataList"][0];
+    assert_eq!(
+        (&created["type"], &created["dataType"]),
+        (&json!(2), &json!(2))
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    let uri = format!("/plugin-handle/{id}");
+
+    let mut renamed = body.clone();
+    renamed["label"] = json!("Renamed");
+    api.ok(Method::PUT, &uri, Some(renamed.clone())).await;
+    let detail = api.ok(Method::GET, &uri, None).await;
+    assert_eq!(detail["data"]["label"], "Renamed");
+    assert_eq!(detail["data"]["dateCreated"], created["dateCreated"]);
+    let (status, _) = api
+        .call(Method::PUT, "/plugin-handle/nope", Some(renamed))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (status, _) = api
+        .call(
+            Method::DELETE,
+            "/plugin-handle/batch",
+            Some(json!([id, "nope"])),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    api.ok(Method::GET, &uri, None).await;
+    let reply = api
+        .ok(Method::DELETE, "/plugin-handle/batch", Some(json!([id])))
+        .await;
+    assert_eq!(reply["data"], 1);
+    assert_eq!(
+        api.call(Method::GET, &uri, None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    // Handle definitions are not synced.
+    assert_quiet(&mut events);
 }

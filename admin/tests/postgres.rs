@@ -25,7 +25,8 @@ fn postgres_url() -> Option<String> {
 async fn wipe(url: &str) {
     let pool = sqlx::PgPool::connect(url).await.unwrap();
     sqlx::query(
-        "DROP TABLE IF EXISTS rule, selector, plugin, meta_data, app_auth, _sqlx_migrations CASCADE",
+        "DROP TABLE IF EXISTS rule, selector, plugin_handle, plugin, meta_data, app_auth, \
+         dashboard_user, _sqlx_migrations CASCADE",
     )
     .execute(&pool)
     .await
@@ -218,3 +219,37 @@ async fn two_admins_on_one_postgres_give_consistent_long_poll_answers() {
 
 /// The tests share one database, so they take turns.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+#[tokio::test]
+async fn admins_on_one_postgres_share_the_stored_password() {
+    let Some(url) = postgres_url() else { return };
+    let _guard = SERIAL.lock().await;
+    wipe(&url).await;
+    let login = |served: &Served, password: &'static str| {
+        let url = served.url("/platform/login");
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .json(&json!({"userName": "admin", "password": password}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let setter = Served::start(admin::Config {
+        password: Some("pg-Pa55word".to_owned()),
+        ..config(&url)
+    })
+    .await;
+    let other = Served::start(config(&url)).await;
+    assert_eq!(
+        login(&other, "pg-Pa55word").await,
+        200,
+        "kept, not reset to the default"
+    );
+    assert_eq!(login(&other, "123456").await, 401);
+    other.stop().await;
+    setter.stop().await;
+}

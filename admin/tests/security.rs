@@ -193,7 +193,7 @@ async fn a_hashed_password_can_be_configured() {
         .unwrap()
         .to_string();
     let served = Served::start(admin::Config {
-        password: phc,
+        password: Some(phc),
         ..config(Duration::from_secs(60))
     })
     .await;
@@ -213,4 +213,76 @@ async fn a_hashed_password_can_be_configured() {
     assert_eq!(login("from-a-hash").await, 200);
     assert_eq!(login("123456").await, 401);
     served.stop().await;
+}
+
+async fn login_status(served: &Served, user: &str, password: &str) -> u16 {
+    reqwest::Client::new()
+        .post(served.url("/platform/login"))
+        .json(&json!({"userName": user, "password": password}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Every byte the SQLite database left in `dir` (the file and any WAL or shared-memory file).
+fn database_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        bytes.extend(std::fs::read(entry.unwrap().path()).unwrap());
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn the_password_lives_in_the_database_as_a_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("admin.db");
+    let with_password = |password: Option<&str>| admin::Config {
+        password: password.map(str::to_owned),
+        ..config(Duration::from_secs(60))
+    };
+    let on_file = |config: admin::Config| admin::Config {
+        db: db.to_str().unwrap().to_owned(),
+        ..config
+    };
+
+    // A new user without --password gets ShenYu's default.
+    let served = Served::start(on_file(with_password(None))).await;
+    assert_eq!(login_status(&served, "admin", "123456").await, 200);
+    served.stop().await;
+
+    let served = Served::start(on_file(with_password(Some("first-Pa55word")))).await;
+    assert_eq!(login_status(&served, "admin", "first-Pa55word").await, 200);
+    assert_eq!(login_status(&served, "admin", "123456").await, 401);
+    served.stop().await;
+
+    // Without the flag the stored password is kept across a restart.
+    let served = Served::start(on_file(with_password(None))).await;
+    assert_eq!(login_status(&served, "admin", "first-Pa55word").await, 200);
+    assert_eq!(login_status(&served, "admin", "123456").await, 401);
+    assert_eq!(login_status(&served, "root", "first-Pa55word").await, 401);
+    served.stop().await;
+
+    // A new flag rotates it.
+    let served = Served::start(on_file(with_password(Some("second-Pa55word")))).await;
+    assert_eq!(login_status(&served, "admin", "second-Pa55word").await, 200);
+    assert_eq!(login_status(&served, "admin", "first-Pa55word").await, 401);
+    served.stop().await;
+
+    let bytes = database_bytes(dir.path());
+    assert!(contains(&bytes, "$argon2id$"), "the hash is stored");
+    for password in ["first-Pa55word", "second-Pa55word"] {
+        assert!(
+            !contains(&bytes, password),
+            "{password} is in the database files"
+        );
+    }
 }

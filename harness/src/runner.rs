@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use model::{DivideUpstream, RuleDto, SelectorDto, SyncMode};
+use model::{DivideUpstream, MetaDataRegister, RuleDto, SelectorDto, SyncMode, UriRegister};
 
 use crate::RunOptions;
 use crate::backend::Backend;
@@ -21,7 +21,8 @@ use crate::probe::judge;
 use crate::report::Event;
 use crate::scenario::Scenario;
 use crate::scenario::ast::{
-    Change, Check, Expect, Probe, RequestSpec, Route, SelectorSpec, UpstreamRef, Wait,
+    Change, Check, Expect, Probe, RegistrationSpec, RequestSpec, Route, SelectorSpec, UpstreamRef,
+    Wait,
 };
 use crate::topology::Topology;
 use crate::wait::{WaitPolicy, await_convergence};
@@ -110,6 +111,8 @@ struct MadeSelector {
 /// Everything setup made, kept current by the steps.
 struct Made {
     selectors: Vec<MadeSelector>,
+    /// Selectors the admin made for registrations.
+    registered: Vec<String>,
 }
 
 impl Made {
@@ -383,6 +386,7 @@ impl Case<'_> {
         let mut plugins: HashMap<&str, String> = HashMap::new();
         let mut made = Made {
             selectors: Vec::new(),
+            registered: Vec::new(),
         };
         for spec in &self.scenario.setup.selectors {
             let plugin_id = match plugins.get(spec.plugin.as_str()) {
@@ -417,9 +421,7 @@ impl Case<'_> {
                     enabled: Some(rule.enabled),
                     loged: Some(true),
                     match_restful: Some(false),
-                    handle: Some(
-                        serde_json::to_string(&rule.handle.to_handle()).expect("handles serialise"),
-                    ),
+                    handle: Some(rule.handle_json()),
                     rule_conditions: Some(rule.conditions.iter().map(|c| c.to_dto()).collect()),
                     ..Default::default()
                 };
@@ -451,7 +453,80 @@ impl Case<'_> {
                 rules,
             });
         }
+        for reg in &self.scenario.setup.registrations {
+            let ids = self.register(admin, reg).await.map_err(at(Step::Setup))?;
+            made.registered.extend(ids);
+        }
         Ok(made)
+    }
+
+    /// Registers like a ShenYu http client at start (protocol §9): metadata per path, then
+    /// the upstream's address. Returns the ids of the divide and contextPath selectors the
+    /// admin made for it, for teardown.
+    async fn register(
+        &self,
+        admin: &AdminClient,
+        reg: &RegistrationSpec,
+    ) -> Result<Vec<String>, RunErrorKind> {
+        let app_name = reg
+            .app_name
+            .clone()
+            .unwrap_or_else(|| self.scenario.name.clone());
+        for path in &reg.paths {
+            let meta = MetaDataRegister {
+                app_name: Some(app_name.clone()),
+                context_path: Some(reg.context_path.clone()),
+                path: Some(path.clone()),
+                rpc_type: Some("http".to_owned()),
+                rule_name: Some(path.clone()),
+                enabled: Some(true),
+                register_meta_data: Some(false),
+                add_prefixed: Some(false),
+                ..Default::default()
+            };
+            admin
+                .register("/shenyu-client/register-metadata", &meta)
+                .await?;
+        }
+        let host_port = self
+            .topo
+            .upstream(&reg.upstream)
+            .expect("validated: upstreams are declared")
+            .host_port();
+        let (host, port) = host_port
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            .expect("upstream addresses are host:port");
+        let uri = UriRegister {
+            protocol: Some("http://".to_owned()),
+            app_name: Some(app_name),
+            context_path: Some(reg.context_path.clone()),
+            rpc_type: Some("http".to_owned()),
+            host: Some(host.to_owned()),
+            port: Some(port),
+            event_type: Some("REGISTER".to_owned()),
+        };
+        admin.register("/shenyu-client/register-uri", &uri).await?;
+        let mut ids = Vec::new();
+        for plugin in ["divide", "contextPath"] {
+            let plugin_id = admin
+                .plugin_id(plugin)
+                .await?
+                .ok_or_else(|| RunErrorKind::PluginNotFound(plugin.to_owned()))?;
+            let selector = admin
+                .list_selectors(&plugin_id)
+                .await?
+                .into_iter()
+                .find(|s| s.name == reg.context_path)
+                .ok_or_else(|| {
+                    RunErrorKind::UnknownObject(format!(
+                        "{plugin} selector `{}` after registration",
+                        reg.context_path
+                    ))
+                })?;
+            ids.push(selector.id);
+        }
+        Ok(ids)
     }
 
     /// The divide selector handle for scenario upstreams.
@@ -567,8 +642,9 @@ impl Case<'_> {
             .iter()
             .filter(|s| !s.deleted)
             .map(|s| s.id.clone())
+            .chain(made.registered.iter().cloned())
             .collect();
-        let all_selector_ids = made.selectors.iter().map(|s| &s.id);
+        let all_selector_ids = made.selectors.iter().map(|s| &s.id).chain(&made.registered);
         let rule_ids: Vec<&String> = made
             .selectors
             .iter()

@@ -21,6 +21,7 @@ pub mod admin_code {
 /// The admin's response envelope, `{code, message, data}` (ShenYu `ShenyuAdminResult`).
 /// Like Jackson, it writes `data: null` when there is none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminResult<T> {
     /// One of [`admin_code`].
     pub code: i32,
@@ -52,6 +53,7 @@ impl<T> AdminResult<T> {
 
 /// Body of `POST /platform/login`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LoginRequest {
     /// User name.
@@ -62,6 +64,7 @@ pub struct LoginRequest {
 
 /// `data` of a successful login.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LoginResponse {
     /// User id.
@@ -80,6 +83,7 @@ pub struct LoginResponse {
 
 /// A page description in [`CommonPager`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PageParameter {
     /// 1-based page number.
@@ -122,6 +126,7 @@ impl PageParameter {
 
 /// A paged list (ShenYu `CommonPager`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CommonPager<T> {
     /// The page.
@@ -132,6 +137,7 @@ pub struct CommonPager<T> {
 
 /// A condition in the admin's REST shapes (`selectorConditions` / `ruleConditions`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionDto {
     /// Condition id (responses only).
@@ -173,6 +179,7 @@ impl ConditionDto {
 /// Body of `POST /selector` and `PUT /selector/{id}` (ShenYu `SelectorDTO`). Fields are
 /// optional here so that the admin can name the one that is missing.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SelectorDto {
     /// Id (ignored on create).
@@ -218,6 +225,7 @@ pub struct SelectorDto {
 
 /// Body of `POST /rule` and `PUT /rule/{id}` (ShenYu `RuleDTO`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RuleDto {
     /// Id (ignored on create).
@@ -257,6 +265,7 @@ pub struct RuleDto {
 
 /// A selector as the admin shows it (ShenYu `SelectorVO`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SelectorVo {
     /// Id.
@@ -298,6 +307,7 @@ pub struct SelectorVo {
 
 /// A rule as the admin shows it (ShenYu `RuleVO`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RuleVo {
     /// Id.
@@ -332,6 +342,7 @@ pub struct RuleVo {
 
 /// A plugin as the admin shows it (ShenYu `PluginVO`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PluginVo {
     /// Id, e.g. `"5"`.
@@ -354,6 +365,7 @@ pub struct PluginVo {
 
 /// Body of the batch deletes (`DELETE /selector/batch`, `DELETE /rule/batch`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BatchIds {
     /// Ids.
@@ -366,6 +378,7 @@ pub struct BatchIds {
 
 /// Body of the batch enables (`POST /plugin/enabled`, `POST /selector/batchEnabled`, ...).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BatchEnabled {
     /// Ids.

@@ -6,6 +6,7 @@ use crate::de::null_default;
 
 /// An application's credentials (ShenYu `AppAuthData`); gateways key it by `appKey`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct AppAuthData {
     /// Application key.
@@ -33,6 +34,7 @@ pub struct AppAuthData {
 
 /// An app parameter (ShenYu `AuthParamData`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct AuthParamData {
     /// Application name.
@@ -45,6 +47,7 @@ pub struct AuthParamData {
 
 /// An app path (ShenYu `AuthPathData`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct AuthPathData {
     /// Application name.

@@ -9,6 +9,7 @@ use crate::de::null_default;
 /// The fields stay strings on the wire so that any payload round-trips unchanged; parse them
 /// with [`ParamType::from_str`] and [`Operator::from_str`].
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConditionData {
     /// Parameter type, e.g. `uri`, `header` (see [`ParamType`]).
@@ -104,6 +105,20 @@ macro_rules! wire_enum {
                 s.parse().map_err(::serde::de::Error::custom)
             }
         }
+
+        /// In the OpenAPI document: a string, one of the wire names.
+        #[cfg(feature = "openapi")]
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                ::utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(::utoipa::openapi::schema::Type::String)
+                    .enum_values(Some($name::ALL.iter().map(|v| v.as_str())))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl ::utoipa::ToSchema for $name {}
     };
 }
 pub(crate) use wire_enum;

@@ -115,6 +115,7 @@ mod tests {
 
 /// What `GET /actuator/digest` answers, on the admin and on the gateway alike.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DigestReport {
     /// [`ConfigSet::digest`] of the whole config.

@@ -59,6 +59,7 @@ impl DataEventType {
 
 /// The websocket frame envelope (ShenYu `WebsocketData`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct WebsocketData {
     /// The group of every item in `data`.

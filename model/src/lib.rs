@@ -12,6 +12,7 @@
 mod admin_api;
 mod app_auth;
 mod condition;
+mod context_mapping;
 mod de;
 mod digest;
 mod event;
@@ -20,9 +21,11 @@ mod handle;
 pub mod keyspace;
 mod meta;
 mod plugin;
+mod register;
 mod rule;
 mod selector;
 mod sync_mode;
+pub mod time;
 
 pub use admin_api::{
     AdminResult, BatchEnabled, BatchIds, CommonPager, ConditionDto, LoginRequest, LoginResponse,
@@ -30,12 +33,14 @@ pub use admin_api::{
 };
 pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
 pub use condition::{ConditionData, Operator, ParamType, UnknownName};
+pub use context_mapping::ContextMappingRuleHandle;
 pub use digest::{ConfigSet, DigestReport};
 pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketData};
 pub use gateway_error::GatewayError;
 pub use handle::{DivideRuleHandle, DivideUpstream, LoadBalance, RetryStrategy};
 pub use meta::MetaData;
 pub use plugin::{BUILTIN_PLUGINS, BuiltinPlugin, PluginData};
+pub use register::{MetaDataRegister, UriRegister};
 pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};
 pub use sync_mode::SyncMode;

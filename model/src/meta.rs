@@ -6,6 +6,7 @@ use crate::de::null_default;
 
 /// API metadata (ShenYu `MetaData`); the gateway keys it by `id` and indexes it by `path`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct MetaData {
     /// Id.

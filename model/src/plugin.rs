@@ -6,6 +6,7 @@ use crate::de::null_default;
 
 /// A plugin as it is synced to gateways (ShenYu `PluginData`). Gateways key plugins by `name`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct PluginData {
     /// Plugin id, e.g. `"5"` for divide.

@@ -9,6 +9,7 @@ use crate::selector::MatchMode;
 /// A rule as it is synced to gateways (ShenYu `RuleData`). Note `loged` (one g) and
 /// `conditionDataList`, unlike the selector's `logged` and `conditionList`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct RuleData {
     /// Rule id: a digit string.

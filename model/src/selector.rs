@@ -56,6 +56,23 @@ impl<'de> Deserialize<'de> for MatchMode {
     }
 }
 
+/// In the OpenAPI document: the integer code, `0` (and) or `1` (or).
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for MatchMode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+            .enum_values(Some([0, 1]))
+            .description(Some("`0` and, `1` or"))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for MatchMode {}
+
 /// Whether a selector always matches or evaluates its conditions (ShenYu `SelectorTypeEnum`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SelectorType {
@@ -107,9 +124,27 @@ impl<'de> Deserialize<'de> for SelectorType {
     }
 }
 
+/// In the OpenAPI document: the integer code, `0` (full flow) or `1` (custom).
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for SelectorType {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+            .enum_values(Some([0, 1]))
+            .description(Some("`0` full flow, `1` custom"))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for SelectorType {}
+
 /// A selector as it is synced to gateways (ShenYu `SelectorData`). Note `logged` (two g's),
 /// unlike [`crate::RuleData::loged`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", default)]
 pub struct SelectorData {
     /// Selector id: a digit string (ShenYu splits rule paths on `-`).

@@ -4,6 +4,7 @@ pub(crate) mod actuator;
 pub(crate) mod app_auth;
 pub(crate) mod meta;
 pub(crate) mod plugin;
+pub(crate) mod plugin_handle;
 pub(crate) mod rule;
 pub(crate) mod selector;
 

@@ -1,4 +1,5 @@
-//! `/plugin`: list, detail, enable.
+//! `/plugin`: list, detail, create, update, batch delete, enable. Create and update take
+//! JSON or ShenYu's form fields (`@ModelAttribute`: urlencoded or multipart).
 
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use serde::Deserialize;
 
 use super::{Paging, enable_success, name_matches};
 use crate::dto::PluginDto;
-use crate::error::{AdminJson, AdminQuery, ApiError, ok, query_param};
+use crate::error::{AdminForm, AdminJson, AdminQuery, ApiError, ok, query_param};
 use crate::service::Admin;
 use crate::store::PluginRecord;
 
@@ -84,12 +85,33 @@ pub(crate) async fn enabled(
     Ok(enable_success())
 }
 
+/// `POST /plugin`: name, role, sort, enabled (default false) and config; the name must be
+/// free. Answers a count, as ShenYu does.
+pub(crate) async fn create(
+    State(admin): State<Arc<Admin>>,
+    AdminForm(dto): AdminForm<PluginDto>,
+) -> Result<Json<AdminResult<i32>>, ApiError> {
+    admin.create_plugin(dto).await?;
+    Ok(ok("create success", 1))
+}
+
 /// `PUT /plugin/{id}`: role, sort, enabled and config (the name cannot change).
 pub(crate) async fn update(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
-    AdminJson(dto): AdminJson<PluginDto>,
+    AdminForm(dto): AdminForm<PluginDto>,
 ) -> Result<Json<AdminResult<i32>>, ApiError> {
     admin.update_plugin(&id, dto).await?;
     Ok(ok("update success", 1))
+}
+
+/// `DELETE /plugin/batch`: a JSON array of ids; each plugin goes with its selectors and
+/// rules, all or none.
+pub(crate) async fn delete_batch(
+    State(admin): State<Arc<Admin>>,
+    AdminJson(ids): AdminJson<Vec<String>>,
+) -> Result<Json<AdminResult<usize>>, ApiError> {
+    let ids = super::batch_ids(Some(ids))?;
+    let deleted = admin.delete_plugins(&ids).await?;
+    Ok(ok("delete success", deleted))
 }

@@ -1,15 +1,16 @@
-//! The contextPath plugin (ShenYu `ContextPathPlugin`, order 80, protocol §11.4): with the
-//! matched rule's handle `{"contextPath":"/http","addPrefix":"/v1"}`, `realUrl` = the path
+//! The contextPath plugin (ShenYu `ContextPathPlugin`, order 80, protocol §11.3–§11.4): with
+//! the matched rule's handle `{"contextPath":"/http","addPrefix":"/v1"}`, `realUrl` = the path
 //! minus `contextPath.len()` leading bytes (not checked to be a prefix, as in ShenYu), then
-//! `addPrefix` + (`realUrl`, or the full path when that is empty). Later plugins (divide)
-//! match on `realUrl`, and the upstream receives it. No selector or rule → the path is kept.
-//! `rewriteContextPath` / `percentage` are not implemented.
+//! `addPrefix` + (`realUrl`, or the full path when that is empty). The upstream receives
+//! `realUrl`; later plugins (divide) match on ShenYu's "rewritten raw path":
+//! `rewriteContextPath + realUrl` when `rewriteContextPath` is set and a draw falls under
+//! `percentage`, else `contextPath + realUrl` when `contextPath` is set, else the raw path.
+//! No selector or rule → nothing changes.
 
 use http::StatusCode;
-use model::GatewayError;
-use serde::Deserialize;
+use model::{ContextMappingRuleHandle, GatewayError};
 
-use super::{Outcome, Plugin, Rejection, matched_rule};
+use super::{Outcome, PathRewrite, Plugin, Rejection, matched_rule};
 use crate::router::RequestView;
 use crate::router::select::{PluginHandle, RuleChoice};
 use crate::snapshot::CompiledPlugin;
@@ -17,45 +18,50 @@ use crate::snapshot::CompiledPlugin;
 /// The plugin name.
 pub(crate) const NAME: &str = "contextPath";
 
-/// A contextPath rule handle (ShenYu `ContextMappingRuleHandle`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct ContextPathHandle {
-    context_path: Option<String>,
-    add_prefix: Option<String>,
-}
-
-impl ContextPathHandle {
-    /// Reads a handle.
-    pub(crate) fn parse(handle: &str) -> Result<ContextPathHandle, serde_json::Error> {
-        serde_json::from_str(handle)
+/// What `handle` does to `path`, `None` when it changes nothing. `draw` gives a number in
+/// 0..100 for the `percentage` test. A path shorter than the context path is ShenYu's
+/// `StringIndexOutOfBoundsException`: an error.
+fn rewrite(
+    handle: &ContextMappingRuleHandle,
+    path: &str,
+    draw: impl FnOnce() -> i32,
+) -> Result<Option<PathRewrite>, Rejection> {
+    let mut real = None;
+    if let Some(context_path) = handle.context_path() {
+        let rest = path.get(context_path.len()..).ok_or_else(|| {
+            Rejection::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                GatewayError::new(500, "Internal Server Error"),
+            )
+        })?;
+        real = Some(rest.to_owned());
     }
-
-    /// The rewritten path, `None` when the handle changes nothing. A path shorter than the
-    /// context path is ShenYu's `StringIndexOutOfBoundsException`: an error.
-    fn real_url(&self, path: &str) -> Result<Option<String>, Rejection> {
-        let blank = |s: &Option<String>| s.as_deref().is_none_or(|s| s.trim().is_empty());
-        let mut real = None;
-        if !blank(&self.context_path) {
-            let len = self.context_path.as_deref().map_or(0, str::len);
-            let rest = path.get(len..).ok_or_else(|| {
-                Rejection::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    GatewayError::new(500, "Internal Server Error"),
-                )
-            })?;
-            real = Some(rest.to_owned());
-        }
-        if !blank(&self.add_prefix) {
-            let prefix = self.add_prefix.as_deref().unwrap_or("");
-            let tail = match real.as_deref() {
-                Some(r) if !r.is_empty() => r,
-                _ => path,
-            };
-            real = Some(format!("{prefix}{tail}"));
-        }
-        Ok(real)
+    if let Some(prefix) = handle.add_prefix() {
+        let tail = match real.as_deref() {
+            Some(r) if !r.is_empty() => r,
+            _ => path,
+        };
+        real = Some(format!("{prefix}{tail}"));
     }
+    let rewrite_context_path = handle
+        .rewrite_context_path()
+        .filter(|_| draw() < handle.percentage());
+    let base = match (rewrite_context_path, handle.context_path()) {
+        (Some(base), _) | (None, Some(base)) => Some(base),
+        (None, None) => None,
+    };
+    if real.is_none() && base.is_none() {
+        return Ok(None);
+    }
+    let real_url = real.unwrap_or_else(|| path.to_owned());
+    let match_path = match base {
+        Some(base) => format!("{base}{real_url}"),
+        None => path.to_owned(),
+    };
+    Ok(Some(PathRewrite {
+        real_url,
+        match_path,
+    }))
 }
 
 /// The contextPath plugin.
@@ -84,9 +90,9 @@ impl Plugin for ContextPath {
             },
             Ok(_) => return Outcome::Continue,
         };
-        match handle.real_url(req.path) {
+        match rewrite(handle, req.path, || rand::random_range(0..100)) {
             Err(r) => Outcome::Reject(r),
-            Ok(Some(path)) => Outcome::Rewrite(path),
+            Ok(Some(rewrite)) => Outcome::Rewrite(rewrite),
             Ok(None) => Outcome::Continue,
         }
     }
@@ -96,40 +102,74 @@ impl Plugin for ContextPath {
 mod tests {
     use super::*;
 
-    fn real(handle: &str, path: &str) -> Option<String> {
-        ContextPathHandle::parse(handle)
+    /// (realUrl, match path) for `path`, the draw always 0 (under any percentage > 0).
+    fn paths(handle: &str, path: &str) -> Option<(String, String)> {
+        let handle = ContextMappingRuleHandle::parse(handle).unwrap();
+        rewrite(&handle, path, || 0)
             .unwrap()
-            .real_url(path)
-            .unwrap()
+            .map(|r| (r.real_url, r.match_path))
+    }
+
+    fn pair(real: &str, matched: &str) -> Option<(String, String)> {
+        Some((real.to_owned(), matched.to_owned()))
     }
 
     #[test]
-    fn real_urls() {
+    fn real_urls_and_match_paths() {
+        // The registration handle: divide still matches /http/..., the upstream gets the rest.
         assert_eq!(
-            real(r#"{"contextPath":"/http"}"#, "/http/order/1").as_deref(),
-            Some("/order/1")
+            paths(
+                r#"{"contextPath":"/http","addPrefixed":false}"#,
+                "/http/order/1"
+            ),
+            pair("/order/1", "/http/order/1")
         );
         assert_eq!(
-            real(r#"{"contextPath":"/http","addPrefix":"/v1"}"#, "/http/a").as_deref(),
-            Some("/v1/a")
+            paths(r#"{"contextPath":"/http","addPrefix":"/v1"}"#, "/http/a"),
+            pair("/v1/a", "/http/v1/a")
         );
         // Empty realUrl → the prefix goes before the full path.
         assert_eq!(
-            real(r#"{"contextPath":"/http","addPrefix":"/v1"}"#, "/http").as_deref(),
-            Some("/v1/http")
+            paths(r#"{"contextPath":"/http","addPrefix":"/v1"}"#, "/http"),
+            pair("/v1/http", "/http/v1/http")
         );
-        assert_eq!(
-            real(r#"{"addPrefix":"/v1"}"#, "/a").as_deref(),
-            Some("/v1/a")
-        );
+        // addPrefix alone: no context path attribute, so matching stays on the raw path.
+        assert_eq!(paths(r#"{"addPrefix":"/v1"}"#, "/a"), pair("/v1/a", "/a"));
         // Not checked to be a prefix, as in ShenYu.
         assert_eq!(
-            real(r#"{"contextPath":"/xyz"}"#, "/http/a").as_deref(),
-            Some("p/a")
+            paths(r#"{"contextPath":"/xyz"}"#, "/http/a"),
+            pair("p/a", "/xyzp/a")
         );
-        assert_eq!(real(r#"{"contextPath":" "}"#, "/a"), None);
-        assert_eq!(real("{}", "/a"), None);
-        let short = ContextPathHandle::parse(r#"{"contextPath":"/long/context"}"#).unwrap();
-        assert_eq!(short.real_url("/a").unwrap_err().status, 500);
+        assert_eq!(paths(r#"{"contextPath":" "}"#, "/a"), None);
+        assert_eq!(paths("{}", "/a"), None);
+        let short = ContextMappingRuleHandle::parse(r#"{"contextPath":"/long/context"}"#).unwrap();
+        assert_eq!(rewrite(&short, "/a", || 0).unwrap_err().status, 500);
+    }
+
+    #[test]
+    fn rewrite_context_path_replaces_the_match_base_under_the_percentage() {
+        let handle = ContextMappingRuleHandle::parse(
+            r#"{"contextPath":"/http","rewriteContextPath":"/new","percentage":30}"#,
+        )
+        .unwrap();
+        let at = |draw: i32| {
+            rewrite(&handle, "/http/a", || draw)
+                .unwrap()
+                .map(|r| (r.real_url, r.match_path))
+        };
+        assert_eq!(at(0), pair("/a", "/new/a"));
+        assert_eq!(at(29), pair("/a", "/new/a"));
+        assert_eq!(at(30), pair("/a", "/http/a"));
+        assert_eq!(at(99), pair("/a", "/http/a"));
+        // Default percentage 100: always; without contextPath the path itself follows.
+        assert_eq!(
+            paths(r#"{"rewriteContextPath":"/new"}"#, "/a/b"),
+            pair("/a/b", "/new/a/b")
+        );
+        // percentage 0: never.
+        assert_eq!(
+            paths(r#"{"rewriteContextPath":"/new","percentage":0}"#, "/a"),
+            None
+        );
     }
 }

@@ -76,15 +76,23 @@ impl IntoResponse for Rejection {
 pub(crate) enum Outcome {
     /// Next plugin.
     Continue,
-    /// Next plugin, which sees this path (contextPath's `realUrl`); it is also what the
-    /// upstream receives.
-    Rewrite(String),
+    /// Next plugin, which matches on `match_path`; the upstream receives `real_url`.
+    Rewrite(PathRewrite),
     /// Next plugin; the request body is rewritten before forwarding (paramMapping).
     MapBody(Arc<BodyMapping>),
     /// Forward to an upstream (ends the chain).
     Forward(Forward),
     /// Answer with an error (ends the chain).
     Reject(Rejection),
+}
+
+/// contextPath's change to the path (protocol §11.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PathRewrite {
+    /// What the upstream receives (ShenYu `realUrl`).
+    pub(crate) real_url: String,
+    /// What later plugins match `uri` conditions on (ShenYu's rewritten raw path).
+    pub(crate) match_path: String,
 }
 
 /// One plugin of the chain.
@@ -138,19 +146,19 @@ impl Chain {
             })
             .collect();
         active.sort_by_key(|(_, compiled)| compiled.sort);
-        let mut path: Option<String> = None;
+        let mut rewrite: Option<PathRewrite> = None;
         let mut body_mapping = None;
         for (plugin, compiled) in active {
             let view = RequestView {
-                path: path.as_deref().unwrap_or(req.path),
+                path: rewrite.as_ref().map_or(req.path, |r| r.match_path.as_str()),
                 ..*req
             };
             match plugin.execute(compiled, &view) {
                 Outcome::Continue => {}
-                Outcome::Rewrite(p) => path = Some(p),
+                Outcome::Rewrite(r) => rewrite = Some(r),
                 Outcome::MapBody(m) => body_mapping = Some(m),
                 Outcome::Forward(mut f) => {
-                    f.path = path;
+                    f.path = rewrite.map(|r| r.real_url);
                     f.body_mapping = body_mapping;
                     return Ok(f);
                 }

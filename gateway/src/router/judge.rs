@@ -6,6 +6,7 @@
 
 use chrono::NaiveDateTime;
 use model::Operator;
+use model::time::parse_time;
 use regex::Regex;
 
 use super::MatchError;
@@ -72,14 +73,15 @@ impl Judge {
             Operator::PathPattern if on_uri => Judge::PathPattern(PathPattern::parse(v)),
             Operator::PathPattern => Judge::Contains(v.to_owned()),
             Operator::Regex => Judge::Regex(compile_regex(v)),
-            // ShenYu: TimeBefore uses `now` for a null *or empty* name, TimeAfter for null only;
-            // the model reads null as "", so TimeAfter always compares the request value.
+            // ShenYu: TimeBefore uses `now` for a null *or empty* name, TimeAfter for null only
+            // (semantics §9.5). gantry uses `now` for an empty name in both (the model reads a
+            // null name as empty): README, compatibility notes.
             Operator::TimeBefore => Judge::TimeBefore {
                 use_now: param_name.is_empty(),
                 value: parse_time(v),
             },
             Operator::TimeAfter => Judge::TimeAfter {
-                use_now: false,
+                use_now: param_name.is_empty(),
                 value: parse_time(v),
             },
             Operator::IsBlank => Judge::IsBlank,
@@ -121,24 +123,6 @@ fn left(use_now: bool, real: &str) -> Result<NaiveDateTime, MatchError> {
     } else {
         parse_time(real).map_err(MatchError::internal)
     }
-}
-
-/// `LocalDateTime.parse(s, "yyyy-MM-dd HH:mm:ss")`: exactly that shape, nothing around it.
-pub(crate) fn parse_time(s: &str) -> Result<NaiveDateTime, String> {
-    let shape_ok = s.len() == 19
-        && s.bytes().enumerate().all(|(i, b)| match i {
-            4 | 7 => b == b'-',
-            10 => b == b' ',
-            13 | 16 => b == b':',
-            _ => b.is_ascii_digit(),
-        });
-    if !shape_ok {
-        return Err(format!(
-            "text `{s}` could not be parsed as yyyy-MM-dd HH:mm:ss"
-        ));
-    }
-    NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
-        .map_err(|e| format!("text `{s}` could not be parsed as yyyy-MM-dd HH:mm:ss: {e}"))
 }
 
 /// Compiles a re2j-style full-match regex: `^(?:v)$`, with `\d \w \s` (and their negations)
@@ -257,11 +241,20 @@ mod tests {
     }
 
     #[test]
-    fn time_before_without_name_uses_now() {
+    fn time_judges_without_name_use_now() {
         let j = Judge::compile(Operator::TimeBefore, false, "", "2099-01-01 00:00:00").unwrap();
         assert!(j.judge(Some("not a date")).unwrap());
         let j = Judge::compile(Operator::TimeBefore, false, "", "2000-01-01 00:00:00").unwrap();
         assert!(!j.judge(Some("x")).unwrap());
+        // TimeAfter too (ShenYu compares the request value for an empty name: a 500 here).
+        let j = Judge::compile(Operator::TimeAfter, false, "", "2000-01-01 00:00:00").unwrap();
+        assert!(j.judge(Some("not a date")).unwrap());
+        let j = Judge::compile(Operator::TimeAfter, false, "", "2099-01-01 00:00:00").unwrap();
+        assert!(!j.judge(Some("x")).unwrap());
+        // With a name, the request value is compared.
+        let j = Judge::compile(Operator::TimeAfter, false, "t", "2000-01-01 00:00:00").unwrap();
+        assert!(j.judge(Some("2001-01-01 00:00:00")).unwrap());
+        assert_eq!(j.judge(Some("x")).unwrap_err().status, 500);
     }
 
     #[rstest]

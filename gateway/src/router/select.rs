@@ -6,11 +6,13 @@
 
 use std::sync::Arc;
 
-use model::{DivideRuleHandle, MatchMode, RuleData, SelectorData, SelectorType};
+use model::{
+    ContextMappingRuleHandle, DivideRuleHandle, MatchMode, RuleData, SelectorData, SelectorType,
+};
 
 use super::{Condition, MatchError, RequestView, eval_all};
 use crate::balance::Pool;
-use crate::plugin::context_path::{self, ContextPathHandle};
+use crate::plugin::context_path;
 use crate::plugin::param_mapping::{self, BodyMapping};
 
 /// A selector compiled for matching, with its rules.
@@ -49,7 +51,7 @@ pub(crate) enum PluginHandle {
     /// No handle gantry reads (or an unreadable one, logged).
     None,
     /// contextPath.
-    ContextPath(ContextPathHandle),
+    ContextPath(ContextMappingRuleHandle),
     /// paramMapping.
     ParamMapping(Arc<BodyMapping>),
 }
@@ -140,7 +142,7 @@ impl CompiledRule {
             _ => DivideRuleHandle::default(),
         };
         let plugin_handle = match (r.plugin_name.as_str(), r.handle.as_deref()) {
-            (context_path::NAME, Some(h)) => ContextPathHandle::parse(h)
+            (context_path::NAME, Some(h)) => ContextMappingRuleHandle::parse(h)
                 .map(PluginHandle::ContextPath)
                 .map_err(|e| e.to_string()),
             (param_mapping::NAME, Some(h)) => BodyMapping::parse(h)

@@ -217,6 +217,25 @@ impl AdminClient {
             .await
     }
 
+    /// Posts a registration (`/shenyu-client/register-metadata` or `register-uri`, protocol
+    /// §9); the admin must answer the bare text `success`.
+    pub async fn register(
+        &self,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<(), ClientError> {
+        let what = format!("POST {path}");
+        let (status, text) = self.call(reqwest::Method::POST, path, Some(body)).await?;
+        if status == 200 && text.trim() == "success" {
+            return Ok(());
+        }
+        Err(ClientError::Status {
+            what,
+            status,
+            body: text,
+        })
+    }
+
     /// The admin's config digest.
     pub async fn digest(&self) -> Result<model::DigestReport, ClientError> {
         super::gateway::digest(&self.http, &self.base).await

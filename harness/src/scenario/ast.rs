@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use model::{DivideRuleHandle, LoadBalance, Operator, ParamType, RetryStrategy, SyncMode};
+use model::{
+    ContextMappingRuleHandle, DivideRuleHandle, LoadBalance, Operator, ParamType, RetryStrategy,
+    SyncMode,
+};
 use serde::Deserialize;
 
 /// One scenario file.
@@ -47,6 +50,27 @@ pub struct Setup {
     /// Selectors, each with its rules.
     #[serde(default)]
     pub selectors: Vec<SelectorSpec>,
+    /// Client registrations through the admin's registration center, made after the
+    /// selectors.
+    #[serde(default)]
+    pub registrations: Vec<RegistrationSpec>,
+}
+
+/// What a ShenYu http client registers at start (protocol §9): metadata per API path, then
+/// its address. The admin creates the divide selector `contextPath` (with a rule per path)
+/// and the contextPath plugin's selector and rule that strip the context path.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RegistrationSpec {
+    /// Application name; defaults to the scenario name.
+    #[serde(default)]
+    pub app_name: Option<String>,
+    /// The application's context path, e.g. `/http`.
+    pub context_path: String,
+    /// The upstream (a name from `upstreams`) that registers its address.
+    pub upstream: String,
+    /// API paths, e.g. `/http/order/findById` or `/http/order/{id}/name`.
+    pub paths: Vec<String>,
 }
 
 /// `custom` or `full` (ShenYu's selector type names).
@@ -193,6 +217,47 @@ pub struct RuleSpec {
     /// Divide rule handle; missing fields take ShenYu's defaults.
     #[serde(default)]
     pub handle: RuleHandleSpec,
+    /// The rule handle of a contextPath plugin rule (instead of `handle`).
+    #[serde(default)]
+    pub context_path: Option<ContextPathSpec>,
+}
+
+impl RuleSpec {
+    /// The rule's handle JSON: the contextPath handle when given, else the divide handle.
+    pub fn handle_json(&self) -> String {
+        match &self.context_path {
+            Some(cp) => serde_json::to_string(&cp.to_handle()),
+            None => serde_json::to_string(&self.handle.to_handle()),
+        }
+        .expect("handles serialise")
+    }
+}
+
+/// A contextPath rule handle (protocol §11.4); every field optional.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContextPathSpec {
+    /// Leading part cut from the path before forwarding.
+    pub context_path: Option<String>,
+    /// Put before the remaining path.
+    pub add_prefix: Option<String>,
+    /// What later plugins match on instead of `contextPath`.
+    pub rewrite_context_path: Option<String>,
+    /// Share of requests (0–100) that get `rewriteContextPath`.
+    pub percentage: Option<i32>,
+}
+
+impl ContextPathSpec {
+    /// The wire handle.
+    pub fn to_handle(&self) -> ContextMappingRuleHandle {
+        ContextMappingRuleHandle {
+            context_path: self.context_path.clone(),
+            add_prefix: self.add_prefix.clone(),
+            add_prefixed: None,
+            rewrite_context_path: self.rewrite_context_path.clone(),
+            percentage: self.percentage,
+        }
+    }
 }
 
 /// A divide rule handle with every field optional.

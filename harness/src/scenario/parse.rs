@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use model::ParamType;
 
-use super::ast::{Change, Expect, Scenario, Wait};
+use super::ast::{Change, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait};
 use crate::error::ScenarioError;
 
 /// The longest poll interval a scenario may ask for.
@@ -99,6 +99,31 @@ fn problem(path: String, message: String, needle: Option<String>) -> Problem {
     }
 }
 
+/// A rule's handle fits its plugin: `contextPath` only under the contextPath plugin, whose
+/// percentage is 0–100; `handle` (divide's) not there.
+fn rule_handle(plugin: &str, rule: &RuleSpec, at: &str) -> Result<(), Problem> {
+    match (&rule.context_path, plugin) {
+        (Some(_), p) if p != "contextPath" => Err(problem(
+            format!("{at}.contextPath"),
+            format!("is the contextPath plugin's rule handle; this rule is under `{p}`"),
+            Some("contextPath:".into()),
+        )),
+        (Some(cp), _) => cp.to_handle().check().map_err(|(field, message)| {
+            problem(
+                format!("{at}.contextPath.{field}"),
+                message,
+                Some(format!("{field}:")),
+            )
+        }),
+        (None, "contextPath") if rule.handle != RuleHandleSpec::default() => Err(problem(
+            format!("{at}.handle"),
+            "is a divide rule handle; a contextPath rule takes `contextPath:`".into(),
+            Some("handle:".into()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn validate(s: &Scenario) -> Result<(), Problem> {
     if s.name.trim().is_empty() {
         return Err(problem(
@@ -151,6 +176,25 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
         )?;
         for (j, r) in sel.rules.iter().enumerate() {
             conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"))?;
+            rule_handle(&sel.plugin, r, &format!("{at}.rules[{j}]"))?;
+        }
+    }
+    for (i, reg) in s.setup.registrations.iter().enumerate() {
+        let at = format!("setup.registrations[{i}]");
+        known(&reg.upstream, format!("{at}.upstream"))?;
+        if !reg.context_path.starts_with('/') {
+            return Err(problem(
+                format!("{at}.contextPath"),
+                format!("must start with `/`, got `{}`", reg.context_path),
+                Some(format!("contextPath: {}", reg.context_path)),
+            ));
+        }
+        if reg.paths.is_empty() {
+            return Err(problem(
+                format!("{at}.paths"),
+                "at least one API path is required".into(),
+                Some("paths:".into()),
+            ));
         }
     }
     wait_policy(&s.wait, "wait")?;

@@ -1,0 +1,241 @@
+//! [`Store`]: the connection pool (SQLite or PostgreSQL behind sqlx's `Any` driver), the
+//! schema migration, and the helpers the query files share.
+
+use std::sync::Arc;
+
+use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyRow, AnyTypeInfo};
+use sqlx::encode::IsNull;
+use sqlx::error::BoxDynError;
+use sqlx::query::QueryAs;
+use sqlx::{Any, AnyPool, Decode, Encode, FromRow, Type};
+
+use super::{Batch, StoreError};
+
+/// The admin's database: SQLite (a file or `:memory:`) or PostgreSQL, through one set of
+/// queries. Each `store/*.rs` file holds the queries for one kind of record.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    pub(super) pool: AnyPool,
+}
+
+impl Store {
+    /// Opens the database `db` and migrates it: PostgreSQL for a `postgres://` or
+    /// `postgresql://` URL; otherwise a SQLite file (created if missing), or a private
+    /// in-memory SQLite database for `:memory:`.
+    pub(crate) async fn open(db: &str) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        let pool = if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            AnyPoolOptions::new()
+                .max_connections(8)
+                .connect_with(db.parse::<AnyConnectOptions>()?)
+                .await?
+        } else if db == ":memory:" {
+            // One connection that never closes: every query sees the same in-memory database.
+            AnyPoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_with("sqlite::memory:".parse::<AnyConnectOptions>()?)
+                .await?
+        } else {
+            let pool = AnyPoolOptions::new()
+                .max_connections(4)
+                .connect_with(sqlite_file_url(db).parse::<AnyConnectOptions>()?)
+                .await?;
+            // WAL lets readers run beside the writer; the mode is stored in the file, so once
+            // is enough.
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await?;
+            pool
+        };
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+}
+
+/// Opens the database `db` (see [`Store::open`]).
+pub(crate) async fn open(db: &str) -> Result<Arc<Store>, StoreError> {
+    Ok(Arc::new(Store::open(db).await?))
+}
+
+/// The `Any` URL of the SQLite file at `path`, created if missing. Every byte but
+/// `[A-Za-z0-9._~-]` is percent-encoded (`/` too), so the URL keeps an opaque path that the
+/// URL parser never normalises (no `..` folding) and sqlx decodes back to `path` exactly.
+fn sqlite_file_url(path: &str) -> String {
+    let mut url = String::from("sqlite:");
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'~' | b'-') {
+            url.push(char::from(byte));
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url.push_str("?mode=rwc");
+    url
+}
+
+/// A boolean column. Booleans are stored as INTEGER 0/1 on every database, because sqlx's
+/// `Any` driver cannot read SQLite's BOOLEAN columns; bind and read them through this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Flag(pub(super) bool);
+
+impl From<Flag> for bool {
+    fn from(flag: Flag) -> bool {
+        flag.0
+    }
+}
+
+impl Type<Any> for Flag {
+    fn type_info() -> AnyTypeInfo {
+        <i32 as Type<Any>>::type_info()
+    }
+
+    fn compatible(ty: &AnyTypeInfo) -> bool {
+        <i32 as Type<Any>>::compatible(ty)
+    }
+}
+
+impl Encode<'_, Any> for Flag {
+    fn encode_by_ref(
+        &self,
+        buf: &mut <Any as sqlx::Database>::ArgumentBuffer,
+    ) -> Result<IsNull, BoxDynError> {
+        <i32 as Encode<'_, Any>>::encode(i32::from(self.0), buf)
+    }
+}
+
+impl<'r> Decode<'r, Any> for Flag {
+    fn decode(value: <Any as sqlx::Database>::ValueRef<'r>) -> Result<Self, BoxDynError> {
+        Ok(Flag(<i64 as Decode<'r, Any>>::decode(value)? != 0))
+    }
+}
+
+/// Reads a stored JSON list (conditions, auth params or paths).
+pub(super) fn parse_list<T: serde::de::DeserializeOwned>(
+    what: &'static str,
+    id: &str,
+    json: &str,
+) -> Result<Vec<T>, StoreError> {
+    serde_json::from_str(json).map_err(|e| StoreError::Corrupt {
+        what,
+        id: id.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Writes a list (conditions, auth params or paths) for storage.
+pub(super) fn list_json<T: serde::Serialize>(items: &[T]) -> String {
+    serde_json::to_string(items).expect("model lists always serialise")
+}
+
+/// Converts fetched rows into records.
+pub(super) fn records<R, T>(rows: Vec<R>) -> Result<Vec<T>, StoreError>
+where
+    T: TryFrom<R, Error = StoreError>,
+{
+    rows.into_iter().map(T::try_from).collect()
+}
+
+/// What a batch does with an id that matches no row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unknown {
+    /// Skip it.
+    Skip,
+    /// Roll everything back and name it.
+    Refuse,
+}
+
+/// Runs `update` (`UPDATE .. SET enabled = $1, date_updated = $2 WHERE id = $3 RETURNING ..`)
+/// for every id in one transaction, all or none, and returns the rows through `convert`.
+pub(super) async fn set_enabled<R, T>(
+    pool: &AnyPool,
+    update: &'static str,
+    ids: &[String],
+    enabled: bool,
+    now: &str,
+    convert: fn(R) -> Result<T, StoreError>,
+) -> Result<Batch<T>, StoreError>
+where
+    R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let query = |id| {
+        sqlx::query_as(update)
+            .bind(Flag(enabled))
+            .bind(now)
+            .bind(id)
+    };
+    each_id(pool, ids, Unknown::Refuse, query, convert).await
+}
+
+/// Runs `delete` (`DELETE .. WHERE id = $1 RETURNING ..`) for every id in one transaction and
+/// returns the rows through `convert`.
+pub(super) async fn delete_by_id<R, T>(
+    pool: &AnyPool,
+    delete: &'static str,
+    ids: &[String],
+    unknown: Unknown,
+    convert: fn(R) -> Result<T, StoreError>,
+) -> Result<Batch<T>, StoreError>
+where
+    R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let query = |id| sqlx::query_as(delete).bind(id);
+    each_id(pool, ids, unknown, query, convert).await
+}
+
+/// Runs `statement(id)` for every id in one transaction and returns the rows it yields,
+/// each through `convert`. With [`Unknown::Refuse`] an id that yields no row rolls the
+/// transaction back and comes back as `Err(id)`.
+async fn each_id<'q, R, T>(
+    pool: &AnyPool,
+    ids: &'q [String],
+    unknown: Unknown,
+    statement: impl Fn(&'q str) -> QueryAs<'q, Any, R, AnyArguments>,
+    convert: fn(R) -> Result<T, StoreError>,
+) -> Result<Batch<T>, StoreError>
+where
+    R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let mut tx = pool.begin().await?;
+    let mut done = Vec::new();
+    for id in ids {
+        match statement(id).fetch_optional(&mut *tx).await? {
+            Some(row) => done.push(convert(row)?),
+            None if unknown == Unknown::Skip => {}
+            // Dropping the transaction rolls it back.
+            None => return Ok(Err(id.clone())),
+        }
+    }
+    tx.commit().await?;
+    Ok(Ok(done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_paths_become_opaque_urls() {
+        assert_eq!(sqlite_file_url("admin.db"), "sqlite:admin.db?mode=rwc");
+        let odd = sqlite_file_url("/tmp/a b/../x?y#z%.db");
+        assert_eq!(odd, "sqlite:%2Ftmp%2Fa%20b%2F..%2Fx%3Fy%23z%25.db?mode=rwc");
+        let parsed: AnyConnectOptions = odd.parse().unwrap();
+        assert_eq!(
+            parsed.database_url.as_str(),
+            odd,
+            "the URL parser leaves it alone"
+        );
+    }
+
+    #[tokio::test]
+    async fn odd_file_paths_open_where_they_point() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a b")).unwrap();
+        let path = dir.path().join("a b").join("..").join("x?#%.db");
+        let store = Store::open(path.to_str().unwrap()).await.unwrap();
+        store.pool.close().await;
+        assert!(dir.path().join("x?#%.db").is_file());
+    }
+}
