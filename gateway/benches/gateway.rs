@@ -1,5 +1,5 @@
 //! Criterion benches: request matching over 100 / 1k / 10k divide selectors, and each load
-//! balancer over 10 upstreams. Run `cargo bench -p gateway -- --quick`.
+//! balancer over 10 upstreams. Run `cargo bench --workspace --bench gateway -- --quick`.
 
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
@@ -11,8 +11,11 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gateway::bench::{Balancer, Matcher};
 use model::{ConditionData, ConfigSet, LoadBalance, PluginData, RuleData, SelectorData};
 
-/// `n` divide selectors `/svc{i}/…` (two AND conditions), each with one rule.
-fn config(n: usize) -> ConfigSet {
+/// `n` divide selectors `/svc{i}/…` (two AND conditions), each with one rule. `indexed`: the
+/// first condition is `uri startsWith /svc{i}/` (the selector index narrows the candidates);
+/// otherwise it is `uri match /svc{i}/**` (ShenYu's registered-client shape, which the index
+/// cannot narrow: every selector is evaluated).
+fn config(n: usize, indexed: bool) -> ConfigSet {
     let plugin = PluginData {
         id: "5".into(),
         name: "divide".into(),
@@ -32,7 +35,11 @@ fn config(n: usize) -> ConfigSet {
                 i % 250
             )),
             condition_list: vec![
-                ConditionData::new("uri", "startsWith", "/", &format!("/svc{i}/")),
+                if indexed {
+                    ConditionData::new("uri", "startsWith", "/", &format!("/svc{i}/"))
+                } else {
+                    ConditionData::new("uri", "match", "/", &format!("/svc{i}/**"))
+                },
                 ConditionData::new("req_method", "=", "", "GET"),
             ],
             ..Default::default()
@@ -64,16 +71,27 @@ fn config(n: usize) -> ConfigSet {
 
 fn matching(c: &mut Criterion) {
     let mut group = c.benchmark_group("match");
-    for n in [100, 1_000, 10_000] {
-        let matcher = Matcher::new(config(n));
-        let hit = format!("/svc{}/order/findById", n / 2);
-        assert_eq!(matcher.route(&hit).as_deref(), Ok(&*format!("s{}", n / 2)));
-        group.bench_with_input(BenchmarkId::new("hit", n), &hit, |b, path| {
-            b.iter(|| matcher.route(black_box(path)));
-        });
-        group.bench_with_input(BenchmarkId::new("miss", n), "/nowhere", |b, path| {
-            b.iter(|| matcher.route(black_box(path)));
-        });
+    for (indexed, suffix) in [(true, ""), (false, "_unindexed")] {
+        for n in [100, 1_000, 10_000] {
+            let matcher = Matcher::new(config(n, indexed));
+            let hit = format!("/svc{}/order/findById", n / 2);
+            assert_eq!(matcher.route(&hit).as_deref(), Ok(&*format!("s{}", n / 2)));
+            assert!(matcher.route("/nowhere").is_err());
+            group.bench_with_input(
+                BenchmarkId::new(format!("hit{suffix}"), n),
+                &hit,
+                |b, path| {
+                    b.iter(|| matcher.route(black_box(path)));
+                },
+            );
+            group.bench_with_input(
+                BenchmarkId::new(format!("miss{suffix}"), n),
+                "/nowhere",
+                |b, path| {
+                    b.iter(|| matcher.route(black_box(path)));
+                },
+            );
+        }
     }
     group.finish();
 }

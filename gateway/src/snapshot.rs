@@ -13,7 +13,7 @@ use model::{
     PluginData, RuleData, SelectorData,
 };
 
-use crate::router::select::CompiledSelector;
+use crate::router::select::{CompiledSelector, SelectorTable};
 
 /// The config as received, keyed like ShenYu's gateway caches.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,9 +37,9 @@ pub(crate) struct CompiledPlugin {
     pub(crate) enabled: bool,
     /// Its place in the chain (`PluginData.sort`).
     pub(crate) sort: i32,
-    /// Its selectors, sorted by `sort`, each with its rules; shared with the next snapshot
-    /// while they do not change.
-    pub(crate) selectors: Arc<[CompiledSelector]>,
+    /// Its selectors, sorted by `sort`, each with its rules, and their index (built here, not
+    /// per request); shared with the next snapshot while they do not change.
+    pub(crate) selectors: Arc<SelectorTable>,
 }
 
 /// One immutable, compiled view of the config.
@@ -66,7 +66,7 @@ impl Snapshot {
         let old_selectors: HashMap<&str, &CompiledSelector> = previous
             .into_iter()
             .flat_map(|p| p.plugins.values())
-            .flat_map(|p| p.selectors.iter())
+            .flat_map(|p| p.selectors.as_slice())
             .map(|s| (&*s.id, s))
             .collect();
         let plugins = data
@@ -88,14 +88,15 @@ impl Snapshot {
                 });
                 let selectors = match unchanged {
                     Some(compiled) => compiled.selectors.clone(),
-                    None => list
-                        .iter()
-                        .map(|s| {
-                            let rules = data.rules.get(&s.id).map_or(&[][..], Vec::as_slice);
-                            let old = old_selectors.get(s.id.as_str()).copied();
-                            CompiledSelector::compile(s, rules, old)
-                        })
-                        .collect(),
+                    None => Arc::new(
+                        list.iter()
+                            .map(|s| {
+                                let rules = data.rules.get(&s.id).map_or(&[][..], Vec::as_slice);
+                                let old = old_selectors.get(s.id.as_str()).copied();
+                                CompiledSelector::compile(s, rules, old)
+                            })
+                            .collect(),
+                    ),
                 };
                 (
                     p.name.clone(),
@@ -419,8 +420,8 @@ mod tests {
         let full = Snapshot::build(d);
         assert_eq!(third.digest, full.digest);
         assert_eq!(
-            third.plugins["contextPath"].selectors.len(),
-            full.plugins["contextPath"].selectors.len()
+            third.plugins["contextPath"].selectors.as_slice().len(),
+            full.plugins["contextPath"].selectors.as_slice().len()
         );
     }
 }

@@ -3,9 +3,10 @@
 //!
 //! Module map: [`param`] reads a param type from the request, [`judge`] holds the operators,
 //! [`ant_path`] and [`path_pattern`] are Spring's two path matchers, [`select`] picks the
-//! selector and the rule.
+//! selector and the rule, narrowing the selectors with an [`index`] built per snapshot.
 
 pub(crate) mod ant_path;
+pub(crate) mod index;
 pub(crate) mod judge;
 pub(crate) mod param;
 pub(crate) mod path_pattern;
@@ -16,6 +17,7 @@ use std::net::IpAddr;
 use http::{HeaderMap, Method, StatusCode};
 use model::{ConditionData, MatchMode, Operator, ParamType};
 
+use self::index::Entry;
 use self::judge::{Judge, is_blank};
 use self::param::Param;
 
@@ -119,6 +121,17 @@ impl Condition {
             }
         };
         Condition { label, param, op }
+    }
+
+    /// For a `uri =` or `uri startsWith` condition: the path, or the path prefix, that the
+    /// request path must equal or start with for it to hold (the judge's trimmed value). Such
+    /// a condition is `false` without error for any other path: reading `uri` never fails.
+    pub(crate) fn uri_key(&self) -> Option<Entry<'_>> {
+        match (&self.param, &self.op) {
+            (Ok(Param::Uri), Op::Judge(Judge::Equals(v))) => Some(Entry::Exact(v)),
+            (Ok(Param::Uri), Op::Judge(Judge::StartsWith(v))) => Some(Entry::Prefix(v)),
+            _ => None,
+        }
     }
 
     /// Evaluates the condition in ShenYu's order: extract the value (unknown param type →

@@ -3,6 +3,10 @@
 //! Selectors and rules arrive sorted by `sort` ascending. Every enabled candidate is evaluated
 //! (so any candidate's condition error surfaces); among the matches the highest score wins
 //! (condition count for `and`, 0 for `or`), ties go to the earliest, i.e. lowest `sort`.
+//!
+//! A plugin's selectors are kept in a [`SelectorTable`] with a [`SelectorIndex`] built when
+//! the snapshot is compiled, so a request only evaluates the selectors that can match its path;
+//! the result (selector or error) is the one the scan of every selector gives.
 
 use std::sync::Arc;
 
@@ -10,6 +14,7 @@ use model::{
     ContextMappingRuleHandle, DivideRuleHandle, MatchMode, RuleData, SelectorData, SelectorType,
 };
 
+use super::index::{Entry, SelectorIndex};
 use super::{Condition, MatchError, RequestView, eval_all};
 use crate::balance::Pool;
 use crate::plugin::context_path;
@@ -102,6 +107,23 @@ impl CompiledSelector {
         }
     }
 
+    /// Where the selector goes in the index: only where [`Self::matches`] is provably
+    /// `Ok(false)` for the paths the entry leaves it out of.
+    fn index_entry(&self) -> Entry<'_> {
+        if !self.enabled {
+            return Entry::Never;
+        }
+        match self.selector_type {
+            SelectorType::FullFlow => Entry::Always,
+            SelectorType::Custom => match (self.match_mode, self.conditions.first()) {
+                (_, None) => Entry::Never,
+                // `and` stops at the first false condition: a false `uri` key hides nothing.
+                (MatchMode::And, Some(first)) => first.uri_key().unwrap_or(Entry::Always),
+                (MatchMode::Or, Some(_)) => Entry::Always,
+            },
+        }
+    }
+
     fn matches(&self, req: &RequestView<'_>) -> Result<bool, MatchError> {
         if !self.enabled {
             return Ok(false);
@@ -176,8 +198,80 @@ impl CompiledRule {
     }
 }
 
-/// Picks the selector among a plugin's selectors (sorted by `sort`). `None`: no match.
+/// A plugin's compiled selectors, sorted by `sort`, with their index.
+#[derive(Debug)]
+pub(crate) struct SelectorTable {
+    selectors: Box<[CompiledSelector]>,
+    index: SelectorIndex,
+}
+
+impl SelectorTable {
+    /// Indexes `selectors` (sorted by `sort`).
+    fn new(selectors: Vec<CompiledSelector>) -> SelectorTable {
+        let index = SelectorIndex::build(selectors.iter().map(CompiledSelector::index_entry));
+        SelectorTable {
+            selectors: selectors.into_boxed_slice(),
+            index,
+        }
+    }
+
+    /// The selectors, sorted by `sort`.
+    pub(crate) fn as_slice(&self) -> &[CompiledSelector] {
+        &self.selectors
+    }
+}
+
+impl FromIterator<CompiledSelector> for SelectorTable {
+    fn from_iter<I: IntoIterator<Item = CompiledSelector>>(iter: I) -> Self {
+        SelectorTable::new(iter.into_iter().collect())
+    }
+}
+
+/// Picks the selector among a plugin's selectors. `None`: no match.
+///
+/// The same result as evaluating every selector in `sort` order (`select_selector_linear`),
+/// but only the index's candidates for the path are evaluated, in any order: the selectors it
+/// leaves out would evaluate to `false` without error. The first error in `sort` order wins
+/// (the scan would stop there), else the highest score, ties to the lowest position.
 pub(crate) fn select_selector<'s>(
+    table: &'s SelectorTable,
+    req: &RequestView<'_>,
+) -> Result<Option<&'s CompiledSelector>, MatchError> {
+    let mut best: Option<(usize, usize)> = None;
+    // The earliest error so far, at `stop`: only an earlier selector can change the result.
+    let mut error: Option<MatchError> = None;
+    let mut stop = usize::MAX;
+    for positions in table.index.candidates(req.path) {
+        for &pos in positions {
+            if pos > stop {
+                continue;
+            }
+            let s = &table.selectors[pos];
+            match s.matches(req) {
+                Ok(false) => {}
+                Ok(true) => {
+                    let score = s.score();
+                    if best.is_none_or(|(at, b)| score > b || (score == b && pos < at)) {
+                        best = Some((pos, score));
+                    }
+                }
+                Err(e) => {
+                    error = Some(e);
+                    stop = pos;
+                }
+            }
+        }
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(best.map(|(pos, _)| &table.selectors[pos])),
+    }
+}
+
+/// The reference selection [`select_selector`] must agree with: every selector in `sort`
+/// order, stopping at the first error (ShenYu's scan).
+#[cfg(test)]
+pub(crate) fn select_selector_linear<'s>(
     selectors: &'s [CompiledSelector],
     req: &RequestView<'_>,
 ) -> Result<Option<&'s CompiledSelector>, MatchError> {
@@ -241,18 +335,30 @@ mod tests {
         }
     }
 
-    fn compile_sorted(mut sels: Vec<SelectorData>) -> Vec<CompiledSelector> {
+    fn compile_sorted(mut sels: Vec<SelectorData>) -> SelectorTable {
         sels.sort_by_key(|s| s.sort);
         sels.iter()
             .map(|s| CompiledSelector::compile(s, &[], None))
             .collect()
     }
 
-    fn pick(sels: &[CompiledSelector], path: &str) -> Option<String> {
-        let req = TestRequest::get(path);
-        select_selector(sels, &req.view())
-            .unwrap()
-            .map(|s| s.id.to_string())
+    type Picked = Result<Option<String>, (u16, String)>;
+
+    /// The indexed selection, checked against the linear one.
+    fn select(table: &SelectorTable, req: &TestRequest) -> Picked {
+        let view = req.view();
+        let id = |r: Result<Option<&CompiledSelector>, MatchError>| {
+            r.map(|s| s.map(|s| s.id.to_string()))
+                .map_err(|e| (e.status.as_u16(), e.message))
+        };
+        let indexed = id(select_selector(table, &view));
+        let linear = id(select_selector_linear(table.as_slice(), &view));
+        assert_eq!(indexed, linear, "path {:?}", req.path);
+        indexed
+    }
+
+    fn pick(table: &SelectorTable, path: &str) -> Option<String> {
+        select(table, &TestRequest::get(path)).unwrap()
     }
 
     #[test]
@@ -322,7 +428,250 @@ mod tests {
         bad.enabled = true;
         let sels = compile_sorted(vec![ok, bad]);
         let req = TestRequest::get("/x");
-        assert_eq!(select_selector(&sels, &req.view()).unwrap_err().status, 500);
+        assert_eq!(select(&sels, &req).unwrap_err().0, 500);
+    }
+
+    #[test]
+    fn index_entries() {
+        let compile = |s: SelectorData| CompiledSelector::compile(&s, &[], None);
+        let and = |c: Vec<ConditionData>| selector("s", 1, MatchMode::And, c);
+        let method = ConditionData::new("req_method", "=", "", "GET");
+        assert_eq!(
+            compile(and(vec![uri("=", " /a/b\t"), uri("regex", "(")])).index_entry(),
+            Entry::Exact("/a/b")
+        );
+        assert_eq!(
+            compile(and(vec![uri("startsWith", "/a/"), method.clone()])).index_entry(),
+            Entry::Prefix("/a/")
+        );
+        assert_eq!(
+            compile(and(vec![uri("startsWith", "  ")])).index_entry(),
+            Entry::Prefix("")
+        );
+        // Only the first condition, only `uri`, only `=` and `startsWith`, only `and`.
+        assert_eq!(
+            compile(and(vec![method, uri("=", "/a")])).index_entry(),
+            Entry::Always
+        );
+        assert_eq!(
+            compile(and(vec![uri("match", "/a/**")])).index_entry(),
+            Entry::Always
+        );
+        assert_eq!(
+            compile(and(vec![ConditionData::new("URI", "=", "/", "/a")])).index_entry(),
+            Entry::Always
+        );
+        assert_eq!(
+            compile(and(vec![ConditionData::new("post", "=", "path", "/a")])).index_entry(),
+            Entry::Always
+        );
+        assert_eq!(
+            compile(and(vec![ConditionData::new("header", "=", "x", "/a")])).index_entry(),
+            Entry::Always
+        );
+        assert_eq!(
+            compile(selector("s", 1, MatchMode::Or, vec![uri("=", "/a")])).index_entry(),
+            Entry::Always
+        );
+        let full = SelectorData {
+            selector_type: SelectorType::FullFlow,
+            ..and(vec![uri("=", "/a")])
+        };
+        assert_eq!(compile(full).index_entry(), Entry::Always);
+        // Never matching, never evaluated.
+        assert_eq!(compile(and(vec![])).index_entry(), Entry::Never);
+        let disabled = SelectorData {
+            enabled: false,
+            ..and(vec![uri("regex", "(")])
+        };
+        assert_eq!(compile(disabled).index_entry(), Entry::Never);
+    }
+
+    #[test]
+    fn indexed_selection_keeps_errors_and_ties() {
+        let sels = compile_sorted(vec![
+            selector("exact", 1, MatchMode::And, vec![uri("=", "/a/b")]),
+            selector("prefix", 1, MatchMode::And, vec![uri("startsWith", "/a")]),
+            selector(
+                "two",
+                3,
+                MatchMode::And,
+                vec![uri("startsWith", " /a/"), uri("endsWith", "b")],
+            ),
+            selector(
+                "bad",
+                2,
+                MatchMode::And,
+                vec![uri("startsWith", "/z"), uri("regex", "(")],
+            ),
+            selector("or", 0, MatchMode::Or, vec![uri("=", "/q")]),
+        ]);
+        assert_eq!(pick(&sels, "/a/b").as_deref(), Some("two"));
+        assert_eq!(pick(&sels, "/a/c").as_deref(), Some("prefix"));
+        assert_eq!(pick(&sels, "/a").as_deref(), Some("prefix"));
+        assert_eq!(pick(&sels, "/q").as_deref(), Some("or"));
+        assert_eq!(pick(&sels, "/b"), None);
+        // The bad regex is reached only under /z, and then it wins over the `or` match.
+        assert_eq!(select(&sels, &TestRequest::get("/z")).unwrap_err().0, 500);
+        // Of two erroring selectors, the earlier one's error.
+        let sels = compile_sorted(vec![
+            selector(
+                "late",
+                5,
+                MatchMode::And,
+                vec![uri("startsWith", "/"), uri("regex", "(")],
+            ),
+            selector(
+                "early",
+                1,
+                MatchMode::And,
+                vec![uri("=", "/x"), uri("pathPattern", "/**/x")],
+            ),
+        ]);
+        assert_eq!(select(&sels, &TestRequest::get("/x")).unwrap_err().0, 400);
+        assert_eq!(select(&sels, &TestRequest::get("/y")).unwrap_err().0, 500);
+    }
+
+    mod equivalence {
+        use super::*;
+        use proptest::prelude::*;
+        use proptest::sample::select as one_of;
+
+        /// Path-ish values that share prefixes, with a few non-ASCII ones.
+        const VALUES: &[&str] = &[
+            "", "/", "/a", "/a/", "/a/b", "/ab", "/a/b/c", "/b", "/é", "/é/x", "/a/**", "/a/*",
+            "/{*p}", "/a/{x}", "/a.*", "GET", "h",
+        ];
+        const OPERATORS: &[&str] = &[
+            "=",
+            "=",
+            "startsWith",
+            "startsWith",
+            "match",
+            "pathPattern",
+            "regex",
+            "endsWith",
+            "contains",
+            "exclude",
+            "isBlank",
+            " ",
+        ];
+        const PARAM_TYPES: &[&str] = &[
+            "uri",
+            "uri",
+            "uri",
+            "uri",
+            "header",
+            "req_method",
+            "query",
+            "post",
+        ];
+        const PADDING: &[&str] = &["", "", "", " ", "\t", "  \n"];
+
+        /// Mostly evaluable conditions; a few fail (unknown operator or param type, bad regex
+        /// or path pattern) so that errors are neither rare nor everywhere.
+        fn condition() -> impl Strategy<Value = ConditionData> {
+            let evaluable = (
+                one_of(PARAM_TYPES),
+                one_of(OPERATORS),
+                one_of(VALUES),
+                one_of(PADDING),
+                one_of(PADDING),
+            )
+                .prop_map(|(t, op, v, l, r)| {
+                    let name = match t {
+                        "header" => "x-h",
+                        "query" => "q",
+                        "post" => "path",
+                        _ => "/",
+                    };
+                    ConditionData::new(t, op, name, &format!("{l}{v}{r}"))
+                });
+            let failing = (
+                one_of(&["URI =", "uri =~", "uri regex", "uri pathPattern"][..]),
+                one_of(&["/a", "(", "/a/**/b"][..]),
+            )
+                .prop_map(|(t_op, v)| {
+                    let (t, op) = t_op.split_once(' ').unwrap_or_default();
+                    ConditionData::new(t, op, "/", v)
+                });
+            prop_oneof![30 => evaluable, 1 => failing]
+        }
+
+        fn selector_data() -> impl Strategy<Value = SelectorData> {
+            (
+                prop::bool::weighted(0.85),
+                prop::bool::weighted(0.1),
+                prop::bool::weighted(0.75),
+                0..4i32,
+                prop::collection::vec(condition(), 0..4),
+            )
+                .prop_map(|(enabled, full, and, sort, conditions)| SelectorData {
+                    enabled,
+                    selector_type: if full {
+                        SelectorType::FullFlow
+                    } else {
+                        SelectorType::Custom
+                    },
+                    ..selector(
+                        "",
+                        sort,
+                        if and { MatchMode::And } else { MatchMode::Or },
+                        conditions,
+                    )
+                })
+        }
+
+        /// Selectors with unique ids and requests whose paths are mostly the selectors'
+        /// values, cut short or extended at either end.
+        fn case() -> impl Strategy<Value = (Vec<SelectorData>, Vec<(String, bool)>)> {
+            prop::collection::vec(selector_data(), 0..24).prop_flat_map(|mut sels| {
+                for (i, s) in sels.iter_mut().enumerate() {
+                    s.id = format!("s{i}");
+                }
+                let mut seeds: Vec<String> = sels
+                    .iter()
+                    .flat_map(|s| &s.condition_list)
+                    .map(|c| c.param_value.trim_matches(|c: char| c <= ' ').to_owned())
+                    .collect();
+                seeds.extend(VALUES.iter().map(|v| (*v).to_owned()));
+                let path = (
+                    one_of(&["", "", "", "/a", "/x"][..]),
+                    one_of(seeds),
+                    one_of(&["", "", "x", "/", "/c", "b"][..]),
+                    0..4usize,
+                )
+                    .prop_map(|(head, seed, suffix, cut)| {
+                        let mut p = format!("{head}{seed}{suffix}");
+                        // Sometimes drop a few trailing chars (prefixes of values).
+                        if cut == 3 {
+                            p.pop();
+                        }
+                        p
+                    });
+                let requests = prop::collection::vec((path, any::<bool>()), 1..12);
+                (Just(sels), requests)
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn indexed_equals_linear((sels, requests) in case()) {
+                let table = compile_sorted(sels);
+                for (path, with_header) in requests {
+                    let mut req = TestRequest::get("/");
+                    req.path = path;
+                    req.query = Some("q=/a".to_owned());
+                    if with_header {
+                        req = req.header("x-h", "/a/b");
+                    }
+                    // `select` asserts the indexed and linear selections are equal.
+                    let _ = select(&table, &req);
+                }
+            }
+        }
     }
 
     fn rule_pick(s: &SelectorData, rules: Vec<RuleData>, path: &str) -> Option<String> {
