@@ -302,15 +302,7 @@ impl Case<'_> {
                     .delete_selectors(std::slice::from_ref(&sel.id))
                     .await
                     .map_err(at(Step::Steps))?;
-                if deleted != 1 {
-                    return Err((
-                        Step::Steps,
-                        RunErrorKind::DeleteCount {
-                            deleted,
-                            expected: 1,
-                        },
-                    ));
-                }
+                one_deleted(deleted)?;
                 sel.deleted = true;
                 for r in &mut sel.rules {
                     r.deleted = true;
@@ -323,15 +315,7 @@ impl Case<'_> {
                     .delete_rules(std::slice::from_ref(&rule.id))
                     .await
                     .map_err(at(Step::Steps))?;
-                if deleted != 1 {
-                    return Err((
-                        Step::Steps,
-                        RunErrorKind::DeleteCount {
-                            deleted,
-                            expected: 1,
-                        },
-                    ));
-                }
+                one_deleted(deleted)?;
                 rule.deleted = true;
                 Ok(())
             }
@@ -351,6 +335,20 @@ impl Case<'_> {
         }
         Ok(())
     }
+}
+
+/// A step's delete of one object must report exactly one deleted.
+fn one_deleted(deleted: i64) -> StepResult<()> {
+    if deleted == 1 {
+        return Ok(());
+    }
+    Err((
+        Step::Steps,
+        RunErrorKind::DeleteCount {
+            deleted,
+            expected: 1,
+        },
+    ))
 }
 
 /// The wait policy of a `wait:` block.

@@ -72,42 +72,49 @@ impl Store {
         &self,
         user: &UserRecord,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(concat!(
-            "INSERT INTO dashboard_user (",
-            columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
-        ))
-        .bind(&user.id)
-        .bind(&user.user_name)
-        .bind(&user.password)
-        .bind(user.role)
-        .bind(Flag(user.enabled))
-        .bind(&user.date_created)
-        .bind(&user.date_updated)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        let inserted = self
+            .write_user(
+                concat!(
+                    "INSERT INTO dashboard_user (",
+                    columns!(),
+                    ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
+                ),
+                user,
+            )
+            .await?;
+        Ok(inserted == 1)
     }
 
     /// Inserts `user`, or, when a user with its name exists, replaces that user's password
     /// hash (and update date) only: its id, role and `enabled` stay.
     pub(crate) async fn put_user_password(&self, user: &UserRecord) -> Result<(), StoreError> {
-        sqlx::query(concat!(
-            "INSERT INTO dashboard_user (",
-            columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_name) DO UPDATE SET \
-             password = excluded.password, date_updated = excluded.date_updated"
-        ))
-        .bind(&user.id)
-        .bind(&user.user_name)
-        .bind(&user.password)
-        .bind(user.role)
-        .bind(Flag(user.enabled))
-        .bind(&user.date_created)
-        .bind(&user.date_updated)
-        .execute(&self.pool)
+        self.write_user(
+            concat!(
+                "INSERT INTO dashboard_user (",
+                columns!(),
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_name) DO UPDATE SET \
+                 password = excluded.password, date_updated = excluded.date_updated"
+            ),
+            user,
+        )
         .await?;
         Ok(())
+    }
+
+    /// Runs `insert` (an `INSERT INTO dashboard_user (columns) VALUES ($1, …, $7) …`) with
+    /// `user`'s fields; answers the rows affected.
+    async fn write_user(&self, insert: &'static str, user: &UserRecord) -> Result<u64, StoreError> {
+        let done = sqlx::query(insert)
+            .bind(&user.id)
+            .bind(&user.user_name)
+            .bind(&user.password)
+            .bind(user.role)
+            .bind(Flag(user.enabled))
+            .bind(&user.date_created)
+            .bind(&user.date_updated)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     /// Enables or disables user `user_name`; `false` if there is no such user.
