@@ -42,7 +42,8 @@ fn run(shared: &Shared, scenario: &Scenario, mode: SyncMode) -> Result<(), Faile
         backend,
         &shared.opts,
         &|_| {},
-    ))?;
+    ))
+    .map_err(|e| format!("{e}\n(GANTRY_SEED={} repeats the harness's choices)", shared.opts.seed))?;
     Ok(())
 }
 

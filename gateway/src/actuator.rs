@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use http::header;
-use model::DigestReport;
+use model::AppliedDigest;
 use serde_json::{Value, json};
 
 use crate::App;
@@ -18,9 +18,9 @@ pub(crate) async fn health(State(app): State<Arc<App>>) -> Json<Value> {
     Json(json!({ "status": "UP", "sync": app.sync.health() }))
 }
 
-/// `GET /actuator/digest`: over the applied config.
-pub(crate) async fn digest(State(app): State<Arc<App>>) -> Json<DigestReport> {
-    Json(app.sync.snapshot().digest.clone())
+/// `GET /actuator/digest`: over the applied config, with its version and when it went live.
+pub(crate) async fn digest(State(app): State<Arc<App>>) -> Json<AppliedDigest> {
+    Json(app.sync.snapshot().applied_digest())
 }
 
 /// `GET /actuator/plugins`: `{"<class>@gantry": order}` for the chain's plugins.

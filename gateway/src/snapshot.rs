@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use model::{
-    AppAuthData, ConfigSet, DataEvent, DataEventType, DigestReport, EventPayload, MetaData,
+    AppAuthData, AppliedDigest, ConfigSet, DataEvent, DataEventType, DigestReport, EventPayload, MetaData,
     PluginData, RuleData, SelectorData,
 };
 
@@ -51,6 +51,10 @@ pub(crate) struct Snapshot {
     pub(crate) plugins: HashMap<String, CompiledPlugin>,
     /// The digest of `data`, computed once.
     pub(crate) digest: DigestReport,
+    /// How many times the digest changed since the gateway started (0: the start config).
+    pub(crate) version: u64,
+    /// Wall-clock µs since the Unix epoch at which this digest was first served.
+    pub(crate) applied_at_us: u64,
 }
 
 impl Snapshot {
@@ -109,12 +113,37 @@ impl Snapshot {
             })
             .collect();
         let digest = DigestReport::from(&data.config_set());
+        // An event that leaves the config as it was (a duplicate, a no-op refresh) keeps the
+        // version and the time the config became live: the latency judge measures changes.
+        let (version, applied_at_us) = match previous {
+            Some(p) if p.digest.digest == digest.digest => (p.version, p.applied_at_us),
+            Some(p) => (p.version + 1, now_us()),
+            None => (0, now_us()),
+        };
         Snapshot {
             data,
             plugins,
             digest,
+            version,
+            applied_at_us,
         }
     }
+
+    /// What `/actuator/digest` answers.
+    pub(crate) fn applied_digest(&self) -> AppliedDigest {
+        AppliedDigest {
+            report: self.digest.clone(),
+            version: self.version,
+            applied_at_us: self.applied_at_us,
+        }
+    }
+}
+
+/// Wall-clock µs since the Unix epoch.
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 impl Default for Snapshot {
@@ -381,6 +410,32 @@ mod tests {
         let a = Snapshot::build(before).digest;
         assert_eq!(a.selectors, 1);
         assert_ne!(a.digest, Snapshot::default().digest.digest);
+    }
+
+    #[test]
+    fn version_and_applied_time_move_only_when_the_digest_does() {
+        let start = Snapshot::default();
+        assert_eq!(start.version, 0);
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 1)]),
+        ));
+        let changed = Snapshot::rebuild(d.clone(), Some(&start));
+        assert_eq!(changed.version, 1);
+        assert!(changed.applied_at_us >= start.applied_at_us);
+        let same = Snapshot::rebuild(d.clone(), Some(&changed));
+        assert_eq!(
+            (same.version, same.applied_at_us),
+            (changed.version, changed.applied_at_us)
+        );
+        d.apply(ev(
+            DataEventType::Delete,
+            P::Selector(vec![sel("1", "divide", 1)]),
+        ));
+        let back = Snapshot::rebuild(d, Some(&same));
+        assert_eq!(back.version, 2);
+        assert_eq!(back.applied_digest().report, start.digest);
     }
 
     #[test]

@@ -290,6 +290,7 @@ async fn websocket_sync_drives_routing() {
         (h["sync"]["eventsRejected"] == 2).then_some(())
     })
     .await;
+    // Nothing changed: the same digest, version and applied time.
     assert_eq!(http.get(url("/actuator/digest")).await.2, applied);
     let (status, _, _) = http.get(url("/api/hello")).await;
     assert_eq!(status, StatusCode::OK);
@@ -330,7 +331,15 @@ async fn websocket_sync_drives_routing() {
         (h["sync"]["fullSyncs"] == 10 && h["sync"]["connected"] == true).then_some(())
     })
     .await;
-    assert_eq!(http.get(url("/actuator/digest")).await.2, applied);
+    // The same config again: the same digest, a new version (the delete and the resync were
+    // two changes) and a later time at which it went live.
+    let reapplied = http.get(url("/actuator/digest")).await.2;
+    assert_eq!(reapplied["digest"], applied["digest"]);
+    assert_eq!(
+        reapplied["version"].as_u64(),
+        applied["version"].as_u64().map(|v| v + 2)
+    );
+    assert!(reapplied["appliedAtUs"].as_u64() > applied["appliedAtUs"].as_u64());
 
     stop.send(()).unwrap();
     drop(http);

@@ -262,4 +262,6 @@ pub struct RunError {
     pub kind: RunErrorKind,
     /// The last lines of each service's log, rendered (empty when there are none).
     pub logs: String,
+    /// What the case recorded before it failed (checks judged, change timings).
+    pub record: crate::report::CaseRecord,
 }

@@ -11,6 +11,8 @@ pub mod client;
 pub mod compose;
 pub mod error;
 pub mod images;
+pub mod judge;
+pub mod lower;
 pub mod probe;
 pub mod report;
 pub mod runner;
@@ -71,11 +73,14 @@ pub struct RunOptions {
     pub build: bool,
     /// Keep the temp dirs (`GANTRY_KEEP=1`).
     pub keep: bool,
+    /// Seed of the harness's random choices (the hash judge's client addresses); from
+    /// `GANTRY_SEED`, else drawn at start. Every result reports it, so a run can be repeated.
+    pub seed: u64,
 }
 
 impl RunOptions {
-    /// Defaults (host backend, websocket, build first) adjusted by `GANTRY_BIN_DIR` and
-    /// `GANTRY_KEEP`.
+    /// Defaults (host backend, websocket, build first) adjusted by `GANTRY_BIN_DIR`,
+    /// `GANTRY_KEEP` and `GANTRY_SEED`.
     pub fn from_env(env: &dyn Env) -> Self {
         let bin_dir = env
             .var("GANTRY_BIN_DIR")
@@ -87,6 +92,10 @@ impl RunOptions {
             build: bin_dir.is_none(),
             bin_dir,
             keep: env.var("GANTRY_KEEP").is_some_and(|v| v == "1"),
+            seed: env
+                .var("GANTRY_SEED")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(rand::random),
         }
     }
 }
@@ -116,20 +125,30 @@ pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
 pub fn case_result(
     scenario: &Scenario,
     mode: SyncMode,
+    opts: &RunOptions,
     outcome: Result<CaseOutcome, RunError>,
 ) -> CaseResult {
-    let (passed, converge_ms, error) = match outcome {
-        Ok(o) => (true, Some(o.converge_ms), None),
-        Err(e) => (false, None, Some(e.to_string())),
+    let mut r = CaseResult::bare(
+        scenario.name.clone(),
+        mode.to_string(),
+        opts.backend.to_string(),
+        opts.seed,
+    );
+    let record = match outcome {
+        Ok(o) => {
+            r.passed = true;
+            o.record
+        }
+        Err(e) => {
+            r.error = Some(e.to_string());
+            e.record
+        }
     };
-    CaseResult {
-        case: scenario.name.clone(),
-        mode: mode.to_string(),
-        passed,
-        converge_ms,
-        error,
-        skipped: None,
-    }
+    r.converge_ms = record.converge_ms;
+    r.checks = record.checks;
+    r.timings = record.timings;
+    r.digests = record.digests;
+    r
 }
 
 /// Discovers the scenarios under `paths` and runs each under its modes ∩ `opts.modes`, one at
@@ -148,14 +167,13 @@ pub async fn run_paths(
     for file in &files {
         match &file.scenario {
             Err(e) => {
-                let r = CaseResult {
-                    case: file.stem(),
-                    mode: "parse".into(),
-                    passed: false,
-                    converge_ms: None,
-                    error: Some(e.to_string()),
-                    skipped: None,
-                };
+                let mut r = CaseResult::bare(
+                    file.stem(),
+                    "parse".into(),
+                    opts.backend.to_string(),
+                    opts.seed,
+                );
+                r.error = Some(e.to_string());
                 events(Event::CaseFinished(r.clone()));
                 results.push(r);
             }
@@ -167,17 +185,22 @@ pub async fn run_paths(
                 };
                 for mode in modes.iter().filter(|m| opts.modes.contains(m)) {
                     let r = match backend::middleware::skip_reason(&ProcessEnv, *mode) {
-                        Some(reason) => CaseResult {
-                            case: s.name.clone(),
-                            mode: mode.to_string(),
-                            passed: false,
-                            converge_ms: None,
-                            error: None,
-                            skipped: Some(reason),
-                        },
-                        None => {
-                            case_result(s, *mode, run_case(s, *mode, &backend, opts, events).await)
+                        Some(reason) => {
+                            let mut r = CaseResult::bare(
+                                s.name.clone(),
+                                mode.to_string(),
+                                opts.backend.to_string(),
+                                opts.seed,
+                            );
+                            r.skipped = Some(reason);
+                            r
                         }
+                        None => case_result(
+                            s,
+                            *mode,
+                            opts,
+                            run_case(s, *mode, &backend, opts, events).await,
+                        ),
                     };
                     events(Event::CaseFinished(r.clone()));
                     results.push(r);

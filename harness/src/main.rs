@@ -154,6 +154,7 @@ async fn run(args: &cli::RunArgs) -> ExitCode {
             Ok(results) => {
                 print!("{}", terminal::failure_details(&results));
                 print!("{}", terminal::skip_notes(&results));
+                print!("{}", terminal::check_notes(&results));
                 println!("{}", terminal::summary_table(&results));
                 if let Some(path) = &args.report_json
                     && let Err(e) = json::write(path, &results)

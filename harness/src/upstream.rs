@@ -1,5 +1,9 @@
 //! In-process echo upstreams (docs/interfaces.md, "Scenario upstreams"): every request gets
 //! HTTP 200, `x-gantry-upstream: <name>` and a JSON description of what arrived.
+//!
+//! A request header `x-gantry-delay: <name>=<duration>[, <name>=<duration>…]` makes the
+//! upstreams it names wait that long before answering (`beta=50ms`): the slow upstream of the
+//! balancer judges, reachable through the gateway (which forwards the header) on every backend.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -16,6 +20,20 @@ use crate::error::BackendError;
 
 /// The header naming the upstream that answered.
 pub const UPSTREAM_HEADER: &str = "x-gantry-upstream";
+
+/// The request header that delays named upstreams: `<name>=<duration>, …`.
+pub const DELAY_HEADER: &str = "x-gantry-delay";
+
+/// The delay `header` (an [`DELAY_HEADER`] value) asks of the upstream `name`, if any;
+/// entries that do not parse are ignored.
+pub fn delay_for(header: &str, name: &str) -> Option<std::time::Duration> {
+    header.split(',').find_map(|entry| {
+        let (who, delay) = entry.split_once('=')?;
+        (who.trim() == name)
+            .then(|| humantime::parse_duration(delay.trim()).ok())
+            .flatten()
+    })
+}
 
 /// What an echo upstream answers: the request it received.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,6 +136,13 @@ async fn echo(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(delay) = headers
+        .get(DELAY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| delay_for(v, &name))
+    {
+        tokio::time::sleep(delay).await;
+    }
     let mut map: BTreeMap<String, String> = BTreeMap::new();
     for (k, v) in &headers {
         let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
@@ -139,6 +164,15 @@ async fn echo(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delay_header_names_upstreams() {
+        let h = "alpha=5ms, beta = 50ms,gamma=soon";
+        assert_eq!(delay_for(h, "beta"), Some(std::time::Duration::from_millis(50)));
+        assert_eq!(delay_for(h, "alpha"), Some(std::time::Duration::from_millis(5)));
+        assert_eq!(delay_for(h, "gamma"), None);
+        assert_eq!(delay_for(h, "delta"), None);
+    }
 
     #[tokio::test]
     async fn echoes_the_request() {

@@ -21,8 +21,11 @@ pub struct WaitPolicy {
 /// A wait that converged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Converged {
-    /// Time from the start of the wait to the first pass of the final streak.
+    /// Time from the start of the wait to the start of the first pass of the final streak.
     pub first_pass: Duration,
+    /// Time from the start of the wait to the end of that pass: when the harness saw it
+    /// (what sync latency measures).
+    pub first_seen: Duration,
     /// Number of attempts made.
     pub attempts: u32,
 }
@@ -57,6 +60,7 @@ where
     let needed = policy.consecutive.max(1);
     let mut streak = 0;
     let mut streak_start = Duration::ZERO;
+    let mut streak_seen = Duration::ZERO;
     let mut attempts = 0;
     let mut last = "no attempt finished".to_owned();
     loop {
@@ -66,11 +70,13 @@ where
             Ok(()) => {
                 if streak == 0 {
                     streak_start = began - start;
+                    streak_seen = Instant::now() - start;
                 }
                 streak += 1;
                 if streak >= needed {
                     return Ok(Converged {
                         first_pass: streak_start,
+                        first_seen: streak_seen,
                         attempts,
                     });
                 }
@@ -119,6 +125,7 @@ mod tests {
             got,
             Converged {
                 first_pass: Duration::from_millis(100),
+                first_seen: Duration::from_millis(100),
                 attempts: 5
             }
         );
@@ -152,6 +159,7 @@ mod tests {
             got,
             Converged {
                 first_pass: Duration::ZERO,
+                first_seen: Duration::ZERO,
                 attempts: 3
             }
         );

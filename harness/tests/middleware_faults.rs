@@ -158,7 +158,7 @@ async fn converge(
     await_convergence(CONVERGE, || async {
         let a = admin.digest().await.map_err(|e| e.to_string())?;
         let g = gateway.digest().await.map_err(|e| e.to_string())?;
-        if a.digest == g.digest && a.selectors == selectors {
+        if a.digest == g.report.digest && a.selectors == selectors {
             Ok(())
         } else {
             Err(format!("admin {a:?}, gateway {g:?}"))
@@ -187,7 +187,7 @@ async fn delete_reaches_gateway(kind: StoreKind) -> Result<(), Failed> {
     converge(&setup, &admin, &gateway, 1, "after deleting one").await?;
     admin.delete_selectors(&[keep]).await?;
     converge(&setup, &admin, &gateway, 0, "after deleting the other").await?;
-    let rules = gateway.digest().await?.rules;
+    let rules = gateway.digest().await?.report.rules;
     if rules != 0 {
         return Err(format!("the gateway still holds {rules} rules").into());
     }

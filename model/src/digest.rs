@@ -130,6 +130,23 @@ pub struct DigestReport {
     pub meta_data: usize,
 }
 
+/// What the gateway's `GET /actuator/digest` answers: the [`DigestReport`] of the config it
+/// serves, plus when that config became live. The harness's sync-latency judge reads
+/// `appliedAtUs` (both processes share the host's clock, containers too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedDigest {
+    /// The digest of the config being served.
+    #[serde(flatten)]
+    pub report: DigestReport,
+    /// How many times the served config changed since the gateway started (0: the empty
+    /// config it starts with). A sync event that leaves the digest as it was does not count.
+    pub version: u64,
+    /// Wall-clock time, in µs since the Unix epoch, at which the served config (this digest)
+    /// was swapped in; the gateway's start time for version 0.
+    pub applied_at_us: u64,
+}
+
 impl From<&ConfigSet> for DigestReport {
     fn from(set: &ConfigSet) -> Self {
         Self {

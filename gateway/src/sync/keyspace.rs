@@ -24,11 +24,15 @@ impl SyncState {
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut data = self.snapshot.load().data.clone();
+        let previous = self.snapshot.load();
+        let mut data = previous.data.clone();
         for event in events {
             data.apply(event);
         }
-        self.snapshot.store(Arc::new(Snapshot::build(data)));
+        // Rebuilt from the previous snapshot: unchanged selectors keep their balancer state,
+        // and an unchanged config keeps its version.
+        self.snapshot
+            .store(Arc::new(Snapshot::rebuild(data, Some(&previous))));
         self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
         self.events_applied
             .fetch_add(count as u64, Ordering::Relaxed);

@@ -58,6 +58,14 @@ impl Backend {
         }
     }
 
+    /// Which backend this is.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Backend::Host(_) => BackendKind::Host,
+            Backend::Docker(_) => BackendKind::Docker,
+        }
+    }
+
     /// Opens a run for one topology under `mode`; `keep` leaves docker containers behind.
     pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<Run, BackendError> {
         match self {

@@ -1,5 +1,7 @@
 //! [`GatewayClient`]: probe requests, digest and health.
 
+use model::AppliedDigest;
+#[cfg(doc)]
 use model::DigestReport;
 
 use super::{http, send};
@@ -14,11 +16,12 @@ pub struct GatewayClient {
     http: reqwest::Client,
 }
 
-/// `GET {base}/actuator/digest`.
-pub(crate) async fn digest(
+/// `GET {base}/actuator/digest`, decoded as `T` (the admin's [`DigestReport`], the gateway's
+/// [`AppliedDigest`]).
+pub(crate) async fn digest<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
     base: &str,
-) -> Result<DigestReport, ClientError> {
+) -> Result<T, ClientError> {
     let what = format!("GET {base}/actuator/digest");
     let (status, body) = send(&what, http.get(format!("{base}/actuator/digest"))).await?;
     if status != 200 {
@@ -37,6 +40,18 @@ impl GatewayClient {
         Self {
             base: base.trim_end_matches('/').to_owned(),
             http: http(),
+        }
+    }
+
+    /// A client whose connections come from `source` (e.g. `127.0.0.7`, for the hash
+    /// balancer's per-client judging; any 127.0.0.0/8 address works on loopback).
+    pub fn from_source(base: &str, source: std::net::IpAddr) -> Self {
+        Self {
+            base: base.trim_end_matches('/').to_owned(),
+            http: super::http_builder()
+                .local_address(source)
+                .build()
+                .expect("a client without TLS or proxies always builds"),
         }
     }
 
@@ -88,8 +103,8 @@ impl GatewayClient {
         })
     }
 
-    /// The gateway's config digest.
-    pub async fn digest(&self) -> Result<DigestReport, ClientError> {
+    /// The gateway's config digest, with its version and when it went live.
+    pub async fn digest(&self) -> Result<AppliedDigest, ClientError> {
         digest(&self.http, &self.base).await
     }
 

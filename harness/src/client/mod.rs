@@ -12,11 +12,16 @@ use crate::error::ClientError;
 
 /// A reqwest client that ignores proxy settings (everything is on loopback).
 pub(crate) fn http() -> reqwest::Client {
+    http_builder()
+        .build()
+        .expect("a client without TLS or proxies always builds")
+}
+
+/// The builder behind [`http`]: no proxies, a 10 s timeout.
+pub(crate) fn http_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))
-        .build()
-        .expect("a client without TLS or proxies always builds")
 }
 
 /// Sends `req`, returning status and body text.

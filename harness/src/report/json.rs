@@ -1,4 +1,6 @@
-//! The JSON report: `{"results":[{"case","mode","passed","converge_ms","error"}]}`.
+//! The JSON report: `{"gantry_version", "results": [CaseResult…]}`, each result with its
+//! backend, seed, checks (kind, outcome, measurements), change timings and final digests
+//! (docs/scenarios.md, "Reports").
 
 use std::path::Path;
 
@@ -8,12 +10,17 @@ use super::CaseResult;
 
 #[derive(Serialize)]
 struct Report<'a> {
+    gantry_version: &'static str,
     results: &'a [CaseResult],
 }
 
 /// The report as pretty JSON.
 pub fn render(results: &[CaseResult]) -> String {
-    serde_json::to_string_pretty(&Report { results }).expect("results always serialise")
+    serde_json::to_string_pretty(&Report {
+        gantry_version: env!("CARGO_PKG_VERSION"),
+        results,
+    })
+    .expect("results always serialise")
 }
 
 /// Writes the report to `path`.
@@ -25,26 +32,73 @@ pub fn write(path: &Path, results: &[CaseResult]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    use std::collections::BTreeMap;
+
+    use super::super::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, FinalDigests};
+    use crate::judge::distribution::Stats;
+    use crate::judge::latency::{Limits, Quantiles};
+    use crate::judge::{Measurements, latency};
+
     #[test]
     fn report_shape() {
-        let results = vec![
-            CaseResult {
-                case: "uri_equal".into(),
-                mode: "websocket".into(),
-                passed: true,
-                converge_ms: Some(42),
-                error: None,
-                skipped: None,
-            },
-            CaseResult {
-                case: "broken".into(),
-                mode: "parse".into(),
-                passed: false,
-                converge_ms: None,
-                error: Some("cases/scenarios/broken.yaml:3:1: unknown field `x`".into()),
-                skipped: None,
-            },
-        ];
-        insta::assert_snapshot!(render(&results));
+        let record = CaseRecord {
+            converge_ms: Some(42),
+            checks: vec![
+                CheckReport {
+                    name: "75/25".into(),
+                    step: None,
+                    kind: "distribution",
+                    outcome: CheckOutcome::Passed,
+                    elapsed_ms: 812.5,
+                    measurements: Measurements::Distribution(Stats {
+                        requests: 2000,
+                        observed: BTreeMap::from([("alpha".into(), 1490), ("beta".into(), 510)]),
+                        observed_shares: BTreeMap::from([
+                            ("alpha".into(), 0.745),
+                            ("beta".into(), 0.255),
+                        ]),
+                        expected_shares: BTreeMap::from([
+                            ("alpha".into(), 0.75),
+                            ("beta".into(), 0.25),
+                        ]),
+                        chi_square: Some(0.2667),
+                        degrees_of_freedom: 1,
+                        p_value: Some(0.6056),
+                        alpha: 1e-6,
+                    }),
+                },
+                CheckReport {
+                    name: "toggle".into(),
+                    step: Some("move".into()),
+                    kind: "latency",
+                    outcome: CheckOutcome::Failed(vec!["applied latency p99 40.0 ms is over the limit 20 ms".into()]),
+                    elapsed_ms: 120.0,
+                    measurements: Measurements::Latency(latency::Stats {
+                        changes: 20,
+                        applied: Quantiles { p50: 0.9, p95: 1.5, p99: 40.0, max: 40.0 },
+                        probe: Quantiles { p50: 1.2, p95: 2.0, p99: 41.0, max: 41.0 },
+                        limits: Limits { p50: None, p95: None, p99: Some(20.0), max: None },
+                    }),
+                },
+            ],
+            timings: vec![ChangeTiming {
+                change: "setup".into(),
+                applied_ms: 0.8,
+                probe_ms: 10.2,
+            }],
+            digests: Some(FinalDigests {
+                admin: "abc".into(),
+                gateway: "abc".into(),
+            }),
+        };
+        let mut passed = CaseResult::bare("lb".into(), "websocket".into(), "host".into(), 7);
+        passed.passed = true;
+        passed.converge_ms = record.converge_ms;
+        passed.checks = record.checks;
+        passed.timings = record.timings;
+        passed.digests = record.digests;
+        let mut broken = CaseResult::bare("broken".into(), "parse".into(), "host".into(), 7);
+        broken.error = Some("cases/scenarios/broken.yaml:3:1: unknown field `x`".into());
+        insta::assert_snapshot!(render(&[passed, broken]));
     }
 }

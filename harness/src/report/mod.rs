@@ -5,4 +5,6 @@ pub mod events;
 pub mod json;
 pub mod terminal;
 
-pub use events::{CaseResult, Event};
+pub use events::{
+    CaseRecord, CaseResult, ChangeTiming, CheckOutcome, CheckReport, Event, FinalDigests,
+};

@@ -2,7 +2,8 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{CaseResult, Event};
+use super::{CaseResult, CheckOutcome, Event};
+use crate::judge::Measurements;
 
 /// Shows progress for a run of `total` cases.
 #[derive(Debug)]
@@ -26,6 +27,9 @@ impl TerminalReporter {
         match event {
             Event::CaseStarted { id } => self.bar.set_message(id.clone()),
             Event::StepStarted { id, step } => self.bar.set_message(format!("{id}: {step}")),
+            Event::CheckFinished { id, check } => {
+                self.bar.set_message(format!("{id}: check `{}` done", check.name));
+            }
             Event::CaseFinished(r) => {
                 self.bar.inc(1);
                 match (&r.skipped, r.passed) {
@@ -64,6 +68,49 @@ pub fn skip_notes(results: &[CaseResult]) -> String {
         .iter()
         .filter_map(|r| Some(format!("SKIP {}: {}\n", r.id(), r.skipped.as_deref()?)))
         .collect()
+}
+
+/// A line per skipped check (with the reason) and per statistical verdict: the χ² of each
+/// distribution check and the quantiles of each latency check.
+pub fn check_notes(results: &[CaseResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        for c in &r.checks {
+            let at = match &c.step {
+                Some(step) => format!("{} step `{step}`", r.id()),
+                None => r.id(),
+            };
+            if let CheckOutcome::Skipped(why) = &c.outcome {
+                out += &format!("SKIP check `{}` of {at}: {why}\n", c.name);
+                continue;
+            }
+            match &c.measurements {
+                Measurements::Distribution(d) => {
+                    if let (Some(chi), Some(p)) = (d.chi_square, d.p_value) {
+                        out += &format!(
+                            "{at}: distribution `{}`: χ² = {chi:.2}, df {}, p = {p:.3} (α {:e}, {} requests)\n",
+                            c.name, d.degrees_of_freedom, d.alpha, d.requests
+                        );
+                    }
+                }
+                Measurements::Latency(l) => {
+                    out += &format!(
+                        "{at}: latency `{}`: applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; \
+                         probe p50 {:.2} ms, p99 {:.2} ms ({} changes)\n",
+                        c.name,
+                        l.applied.p50,
+                        l.applied.p99,
+                        l.applied.max,
+                        l.probe.p50,
+                        l.probe.p99,
+                        l.changes
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// The summary table: scenario, mode, result, converge ms; then the totals.
@@ -109,16 +156,15 @@ pub fn summary_table(results: &[CaseResult]) -> String {
 mod tests {
     use super::*;
 
+    fn result(case: &str, mode: &str) -> CaseResult {
+        CaseResult::bare(case.into(), mode.into(), "host".into(), 1)
+    }
+
     #[test]
     fn skipped_cases_are_neither_passed_nor_failed() {
-        let results = vec![CaseResult {
-            case: "uri_equal".into(),
-            mode: "etcd".into(),
-            passed: false,
-            converge_ms: None,
-            error: None,
-            skipped: Some("etcd server not available".into()),
-        }];
+        let mut r = result("uri_equal", "etcd");
+        r.skipped = Some("etcd server not available".into());
+        let results = vec![r];
         assert!(!results[0].failed());
         assert_eq!(failure_details(&results), "");
         assert_eq!(
@@ -134,25 +180,49 @@ mod tests {
     }
 
     #[test]
-    fn table_lists_every_case() {
-        let results = vec![
-            CaseResult {
-                case: "uri_equal".into(),
-                mode: "websocket".into(),
-                passed: true,
-                converge_ms: Some(7),
-                error: None,
-                skipped: None,
+    fn check_notes_name_skips_and_statistics() {
+        use crate::judge::latency::{Limits, Quantiles, Stats};
+        use crate::report::CheckReport;
+        let mut r = result("hash", "websocket");
+        r.checks = vec![
+            CheckReport {
+                name: "sticky".into(),
+                step: Some("add".into()),
+                kind: "hash",
+                outcome: CheckOutcome::Skipped("no client addresses".into()),
+                elapsed_ms: 0.0,
+                measurements: Measurements::None,
             },
-            CaseResult {
-                case: "bad".into(),
-                mode: "parse".into(),
-                passed: false,
-                converge_ms: None,
-                error: Some("x".into()),
-                skipped: None,
+            CheckReport {
+                name: "toggle".into(),
+                step: None,
+                kind: "latency",
+                outcome: CheckOutcome::Passed,
+                elapsed_ms: 1.0,
+                measurements: Measurements::Latency(Stats {
+                    changes: 4,
+                    applied: Quantiles { p50: 1.0, p95: 2.0, p99: 3.0, max: 4.0 },
+                    probe: Quantiles { p50: 1.5, p95: 2.5, p99: 3.5, max: 4.5 },
+                    limits: Limits { p50: None, p95: None, p99: None, max: None },
+                }),
             },
         ];
+        assert_eq!(
+            check_notes(&[r]),
+            "SKIP check `sticky` of hash@websocket step `add`: no client addresses\n\
+             hash@websocket: latency `toggle`: applied p50 1.00 ms, p99 3.00 ms, max 4.00 ms; \
+             probe p50 1.50 ms, p99 3.50 ms (4 changes)\n"
+        );
+    }
+
+    #[test]
+    fn table_lists_every_case() {
+        let mut ok = result("uri_equal", "websocket");
+        ok.passed = true;
+        ok.converge_ms = Some(7);
+        let mut bad = result("bad", "parse");
+        bad.error = Some("x".into());
+        let results = vec![ok, bad];
         let t = summary_table(&results);
         assert_eq!(
             t,

@@ -338,16 +338,308 @@ pub struct Probe {
     pub expect: Expect,
 }
 
-/// A named check.
+/// A named check: one kind of judgement (docs/scenarios.md, "Checks"). In a file a check is
+/// `name` plus either `request` + `expect` (a probe) or exactly one judge key.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(try_from = "RawCheck")]
 pub struct Check {
     /// What it proves.
     pub name: String,
+    /// What is judged.
+    pub kind: CheckKind,
+}
+
+/// The kinds of check, each judged by its module under `harness/src/judge/`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckKind {
+    /// One request (or `repeat` of them), each answer judged against `expect`.
+    Probe(ProbeCheck),
+    /// Counts per upstream against the configured shares (χ² goodness of fit).
+    Distribution(DistributionSpec),
+    /// Round robin's exact weighted cycle, up to rotation.
+    RoundRobin(CycleSpec),
+    /// Consistent hashing on the client address: each client's upstream as ShenYu's ring says.
+    Hash(HashSpec),
+    /// A slow upstream gets at most a share of concurrent traffic (leastActive,
+    /// shortestResponse, p2c).
+    Steer(SteerSpec),
+    /// Sync latency over repeated changes: admin commit → gateway applied → probe passes.
+    Latency(LatencySpec),
+}
+
+impl CheckKind {
+    /// The key that names the kind in a file (`probe` for request + expect).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CheckKind::Probe(_) => "probe",
+            CheckKind::Distribution(_) => "distribution",
+            CheckKind::RoundRobin(_) => "roundRobin",
+            CheckKind::Hash(_) => "hash",
+            CheckKind::Steer(_) => "steer",
+            CheckKind::Latency(_) => "latency",
+        }
+    }
+
+    /// The request the check sends (the latency check's probe).
+    pub fn request(&self) -> &RequestSpec {
+        match self {
+            CheckKind::Probe(p) => &p.request,
+            CheckKind::Distribution(d) => &d.request,
+            CheckKind::RoundRobin(c) => &c.request,
+            CheckKind::Hash(h) => &h.request,
+            CheckKind::Steer(s) => &s.request,
+            CheckKind::Latency(l) => &l.request,
+        }
+    }
+}
+
+/// A check as written: `name` and the keys of one kind.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawCheck {
+    name: String,
+    request: Option<RequestSpec>,
+    expect: Option<Expect>,
+    repeat: Option<u32>,
+    distribution: Option<DistributionSpec>,
+    round_robin: Option<CycleSpec>,
+    hash: Option<HashSpec>,
+    steer: Option<SteerSpec>,
+    latency: Option<LatencySpec>,
+}
+
+impl TryFrom<RawCheck> for Check {
+    type Error = String;
+
+    fn try_from(raw: RawCheck) -> Result<Self, String> {
+        let mut kinds: Vec<CheckKind> = Vec::new();
+        kinds.extend(raw.distribution.map(CheckKind::Distribution));
+        kinds.extend(raw.round_robin.map(CheckKind::RoundRobin));
+        kinds.extend(raw.hash.map(CheckKind::Hash));
+        kinds.extend(raw.steer.map(CheckKind::Steer));
+        kinds.extend(raw.latency.map(CheckKind::Latency));
+        let judge_keys = "distribution, roundRobin, hash, steer, latency";
+        let probe = match (raw.request, raw.expect) {
+            (Some(request), Some(expect)) => Some(ProbeCheck {
+                request,
+                expect,
+                repeat: raw.repeat.unwrap_or(1),
+            }),
+            (None, None) if raw.repeat.is_none() => None,
+            (Some(_), None) => {
+                return Err(format!("check `{}`: `request` needs `expect`", raw.name));
+            }
+            _ => {
+                return Err(format!(
+                    "check `{}`: `expect` and `repeat` go with a `request`",
+                    raw.name
+                ));
+            }
+        };
+        kinds.extend(probe.map(CheckKind::Probe));
+        match kinds.len() {
+            1 => Ok(Check {
+                name: raw.name,
+                kind: kinds.remove(0),
+            }),
+            0 => Err(format!(
+                "check `{}` judges nothing: give `request` + `expect`, or one of {judge_keys}",
+                raw.name
+            )),
+            _ => Err(format!(
+                "check `{}` has several kinds ({}): one check judges one thing",
+                raw.name,
+                kinds
+                    .iter()
+                    .map(CheckKind::name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}
+
+/// A request and its expectation, sent `repeat` times (each answer must pass).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeCheck {
     /// The request.
     pub request: RequestSpec,
     /// The expectation.
     pub expect: Expect,
+    /// How many times to send it (default 1).
+    pub repeat: u32,
+}
+
+fn two_thousand() -> u32 {
+    2000
+}
+
+fn eight() -> u32 {
+    8
+}
+
+fn default_alpha() -> f64 {
+    1e-6
+}
+
+/// `distribution:` send `requests` requests and judge the counts per upstream against the
+/// shares the selector's upstreams imply (or `shares`) with a χ² goodness-of-fit test at
+/// significance `alpha`; upstreams with an expected share of 0 must get no request at all.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DistributionSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams (weight, status) imply the expected shares.
+    pub selector: String,
+    /// How many requests (default 2000; see docs/scenarios.md for the test's power).
+    #[serde(default = "two_thousand")]
+    pub requests: u32,
+    /// Requests in flight at once (default 8).
+    #[serde(default = "eight")]
+    pub concurrency: u32,
+    /// Expected shares by upstream name, instead of the ones the weights imply (normalised;
+    /// an upstream left out must get nothing).
+    #[serde(default)]
+    pub shares: Option<BTreeMap<String, f64>>,
+    /// The significance level: a correct gateway fails with this probability (default 1e-6).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+}
+
+/// `roundRobin:` send `rounds` whole cycles one at a time; the upstreams must follow smooth
+/// weighted round robin's cycle over the selector's upstreams, from any point in it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CycleSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams (weights, order) make the cycle.
+    pub selector: String,
+    /// Whole cycles to observe (default 3).
+    #[serde(default = "three")]
+    pub rounds: u32,
+}
+
+fn sixteen() -> u32 {
+    16
+}
+
+/// `hash:` requests from `clients` distinct client addresses (127.x.y.z, drawn from the
+/// case's seed), each sent `repeat` times: every client must always reach the upstream that
+/// ShenYu's hash ring over the selector's upstreams gives its address. Host backend only.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HashSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams make the ring.
+    pub selector: String,
+    /// Distinct client addresses (default 16).
+    #[serde(default = "sixteen")]
+    pub clients: u32,
+    /// Requests per client (default 3).
+    #[serde(default = "three")]
+    pub repeat: u32,
+}
+
+fn two_hundred() -> u32 {
+    200
+}
+
+fn fifty_ms() -> Duration {
+    Duration::from_millis(50)
+}
+
+/// `steer:` send `requests` requests, `concurrency` at a time, with upstream `slow` answering
+/// after `delay`; the slow upstream may get at most `maxShare` of them, and every other
+/// upstream of the selector at least `minShare`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SteerSpec {
+    /// The request (the harness adds the delay header).
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams are judged.
+    pub selector: String,
+    /// The upstream made slow.
+    pub slow: String,
+    /// How long it takes to answer (default 50ms).
+    #[serde(default = "fifty_ms", deserialize_with = "duration")]
+    pub delay: Duration,
+    /// How many requests (default 200).
+    #[serde(default = "two_hundred")]
+    pub requests: u32,
+    /// Requests in flight at once (default 8).
+    #[serde(default = "eight")]
+    pub concurrency: u32,
+    /// The most the slow upstream may get, as a share of all requests.
+    pub max_share: f64,
+    /// The least every other upstream must get (default 0: only that the slow one is avoided).
+    #[serde(default)]
+    pub min_share: f64,
+}
+
+fn twenty() -> u32 {
+    20
+}
+
+fn one_ms() -> Duration {
+    Duration::from_millis(1)
+}
+
+/// `latency:` toggle the selector's `enabled` flag `changes` times; for each change record the
+/// time from the admin's 2xx to the gateway applying it (its `/actuator/digest` applied time)
+/// and to the first pass of a `consecutive` streak of the probe (route present when enabled,
+/// absent when disabled), polled every `interval` (at most 1ms); judge the applied times'
+/// quantiles against `limits`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LatencySpec {
+    /// The setup selector whose `enabled` flag is toggled (it ends as it started).
+    pub selector: String,
+    /// The probe: routed while the selector is enabled, absent while it is disabled.
+    pub request: RequestSpec,
+    /// How many changes (even, default 20).
+    #[serde(default = "twenty")]
+    pub changes: u32,
+    /// Passes in a row that make a change visible (default 1).
+    #[serde(default = "one_u32")]
+    pub consecutive: u32,
+    /// Probe poll period (default and at most 1ms).
+    #[serde(default = "one_ms", deserialize_with = "duration")]
+    pub interval: Duration,
+    /// Deadline per change (default 10s).
+    #[serde(default = "ten_s", deserialize_with = "duration")]
+    pub timeout: Duration,
+    /// Upper bounds on the applied latency's quantiles.
+    #[serde(default)]
+    pub limits: LatencyLimits,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+/// Upper bounds for sync latency quantiles; each optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LatencyLimits {
+    /// Median.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub p50: Option<Duration>,
+    /// 95th percentile.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub p95: Option<Duration>,
+    /// 99th percentile.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub p99: Option<Duration>,
+    /// Maximum.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub max: Option<Duration>,
+}
+
+fn opt_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
 }
 
 /// One step: admin changes, a wait that proves them live, then checks.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use model::ParamType;
 
-use super::ast::{Change, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait};
+use super::ast::{Change, Check, CheckKind, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait};
 use crate::error::ScenarioError;
 
 /// The longest poll interval a scenario may ask for.
@@ -203,8 +203,10 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
         &s.wait.probe.expect,
         s.wait.probe.request.method.as_str(),
     )];
+    let setup_selectors: HashSet<&str> =
+        s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
     for (i, c) in s.checks.iter().enumerate() {
-        probes.push((format!("checks[{i}]"), &c.expect, c.request.method.as_str()));
+        check(c, &format!("checks[{i}]"), &setup_selectors, &known)?;
     }
     for (i, st) in s.steps.iter().enumerate() {
         let at = format!("steps[{i}]");
@@ -214,13 +216,6 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
             &st.wait.probe.expect,
             st.wait.probe.request.method.as_str(),
         ));
-        for (j, c) in st.checks.iter().enumerate() {
-            probes.push((
-                format!("{at}.checks[{j}]"),
-                &c.expect,
-                c.request.method.as_str(),
-            ));
-        }
         unique(
             st.checks.iter().map(|c| c.name.as_str()),
             &format!("{at}.checks"),
@@ -235,17 +230,11 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
             p.request.method.as_str(),
         ));
     }
-    for (at, expect, method) in probes {
+    for (at, expect, m) in probes {
         if let Some(name) = &expect.upstream {
             known(name, format!("{at}.expect.upstream"))?;
         }
-        if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
-            return Err(problem(
-                format!("{at}.request.method"),
-                format!("invalid HTTP method `{method}`"),
-                Some(format!("method: {method}")),
-            ));
-        }
+        method(m, &format!("{at}.request.method"))?;
     }
     unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check")?;
     Ok(())
@@ -366,6 +355,170 @@ fn steps(s: &Scenario, known: &dyn Fn(&str, String) -> Result<(), Problem>) -> R
                 }
             }
         }
+        let selectors: HashSet<&str> = live.keys().copied().collect();
+        for (j, c) in st.checks.iter().enumerate() {
+            check(c, &format!("steps[{i}].checks[{j}]"), &selectors, known)?;
+        }
+    }
+    Ok(())
+}
+
+/// The most client addresses a hash check may ask for.
+const MAX_HASH_CLIENTS: u32 = 1024;
+
+/// A check fits its kind: its request is valid, the selector and upstreams it names exist at
+/// that point, and its numbers are in range.
+fn check(
+    c: &Check,
+    at: &str,
+    selectors: &HashSet<&str>,
+    known: &dyn Fn(&str, String) -> Result<(), Problem>,
+) -> Result<(), Problem> {
+    let request = c.kind.request();
+    method(&request.method, &format!("{at}.{}.request.method", kind_key(&c.kind)))?;
+    let kind = kind_key(&c.kind);
+    let selector = |name: &str| {
+        if selectors.contains(name) {
+            Ok(())
+        } else {
+            Err(problem(
+                format!("{at}.{kind}.selector"),
+                format!("no setup selector named `{name}` at this point"),
+                Some(format!("selector: {name}")),
+            ))
+        }
+    };
+    let at_least = |value: u32, min: u32, field: &str| {
+        if value >= min {
+            Ok(())
+        } else {
+            Err(problem(
+                format!("{at}.{kind}.{field}"),
+                format!("must be at least {min}, got {value}"),
+                Some(format!("{field}:")),
+            ))
+        }
+    };
+    let fraction = |value: f64, field: &str, open: bool| {
+        let ok = if open {
+            value > 0.0 && value < 1.0
+        } else {
+            (0.0..=1.0).contains(&value)
+        };
+        if ok {
+            Ok(())
+        } else {
+            let range = if open { "strictly between 0 and 1" } else { "between 0 and 1" };
+            Err(problem(
+                format!("{at}.{kind}.{field}"),
+                format!("must be {range}, got {value}"),
+                Some(format!("{field}:")),
+            ))
+        }
+    };
+    match &c.kind {
+        CheckKind::Probe(p) => {
+            if let Some(name) = &p.expect.upstream {
+                known(name, format!("{at}.expect.upstream"))?;
+            }
+            at_least(p.repeat, 1, "repeat")?;
+        }
+        CheckKind::Distribution(d) => {
+            selector(&d.selector)?;
+            at_least(d.requests, 1, "requests")?;
+            at_least(d.concurrency, 1, "concurrency")?;
+            fraction(d.alpha, "alpha", true)?;
+            if let Some(shares) = &d.shares {
+                for (name, share) in shares {
+                    known(name, format!("{at}.distribution.shares.{name}"))?;
+                    if !(share.is_finite() && *share >= 0.0) {
+                        return Err(problem(
+                            format!("{at}.distribution.shares.{name}"),
+                            format!("must be a number ≥ 0, got {share}"),
+                            Some(format!("{name}:")),
+                        ));
+                    }
+                }
+                if shares.values().sum::<f64>() <= 0.0 {
+                    return Err(problem(
+                        format!("{at}.distribution.shares"),
+                        "at least one share must be positive".into(),
+                        Some("shares:".into()),
+                    ));
+                }
+            }
+        }
+        CheckKind::RoundRobin(r) => {
+            selector(&r.selector)?;
+            at_least(r.rounds, 1, "rounds")?;
+        }
+        CheckKind::Hash(h) => {
+            selector(&h.selector)?;
+            at_least(h.clients, 1, "clients")?;
+            at_least(h.repeat, 1, "repeat")?;
+            if h.clients > MAX_HASH_CLIENTS {
+                return Err(problem(
+                    format!("{at}.hash.clients"),
+                    format!("at most {MAX_HASH_CLIENTS}, got {}", h.clients),
+                    Some("clients:".into()),
+                ));
+            }
+        }
+        CheckKind::Steer(st) => {
+            selector(&st.selector)?;
+            known(&st.slow, format!("{at}.steer.slow"))?;
+            at_least(st.requests, 1, "requests")?;
+            at_least(st.concurrency, 1, "concurrency")?;
+            fraction(st.max_share, "maxShare", false)?;
+            fraction(st.min_share, "minShare", false)?;
+        }
+        CheckKind::Latency(l) => {
+            selector(&l.selector)?;
+            at_least(l.consecutive, 1, "consecutive")?;
+            if l.changes < 2 || l.changes % 2 != 0 {
+                return Err(problem(
+                    format!("{at}.latency.changes"),
+                    format!(
+                        "must be an even number ≥ 2 (the selector ends as it started), got {}",
+                        l.changes
+                    ),
+                    Some("changes:".into()),
+                ));
+            }
+            if l.interval.is_zero() || l.interval > MAX_LATENCY_INTERVAL {
+                return Err(problem(
+                    format!("{at}.latency.interval"),
+                    format!(
+                        "must be between 1µs and 1ms (a latency is not quantised by its probe), got {}",
+                        humantime::format_duration(l.interval)
+                    ),
+                    Some("interval:".into()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The longest probe interval of a latency check.
+pub const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The key naming a check kind in a file, for field paths (`expect` for a probe's fields is
+/// at the check's own level).
+fn kind_key(kind: &CheckKind) -> &'static str {
+    match kind {
+        CheckKind::Probe(_) => "request",
+        other => other.name(),
+    }
+}
+
+fn method(method: &str, path: &str) -> Result<(), Problem> {
+    if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
+        return Err(problem(
+            path.to_owned(),
+            format!("invalid HTTP method `{method}`"),
+            Some(format!("method: {method}")),
+        ));
     }
     Ok(())
 }
@@ -425,10 +578,13 @@ mod tests {
         assert_eq!(sel.conditions[0].to_dto().param_name.as_deref(), Some("/"));
         assert_eq!(sel.rules[0].handle.to_handle().retry, 3);
         assert_eq!(s.checks.len(), 2);
-        assert_eq!(
-            s.checks[1].expect.route,
-            Some(super::super::ast::Route::Absent)
-        );
+        match &s.checks[1].kind {
+            super::super::ast::CheckKind::Probe(p) => {
+                assert_eq!(p.expect.route, Some(super::super::ast::Route::Absent));
+                assert_eq!(p.repeat, 1);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -564,7 +720,7 @@ steps:
         assert_eq!(st.changes[4], Change::DeleteSelector("uri-equal".into()));
         assert_eq!(st.wait.consecutive, 3);
         assert_eq!(st.wait.timeout, Duration::from_secs(10));
-        assert_eq!(st.checks[0].expect.code, None);
+        assert_eq!(st.checks[0].kind.name(), "probe");
     }
 
     #[test]
@@ -609,5 +765,123 @@ steps:
             STEPS.replace("    wait:\n      probe:", "    wiat:\n      probe:")
         ));
         assert!(e.contains("steps[0]: unknown field `wiat`"), "{e}");
+    }
+
+    const JUDGES: &str = "
+  - name: spread
+    distribution:
+      request: { path: /http/order/findById }
+      selector: uri-equal
+  - name: cycle
+    roundRobin: { request: { path: /x }, selector: uri-equal }
+  - name: sticky
+    hash: { request: { path: /x }, selector: uri-equal }
+  - name: steer
+    steer: { request: { path: /x }, selector: uri-equal, slow: alpha, maxShare: 0.2 }
+  - name: toggle
+    latency: { request: { path: /x }, selector: uri-equal }
+";
+
+    fn with_judges(judges: &str) -> String {
+        GOOD.replace("\nteardown:", &format!("{judges}\nteardown:"))
+    }
+
+    #[test]
+    fn judge_checks_parse_with_their_defaults() {
+        use super::super::ast::CheckKind;
+        let s = parse_str(Path::new("x.yaml"), &with_judges(JUDGES)).unwrap();
+        let kinds: Vec<&str> = s.checks.iter().map(|c| c.kind.name()).collect();
+        assert_eq!(
+            kinds,
+            ["probe", "probe", "distribution", "roundRobin", "hash", "steer", "latency"]
+        );
+        let CheckKind::Distribution(d) = &s.checks[2].kind else {
+            panic!()
+        };
+        assert_eq!((d.requests, d.concurrency, d.alpha, d.shares.is_none()), (2000, 8, 1e-6, true));
+        let CheckKind::RoundRobin(r) = &s.checks[3].kind else {
+            panic!()
+        };
+        assert_eq!(r.rounds, 3);
+        let CheckKind::Hash(h) = &s.checks[4].kind else {
+            panic!()
+        };
+        assert_eq!((h.clients, h.repeat), (16, 3));
+        let CheckKind::Steer(st) = &s.checks[5].kind else {
+            panic!()
+        };
+        assert_eq!(
+            (st.delay, st.requests, st.concurrency, st.min_share),
+            (Duration::from_millis(50), 200, 8, 0.0)
+        );
+        let CheckKind::Latency(l) = &s.checks[6].kind else {
+            panic!()
+        };
+        assert_eq!(
+            (l.changes, l.consecutive, l.interval, l.timeout, l.limits.p99),
+            (20, 1, Duration::from_millis(1), Duration::from_secs(10), None)
+        );
+    }
+
+    #[test]
+    fn a_check_judges_exactly_one_thing() {
+        let e = err(&with_judges("  - name: nothing\n    repeat: 2\n"));
+        assert!(e.contains("`expect` and `repeat` go with a `request`"), "{e}");
+        let e = err(&with_judges("  - name: nothing\n"));
+        assert!(e.contains("check `nothing` judges nothing: give `request` + `expect`, or one of distribution"), "{e}");
+        let e = err(&with_judges(
+            "  - name: two\n    request: { path: /x }\n    expect: { status: 200 }\n    hash: { request: { path: /x }, selector: uri-equal }\n",
+        ));
+        assert!(e.contains("check `two` has several kinds (hash, probe)"), "{e}");
+        assert!(e.starts_with("x.yaml:"), "{e}");
+    }
+
+    #[test]
+    fn judge_fields_are_validated_where_they_stand() {
+        let e = err(&with_judges(&JUDGES.replace("selector: uri-equal\n", "selector: nope\n")));
+        assert!(
+            e.contains("checks[2].distribution.selector: no setup selector named `nope` at this point"),
+            "{e}"
+        );
+        let e = err(&with_judges(&JUDGES.replace("slow: alpha", "slow: omega")));
+        assert!(e.contains("checks[5].steer.slow: upstream `omega` is not declared"), "{e}");
+        let e = err(&with_judges(&JUDGES.replace("maxShare: 0.2", "maxShare: 1.5")));
+        assert!(e.contains("checks[5].steer.maxShare: must be between 0 and 1, got 1.5"), "{e}");
+        let e = err(&with_judges(&JUDGES.replace(
+            "latency: { request: { path: /x }, selector: uri-equal }",
+            "latency: { request: { path: /x }, selector: uri-equal, changes: 3 }",
+        )));
+        assert!(e.contains("checks[6].latency.changes: must be an even number ≥ 2"), "{e}");
+        let e = err(&with_judges(&JUDGES.replace(
+            "latency: { request: { path: /x }, selector: uri-equal }",
+            "latency: { request: { path: /x }, selector: uri-equal, interval: 10ms }",
+        )));
+        assert!(e.contains("checks[6].latency.interval: must be between 1µs and 1ms"), "{e}");
+        let e = err(&with_judges(
+            "  - name: odd shares\n    distribution: { request: { path: /x }, selector: uri-equal, shares: { omega: 1 } }\n",
+        ));
+        assert!(e.contains("checks[2].distribution.shares.omega: upstream `omega` is not declared"), "{e}");
+    }
+
+    #[test]
+    fn a_step_check_sees_the_selectors_alive_at_that_step() {
+        let step = "
+steps:
+  - name: gone
+    changes:
+      - deleteSelector: uri-equal
+    wait:
+      probe:
+        request: { path: /http/order/findById }
+        expect: { route: absent }
+    checks:
+      - name: spread
+        distribution: { request: { path: /x }, selector: uri-equal }
+";
+        let e = err(&format!("{GOOD}{step}"));
+        assert!(
+            e.contains("steps[0].checks[0].distribution.selector: no setup selector named `uri-equal` at this point"),
+            "{e}"
+        );
     }
 }

@@ -2,30 +2,38 @@
 //!
 //! ```text
 //! start ─▶ precheck ─▶ setup ─▶ wait ─▶ checks ─▶ steps ─▶ teardown ─▶ stop
-//!          digests      create   probe   all of    each:    restore plugins, batch delete,
-//!          equal; probe selectors converges them    change,  GET → 404, probe route
-//!          not passing  + rules  + digests          wait,    absent, teardown probes,
-//!                                                   checks   digests equal
+//!          digests      create   probe   each     each:    restore plugins, batch delete,
+//!          equal; probe selectors converges judged  change,  GET → 404, probe route
+//!          not passing  + rules  + digests (judge/) wait,    absent, teardown probes,
+//!                                                  checks   digests equal
 //! ```
+//!
+//! Every change (setup, each step, teardown) is timed from the admin's 2xx to the gateway
+//! applying it and to the first pass of its wait; every check's verdict and measurements go
+//! out as [`Event::CheckFinished`] and into the case's [`CaseRecord`], passed or failed.
+//! [`made`] keeps what setup made current; [`checks`] observes and judges each check kind.
+
+mod checks;
+mod made;
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use model::{DivideUpstream, MetaDataRegister, RuleDto, SelectorDto, SyncMode, UriRegister};
+use model::{AppliedDigest, MetaDataRegister, SyncMode, UriRegister};
 
+use self::made::{Made, MadeRule, MadeSelector};
 use crate::RunOptions;
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{RunError, RunErrorKind, Step};
+use crate::lower::{self, Addresses};
 use crate::probe::judge;
-use crate::report::Event;
+use crate::report::{CaseRecord, ChangeTiming, Event, FinalDigests};
 use crate::scenario::Scenario;
-use crate::scenario::ast::{
-    Change, Check, Expect, Probe, RegistrationSpec, RequestSpec, Route, SelectorSpec, UpstreamRef,
-    Wait,
-};
+use crate::scenario::ast::{Change, Expect, Probe, RegistrationSpec, RequestSpec, Route, Wait};
 use crate::topology::Topology;
-use crate::wait::{WaitPolicy, await_convergence};
+use crate::wait::{Converged, WaitPolicy, await_convergence};
 
 /// The admin's built-in credentials.
 const ADMIN_USER: &str = "admin";
@@ -34,7 +42,7 @@ const ADMIN_PASSWORD: &str = "123456";
 const LOG_LINES: usize = 40;
 
 /// A passed case.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaseOutcome {
     /// Scenario name.
     pub case: String,
@@ -42,12 +50,25 @@ pub struct CaseOutcome {
     pub mode: SyncMode,
     /// Time from the end of setup to the first pass of the final wait streak.
     pub converge_ms: u64,
+    /// Checks, change timings and final digests.
+    pub record: CaseRecord,
 }
 
 type StepResult<T> = Result<T, (Step, RunErrorKind)>;
 
 fn at<E: Into<RunErrorKind>>(step: Step) -> impl FnOnce(E) -> (Step, RunErrorKind) {
     move |e| (step, e.into())
+}
+
+/// Wall-clock µs since the Unix epoch (the clock the gateway's `appliedAtUs` uses).
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Runs `scenario` under `mode`, reporting progress to `events`.
@@ -60,12 +81,13 @@ pub async fn run_case(
 ) -> Result<CaseOutcome, RunError> {
     let id = format!("{}@{mode}", scenario.name);
     events(Event::CaseStarted { id: id.clone() });
-    let fail = |step, kind, logs| RunError {
+    let fail = |step, kind, logs, record| RunError {
         case: scenario.name.clone(),
         mode,
         step,
         kind,
         logs,
+        record,
     };
     events(Event::StepStarted {
         id: id.clone(),
@@ -73,72 +95,36 @@ pub async fn run_case(
     });
     let topo = Topology::start(backend, mode, &scenario.upstreams, opts.keep)
         .await
-        .map_err(|e| fail(Step::Start, e.into(), String::new()))?;
+        .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
+    let addrs: Addresses = scenario
+        .upstreams
+        .iter()
+        .map(|name| {
+            let up = topo.upstream(name).expect("the topology started every upstream");
+            (name.clone(), up.host_port())
+        })
+        .collect();
     let case = Case {
         scenario,
         topo: &topo,
         gateway: GatewayClient::new(topo.gateway.url()),
+        addrs,
+        backend: backend.kind(),
+        seed: opts.seed,
         id,
         events,
+        record: Mutex::new(CaseRecord::default()),
     };
-    match case.run().await {
+    let result = case.run().await;
+    let record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
+    match result {
         Ok(converge) => Ok(CaseOutcome {
             case: scenario.name.clone(),
             mode,
-            converge_ms: u64::try_from(converge.as_millis()).unwrap_or(u64::MAX),
+            converge_ms: millis(converge),
+            record,
         }),
-        Err((step, kind)) => Err(fail(step, kind, topo.log_tails(LOG_LINES))),
-    }
-}
-
-/// A rule setup made, and whether a step deleted it.
-struct MadeRule {
-    name: String,
-    id: String,
-    dto: RuleDto,
-    deleted: bool,
-}
-
-/// A selector setup made (with its rules), and whether a step deleted it.
-struct MadeSelector {
-    name: String,
-    id: String,
-    dto: SelectorDto,
-    deleted: bool,
-    rules: Vec<MadeRule>,
-}
-
-/// Everything setup made, kept current by the steps.
-struct Made {
-    selectors: Vec<MadeSelector>,
-    /// Selectors the admin made for registrations.
-    registered: Vec<String>,
-}
-
-impl Made {
-    fn selector(&mut self, name: &str) -> StepResult<&mut MadeSelector> {
-        self.selectors
-            .iter_mut()
-            .find(|s| s.name == name && !s.deleted)
-            .ok_or_else(|| {
-                (
-                    Step::Steps,
-                    RunErrorKind::UnknownObject(format!("selector `{name}`")),
-                )
-            })
-    }
-
-    fn rule(&mut self, selector: &str, name: &str) -> StepResult<&mut MadeRule> {
-        self.selector(selector)?
-            .rules
-            .iter_mut()
-            .find(|r| r.name == name && !r.deleted)
-            .ok_or_else(|| {
-                (
-                    Step::Steps,
-                    RunErrorKind::UnknownObject(format!("rule `{name}` of selector `{selector}`")),
-                )
-            })
+        Err((step, kind)) => Err(fail(step, kind, topo.log_tails(LOG_LINES), record)),
     }
 }
 
@@ -152,8 +138,14 @@ struct Case<'a> {
     scenario: &'a Scenario,
     topo: &'a Topology,
     gateway: GatewayClient,
+    /// Where each upstream listens, as the gateway reaches it.
+    addrs: Addresses,
+    backend: BackendKind,
+    seed: u64,
     id: String,
     events: &'a (dyn Fn(Event) + Send + Sync),
+    /// What the reports get, passed or failed.
+    record: Mutex<CaseRecord>,
 }
 
 impl Case<'_> {
@@ -164,6 +156,10 @@ impl Case<'_> {
         });
     }
 
+    fn record(&self, f: impl FnOnce(&mut CaseRecord)) {
+        f(&mut self.record.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
     async fn run(&self) -> StepResult<Duration> {
         self.step(Step::Precheck);
         let admin = AdminClient::login(self.topo.admin.url(), ADMIN_USER, ADMIN_PASSWORD)
@@ -172,16 +168,22 @@ impl Case<'_> {
         self.precheck(&admin).await?;
         self.step(Step::Setup);
         let mut made = self.setup(&admin).await?;
+        let committed = now_us();
         self.step(Step::Wait);
         let converge = self
             .wait_for(&self.scenario.wait, "the wait probe")
             .await
             .map_err(at(Step::Wait))?;
-        self.digests_converge(&admin, "digest equality after the wait")
+        self.record(|r| r.converge_ms = Some(millis(converge.first_pass)));
+        let applied = self
+            .digests_converge(&admin, "digest equality after the wait")
             .await
             .map_err(at(Step::Wait))?;
+        self.timing("setup", committed, &applied, converge);
         self.step(Step::Checks);
-        self.checks(&self.scenario.checks, "", Step::Checks).await?;
+        self.checks(&admin, &self.scenario.checks, None, &mut made)
+            .await
+            .map_err(at(Step::Checks))?;
         let mut plugins = Vec::new();
         if !self.scenario.steps.is_empty() {
             self.step(Step::Steps);
@@ -195,11 +197,20 @@ impl Case<'_> {
         self.teardown(&admin, &made)
             .await
             .map_err(at(Step::Teardown))?;
-        Ok(converge)
+        Ok(converge.first_pass)
     }
 
-    fn policy(&self) -> WaitPolicy {
-        policy(&self.scenario.wait)
+    /// Records a change's times: admin 2xx at `committed` (µs) → the gateway's applied time
+    /// of the converged digest, and → the end of the first pass of its wait's streak (the
+    /// wait starts right after the 2xx).
+    fn timing(&self, change: &str, committed: u64, applied: &AppliedDigest, wait: Converged) {
+        let timing = ChangeTiming {
+            change: change.to_owned(),
+            applied_ms: applied.applied_at_us.saturating_sub(committed) as f64 / 1000.0,
+            probe_ms: wait.first_seen.as_secs_f64() * 1000.0,
+        };
+        tracing::info!(case = %self.id, change, applied_ms = timing.applied_ms, probe_ms = timing.probe_ms, "change live");
+        self.record(|r| r.timings.push(timing));
     }
 
     /// Runs every step: its changes, its wait, digest equality, its checks.
@@ -213,24 +224,22 @@ impl Case<'_> {
             for change in &st.changes {
                 self.apply(admin, change, made, plugins).await?;
             }
+            let committed = now_us();
             let converge = self
                 .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
                 .await
                 .map_err(at(Step::Steps))?;
-            tracing::info!(
-                case = %self.id,
-                step = %st.name,
-                converge_ms = u64::try_from(converge.as_millis()).unwrap_or(u64::MAX),
-                "step converged"
-            );
-            self.digests_converge(
-                admin,
-                &format!("step `{}`: digest equality after the wait", st.name),
-            )
-            .await
-            .map_err(at(Step::Steps))?;
-            self.checks(&st.checks, &format!("step `{}` ", st.name), Step::Steps)
-                .await?;
+            let applied = self
+                .digests_converge(
+                    admin,
+                    &format!("step `{}`: digest equality after the wait", st.name),
+                )
+                .await
+                .map_err(at(Step::Steps))?;
+            self.timing(&format!("step `{}`", st.name), committed, &applied, converge);
+            self.checks(admin, &st.checks, Some(&st.name), made)
+                .await
+                .map_err(at(Step::Steps))?;
         }
         Ok(())
     }
@@ -246,16 +255,10 @@ impl Case<'_> {
         match change {
             Change::UpdateSelector(u) => {
                 let sel = made.selector(&u.name)?;
+                lower::update_selector(&mut sel.dto, &sel.id, u, &self.addrs);
                 if let Some(ups) = &u.upstreams {
-                    sel.dto.handle = Some(self.upstreams_handle(ups));
+                    sel.upstreams.clone_from(ups);
                 }
-                if let Some(e) = u.enabled {
-                    sel.dto.enabled = Some(e);
-                }
-                if let Some(cs) = &u.conditions {
-                    sel.dto.selector_conditions = Some(cs.iter().map(|c| c.to_dto()).collect());
-                }
-                sel.dto.id = Some(sel.id.clone());
                 admin
                     .update_selector(&sel.id, &sel.dto)
                     .await
@@ -263,17 +266,7 @@ impl Case<'_> {
             }
             Change::UpdateRule(u) => {
                 let rule = made.rule(&u.selector, &u.name)?;
-                if let Some(e) = u.enabled {
-                    rule.dto.enabled = Some(e);
-                }
-                if let Some(cs) = &u.conditions {
-                    rule.dto.rule_conditions = Some(cs.iter().map(|c| c.to_dto()).collect());
-                }
-                if let Some(h) = &u.handle {
-                    rule.dto.handle =
-                        Some(serde_json::to_string(&h.to_handle()).expect("handles serialise"));
-                }
-                rule.dto.id = Some(rule.id.clone());
+                lower::update_rule(&mut rule.dto, &rule.id, u);
                 admin
                     .update_rule(&rule.id, &rule.dto)
                     .await
@@ -379,13 +372,10 @@ impl Case<'_> {
         Ok(())
     }
 
-    /// Creates every selector and rule; returns their ids.
+    /// Creates every selector and rule, then the registrations; returns what it made.
     async fn setup(&self, admin: &AdminClient) -> StepResult<Made> {
         let mut plugins: HashMap<&str, String> = HashMap::new();
-        let mut made = Made {
-            selectors: Vec::new(),
-            registered: Vec::new(),
-        };
+        let mut made = Made::default();
         for spec in &self.scenario.setup.selectors {
             let plugin_id = match plugins.get(spec.plugin.as_str()) {
                 Some(id) => id.clone(),
@@ -404,25 +394,14 @@ impl Case<'_> {
                     id
                 }
             };
-            let selector_dto = self.selector_dto(spec, plugin_id);
+            let selector_dto = lower::selector_dto(spec, &plugin_id, &self.addrs);
             let selector_id = admin
                 .create_selector(&selector_dto)
                 .await
                 .map_err(at(Step::Setup))?;
             let mut rules = Vec::new();
             for rule in &spec.rules {
-                let dto = RuleDto {
-                    selector_id: Some(selector_id.clone()),
-                    name: Some(rule.name.clone()),
-                    match_mode: Some(model::MatchMode::from(rule.match_mode).code()),
-                    sort: Some(rule.sort),
-                    enabled: Some(rule.enabled),
-                    loged: Some(true),
-                    match_restful: Some(false),
-                    handle: Some(rule.handle_json()),
-                    rule_conditions: Some(rule.conditions.iter().map(|c| c.to_dto()).collect()),
-                    ..Default::default()
-                };
+                let dto = lower::rule_dto(rule, &selector_id);
                 let id = admin
                     .create_rule(&dto)
                     .await
@@ -447,8 +426,10 @@ impl Case<'_> {
                 name: spec.name.clone(),
                 id: selector_id,
                 dto: selector_dto,
+                upstreams: spec.upstreams.clone(),
                 deleted: false,
                 rules,
+                hash_seen: None,
             });
         }
         for reg in &self.scenario.setup.registrations {
@@ -527,48 +508,9 @@ impl Case<'_> {
         Ok(ids)
     }
 
-    /// The divide selector handle for scenario upstreams.
-    fn upstreams_handle(&self, ups: &[UpstreamRef]) -> String {
-        let upstreams: Vec<DivideUpstream> = ups
-            .iter()
-            .map(|u| DivideUpstream {
-                protocol: "http://".to_owned(),
-                upstream_url: self
-                    .topo
-                    .upstream(&u.upstream)
-                    .expect("validated: upstreams are declared")
-                    .host_port(),
-                upstream_host: Some("localhost".to_owned()),
-                weight: u.weight,
-                warmup: 0,
-                status: u.status,
-                timestamp: 0,
-                ..Default::default()
-            })
-            .collect();
-        serde_json::to_string(&upstreams).expect("upstreams serialise")
-    }
+}
 
-    fn selector_dto(&self, spec: &SelectorSpec, plugin_id: String) -> SelectorDto {
-        SelectorDto {
-            plugin_id: Some(plugin_id),
-            name: Some(spec.name.clone()),
-            selector_type: Some(match spec.kind {
-                crate::scenario::ast::SelectorKind::Custom => model::SelectorType::Custom.code(),
-                crate::scenario::ast::SelectorKind::Full => model::SelectorType::FullFlow.code(),
-            }),
-            match_mode: Some(model::MatchMode::from(spec.match_mode).code()),
-            sort: Some(spec.sort),
-            enabled: Some(spec.enabled),
-            loged: Some(true),
-            continued: Some(spec.continued),
-            match_restful: Some(false),
-            handle: Some(self.upstreams_handle(&spec.upstreams)),
-            selector_conditions: Some(spec.conditions.iter().map(|c| c.to_dto()).collect()),
-            ..Default::default()
-        }
-    }
-
+impl Case<'_> {
     async fn probe_once(&self, request: &RequestSpec, expect: &Expect) -> Result<(), String> {
         let resp = self
             .gateway
@@ -578,13 +520,12 @@ impl Case<'_> {
         judge(expect, &resp)
     }
 
-    async fn wait_for(&self, wait: &Wait, what: &str) -> Result<Duration, RunErrorKind> {
+    async fn wait_for(&self, wait: &Wait, what: &str) -> Result<Converged, RunErrorKind> {
         let probe = &wait.probe;
         await_convergence(policy(wait), || {
             self.probe_once(&probe.request, &probe.expect)
         })
         .await
-        .map(|c| c.first_pass)
         .map_err(|source| RunErrorKind::Timeout {
             what: what.to_owned(),
             source,
@@ -592,46 +533,48 @@ impl Case<'_> {
     }
 
     /// Waits (within the scenario's wait timeout) until the gateway's config digest equals the
-    /// admin's. Sync is eventually consistent: after the wait probe passes, other parts of the
-    /// same change may still be on their way (ZooKeeper and etcd deliver per node), so this is
-    /// a bounded wait, not a single comparison; a timeout reports both digests last seen.
-    async fn digests_converge(&self, admin: &AdminClient, what: &str) -> Result<(), RunErrorKind> {
+    /// admin's, and returns the gateway's report (with the time that config went live). Sync
+    /// is eventually consistent: after the wait probe passes, other parts of the same change
+    /// may still be on their way (ZooKeeper and etcd deliver per node), so this is a bounded
+    /// wait, not a single comparison; a timeout reports both digests last seen.
+    async fn digests_converge(
+        &self,
+        admin: &AdminClient,
+        what: &str,
+    ) -> Result<AppliedDigest, RunErrorKind> {
         let policy = WaitPolicy {
             consecutive: 1,
-            ..self.policy()
+            ..policy(&self.scenario.wait)
         };
+        let seen: Mutex<Option<(String, AppliedDigest)>> = Mutex::new(None);
         await_convergence(policy, || async {
             let (a, g) = (
                 admin.digest().await.map_err(|e| e.to_string())?,
                 self.gateway.digest().await.map_err(|e| e.to_string())?,
             );
-            if a.digest == g.digest {
+            if a.digest == g.report.digest {
+                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some((a.digest, g));
                 Ok(())
             } else {
                 Err(format!("admin {a:?}, gateway {g:?}"))
             }
         })
         .await
-        .map(|_| ())
         .map_err(|source| RunErrorKind::Timeout {
             what: what.to_owned(),
             source,
-        })
-    }
-
-    /// Runs every check and reports all failures together.
-    async fn checks(&self, checks: &[Check], prefix: &str, step: Step) -> StepResult<()> {
-        let mut failures = Vec::new();
-        for c in checks {
-            if let Err(miss) = self.probe_once(&c.request, &c.expect).await {
-                failures.push(format!("  {prefix}check `{}`: {miss}", c.name));
-            }
-        }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err((step, RunErrorKind::ChecksFailed(failures)))
-        }
+        })?;
+        let (admin_digest, gateway) = seen
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .expect("a converged wait saw equal digests");
+        self.record(|r| {
+            r.digests = Some(FinalDigests {
+                admin: admin_digest,
+                gateway: gateway.report.digest.clone(),
+            });
+        });
+        Ok(gateway)
     }
 
     async fn teardown(&self, admin: &AdminClient, made: &Made) -> Result<(), RunErrorKind> {
@@ -657,6 +600,7 @@ impl Case<'_> {
                 });
             }
         }
+        let committed = now_us();
         for id in all_selector_ids {
             if admin.get_selector(id).await?.is_some() {
                 return Err(RunErrorKind::StillPresent {
@@ -683,12 +627,15 @@ impl Case<'_> {
             },
             ..self.scenario.wait.clone()
         };
-        self.wait_for(&gone, "the wait probe's route to disappear")
+        let converge = self
+            .wait_for(&gone, "the wait probe's route to disappear")
             .await?;
         // A step may already have removed the wait probe's route, so that wait proves little
         // on its own: the teardown probes run once the gateway holds the admin's config.
-        self.digests_converge(admin, "digest equality after teardown")
+        let applied = self
+            .digests_converge(admin, "digest equality after teardown")
             .await?;
+        self.timing("teardown", committed, &applied, converge);
         let mut failures = Vec::new();
         for (i, p) in self.scenario.teardown.probes.iter().enumerate() {
             if let Err(miss) = self.probe_once(&p.request, &p.expect).await {

@@ -1,0 +1,114 @@
+//! The steer judge: balancers that look at load (leastActive counts requests in flight,
+//! shortestResponse and p2c time responses) must send little concurrent traffic to an upstream
+//! that answers slowly, and keep using the others. The judge bounds the slow upstream's share
+//! from above and every other enabled upstream's share from below.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Counts, Judge, Measurements, Verdict, share};
+
+/// The bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteerJudge {
+    /// The slow upstream.
+    pub slow: String,
+    /// The most it may get.
+    pub max_share: f64,
+    /// The other enabled upstreams of the selector.
+    pub others: Vec<String>,
+    /// The least each of them must get.
+    pub min_share: f64,
+}
+
+/// What the steer check measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Stats {
+    /// Requests answered.
+    pub requests: u64,
+    /// Requests per upstream.
+    pub observed: BTreeMap<String, u64>,
+    /// The slow upstream.
+    pub slow: String,
+    /// Its share.
+    pub slow_share: f64,
+    /// The bound on it.
+    pub max_share: f64,
+    /// The bound on each other upstream.
+    pub min_share: f64,
+}
+
+impl Judge for SteerJudge {
+    type Observation = Counts;
+
+    fn judge(&self, counts: &Counts) -> Verdict {
+        let mut failures: Vec<String> = counts.error_failure().into_iter().collect();
+        let total = counts.total();
+        let of = |name: &str| share(counts.upstreams.get(name).copied().unwrap_or(0), total);
+        let slow_share = of(&self.slow);
+        if slow_share > self.max_share {
+            failures.push(format!(
+                "slow upstream {} got {:.3} of {total} requests, more than maxShare {}",
+                self.slow, slow_share, self.max_share
+            ));
+        }
+        for other in &self.others {
+            let s = of(other);
+            if s < self.min_share {
+                failures.push(format!(
+                    "{other} got {s:.3} of {total} requests, less than minShare {}",
+                    self.min_share
+                ));
+            }
+        }
+        Verdict {
+            failures,
+            measurements: Measurements::Steer(Stats {
+                requests: total,
+                observed: counts.upstreams.clone(),
+                slow: self.slow.clone(),
+                slow_share,
+                max_share: self.max_share,
+                min_share: self.min_share,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::counts;
+    use super::*;
+
+    fn judge() -> SteerJudge {
+        SteerJudge {
+            slow: "slow".into(),
+            max_share: 0.2,
+            others: vec!["a".into(), "b".into()],
+            min_share: 0.1,
+        }
+    }
+
+    #[test]
+    fn avoiding_the_slow_upstream_passes() {
+        let v = judge().judge(&counts(&[("slow", 4), ("a", 100), ("b", 96)]));
+        assert!(v.passed(), "{:?}", v.failures);
+    }
+
+    #[test]
+    fn an_even_spread_fails_and_a_starved_upstream_fails() {
+        // What a plain random balancer does.
+        let v = judge().judge(&counts(&[("slow", 66), ("a", 67), ("b", 67)]));
+        assert_eq!(
+            v.failures,
+            vec!["slow upstream slow got 0.330 of 200 requests, more than maxShare 0.2"]
+        );
+        let v = judge().judge(&counts(&[("slow", 2), ("a", 190), ("b", 8)]));
+        assert_eq!(
+            v.failures,
+            vec!["b got 0.040 of 200 requests, less than minShare 0.1"]
+        );
+    }
+}

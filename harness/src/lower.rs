@@ -1,0 +1,201 @@
+//! Lowering a scenario into admin requests: pure functions from the scenario's specs (and the
+//! addresses its upstreams got) to the admin's DTOs, so what the engine sends can be tested
+//! without a socket. The runner adds what only the admin knows (plugin and selector ids).
+
+use std::collections::BTreeMap;
+
+use model::{DivideUpstream, RuleDto, SelectorDto};
+
+use crate::scenario::ast::{
+    ConditionSpec, RuleSpec, SelectorKind, SelectorSpec, UpdateRule, UpdateSelector, UpstreamRef,
+};
+
+/// Where each scenario upstream listens, as the gateway reaches it (`host:port`).
+pub type Addresses = BTreeMap<String, String>;
+
+/// The divide selector handle for `ups`: a JSON list of ShenYu `DivideUpstream`s, full weight
+/// at once (no warm-up).
+///
+/// # Panics
+/// If an upstream is not in `addrs` (the parser checks that every name is declared).
+pub fn upstreams_handle(ups: &[UpstreamRef], addrs: &Addresses) -> String {
+    let upstreams: Vec<DivideUpstream> = ups
+        .iter()
+        .map(|u| DivideUpstream {
+            protocol: "http://".to_owned(),
+            upstream_url: addrs
+                .get(&u.upstream)
+                .expect("validated: upstreams are declared")
+                .clone(),
+            upstream_host: Some("localhost".to_owned()),
+            weight: u.weight,
+            warmup: 0,
+            status: u.status,
+            timestamp: 0,
+            ..Default::default()
+        })
+        .collect();
+    serde_json::to_string(&upstreams).expect("upstreams serialise")
+}
+
+fn conditions(list: &[ConditionSpec]) -> Vec<model::ConditionDto> {
+    list.iter().map(ConditionSpec::to_dto).collect()
+}
+
+/// `POST /selector` for a setup selector of the plugin `plugin_id`.
+pub fn selector_dto(spec: &SelectorSpec, plugin_id: &str, addrs: &Addresses) -> SelectorDto {
+    SelectorDto {
+        plugin_id: Some(plugin_id.to_owned()),
+        name: Some(spec.name.clone()),
+        selector_type: Some(match spec.kind {
+            SelectorKind::Custom => model::SelectorType::Custom.code(),
+            SelectorKind::Full => model::SelectorType::FullFlow.code(),
+        }),
+        match_mode: Some(model::MatchMode::from(spec.match_mode).code()),
+        sort: Some(spec.sort),
+        enabled: Some(spec.enabled),
+        loged: Some(true),
+        continued: Some(spec.continued),
+        match_restful: Some(false),
+        handle: Some(upstreams_handle(&spec.upstreams, addrs)),
+        selector_conditions: Some(conditions(&spec.conditions)),
+        ..Default::default()
+    }
+}
+
+/// `POST /rule` for a setup rule of the selector `selector_id`.
+pub fn rule_dto(rule: &RuleSpec, selector_id: &str) -> RuleDto {
+    RuleDto {
+        selector_id: Some(selector_id.to_owned()),
+        name: Some(rule.name.clone()),
+        match_mode: Some(model::MatchMode::from(rule.match_mode).code()),
+        sort: Some(rule.sort),
+        enabled: Some(rule.enabled),
+        loged: Some(true),
+        match_restful: Some(false),
+        handle: Some(rule.handle_json()),
+        rule_conditions: Some(conditions(&rule.conditions)),
+        ..Default::default()
+    }
+}
+
+/// `PUT /selector/{id}`: the selector as last sent (`dto`) with the step's fields replaced.
+pub fn update_selector(dto: &mut SelectorDto, id: &str, change: &UpdateSelector, addrs: &Addresses) {
+    if let Some(ups) = &change.upstreams {
+        dto.handle = Some(upstreams_handle(ups, addrs));
+    }
+    if let Some(e) = change.enabled {
+        dto.enabled = Some(e);
+    }
+    if let Some(cs) = &change.conditions {
+        dto.selector_conditions = Some(conditions(cs));
+    }
+    dto.id = Some(id.to_owned());
+}
+
+/// `PUT /rule/{id}`: the rule as last sent (`dto`) with the step's fields replaced.
+pub fn update_rule(dto: &mut RuleDto, id: &str, change: &UpdateRule) {
+    if let Some(e) = change.enabled {
+        dto.enabled = Some(e);
+    }
+    if let Some(cs) = &change.conditions {
+        dto.rule_conditions = Some(conditions(cs));
+    }
+    if let Some(h) = &change.handle {
+        dto.handle = Some(serde_json::to_string(&h.to_handle()).expect("handles serialise"));
+    }
+    dto.id = Some(id.to_owned());
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::scenario::parse_str;
+
+    const SCENARIO: &str = r#"
+name: lowered
+modes: [websocket]
+upstreams: [alpha, beta]
+setup:
+  selectors:
+    - name: lb
+      plugin: divide
+      type: full
+      matchMode: or
+      sort: 7
+      conditions:
+        - { paramType: header, operator: "=", paramName: x-team, paramValue: blue }
+      upstreams:
+        - { upstream: alpha, weight: 3 }
+        - { upstream: beta, status: false }
+      rules:
+        - name: all
+          handle: { loadBalance: roundRobin, retry: 0 }
+wait:
+  probe:
+    request: { path: /x }
+    expect: { status: 200 }
+"#;
+
+    fn addrs() -> Addresses {
+        Addresses::from([
+            ("alpha".to_owned(), "127.0.0.1:1001".to_owned()),
+            ("beta".to_owned(), "127.0.0.1:1002".to_owned()),
+        ])
+    }
+
+    #[test]
+    fn a_selector_and_its_rule_lower_to_shenyu_dtos() {
+        let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
+        let sel = &s.setup.selectors[0];
+        let dto = selector_dto(sel, "5", &addrs());
+        assert_eq!(
+            (dto.plugin_id.as_deref(), dto.selector_type, dto.match_mode, dto.sort),
+            (Some("5"), Some(0), Some(1), Some(7))
+        );
+        let conds = dto.selector_conditions.unwrap();
+        assert_eq!(
+            (conds[0].param_type.as_deref(), conds[0].param_name.as_deref()),
+            (Some("header"), Some("x-team"))
+        );
+        assert_eq!(conds.len(), 1);
+        let ups = DivideUpstream::parse_list(dto.handle.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            ups.iter()
+                .map(|u| (u.upstream_url.as_str(), u.weight, u.status, u.warmup))
+                .collect::<Vec<_>>(),
+            vec![("127.0.0.1:1001", 3, true, 0), ("127.0.0.1:1002", 50, false, 0)]
+        );
+        let rule = rule_dto(&sel.rules[0], "9");
+        assert_eq!(rule.selector_id.as_deref(), Some("9"));
+        let handle: model::DivideRuleHandle =
+            serde_json::from_str(rule.handle.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            (handle.load_balance, handle.retry, handle.timeout),
+            (model::LoadBalance::RoundRobin, 0, 3000)
+        );
+        assert_eq!(rule.rule_conditions, Some(vec![]));
+    }
+
+    #[test]
+    fn updates_replace_only_the_given_fields() {
+        let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
+        let mut dto = selector_dto(&s.setup.selectors[0], "5", &addrs());
+        let before = dto.clone();
+        let change = UpdateSelector {
+            name: "lb".into(),
+            upstreams: None,
+            enabled: Some(false),
+            conditions: None,
+        };
+        update_selector(&mut dto, "11", &change, &addrs());
+        assert_eq!(dto.enabled, Some(false));
+        assert_eq!(dto.id.as_deref(), Some("11"));
+        assert_eq!(
+            (dto.handle, dto.selector_conditions),
+            (before.handle, before.selector_conditions)
+        );
+    }
+}

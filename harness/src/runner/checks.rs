@@ -1,0 +1,331 @@
+//! Observing and judging checks: for each check kind, send what it needs, hand the
+//! observation to its judge ([`crate::judge`]), and report the verdict and its measurements.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::made::Made;
+use super::{Case, now_us};
+use crate::backend::BackendKind;
+use crate::client::{AdminClient, GatewayClient};
+use crate::error::RunErrorKind;
+use crate::judge::distribution::{DistributionJudge, shares_from_weights};
+use crate::judge::hash::{HashJudge, Ring};
+use crate::judge::latency::{ChangeLatency, LatencyJudge};
+use crate::judge::probe::ProbeJudge;
+use crate::judge::round_robin::{CycleJudge, cycle};
+use crate::judge::steer::SteerJudge;
+use crate::judge::{Counts, Judge, Measurements, Verdict};
+use crate::probe::ProbeResponse;
+use crate::report::{CheckOutcome, CheckReport, Event};
+use crate::scenario::ast::{
+    Check, CheckKind, Expect, HashSpec, LatencySpec, RequestSpec, Route, SteerSpec,
+};
+use crate::upstream::{DELAY_HEADER, UPSTREAM_HEADER};
+use crate::wait::{WaitPolicy, await_convergence};
+
+/// Why a check produced no verdict.
+enum NoVerdict {
+    /// It cannot run here (e.g. on this backend); reported as skipped, never as passed.
+    Skip(String),
+    /// Observing failed (a change that never became visible, an admin error).
+    Failed(String),
+}
+
+impl Case<'_> {
+    /// Runs `checks` (of the step `step`, if any), reporting each; fails listing every failed
+    /// check.
+    pub(super) async fn checks(
+        &self,
+        admin: &AdminClient,
+        checks: &[Check],
+        step: Option<&str>,
+        made: &mut Made,
+    ) -> Result<(), RunErrorKind> {
+        let prefix = step.map_or_else(String::new, |s| format!("step `{s}` "));
+        let mut failures = Vec::new();
+        for c in checks {
+            let started = Instant::now();
+            let (outcome, measurements) = match self.check(admin, &c.kind, made).await {
+                Ok(v) if v.passed() => (CheckOutcome::Passed, v.measurements),
+                Ok(v) => (CheckOutcome::Failed(v.failures), v.measurements),
+                Err(NoVerdict::Failed(why)) => (CheckOutcome::Failed(vec![why]), Measurements::None),
+                Err(NoVerdict::Skip(why)) => (CheckOutcome::Skipped(why), Measurements::None),
+            };
+            if let CheckOutcome::Failed(why) = &outcome {
+                failures.push(format!("  {prefix}check `{}`: {}", c.name, why.join("; ")));
+            }
+            let report = CheckReport {
+                name: c.name.clone(),
+                step: step.map(str::to_owned),
+                kind: c.kind.name(),
+                outcome,
+                elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+                measurements,
+            };
+            (self.events)(Event::CheckFinished {
+                id: self.id.clone(),
+                check: report.clone(),
+            });
+            self.record(|r| r.checks.push(report));
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(RunErrorKind::ChecksFailed(failures))
+        }
+    }
+
+    /// Observes what `kind` needs and judges it.
+    async fn check(
+        &self,
+        admin: &AdminClient,
+        kind: &CheckKind,
+        made: &mut Made,
+    ) -> Result<Verdict, NoVerdict> {
+        let selector = |made: &mut Made, name: &str| {
+            made.selector(name)
+                .map(|s| s.upstreams.clone())
+                .map_err(|(_, e)| NoVerdict::Failed(e.to_string()))
+        };
+        Ok(match kind {
+            CheckKind::Probe(p) => {
+                let mut answers = Vec::new();
+                for _ in 0..p.repeat {
+                    answers.push(self.send(&self.gateway, &p.request).await);
+                }
+                ProbeJudge { expect: &p.expect }.judge(&answers)
+            }
+            CheckKind::Distribution(d) => {
+                let shares = match &d.shares {
+                    Some(s) => s.clone(),
+                    None => shares_from_weights(&selector(made, &d.selector)?),
+                };
+                let counts = self.count(&d.request, d.requests, d.concurrency).await;
+                DistributionJudge::new(shares, d.alpha).judge(&counts)
+            }
+            CheckKind::RoundRobin(c) => {
+                let cycle = cycle(&selector(made, &c.selector)?);
+                let mut observed = Vec::new();
+                for _ in 0..c.rounds as usize * cycle.len() {
+                    observed.push(label(&self.send(&self.gateway, &c.request).await));
+                }
+                CycleJudge { cycle }.judge(&observed)
+            }
+            CheckKind::Hash(h) => self.hash(h, made).await?,
+            CheckKind::Steer(s) => self.steer(s, &selector(made, &s.selector)?).await,
+            CheckKind::Latency(l) => {
+                let changes = self.latency(admin, l, made).await?;
+                LatencyJudge { limits: l.limits }.judge(&changes)
+            }
+        })
+    }
+
+    /// Sends `request` through `client`; a transport error becomes its description.
+    async fn send(
+        &self,
+        client: &GatewayClient,
+        request: &RequestSpec,
+    ) -> Result<ProbeResponse, String> {
+        client.send(request).await.map_err(|e| e.to_string())
+    }
+
+    /// Sends `request` `n` times, `concurrency` at a time, counting answers by upstream.
+    async fn count(&self, request: &RequestSpec, n: u32, concurrency: u32) -> Counts {
+        let mut counts = Counts::default();
+        let mut answers = futures_util::stream::iter(0..n)
+            .map(|_| self.send(&self.gateway, request))
+            .buffer_unordered(concurrency.max(1) as usize);
+        while let Some(a) = answers.next().await {
+            counts.add(&a);
+        }
+        counts
+    }
+
+    /// Each client address sends `repeat` requests; they must reach the ring's upstream.
+    async fn hash(&self, spec: &HashSpec, made: &mut Made) -> Result<Verdict, NoVerdict> {
+        if self.backend != BackendKind::Host {
+            return Err(NoVerdict::Skip(format!(
+                "the hash judge needs distinct client addresses, but on the {} backend the \
+                 gateway sees the container network's address for every client",
+                self.backend
+            )));
+        }
+        let sel = made
+            .selector(&spec.selector)
+            .map_err(|(_, e)| NoVerdict::Failed(e.to_string()))?;
+        let ring = Ring::new(
+            sel.upstreams
+                .iter()
+                .filter(|u| u.status)
+                .filter_map(|u| Some((u.upstream.as_str(), self.addrs.get(&u.upstream)?.as_str()))),
+        );
+        let mut observed: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
+        for ip in client_addresses(self.seed, &spec.selector, spec.clients) {
+            let client = GatewayClient::from_source(self.topo.gateway.url(), ip);
+            let mut answers = Vec::new();
+            for _ in 0..spec.repeat {
+                answers.push(label(&self.send(&client, &spec.request).await));
+            }
+            observed.insert(ip, answers);
+        }
+        let verdict = HashJudge {
+            ring,
+            previous: sel.hash_seen.take(),
+        }
+        .judge(&observed);
+        sel.hash_seen = Some(
+            observed
+                .into_iter()
+                .filter_map(|(ip, a)| Some((ip, a.into_iter().next()?)))
+                .collect(),
+        );
+        Ok(verdict)
+    }
+
+    /// Concurrent requests with the slow upstream delayed by the echo upstreams' delay header.
+    async fn steer(&self, spec: &SteerSpec, upstreams: &[crate::scenario::ast::UpstreamRef]) -> Verdict {
+        let mut request = spec.request.clone();
+        request.headers.insert(
+            DELAY_HEADER.to_owned(),
+            format!("{}={}ms", spec.slow, spec.delay.as_millis()),
+        );
+        let counts = self.count(&request, spec.requests, spec.concurrency).await;
+        SteerJudge {
+            slow: spec.slow.clone(),
+            max_share: spec.max_share,
+            others: upstreams
+                .iter()
+                .filter(|u| u.status && u.upstream != spec.slow)
+                .map(|u| u.upstream.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            min_share: spec.min_share,
+        }
+        .judge(&counts)
+    }
+
+    /// Toggles the selector's `enabled` flag `changes` times, timing each change; leaves it as
+    /// it was (the count is even).
+    async fn latency(
+        &self,
+        admin: &AdminClient,
+        spec: &LatencySpec,
+        made: &mut Made,
+    ) -> Result<Vec<ChangeLatency>, NoVerdict> {
+        let failed = |e: String| NoVerdict::Failed(e);
+        let sel = made
+            .selector(&spec.selector)
+            .map_err(|(_, e)| failed(e.to_string()))?;
+        let probe_policy = WaitPolicy {
+            consecutive: spec.consecutive,
+            interval: spec.interval,
+            timeout: spec.timeout,
+        };
+        let digest_policy = WaitPolicy {
+            consecutive: 1,
+            interval: spec.interval,
+            timeout: spec.timeout,
+        };
+        let mut out = Vec::new();
+        for i in 0..spec.changes {
+            let enabled = !sel.dto.enabled.unwrap_or(true);
+            sel.dto.enabled = Some(enabled);
+            sel.dto.id = Some(sel.id.clone());
+            admin
+                .update_selector(&sel.id, &sel.dto)
+                .await
+                .map_err(|e| failed(format!("change {}: {e}", i + 1)))?;
+            let committed = now_us();
+            let expect = Expect {
+                route: Some(if enabled { Route::Present } else { Route::Absent }),
+                ..Default::default()
+            };
+            let probe = await_convergence(probe_policy, || self.probe_once(&spec.request, &expect))
+                .await
+                .map_err(|t| {
+                    failed(format!(
+                        "change {} (enabled: {enabled}) never became visible: {t}",
+                        i + 1
+                    ))
+                })?;
+            let want = admin
+                .digest()
+                .await
+                .map_err(|e| failed(e.to_string()))?
+                .digest;
+            let applied_at = Mutex::new(0);
+            await_convergence(digest_policy, || async {
+                let g = self.gateway.digest().await.map_err(|e| e.to_string())?;
+                if g.report.digest == want {
+                    *applied_at.lock().unwrap_or_else(|e| e.into_inner()) = g.applied_at_us;
+                    Ok(())
+                } else {
+                    Err(format!("gateway digest {} ≠ admin {want}", g.report.digest))
+                }
+            })
+            .await
+            .map_err(|t| failed(format!("change {}: digests never agreed: {t}", i + 1)))?;
+            let applied_at = applied_at.into_inner().unwrap_or_else(|e| e.into_inner());
+            out.push(ChangeLatency {
+                applied_us: applied_at.saturating_sub(committed),
+                probe_us: u64::try_from(probe.first_seen.as_micros()).unwrap_or(u64::MAX),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The upstream that answered, or a short description of the answer.
+fn label(answer: &Result<ProbeResponse, String>) -> String {
+    match answer {
+        Ok(r) => r
+            .header(UPSTREAM_HEADER)
+            .map_or_else(|| format!("HTTP {}", r.status), str::to_owned),
+        Err(e) => format!("error ({e})"),
+    }
+}
+
+/// `n` distinct client addresses in 127.0.0.0/8 (never 127.0.0.1), the same for the same
+/// seed and selector, so a hash check in a later step asks with the same clients.
+fn client_addresses(seed: u64, selector: &str, n: u32) -> Vec<IpAddr> {
+    // FNV-1a: stable across builds, unlike std's hasher.
+    let name = selector
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let mut rng = StdRng::seed_from_u64(seed ^ name);
+    let mut out = BTreeSet::new();
+    while out.len() < n as usize {
+        let ip = IpAddr::from([
+            127,
+            rng.random_range(0..=255),
+            rng.random_range(0..=255),
+            rng.random_range(2..=254),
+        ]);
+        out.insert(ip);
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_addresses_are_distinct_loopback_and_reproducible() {
+        let a = client_addresses(7, "lb", 32);
+        assert_eq!(a.len(), 32);
+        assert!(a.iter().all(|ip| ip.is_loopback() && *ip != IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(a, client_addresses(7, "lb", 32));
+        assert_ne!(a, client_addresses(8, "lb", 32));
+    }
+}
