@@ -69,6 +69,19 @@ pub struct Config {
     pub zookeeper_url: Option<String>,
     /// etcd endpoints (`http://host:port[,...]`), for [`SyncMode::Etcd`].
     pub etcd_url: Option<String>,
+    /// A known ShenYu gateway bug to behave like (none normally): lets a test prove that a
+    /// scenario or judge catches it.
+    pub emulate_bug: Option<EmulatedBug>,
+}
+
+/// Known ShenYu gateway bugs the gateway can reproduce on request (`--emulate-bug`), so that
+/// the harness's own tests can show its checks fail on them. Never for real traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmulatedBug {
+    /// The gateway never forgets config: DELETE events are dropped (ShenYu's ZooKeeper
+    /// gateway, #6611) and full syncs are merged into what it holds instead of replacing it
+    /// (ShenYu #6731), so deleted routes keep serving.
+    DropDeletes,
 }
 
 impl Config {
@@ -81,6 +94,7 @@ impl Config {
             password: "123456".to_owned(),
             zookeeper_url: None,
             etcd_url: None,
+            emulate_bug: None,
         }
     }
 
@@ -120,7 +134,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     config.check()?;
-    let sync = Arc::new(SyncState::new(config.sync));
+    let sync = Arc::new(SyncState::new(config.sync).emulating(config.emulate_bug));
+    if let Some(bug) = config.emulate_bug {
+        tracing::warn!(?bug, "emulating a known ShenYu gateway bug: for tests only");
+    }
     let subscriber = match config.sync {
         SyncMode::Http => {
             let credentials = Credentials {

@@ -43,6 +43,10 @@ struct Args {
     /// etcd endpoints (`http://host:port[,...]`), for `--sync etcd`.
     #[arg(long, env = "GANTRY_GATEWAY_ETCD_URL")]
     etcd_url: Option<String>,
+    /// Behave like a known ShenYu gateway bug, to prove a test catches it (never in
+    /// production): `drop-deletes` ignores deletes and merges full syncs (#6611, #6731).
+    #[arg(long, env = "GANTRY_GATEWAY_EMULATE_BUG", value_enum)]
+    emulate_bug: Option<gateway::EmulatedBug>,
     /// Shut down gracefully when stdin reaches EOF or fails.
     #[arg(long, env = "GANTRY_GATEWAY_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -70,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
         password: args.password,
         zookeeper_url: args.zookeeper_url,
         etcd_url: args.etcd_url,
+        emulate_bug: args.emulate_bug,
     };
     config.check()?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))

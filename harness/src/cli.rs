@@ -77,6 +77,14 @@ pub(crate) struct RunArgs {
     /// Do not run `cargo build --workspace --bins` first.
     #[arg(long)]
     pub(crate) no_build: bool,
+    /// An extra argument for every gateway started (repeat it; e.g.
+    /// `--gateway-arg=--emulate-bug --gateway-arg=drop-deletes`).
+    #[arg(long = "gateway-arg", allow_hyphen_values = true)]
+    pub(crate) gateway_args: Vec<String>,
+    /// Seed of the harness's random choices (default: `GANTRY_SEED`, else random; every
+    /// result reports the one used).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
 }
 
 /// A parsed `--sync` value.
@@ -112,6 +120,10 @@ impl RunArgs {
             BackendArg::Docker => BackendKind::Docker,
         };
         opts.build &= !self.no_build;
+        opts.gateway_args.clone_from(&self.gateway_args);
+        if let Some(seed) = self.seed {
+            opts.seed = seed;
+        }
         opts
     }
 

@@ -58,6 +58,20 @@ pub enum BackendError {
         /// The command that builds it.
         build: String,
     },
+    /// A binary is older than a source file it is built from: it would test old code.
+    #[error(
+        "{} is older than {} (it would test old code): rebuild it with `{build}`",
+        binary.display(),
+        newest.display()
+    )]
+    StaleBinary {
+        /// The binary.
+        binary: PathBuf,
+        /// The newest source file.
+        newest: PathBuf,
+        /// The command that builds it.
+        build: String,
+    },
     /// `cargo build` failed.
     #[error("`{command}` failed ({status}):\n{stderr_tail}")]
     BuildFailed {

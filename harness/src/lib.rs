@@ -14,6 +14,7 @@ pub mod images;
 pub mod judge;
 pub mod lower;
 pub mod probe;
+pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod scenario;
@@ -76,6 +77,8 @@ pub struct RunOptions {
     /// Seed of the harness's random choices (the hash judge's client addresses); from
     /// `GANTRY_SEED`, else drawn at start. Every result reports it, so a run can be repeated.
     pub seed: u64,
+    /// Extra arguments for every gateway started (`--gateway-arg`).
+    pub gateway_args: Vec<String>,
 }
 
 impl RunOptions {
@@ -96,6 +99,7 @@ impl RunOptions {
                 .var("GANTRY_SEED")
                 .and_then(|s| s.parse().ok())
                 .unwrap_or_else(rand::random),
+            gateway_args: Vec::new(),
         }
     }
 }
@@ -106,6 +110,10 @@ impl RunOptions {
 /// Docker: with `build`, runs the static build and rebuilds the images whose binary changed;
 /// without, only checks that the images exist (`gantry images` builds them).
 pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
+    Ok(prepare_backend(opts)?.with_gateway_args(opts.gateway_args.clone()))
+}
+
+fn prepare_backend(opts: &RunOptions) -> Result<Backend, BackendError> {
     if opts.backend == BackendKind::Docker {
         return if opts.build {
             let dir = images::build_static(Path::new(WORKSPACE_DIR))?;
@@ -118,7 +126,13 @@ pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
         backend::host::build_binaries(Path::new(WORKSPACE_DIR))?;
     }
     let dir = backend::host::default_bin_dir(opts.bin_dir.clone())?;
-    Backend::new(opts.backend, dir)
+    let backend = Backend::new(opts.backend, dir.clone())?;
+    // Never judge old code: binaries built next to the harness must be newer than the
+    // workspace sources they come from (`cargo test` builds them; a manual run may not have).
+    if opts.bin_dir.is_none() {
+        backend::host::check_fresh(&dir, Path::new(WORKSPACE_DIR))?;
+    }
+    Ok(backend)
 }
 
 /// The result of one case run, for the reporters.
@@ -152,7 +166,8 @@ pub fn case_result(
 }
 
 /// Discovers the scenarios under `paths` and runs each under its modes ∩ `opts.modes`, one at
-/// a time. A file that does not parse is a failed result with mode `parse`.
+/// a time; every other requested mode gets a skipped result saying why ([`not_run`]). A file
+/// that does not parse is a failed result with mode `parse`.
 pub async fn run_paths(
     paths: &[PathBuf],
     opts: &RunOptions,
@@ -178,13 +193,8 @@ pub async fn run_paths(
                 results.push(r);
             }
             Ok(s) => {
-                let modes = if s.backends.contains(&opts.backend) {
-                    &s.modes[..]
-                } else {
-                    &[]
-                };
-                for mode in modes.iter().filter(|m| opts.modes.contains(m)) {
-                    let r = match backend::middleware::skip_reason(&ProcessEnv, *mode) {
+                for mode in &opts.modes {
+                    let r = match not_run(s, *mode, opts) {
                         Some(reason) => {
                             let mut r = CaseResult::bare(
                                 s.name.clone(),
@@ -211,6 +221,27 @@ pub async fn run_paths(
     Ok(results)
 }
 
+/// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
+/// or the mode, or the mode's server is missing (and not required). Such a case is reported
+/// as skipped, never as passed.
+pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<String> {
+    let list = |items: Vec<String>| items.join(", ");
+    if !scenario.backends.contains(&opts.backend) {
+        return Some(format!(
+            "backend `{}` not declared (backends: [{}])",
+            opts.backend,
+            list(scenario.backends.iter().map(ToString::to_string).collect())
+        ));
+    }
+    if !scenario.modes.contains(&mode) {
+        return Some(format!(
+            "mode `{mode}` not declared (modes: [{}])",
+            list(scenario.modes.iter().map(ToString::to_string).collect())
+        ));
+    }
+    backend::middleware::skip_reason(&ProcessEnv, mode)
+}
+
 /// Why [`run_paths`] could not start running cases.
 #[derive(Debug, thiserror::Error)]
 pub enum RunSetupError {
@@ -222,15 +253,12 @@ pub enum RunSetupError {
     Backend(#[from] BackendError),
 }
 
-/// Counts the cases [`run_paths`] will report for `files` (parse failures count once).
+/// Counts the results [`run_paths`] will report for `files`: one per scenario × requested
+/// mode, run or skipped, and one per file that does not parse.
 pub fn count_cases(files: &[CaseFile], modes: &[SyncMode]) -> usize {
     files
         .iter()
-        .map(|f| {
-            f.scenario
-                .as_ref()
-                .map_or(1, |s| s.modes.iter().filter(|m| modes.contains(m)).count())
-        })
+        .map(|f| f.scenario.as_ref().map_or(1, |_| modes.len()))
         .sum()
 }
 
@@ -259,6 +287,55 @@ mod tests {
         assert_eq!(
             (o.build, o.keep, o.bin_dir),
             (false, true, Some(PathBuf::from("/x")))
+        );
+    }
+
+    #[test]
+    fn cases_not_run_say_why_and_are_counted() {
+        let src = "
+name: host_only
+modes: [websocket, http]
+backends: [host]
+upstreams: [alpha]
+setup:
+  selectors:
+    - name: s
+      plugin: divide
+      upstreams: [{ upstream: alpha }]
+      rules: [{ name: r }]
+wait:
+  probe: { request: { path: /x }, expect: { upstream: alpha } }
+checks:
+  - { name: c, request: { path: /x }, expect: { status: 200 } }
+";
+        let s = scenario::parse_str(Path::new("x.yaml"), src).unwrap();
+        let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        assert_eq!(not_run(&s, SyncMode::Websocket, &opts), None);
+        assert_eq!(
+            not_run(&s, SyncMode::Etcd, &opts).as_deref(),
+            Some("mode `etcd` not declared (modes: [websocket, http])")
+        );
+        opts.backend = BackendKind::Docker;
+        assert_eq!(
+            not_run(&s, SyncMode::Websocket, &opts).as_deref(),
+            Some("backend `docker` not declared (backends: [host])")
+        );
+        let files = vec![
+            CaseFile {
+                path: "a.yaml".into(),
+                scenario: Ok(s),
+            },
+            CaseFile {
+                path: "b.yaml".into(),
+                scenario: Err(ScenarioError::Io {
+                    file: "b.yaml".into(),
+                    message: "gone".into(),
+                }),
+            },
+        ];
+        assert_eq!(
+            count_cases(&files, &[SyncMode::Websocket, SyncMode::Etcd]),
+            3
         );
     }
 

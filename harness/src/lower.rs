@@ -80,7 +80,12 @@ pub fn rule_dto(rule: &RuleSpec, selector_id: &str) -> RuleDto {
 }
 
 /// `PUT /selector/{id}`: the selector as last sent (`dto`) with the step's fields replaced.
-pub fn update_selector(dto: &mut SelectorDto, id: &str, change: &UpdateSelector, addrs: &Addresses) {
+pub fn update_selector(
+    dto: &mut SelectorDto,
+    id: &str,
+    change: &UpdateSelector,
+    addrs: &Addresses,
+) {
     if let Some(ups) = &change.upstreams {
         dto.handle = Some(upstreams_handle(ups, addrs));
     }
@@ -152,12 +157,20 @@ wait:
         let sel = &s.setup.selectors[0];
         let dto = selector_dto(sel, "5", &addrs());
         assert_eq!(
-            (dto.plugin_id.as_deref(), dto.selector_type, dto.match_mode, dto.sort),
+            (
+                dto.plugin_id.as_deref(),
+                dto.selector_type,
+                dto.match_mode,
+                dto.sort
+            ),
             (Some("5"), Some(0), Some(1), Some(7))
         );
         let conds = dto.selector_conditions.unwrap();
         assert_eq!(
-            (conds[0].param_type.as_deref(), conds[0].param_name.as_deref()),
+            (
+                conds[0].param_type.as_deref(),
+                conds[0].param_name.as_deref()
+            ),
             (Some("header"), Some("x-team"))
         );
         assert_eq!(conds.len(), 1);
@@ -166,7 +179,10 @@ wait:
             ups.iter()
                 .map(|u| (u.upstream_url.as_str(), u.weight, u.status, u.warmup))
                 .collect::<Vec<_>>(),
-            vec![("127.0.0.1:1001", 3, true, 0), ("127.0.0.1:1002", 50, false, 0)]
+            vec![
+                ("127.0.0.1:1001", 3, true, 0),
+                ("127.0.0.1:1002", 50, false, 0)
+            ]
         );
         let rule = rule_dto(&sel.rules[0], "9");
         assert_eq!(rule.selector_id.as_deref(), Some("9"));

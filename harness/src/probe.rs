@@ -1,10 +1,27 @@
 //! Judging a gateway answer against an [`Expect`]: a pure verdict with a readable description
 //! of every mismatch.
 
+use std::collections::HashMap;
+
 use model::GatewayError;
 
 use crate::scenario::ast::{Expect, Route};
 use crate::upstream::{Echo, UPSTREAM_HEADER};
+
+/// The gateway's header naming the selector that matched.
+pub const SELECTOR_ID_HEADER: &str = "x-gantry-selector-id";
+/// The gateway's header naming the rule that matched.
+pub const RULE_ID_HEADER: &str = "x-gantry-rule-id";
+
+/// The setup objects' names by the ids the admin gave them, for `selector` and `rule`
+/// expectations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    /// Selector id → name.
+    pub selectors: HashMap<String, String>,
+    /// Rule id → (selector name, rule name).
+    pub rules: HashMap<String, (String, String)>,
+}
 
 /// A gateway answer, as the probe saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +53,9 @@ impl ProbeResponse {
     }
 }
 
-/// Checks every key of `expect`; `Err` lists each mismatch and what was received.
-pub fn judge(expect: &Expect, resp: &ProbeResponse) -> Result<(), String> {
+/// Checks every key of `expect` (`names` resolves the ids of `selector` and `rule`); `Err`
+/// lists each mismatch and what was received.
+pub fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(), String> {
     let mut misses = Vec::new();
     let gateway_error = serde_json::from_str::<GatewayError>(&resp.body).ok();
     let upstream = resp.header(UPSTREAM_HEADER);
@@ -72,6 +90,30 @@ pub fn judge(expect: &Expect, resp: &ProbeResponse) -> Result<(), String> {
         if got != Some(code) {
             let got = got.map_or_else(|| "no gateway error body".to_owned(), |c| c.to_string());
             misses.push(format!("code: expected {code}, got {got}"));
+        }
+    }
+    if let Some(want) = &expect.selector {
+        let got = resp.header(SELECTOR_ID_HEADER);
+        let name = got.and_then(|id| names.selectors.get(id));
+        if name != Some(want) {
+            misses.push(format!(
+                "selector: expected `{want}`, got {}",
+                describe(got, name.map(String::as_str))
+            ));
+        }
+    }
+    if let Some(want) = &expect.rule {
+        let got = resp.header(RULE_ID_HEADER);
+        let rule = got.and_then(|id| names.rules.get(id));
+        let matches = rule.is_some_and(|(sel, name)| {
+            name == want && expect.selector.as_ref().is_none_or(|s| s == sel)
+        });
+        if !matches {
+            let name = rule.map(|(sel, name)| format!("{sel}/{name}"));
+            misses.push(format!(
+                "rule: expected `{want}`, got {}",
+                describe(got, name.as_deref())
+            ));
         }
     }
     if let Some(fragment) = &expect.body_contains
@@ -117,6 +159,15 @@ pub fn judge(expect: &Expect, resp: &ProbeResponse) -> Result<(), String> {
     }
 }
 
+/// `` `name` `` for a known id, `id <x> (not made by setup)` otherwise, `none` without one.
+fn describe(id: Option<&str>, name: Option<&str>) -> String {
+    match (id, name) {
+        (_, Some(name)) => format!("`{name}`"),
+        (Some(id), None) => format!("id {id} (not made by setup)"),
+        (None, None) => "none (no such header)".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -155,8 +206,8 @@ mod tests {
             upstream: Some("alpha".into()),
             ..Default::default()
         };
-        assert_eq!(judge(&e, &routed("alpha", "/a")), Ok(()));
-        let miss = judge(&e, &routed("beta", "/a")).unwrap_err();
+        assert_eq!(judge(&e, &routed("alpha", "/a"), &Names::default()), Ok(()));
+        let miss = judge(&e, &routed("beta", "/a"), &Names::default()).unwrap_err();
         assert!(
             miss.starts_with("upstream: expected alpha, got beta; got HTTP 200 from upstream beta"),
             "{miss}"
@@ -172,27 +223,30 @@ mod tests {
         assert_eq!(
             judge(
                 &e,
-                &gateway_error(404, &GatewayError::selector_not_found("divide"))
+                &gateway_error(404, &GatewayError::selector_not_found("divide")),
+                &Names::default()
             ),
             Ok(())
         );
         assert_eq!(
             judge(
                 &e,
-                &gateway_error(404, &GatewayError::rule_not_found("divide"))
+                &gateway_error(404, &GatewayError::rule_not_found("divide")),
+                &Names::default()
             ),
             Ok(())
         );
         let miss = judge(
             &e,
             &gateway_error(503, &GatewayError::no_healthy_upstream()),
+            &Names::default(),
         )
         .unwrap_err();
         assert!(
             miss.starts_with("route: expected absent (gateway code -107 or -102); got HTTP 503"),
             "{miss}"
         );
-        assert!(judge(&e, &routed("alpha", "/a")).is_err());
+        assert!(judge(&e, &routed("alpha", "/a"), &Names::default()).is_err());
     }
 
     #[test]
@@ -201,10 +255,11 @@ mod tests {
             route: Some(Route::Present),
             ..Default::default()
         };
-        assert_eq!(judge(&e, &routed("alpha", "/a")), Ok(()));
+        assert_eq!(judge(&e, &routed("alpha", "/a"), &Names::default()), Ok(()));
         let miss = judge(
             &e,
             &gateway_error(404, &GatewayError::selector_not_found("divide")),
+            &Names::default(),
         )
         .unwrap_err();
         assert!(miss.contains("route: expected present"), "{miss}");
@@ -220,17 +275,59 @@ mod tests {
         assert_eq!(
             judge(
                 &e,
-                &gateway_error(503, &GatewayError::no_healthy_upstream())
+                &gateway_error(503, &GatewayError::no_healthy_upstream()),
+                &Names::default()
             ),
             Ok(())
         );
-        let miss = judge(&e, &routed("alpha", "/a")).unwrap_err();
+        let miss = judge(&e, &routed("alpha", "/a"), &Names::default()).unwrap_err();
         assert!(
             miss.contains("code: expected -119, got no gateway error body"),
             "{miss}"
         );
         assert!(
             miss.contains("bodyContains: \"healthy\" not in the body"),
+            "{miss}"
+        );
+    }
+
+    #[test]
+    fn selector_and_rule_are_judged_by_name() {
+        let names = Names {
+            selectors: HashMap::from([("11".into(), "lb".into())]),
+            rules: HashMap::from([
+                ("21".into(), ("lb".into(), "first".into())),
+                ("22".into(), ("lb".into(), "last".into())),
+            ]),
+        };
+        let mut resp = routed("alpha", "/a");
+        resp.headers.push((SELECTOR_ID_HEADER.into(), "11".into()));
+        resp.headers.push((RULE_ID_HEADER.into(), "22".into()));
+        let e = Expect {
+            selector: Some("lb".into()),
+            rule: Some("last".into()),
+            ..Default::default()
+        };
+        assert_eq!(judge(&e, &resp, &names), Ok(()));
+        let e = Expect {
+            rule: Some("first".into()),
+            ..Default::default()
+        };
+        let miss = judge(&e, &resp, &names).unwrap_err();
+        assert!(
+            miss.starts_with("rule: expected `first`, got `lb/last`"),
+            "{miss}"
+        );
+        resp.headers.retain(|(k, _)| k != RULE_ID_HEADER);
+        resp.headers.push((RULE_ID_HEADER.into(), "99".into()));
+        let miss = judge(&e, &resp, &names).unwrap_err();
+        assert!(
+            miss.starts_with("rule: expected `first`, got id 99 (not made by setup)"),
+            "{miss}"
+        );
+        let miss = judge(&e, &routed("alpha", "/a"), &Names::default()).unwrap_err();
+        assert!(
+            miss.starts_with("rule: expected `first`, got none (no such header)"),
             "{miss}"
         );
     }
@@ -247,7 +344,7 @@ mod tests {
             received: Some(r.clone()),
             ..Default::default()
         };
-        assert_eq!(judge(&e, &routed("alpha", "/a")), Ok(()));
+        assert_eq!(judge(&e, &routed("alpha", "/a"), &Names::default()), Ok(()));
         r.method = Some("POST".into());
         r.headers.insert("X-User".into(), "alice".into());
         let miss = judge(
@@ -256,6 +353,7 @@ mod tests {
                 ..Default::default()
             },
             &routed("alpha", "/a"),
+            &Names::default(),
         )
         .unwrap_err();
         assert!(

@@ -168,8 +168,14 @@ mod tests {
     #[test]
     fn delay_header_names_upstreams() {
         let h = "alpha=5ms, beta = 50ms,gamma=soon";
-        assert_eq!(delay_for(h, "beta"), Some(std::time::Duration::from_millis(50)));
-        assert_eq!(delay_for(h, "alpha"), Some(std::time::Duration::from_millis(5)));
+        assert_eq!(
+            delay_for(h, "beta"),
+            Some(std::time::Duration::from_millis(50))
+        );
+        assert_eq!(
+            delay_for(h, "alpha"),
+            Some(std::time::Duration::from_millis(5))
+        );
         assert_eq!(delay_for(h, "gamma"), None);
         assert_eq!(delay_for(h, "delta"), None);
     }

@@ -46,7 +46,12 @@ fn run(shared: &Shared, scenario: &Scenario, mode: SyncMode) -> Result<(), Faile
         &shared.opts,
         &|_| {},
     ))
-    .map_err(|e| format!("{e}\n(GANTRY_SEED={} repeats the harness's choices)", shared.opts.seed))?;
+    .map_err(|e| {
+        format!(
+            "{e}\n(GANTRY_SEED={} repeats the harness's choices)",
+            shared.opts.seed
+        )
+    })?;
     Ok(())
 }
 
@@ -75,12 +80,20 @@ pub(crate) fn trials(dir: &str) -> Vec<Trial> {
     });
     let mut trials = Vec::new();
     let mut unsupported = Vec::new();
-    let on_docker = files
-        .into_iter()
-        .filter_map(|f| f.scenario.ok())
-        .filter(|s| s.backends.contains(&BackendKind::Docker));
-    for s in on_docker {
+    let mut host_only = Vec::new();
+    for s in files.into_iter().filter_map(|f| f.scenario.ok()) {
         let s = Arc::new(s);
+        if !s.backends.contains(&BackendKind::Docker) {
+            // Listed as ignored, never passed: the scenario does not run on containers.
+            for mode in &s.modes {
+                host_only.push(format!("{}@{mode}@docker", s.name));
+                trials.push(
+                    Trial::test(format!("{}@{mode}@docker", s.name), || Ok(()))
+                        .with_ignored_flag(true),
+                );
+            }
+            continue;
+        }
         for mode in s.modes.clone() {
             let supported = harness::backend::docker::supports(mode);
             if !supported {
@@ -94,6 +107,12 @@ pub(crate) fn trials(dir: &str) -> Vec<Trial> {
                 .with_ignored_flag(ignored || !supported),
             );
         }
+    }
+    if !host_only.is_empty() {
+        eprintln!(
+            "note: ignored, their scenarios declare no docker backend: {}",
+            host_only.join(", ")
+        );
     }
     if !unsupported.is_empty() && !ignored {
         eprintln!(

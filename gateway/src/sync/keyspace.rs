@@ -26,7 +26,7 @@ impl SyncState {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = self.snapshot.load();
         let mut data = previous.data.clone();
-        for event in events {
+        for event in events.into_iter().filter_map(|e| self.as_emulated(e)) {
             data.apply(event);
         }
         // Rebuilt from the previous snapshot: unchanged selectors keep their balancer state,

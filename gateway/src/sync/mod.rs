@@ -100,6 +100,8 @@ pub(crate) struct SyncState {
     /// Serialises writers; readers never take it.
     writer: Mutex<()>,
     mode: SyncMode,
+    /// A ShenYu bug to reproduce (tests only).
+    emulate: Option<crate::EmulatedBug>,
     /// Subscriber sessions currently connected (one per admin at most).
     sessions: AtomicUsize,
     full_syncs: AtomicU64,
@@ -131,10 +133,32 @@ impl SyncState {
             snapshot: ArcSwap::from_pointee(Snapshot::default()),
             writer: Mutex::new(()),
             mode,
+            emulate: None,
             sessions: AtomicUsize::new(0),
             full_syncs: AtomicU64::new(0),
             events_applied: AtomicU64::new(0),
             events_rejected: AtomicU64::new(0),
+        }
+    }
+
+    /// The same state, reproducing `bug` (see [`crate::EmulatedBug`]).
+    pub(crate) fn emulating(mut self, bug: Option<crate::EmulatedBug>) -> SyncState {
+        self.emulate = bug;
+        self
+    }
+
+    /// `event` as the emulated bug would see it: `None` when it drops it.
+    fn as_emulated(&self, mut event: DataEvent) -> Option<DataEvent> {
+        match self.emulate {
+            None => Some(event),
+            Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
+                DataEventType::Delete => None,
+                t if t.is_full() => {
+                    event.event_type = DataEventType::Update;
+                    Some(event)
+                }
+                _ => Some(event),
+            },
         }
     }
 
@@ -194,6 +218,9 @@ impl SyncState {
     /// Applies one event: copy the data, apply, compile a new snapshot, swap it in.
     pub(crate) fn apply(&self, event: DataEvent) {
         let full = event.event_type.is_full();
+        let Some(event) = self.as_emulated(event) else {
+            return;
+        };
         let _writer = self
             .writer
             .lock()
@@ -286,6 +313,27 @@ mod tests {
     use super::*;
 
     const SELECTOR: &str = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[{"id":"1","pluginName":"divide","sort":1,"enabled":true}]}"#;
+
+    #[test]
+    fn the_drop_deletes_emulation_keeps_what_was_deleted() {
+        let delete = SELECTOR.replace("MYSELF", "DELETE");
+        let empty_refresh = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[]}"#;
+        let honest = SyncState::new(SyncMode::Websocket);
+        let buggy =
+            SyncState::new(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::DropDeletes));
+        for state in [&honest, &buggy] {
+            state.apply_text(SELECTOR).unwrap();
+            state.apply_text(&delete).unwrap();
+        }
+        assert_eq!(honest.snapshot().digest.selectors, 0);
+        assert_eq!(buggy.snapshot().digest.selectors, 1);
+        honest.apply_text(SELECTOR).unwrap();
+        for state in [&honest, &buggy] {
+            state.apply_text(empty_refresh).unwrap();
+        }
+        assert_eq!(honest.snapshot().digest.selectors, 0);
+        assert_eq!(buggy.snapshot().digest.selectors, 1, "a full sync merges");
+    }
 
     #[test]
     fn malformed_frames_are_counted_and_change_nothing() {

@@ -290,9 +290,10 @@ impl EngineCheck {
 }
 
 /// The docker backend: a reachable engine with the images present.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DockerBackend {
-    _checked: (),
+    /// Extra arguments for every gateway ([`super::Backend::with_gateway_args`]).
+    pub(crate) gateway_args: Vec<String>,
 }
 
 impl DockerBackend {
@@ -321,7 +322,9 @@ impl DockerBackend {
                 None => images::preflight(&docker, &needed).await,
             }
         })?;
-        Ok(Self { _checked: () })
+        Ok(Self {
+            gateway_args: Vec::new(),
+        })
     }
 
     /// Starts a run: a fresh id and its private network. `keep` leaves its containers and
@@ -346,6 +349,7 @@ impl DockerBackend {
             id,
             network,
             keep,
+            gateway_args: self.gateway_args.clone(),
             store: Mutex::new(None),
         };
         run.docker
@@ -487,6 +491,8 @@ pub struct DockerRun {
     network: String,
     labels: HashMap<String, String>,
     keep: bool,
+    /// Extra arguments for every gateway.
+    pub(crate) gateway_args: Vec<String>,
     /// The ZooKeeper or etcd container admin and gateway use, once started.
     store: Mutex<Option<Box<ContainerSpec>>>,
 }

@@ -25,6 +25,8 @@ pub const BUILD_COMMAND: &str = "cargo build --workspace --bins";
 #[derive(Debug, Clone)]
 pub struct HostBackend {
     bin_dir: PathBuf,
+    /// Extra arguments for every gateway ([`super::Backend::with_gateway_args`]).
+    pub(crate) gateway_args: Vec<String>,
 }
 
 /// The directory holding the binaries: `GANTRY_BIN_DIR` if given, else the directory of the
@@ -75,6 +77,71 @@ pub fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
     })
 }
 
+/// Each binary and what it is built from (tests and benches do not change it).
+const BINARY_SOURCES: &[(&str, &[&str])] = &[
+    (
+        "gantry-admin",
+        &[
+            "model/src",
+            "model/Cargo.toml",
+            "admin/src",
+            "admin/migrations",
+            "admin/build.rs",
+            "admin/Cargo.toml",
+        ],
+    ),
+    (
+        "gantry-gateway",
+        &[
+            "model/src",
+            "model/Cargo.toml",
+            "gateway/src",
+            "gateway/Cargo.toml",
+        ],
+    ),
+];
+
+/// Fails when `gantry-admin` or `gantry-gateway` in `bin_dir` is older than a source file it
+/// is built from under `workspace` (a checkout). Without the sources (binaries shipped
+/// elsewhere) there is nothing to compare and it passes.
+pub fn check_fresh(bin_dir: &Path, workspace: &Path) -> Result<(), BackendError> {
+    for (name, sources) in BINARY_SOURCES {
+        let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+        for part in *sources {
+            newest_file(&workspace.join(part), &mut newest);
+        }
+        let Some((source_time, source)) = newest else {
+            continue;
+        };
+        let binary = bin_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        let built = std::fs::metadata(&binary).and_then(|m| m.modified());
+        if built.is_ok_and(|t| t < source_time) {
+            return Err(BackendError::StaleBinary {
+                binary,
+                newest: source,
+                build: BUILD_COMMAND.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The most recently modified file at or under `path`, into `newest`.
+fn newest_file(path: &Path, newest: &mut Option<(std::time::SystemTime, PathBuf)>) {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            newest_file(&entry.path(), newest);
+        }
+    } else if let Ok(t) = meta.modified()
+        && newest.as_ref().is_none_or(|(n, _)| t > *n)
+    {
+        *newest = Some((t, path.to_owned()));
+    }
+}
+
 /// `--zookeeper-url <url>` or `--etcd-url <url>` for a store server.
 fn store_args(store: Option<&StoreServer>) -> Vec<String> {
     store
@@ -91,7 +158,10 @@ pub(crate) fn tail(text: &str, n: usize) -> String {
 impl HostBackend {
     /// A backend running the binaries in `bin_dir`; fails if one is missing.
     pub fn new(bin_dir: PathBuf) -> Result<Self, BackendError> {
-        let backend = Self { bin_dir };
+        let backend = Self {
+            bin_dir,
+            gateway_args: Vec::new(),
+        };
         for name in ["gantry-admin", "gantry-gateway"] {
             let path = backend.binary(name);
             if !path.is_file() {
@@ -142,6 +212,7 @@ impl HostBackend {
             admin_url.to_owned(),
         ];
         args.extend(store_args(store));
+        args.extend(self.gateway_args.iter().cloned());
         self.spawn("gateway", "gantry-gateway", args, dir).await
     }
 
@@ -295,6 +366,38 @@ mod tests {
             "{}",
             dir.display()
         );
+    }
+
+    #[test]
+    fn a_binary_older_than_its_sources_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let bins = tempfile::tempdir().unwrap();
+        let file = |p: &Path, age_s: u64| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+            let t = std::time::SystemTime::now() - Duration::from_secs(age_s);
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        };
+        file(&bins.path().join("gantry-admin"), 100);
+        file(&bins.path().join("gantry-gateway"), 100);
+        file(&ws.path().join("gateway/src/proxy.rs"), 500);
+        file(&ws.path().join("gateway/tests/new_test.rs"), 10);
+        assert!(check_fresh(bins.path(), ws.path()).is_ok());
+        // A gateway source is newer than the admin binary, which is not built from it.
+        file(&bins.path().join("gantry-gateway"), 200);
+        file(&ws.path().join("gateway/src/proxy.rs"), 150);
+        file(&bins.path().join("gantry-admin"), 300);
+        let e = check_fresh(bins.path(), ws.path()).unwrap_err().to_string();
+        assert!(e.contains("gantry-gateway is older than"), "{e}");
+        assert!(e.contains("gateway/src/proxy.rs (it would test old code): rebuild it with `cargo build --workspace --bins`"), "{e}");
+        // Without sources (binaries from elsewhere) nothing is compared.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(check_fresh(bins.path(), empty.path()).is_ok());
     }
 
     #[test]

@@ -58,6 +58,16 @@ impl Backend {
         }
     }
 
+    /// The same backend, adding `args` to every gateway's command line (e.g.
+    /// `--emulate-bug drop-deletes`, to see a scenario fail on a known ShenYu bug).
+    pub fn with_gateway_args(mut self, args: Vec<String>) -> Self {
+        match &mut self {
+            Backend::Host(h) => h.gateway_args = args,
+            Backend::Docker(d) => d.gateway_args = args,
+        }
+        self
+    }
+
     /// Which backend this is.
     pub fn kind(&self) -> BackendKind {
         match self {
@@ -147,15 +157,12 @@ impl Run {
                 .await
                 .map(Service::Host),
             Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
-            Run::Docker(d) => d
-                .start(&docker::gateway_spec(
-                    &d.prefix(),
-                    mode,
-                    &admin.peer_url(),
-                    d.store().as_ref(),
-                ))
-                .await
-                .map(Service::Docker),
+            Run::Docker(d) => {
+                let mut spec =
+                    docker::gateway_spec(&d.prefix(), mode, &admin.peer_url(), d.store().as_ref());
+                spec.cmd.extend(d.gateway_args.iter().cloned());
+                d.start(&spec).await.map(Service::Docker)
+            }
         }
     }
 }

@@ -115,9 +115,7 @@ impl Judge for DistributionJudge {
                     (o - e).powi(2) / e
                 })
                 .sum();
-            let p = ChiSquared::new(df as f64)
-                .expect("df ≥ 1")
-                .sf(stat);
+            let p = ChiSquared::new(df as f64).expect("df ≥ 1").sf(stat);
             if p < self.alpha {
                 failures.push(format!(
                     "χ² = {stat:.2} with {df} degrees of freedom, p = {p:.3e} < α = {:e}: \

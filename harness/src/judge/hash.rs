@@ -181,7 +181,11 @@ mod tests {
         obs.get_mut(&ip).unwrap()[1] = other.to_owned();
         let v = judge.judge(&obs);
         assert_eq!(v.failures.len(), 1);
-        assert!(v.failures[0].starts_with(&format!("client {ip} reached [")), "{}", v.failures[0]);
+        assert!(
+            v.failures[0].starts_with(&format!("client {ip} reached [")),
+            "{}",
+            v.failures[0]
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! ([`crate::probe::judge`] for one answer).
 
 use super::{Judge, Measurements, Verdict};
-use crate::probe::{ProbeResponse, judge};
+use crate::probe::{Names, ProbeResponse, judge};
 use crate::scenario::ast::Expect;
 
 /// The expectation each answer must meet.
@@ -10,6 +10,8 @@ use crate::scenario::ast::Expect;
 pub struct ProbeJudge<'a> {
     /// The expectation.
     pub expect: &'a Expect,
+    /// Setup objects by id (for `selector` and `rule`).
+    pub names: &'a Names,
 }
 
 impl Judge for ProbeJudge<'_> {
@@ -23,7 +25,7 @@ impl Judge for ProbeJudge<'_> {
             .enumerate()
             .filter_map(|(i, a)| {
                 let miss = match a {
-                    Ok(resp) => judge(self.expect, resp).err()?,
+                    Ok(resp) => judge(self.expect, resp, self.names).err()?,
                     Err(e) => e.clone(),
                 };
                 Some(if several {
@@ -53,7 +55,11 @@ mod tests {
             upstream: Some("alpha".into()),
             ..Default::default()
         };
-        let j = ProbeJudge { expect: &expect };
+        let names = Names::default();
+        let j = ProbeJudge {
+            expect: &expect,
+            names: &names,
+        };
         assert!(j.judge(&vec![from("alpha"), from("alpha")]).passed());
         let v = j.judge(&vec![from("alpha"), from("beta"), Err("refused".into())]);
         assert_eq!(v.failures.len(), 2);

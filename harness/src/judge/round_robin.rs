@@ -173,6 +173,10 @@ mod tests {
         );
         // One swapped pick in the third period.
         let v = j.judge(&seq("a a b a c a a a a b a c a a a a c a b a a"));
-        assert!(v.failures[0].contains("request 17 went to c instead of b"), "{}", v.failures[0]);
+        assert!(
+            v.failures[0].contains("request 17 went to c instead of b"),
+            "{}",
+            v.failures[0]
+        );
     }
 }

@@ -28,7 +28,8 @@ impl TerminalReporter {
             Event::CaseStarted { id } => self.bar.set_message(id.clone()),
             Event::StepStarted { id, step } => self.bar.set_message(format!("{id}: {step}")),
             Event::CheckFinished { id, check } => {
-                self.bar.set_message(format!("{id}: check `{}` done", check.name));
+                self.bar
+                    .set_message(format!("{id}: check `{}` done", check.name));
             }
             Event::CaseFinished(r) => {
                 self.bar.inc(1);
@@ -201,9 +202,24 @@ mod tests {
                 elapsed_ms: 1.0,
                 measurements: Measurements::Latency(Stats {
                     changes: 4,
-                    applied: Quantiles { p50: 1.0, p95: 2.0, p99: 3.0, max: 4.0 },
-                    probe: Quantiles { p50: 1.5, p95: 2.5, p99: 3.5, max: 4.5 },
-                    limits: Limits { p50: None, p95: None, p99: None, max: None },
+                    applied: Quantiles {
+                        p50: 1.0,
+                        p95: 2.0,
+                        p99: 3.0,
+                        max: 4.0,
+                    },
+                    probe: Quantiles {
+                        p50: 1.5,
+                        p95: 2.5,
+                        p99: 3.5,
+                        max: 4.5,
+                    },
+                    limits: Limits {
+                        p50: None,
+                        p95: None,
+                        p99: None,
+                        max: None,
+                    },
                 }),
             },
         ];

@@ -55,7 +55,9 @@ impl Case<'_> {
             let (outcome, measurements) = match self.check(admin, &c.kind, made).await {
                 Ok(v) if v.passed() => (CheckOutcome::Passed, v.measurements),
                 Ok(v) => (CheckOutcome::Failed(v.failures), v.measurements),
-                Err(NoVerdict::Failed(why)) => (CheckOutcome::Failed(vec![why]), Measurements::None),
+                Err(NoVerdict::Failed(why)) => {
+                    (CheckOutcome::Failed(vec![why]), Measurements::None)
+                }
                 Err(NoVerdict::Skip(why)) => (CheckOutcome::Skipped(why), Measurements::None),
             };
             if let CheckOutcome::Failed(why) = &outcome {
@@ -100,7 +102,12 @@ impl Case<'_> {
                 for _ in 0..p.repeat {
                     answers.push(self.send(&self.gateway, &p.request).await);
                 }
-                ProbeJudge { expect: &p.expect }.judge(&answers)
+                let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                ProbeJudge {
+                    expect: &p.expect,
+                    names: &names,
+                }
+                .judge(&answers)
             }
             CheckKind::Distribution(d) => {
                 let shares = match &d.shares {
@@ -160,12 +167,10 @@ impl Case<'_> {
         let sel = made
             .selector(&spec.selector)
             .map_err(|(_, e)| NoVerdict::Failed(e.to_string()))?;
-        let ring = Ring::new(
-            sel.upstreams
-                .iter()
-                .filter(|u| u.status)
-                .filter_map(|u| Some((u.upstream.as_str(), self.addrs.get(&u.upstream)?.as_str()))),
-        );
+        let ring =
+            Ring::new(sel.upstreams.iter().filter(|u| u.status).filter_map(|u| {
+                Some((u.upstream.as_str(), self.addrs.get(&u.upstream)?.as_str()))
+            }));
         let mut observed: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
         for ip in client_addresses(self.seed, &spec.selector, spec.clients) {
             let client = GatewayClient::from_source(self.topo.gateway.url(), ip);
@@ -190,7 +195,11 @@ impl Case<'_> {
     }
 
     /// Concurrent requests with the slow upstream delayed by the echo upstreams' delay header.
-    async fn steer(&self, spec: &SteerSpec, upstreams: &[crate::scenario::ast::UpstreamRef]) -> Verdict {
+    async fn steer(
+        &self,
+        spec: &SteerSpec,
+        upstreams: &[crate::scenario::ast::UpstreamRef],
+    ) -> Verdict {
         let mut request = spec.request.clone();
         request.headers.insert(
             DELAY_HEADER.to_owned(),
@@ -245,7 +254,11 @@ impl Case<'_> {
                 .map_err(|e| failed(format!("change {}: {e}", i + 1)))?;
             let committed = now_us();
             let expect = Expect {
-                route: Some(if enabled { Route::Present } else { Route::Absent }),
+                route: Some(if enabled {
+                    Route::Present
+                } else {
+                    Route::Absent
+                }),
                 ..Default::default()
             };
             let probe = await_convergence(probe_policy, || self.probe_once(&spec.request, &expect))
@@ -297,11 +310,9 @@ fn label(answer: &Result<ProbeResponse, String>) -> String {
 /// seed and selector, so a hash check in a later step asks with the same clients.
 fn client_addresses(seed: u64, selector: &str, n: u32) -> Vec<IpAddr> {
     // FNV-1a: stable across builds, unlike std's hasher.
-    let name = selector
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+    let name = selector.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     let mut rng = StdRng::seed_from_u64(seed ^ name);
     let mut out = BTreeSet::new();
     while out.len() < n as usize {
@@ -324,7 +335,10 @@ mod tests {
     fn client_addresses_are_distinct_loopback_and_reproducible() {
         let a = client_addresses(7, "lb", 32);
         assert_eq!(a.len(), 32);
-        assert!(a.iter().all(|ip| ip.is_loopback() && *ip != IpAddr::from([127, 0, 0, 1])));
+        assert!(
+            a.iter()
+                .all(|ip| ip.is_loopback() && *ip != IpAddr::from([127, 0, 0, 1]))
+        );
         assert_eq!(a, client_addresses(7, "lb", 32));
         assert_ne!(a, client_addresses(8, "lb", 32));
     }

@@ -9,6 +9,7 @@ use model::{RuleDto, SelectorDto};
 
 use super::StepResult;
 use crate::error::{RunErrorKind, Step};
+use crate::probe::Names;
 use crate::scenario::ast::UpstreamRef;
 
 /// A rule setup made, and whether a step deleted it.
@@ -43,6 +44,20 @@ pub(super) struct Made {
 }
 
 impl Made {
+    /// Every selector and rule setup made, by id.
+    pub(super) fn names(&self) -> Names {
+        let mut names = Names::default();
+        for s in &self.selectors {
+            names.selectors.insert(s.id.clone(), s.name.clone());
+            for r in &s.rules {
+                names
+                    .rules
+                    .insert(r.id.clone(), (s.name.clone(), r.name.clone()));
+            }
+        }
+        names
+    }
+
     /// The live setup selector `name` (the parser checked that it exists at this point).
     pub(super) fn selector(&mut self, name: &str) -> StepResult<&mut MadeSelector> {
         self.selectors

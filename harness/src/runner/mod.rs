@@ -28,7 +28,7 @@ use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{RunError, RunErrorKind, Step};
 use crate::lower::{self, Addresses};
-use crate::probe::judge;
+use crate::probe::{Names, judge};
 use crate::report::{CaseRecord, ChangeTiming, Event, FinalDigests};
 use crate::scenario::Scenario;
 use crate::scenario::ast::{Change, Expect, Probe, RegistrationSpec, RequestSpec, Route, Wait};
@@ -100,7 +100,9 @@ pub async fn run_case(
         .upstreams
         .iter()
         .map(|name| {
-            let up = topo.upstream(name).expect("the topology started every upstream");
+            let up = topo
+                .upstream(name)
+                .expect("the topology started every upstream");
             (name.clone(), up.host_port())
         })
         .collect();
@@ -114,6 +116,7 @@ pub async fn run_case(
         id,
         events,
         record: Mutex::new(CaseRecord::default()),
+        names: Mutex::new(Names::default()),
     };
     let result = case.run().await;
     let record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -146,6 +149,8 @@ struct Case<'a> {
     events: &'a (dyn Fn(Event) + Send + Sync),
     /// What the reports get, passed or failed.
     record: Mutex<CaseRecord>,
+    /// Setup objects by id, for `selector` and `rule` expectations.
+    names: Mutex<Names>,
 }
 
 impl Case<'_> {
@@ -169,6 +174,7 @@ impl Case<'_> {
         self.step(Step::Setup);
         let mut made = self.setup(&admin).await?;
         let committed = now_us();
+        *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
         self.step(Step::Wait);
         let converge = self
             .wait_for(&self.scenario.wait, "the wait probe")
@@ -236,7 +242,12 @@ impl Case<'_> {
                 )
                 .await
                 .map_err(at(Step::Steps))?;
-            self.timing(&format!("step `{}`", st.name), committed, &applied, converge);
+            self.timing(
+                &format!("step `{}`", st.name),
+                committed,
+                &applied,
+                converge,
+            );
             self.checks(admin, &st.checks, Some(&st.name), made)
                 .await
                 .map_err(at(Step::Steps))?;
@@ -507,7 +518,6 @@ impl Case<'_> {
         }
         Ok(ids)
     }
-
 }
 
 impl Case<'_> {
@@ -517,7 +527,8 @@ impl Case<'_> {
             .send(request)
             .await
             .map_err(|e| e.to_string())?;
-        judge(expect, &resp)
+        let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        judge(expect, &resp, &names)
     }
 
     async fn wait_for(&self, wait: &Wait, what: &str) -> Result<Converged, RunErrorKind> {

@@ -783,6 +783,18 @@ pub struct Expect {
     pub body_contains: Option<String>,
     /// What the upstream received.
     pub received: Option<Received>,
+    /// The setup selector that matched (by name; the gateway's `x-gantry-selector-id`).
+    pub selector: Option<String>,
+    /// The setup rule that matched (by name, unique in the scenario or of `selector`; the
+    /// gateway's `x-gantry-rule-id`).
+    pub rule: Option<String>,
+}
+
+impl Expect {
+    /// Whether the expectation constrains anything (an empty one accepts every answer).
+    pub fn is_empty(&self) -> bool {
+        *self == Expect::default()
+    }
 }
 
 /// What the upstream must have received.

@@ -206,7 +206,7 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
     let setup_selectors: HashSet<&str> =
         s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
     for (i, c) in s.checks.iter().enumerate() {
-        check(c, &format!("checks[{i}]"), &setup_selectors, &known)?;
+        check(s, c, &format!("checks[{i}]"), &setup_selectors, &known)?;
     }
     for (i, st) in s.steps.iter().enumerate() {
         let at = format!("steps[{i}]");
@@ -231,12 +231,72 @@ fn validate(s: &Scenario) -> Result<(), Problem> {
         ));
     }
     for (at, expect, m) in probes {
-        if let Some(name) = &expect.upstream {
-            known(name, format!("{at}.expect.upstream"))?;
-        }
+        expectation(s, expect, &at, &known)?;
         method(m, &format!("{at}.request.method"))?;
     }
+    if s.checks.is_empty() {
+        return Err(problem(
+            "checks".into(),
+            "at least one check is required: a scenario without checks proves only its wait".into(),
+            Some("checks:".into()),
+        ));
+    }
     unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check")?;
+    Ok(())
+}
+
+/// An expectation constrains something, and the upstream, selector and rule it names exist.
+fn expectation(
+    s: &Scenario,
+    expect: &Expect,
+    at: &str,
+    known: &dyn Fn(&str, String) -> Result<(), Problem>,
+) -> Result<(), Problem> {
+    if expect.is_empty() {
+        return Err(problem(
+            format!("{at}.expect"),
+            "accepts every answer: constrain at least one of status, upstream, route, code, \
+             bodyContains, received, selector, rule"
+                .into(),
+            Some("expect: {}".into()),
+        ));
+    }
+    if let Some(name) = &expect.upstream {
+        known(name, format!("{at}.expect.upstream"))?;
+    }
+    let selectors = &s.setup.selectors;
+    if let Some(name) = &expect.selector
+        && !selectors.iter().any(|x| &x.name == name)
+    {
+        return Err(problem(
+            format!("{at}.expect.selector"),
+            format!("no setup selector named `{name}`"),
+            Some(format!("selector: {name}")),
+        ));
+    }
+    if let Some(rule) = &expect.rule {
+        let holders: Vec<&str> = selectors
+            .iter()
+            .filter(|x| expect.selector.as_ref().is_none_or(|n| &x.name == n))
+            .filter(|x| x.rules.iter().any(|r| &r.name == rule))
+            .map(|x| x.name.as_str())
+            .collect();
+        let message = match holders.len() {
+            1 => None,
+            0 => Some(format!("no setup rule named `{rule}`")),
+            _ => Some(format!(
+                "rule `{rule}` is in several selectors ({}): name the `selector` too",
+                holders.join(", ")
+            )),
+        };
+        if let Some(message) = message {
+            return Err(problem(
+                format!("{at}.expect.rule"),
+                message,
+                Some(format!("rule: {rule}")),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -357,7 +417,7 @@ fn steps(s: &Scenario, known: &dyn Fn(&str, String) -> Result<(), Problem>) -> R
         }
         let selectors: HashSet<&str> = live.keys().copied().collect();
         for (j, c) in st.checks.iter().enumerate() {
-            check(c, &format!("steps[{i}].checks[{j}]"), &selectors, known)?;
+            check(s, c, &format!("steps[{i}].checks[{j}]"), &selectors, known)?;
         }
     }
     Ok(())
@@ -369,13 +429,17 @@ const MAX_HASH_CLIENTS: u32 = 1024;
 /// A check fits its kind: its request is valid, the selector and upstreams it names exist at
 /// that point, and its numbers are in range.
 fn check(
+    s: &Scenario,
     c: &Check,
     at: &str,
     selectors: &HashSet<&str>,
     known: &dyn Fn(&str, String) -> Result<(), Problem>,
 ) -> Result<(), Problem> {
     let request = c.kind.request();
-    method(&request.method, &format!("{at}.{}.request.method", kind_key(&c.kind)))?;
+    method(
+        &request.method,
+        &format!("{at}.{}.request.method", kind_key(&c.kind)),
+    )?;
     let kind = kind_key(&c.kind);
     let selector = |name: &str| {
         if selectors.contains(name) {
@@ -408,7 +472,11 @@ fn check(
         if ok {
             Ok(())
         } else {
-            let range = if open { "strictly between 0 and 1" } else { "between 0 and 1" };
+            let range = if open {
+                "strictly between 0 and 1"
+            } else {
+                "between 0 and 1"
+            };
             Err(problem(
                 format!("{at}.{kind}.{field}"),
                 format!("must be {range}, got {value}"),
@@ -418,9 +486,7 @@ fn check(
     };
     match &c.kind {
         CheckKind::Probe(p) => {
-            if let Some(name) = &p.expect.upstream {
-                known(name, format!("{at}.expect.upstream"))?;
-            }
+            expectation(s, &p.expect, at, known)?;
             at_least(p.repeat, 1, "repeat")?;
         }
         CheckKind::Distribution(d) => {
@@ -585,6 +651,79 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The smallest scenario: every optional key left out.
+    const MINIMAL: &str = "
+name: minimal
+modes: [websocket]
+upstreams: [alpha]
+setup:
+  selectors:
+    - name: s
+      plugin: divide
+      conditions:
+        - { paramType: uri, operator: '=', paramValue: /x }
+      upstreams:
+        - { upstream: alpha }
+      rules:
+        - name: r
+          conditions:
+            - { paramType: uri, operator: '=', paramValue: /x }
+wait:
+  probe:
+    request: { path: /x }
+    expect: { upstream: alpha }
+checks:
+  - name: c
+    request: { path: /x }
+    expect: { status: 200 }
+";
+
+    #[test]
+    fn omitted_keys_take_the_documented_defaults() {
+        use super::super::ast::{MatchModeName, SelectorKind};
+        let s = parse_str(Path::new("minimal.yaml"), MINIMAL).unwrap();
+        assert_eq!(s.description, "");
+        assert_eq!(
+            s.backends,
+            vec![crate::BackendKind::Host, crate::BackendKind::Docker]
+        );
+        assert!(s.steps.is_empty() && s.teardown.probes.is_empty());
+        assert!(s.setup.registrations.is_empty());
+        assert_eq!(s.wait.consecutive, 3);
+        assert_eq!(s.wait.interval, Duration::from_millis(10));
+        assert_eq!(s.wait.timeout, Duration::from_secs(10));
+        assert_eq!(s.wait.probe.request.method, "GET");
+        let sel = &s.setup.selectors[0];
+        assert_eq!(
+            (
+                sel.kind,
+                sel.match_mode,
+                sel.sort,
+                sel.continued,
+                sel.enabled
+            ),
+            (SelectorKind::Custom, MatchModeName::And, 1, true, true)
+        );
+        assert_eq!(
+            (sel.upstreams[0].weight, sel.upstreams[0].status),
+            (50, true)
+        );
+        let cond = sel.conditions[0].to_dto();
+        assert_eq!(cond.param_name.as_deref(), Some("/"));
+        let rule = &sel.rules[0];
+        assert_eq!(
+            (rule.match_mode, rule.sort, rule.enabled),
+            (MatchModeName::And, 1, true)
+        );
+        let handle = rule.handle.to_handle();
+        assert_eq!(handle, model::DivideRuleHandle::default());
+        assert_eq!(
+            (handle.load_balance, handle.retry, handle.timeout),
+            (model::LoadBalance::Random, 3, 3000)
+        );
+        assert!(rule.context_path.is_none());
     }
 
     #[test]
@@ -793,12 +932,23 @@ steps:
         let kinds: Vec<&str> = s.checks.iter().map(|c| c.kind.name()).collect();
         assert_eq!(
             kinds,
-            ["probe", "probe", "distribution", "roundRobin", "hash", "steer", "latency"]
+            [
+                "probe",
+                "probe",
+                "distribution",
+                "roundRobin",
+                "hash",
+                "steer",
+                "latency"
+            ]
         );
         let CheckKind::Distribution(d) = &s.checks[2].kind else {
             panic!()
         };
-        assert_eq!((d.requests, d.concurrency, d.alpha, d.shares.is_none()), (2000, 8, 1e-6, true));
+        assert_eq!(
+            (d.requests, d.concurrency, d.alpha, d.shares.is_none()),
+            (2000, 8, 1e-6, true)
+        );
         let CheckKind::RoundRobin(r) = &s.checks[3].kind else {
             panic!()
         };
@@ -818,49 +968,93 @@ steps:
             panic!()
         };
         assert_eq!(
-            (l.changes, l.consecutive, l.interval, l.timeout, l.limits.p99),
-            (20, 1, Duration::from_millis(1), Duration::from_secs(10), None)
+            (
+                l.changes,
+                l.consecutive,
+                l.interval,
+                l.timeout,
+                l.limits.p99
+            ),
+            (
+                20,
+                1,
+                Duration::from_millis(1),
+                Duration::from_secs(10),
+                None
+            )
         );
     }
 
     #[test]
     fn a_check_judges_exactly_one_thing() {
         let e = err(&with_judges("  - name: nothing\n    repeat: 2\n"));
-        assert!(e.contains("`expect` and `repeat` go with a `request`"), "{e}");
+        assert!(
+            e.contains("`expect` and `repeat` go with a `request`"),
+            "{e}"
+        );
         let e = err(&with_judges("  - name: nothing\n"));
-        assert!(e.contains("check `nothing` judges nothing: give `request` + `expect`, or one of distribution"), "{e}");
+        assert!(
+            e.contains(
+                "check `nothing` judges nothing: give `request` + `expect`, or one of distribution"
+            ),
+            "{e}"
+        );
         let e = err(&with_judges(
             "  - name: two\n    request: { path: /x }\n    expect: { status: 200 }\n    hash: { request: { path: /x }, selector: uri-equal }\n",
         ));
-        assert!(e.contains("check `two` has several kinds (hash, probe)"), "{e}");
+        assert!(
+            e.contains("check `two` has several kinds (hash, probe)"),
+            "{e}"
+        );
         assert!(e.starts_with("x.yaml:"), "{e}");
     }
 
     #[test]
     fn judge_fields_are_validated_where_they_stand() {
-        let e = err(&with_judges(&JUDGES.replace("selector: uri-equal\n", "selector: nope\n")));
+        let e = err(&with_judges(
+            &JUDGES.replace("selector: uri-equal\n", "selector: nope\n"),
+        ));
         assert!(
-            e.contains("checks[2].distribution.selector: no setup selector named `nope` at this point"),
+            e.contains(
+                "checks[2].distribution.selector: no setup selector named `nope` at this point"
+            ),
             "{e}"
         );
         let e = err(&with_judges(&JUDGES.replace("slow: alpha", "slow: omega")));
-        assert!(e.contains("checks[5].steer.slow: upstream `omega` is not declared"), "{e}");
-        let e = err(&with_judges(&JUDGES.replace("maxShare: 0.2", "maxShare: 1.5")));
-        assert!(e.contains("checks[5].steer.maxShare: must be between 0 and 1, got 1.5"), "{e}");
+        assert!(
+            e.contains("checks[5].steer.slow: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&with_judges(
+            &JUDGES.replace("maxShare: 0.2", "maxShare: 1.5"),
+        ));
+        assert!(
+            e.contains("checks[5].steer.maxShare: must be between 0 and 1, got 1.5"),
+            "{e}"
+        );
         let e = err(&with_judges(&JUDGES.replace(
             "latency: { request: { path: /x }, selector: uri-equal }",
             "latency: { request: { path: /x }, selector: uri-equal, changes: 3 }",
         )));
-        assert!(e.contains("checks[6].latency.changes: must be an even number ≥ 2"), "{e}");
+        assert!(
+            e.contains("checks[6].latency.changes: must be an even number ≥ 2"),
+            "{e}"
+        );
         let e = err(&with_judges(&JUDGES.replace(
             "latency: { request: { path: /x }, selector: uri-equal }",
             "latency: { request: { path: /x }, selector: uri-equal, interval: 10ms }",
         )));
-        assert!(e.contains("checks[6].latency.interval: must be between 1µs and 1ms"), "{e}");
+        assert!(
+            e.contains("checks[6].latency.interval: must be between 1µs and 1ms"),
+            "{e}"
+        );
         let e = err(&with_judges(
             "  - name: odd shares\n    distribution: { request: { path: /x }, selector: uri-equal, shares: { omega: 1 } }\n",
         ));
-        assert!(e.contains("checks[2].distribution.shares.omega: upstream `omega` is not declared"), "{e}");
+        assert!(
+            e.contains("checks[2].distribution.shares.omega: upstream `omega` is not declared"),
+            "{e}"
+        );
     }
 
     #[test]
