@@ -24,6 +24,7 @@ use axum::Router;
 use axum::extract::FromRef;
 use axum::middleware;
 use axum::routing::{delete, get, post};
+use axum::serve::ListenerExt;
 use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
@@ -305,6 +306,13 @@ pub async fn serve(
     let state = AppState::new(&config).await?;
     let closing = state.clone();
     tracing::info!(addr = %listener.local_addr()?, db = %config.db, "gantry-admin serving");
+    // TCP_NODELAY: a streamed answer (the websocket pushes, long-poll answers) is not held back
+    // waiting for the client's delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
+        }
+    });
     axum::serve(listener, app(state))
         .with_graceful_shutdown(async move {
             shutdown.await;

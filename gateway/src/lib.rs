@@ -40,6 +40,7 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use http::{HeaderName, HeaderValue};
 use model::SyncMode;
 
@@ -176,6 +177,13 @@ pub async fn serve(
         .route("/metrics", get(actuator::metrics))
         .fallback(route)
         .with_state(app);
+    // TCP_NODELAY on every client connection: an answer written in two pieces (a head, then
+    // a body streamed from the upstream) must not wait for the client's delayed ACK (~40 ms).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
+        }
+    });
     let result = axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
