@@ -116,8 +116,15 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
             .map_err(|e| ApiError::field(field("paramValue"), e))?;
     }
     if operator == Operator::Regex {
-        let anchored = format!("^(?:{})$", param_value.trim());
-        if let Err(e) = regex::Regex::new(&anchored) {
+        // As the gateway compiles it: trimmed like Java's `String.trim()`, read as re2j reads
+        // it (syntax re2j refuses is refused here, ShenYu would answer 500), then built.
+        let value = param_value.trim_matches(|c: char| c <= '\u{20}');
+        let checked = model::re2j::translate(value).and_then(|body| {
+            regex::Regex::new(&format!("^(?:{body})$"))
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = checked {
             return Err(ApiError::field(
                 field("paramValue"),
                 format!("invalid regex: {e}"),
@@ -627,6 +634,28 @@ mod tests {
             bad(ConditionDto::new("uri", "regex", "/", "(a"))
                 .starts_with("selectorConditions[2].paramValue: invalid regex")
         );
+        // Syntax Rust's regex takes but re2j (ShenYu's engine) refuses.
+        for re2j_invalid in [
+            "(?x)a b",
+            "(?u)a",
+            r"\u0041",
+            "a**",
+            "(?P<a.b>x)",
+            r"\p{greek}",
+        ] {
+            let message = bad(ConditionDto::new("header", "regex", "x", re2j_invalid));
+            assert!(
+                message.starts_with(
+                    "selectorConditions[2].paramValue: invalid regex: error parsing regexp"
+                ),
+                "{re2j_invalid}: {message}"
+            );
+        }
+        // re2j syntax Rust's regex refuses on its own.
+        for re2j_valid in [r"\Qa.b\E", r"\012", "a{,3}", "[a[b]"] {
+            let ok = dto(vec![ConditionDto::new("header", "regex", "x", re2j_valid)]);
+            assert!(selector(ok, Some(&divide())).is_ok(), "{re2j_valid}");
+        }
         assert!(
             bad(ConditionDto::new("uri", "=", "/", "")).ends_with("paramValue: must not be blank")
         );

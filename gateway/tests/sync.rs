@@ -363,7 +363,9 @@ async fn two_piece_upstream() -> SocketAddr {
                 let mut buf = vec![0u8; 8192];
                 let mut seen = Vec::new();
                 loop {
-                    let Ok(n) = stream.read(&mut buf).await else { return };
+                    let Ok(n) = stream.read(&mut buf).await else {
+                        return;
+                    };
                     if n == 0 {
                         return;
                     }

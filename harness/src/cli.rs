@@ -1,6 +1,7 @@
 //! The `gantry` command line (clap derive), converted to the library's [`RunOptions`].
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use harness::{BackendKind, Env, RunOptions};
@@ -19,12 +20,21 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run scenario files (default: the workspace's cases/scenarios).
     Run(RunArgs),
+    /// List every scenario × mode × backend `run` with the same arguments would report, and
+    /// why a case would be skipped.
+    List(RunArgs),
     /// Build the static binaries and the `gantry/*:dev` images (only those that changed).
     Images(ImagesArgs),
     /// Serve one echo upstream (what the `gantry/upstream:dev` image runs).
     Upstream(UpstreamArgs),
     /// Print the compose file for a sync mode (compose/<mode>.yml is this output).
     Compose(ComposeArgs),
+    /// Print the scenario files' JSON Schema (docs/scenario.schema.json is this output).
+    Schema,
+    /// Check scenario files without running them: every problem, each at its line and column.
+    Validate(ValidateArgs),
+    /// Benchmarks (release binaries; each prints a table and writes `--report-json`).
+    Bench(BenchArgs),
 }
 
 /// `gantry images` arguments.
@@ -60,6 +70,31 @@ pub(crate) struct ComposeArgs {
     pub(crate) sync: SyncMode,
 }
 
+/// `gantry validate` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ValidateArgs {
+    /// Scenario files or directories (searched recursively for *.yaml; default: the
+    /// workspace's cases/scenarios).
+    pub(crate) paths: Vec<PathBuf>,
+}
+
+impl ValidateArgs {
+    /// The paths, defaulting to the workspace's scenarios (shown relative to the current
+    /// directory when they are under it).
+    pub(crate) fn paths(&self) -> Vec<PathBuf> {
+        if !self.paths.is_empty() {
+            return self.paths.clone();
+        }
+        let dir = harness::default_scenario_dir();
+        let shown = std::env::current_dir()
+            .and_then(|cwd| Ok((cwd.canonicalize()?, dir.canonicalize()?)))
+            .ok()
+            .and_then(|(cwd, dir)| dir.strip_prefix(cwd).ok().map(PathBuf::from))
+            .filter(|r| !r.as_os_str().is_empty());
+        vec![shown.unwrap_or(dir)]
+    }
+}
+
 /// `gantry run` arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
@@ -74,9 +109,18 @@ pub(crate) struct RunArgs {
     /// Also write a JSON report here.
     #[arg(long)]
     pub(crate) report_json: Option<PathBuf>,
+    /// Write a JUnit XML report (one testsuite per mode × backend) to this file.
+    #[arg(long)]
+    pub(crate) report_junit: Option<PathBuf>,
+    /// Write an HTML report (a self-contained `index.html` with plots) into this directory.
+    #[arg(long)]
+    pub(crate) report_html: Option<PathBuf>,
     /// Do not run `cargo build --workspace --bins` first.
     #[arg(long)]
     pub(crate) no_build: bool,
+    /// Only scenarios whose name contains this text.
+    #[arg(long)]
+    pub(crate) filter: Option<String>,
     /// An extra argument for every gateway started (repeat it; e.g.
     /// `--gateway-arg=--emulate-bug --gateway-arg=drop-deletes`).
     #[arg(long = "gateway-arg", allow_hyphen_values = true)]
@@ -85,6 +129,193 @@ pub(crate) struct RunArgs {
     /// result reports the one used).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+}
+
+/// `gantry bench` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchArgs {
+    #[command(subcommand)]
+    pub(crate) bench: Bench,
+}
+
+/// The benches.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Bench {
+    /// The gateway (1, 100, 10,000 selectors) against nginx and a direct connection:
+    /// closed-loop throughput, open-loop latency, upstream connection reuse.
+    Proxy(ProxyBenchArgs),
+    /// Per sync mode: admin 2xx → gateway applied → probe over N toggles, and the burst figure.
+    Sync(SyncBenchArgs),
+    /// Thousands of simulated websocket / long-poll subscribers on one admin.
+    Fanout(FanoutBenchArgs),
+}
+
+impl Bench {
+    /// The flags every bench has.
+    pub(crate) fn common(&self) -> &BenchCommon {
+        match self {
+            Bench::Proxy(a) => &a.common,
+            Bench::Sync(a) => &a.common,
+            Bench::Fanout(a) => &a.common,
+        }
+    }
+}
+
+/// Flags of every bench.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchCommon {
+    /// Write the JSON report here.
+    #[arg(long)]
+    pub(crate) report_json: Option<PathBuf>,
+    /// Do not run `cargo build --workspace --bins` first.
+    #[arg(long)]
+    pub(crate) no_build: bool,
+}
+
+impl BenchCommon {
+    /// The engine options: environment defaults (`GANTRY_BIN_DIR`, `GANTRY_KEEP`), host backend.
+    pub(crate) fn options(&self, env: &dyn Env) -> RunOptions {
+        let mut opts = RunOptions::from_env(env);
+        opts.build &= !self.no_build;
+        opts
+    }
+}
+
+/// `gantry bench proxy` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ProxyBenchArgs {
+    #[command(flatten)]
+    pub(crate) common: BenchCommon,
+    /// Load-generator connections.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) connections: usize,
+    /// Duration of each pass.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub(crate) duration: Duration,
+    /// Warm-up per target and upstream kind.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub(crate) warmup: Duration,
+    /// Open-loop rates (requests per second), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
+    pub(crate) rates: Vec<u32>,
+    /// Rounds; every figure is the median over them.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) rounds: u32,
+    /// Selector counts, one gateway each, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,100,10000")]
+    pub(crate) selectors: Vec<usize>,
+    /// Upstream kinds, comma-separated.
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "whole,split")]
+    pub(crate) upstreams: Vec<harness::bench::upstream::UpstreamKind>,
+    /// Do not measure nginx even when it is installed.
+    #[arg(long)]
+    pub(crate) no_nginx: bool,
+    /// TCP_NODELAY on the upstream's sockets (`false` shows what a missing one costs).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub(crate) upstream_nodelay: bool,
+    /// Concurrent admin writers loading the selectors.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) writers: usize,
+}
+
+impl ProxyBenchArgs {
+    /// The bench options.
+    pub(crate) fn options(&self, keep: bool) -> harness::bench::ProxyOptions {
+        harness::bench::ProxyOptions {
+            connections: self.connections,
+            duration: self.duration,
+            warmup: self.warmup,
+            rates: self.rates.clone(),
+            rounds: self.rounds.max(1),
+            selectors: self.selectors.clone(),
+            kinds: self.upstreams.clone(),
+            nginx: !self.no_nginx,
+            upstream_nodelay: self.upstream_nodelay,
+            writers: self.writers,
+            keep,
+        }
+    }
+}
+
+/// `gantry bench sync` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SyncBenchArgs {
+    #[command(flatten)]
+    pub(crate) common: BenchCommon,
+    /// Sync modes: `all` or a comma-separated list.
+    #[arg(long, default_value = "all", value_parser = parse_modes)]
+    pub(crate) sync: Modes,
+    /// Timed selector toggles per mode.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) changes: u32,
+    /// Selectors (with a rule each) held before the burst.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) held: usize,
+    /// Selector creates, then rule creates, in the burst.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) burst: usize,
+    /// Concurrent writers.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) writers: usize,
+}
+
+impl SyncBenchArgs {
+    /// The bench options.
+    pub(crate) fn options(&self, keep: bool) -> harness::bench::SyncOptions {
+        harness::bench::SyncOptions {
+            modes: self.sync.0.clone(),
+            changes: self.changes,
+            held: self.held,
+            burst: self.burst,
+            writers: self.writers,
+            keep,
+        }
+    }
+}
+
+/// `gantry bench fanout` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct FanoutBenchArgs {
+    #[command(flatten)]
+    pub(crate) common: BenchCommon,
+    /// Subscriber counts, comma-separated (each on a fresh admin).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    pub(crate) subscribers: Vec<usize>,
+    /// Subscriber kinds, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "websocket,http"
+    )]
+    pub(crate) kinds: Vec<harness::bench::fanout::FanoutKind>,
+    /// Changes timed per run.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) changes: u32,
+    /// A run keeps up when all subscribers hold a change within this (median over changes).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub(crate) keep_up: Duration,
+    /// Subscribers connecting at once.
+    #[arg(long, default_value_t = 256)]
+    pub(crate) connect_concurrency: usize,
+    /// Deadline for everyone to connect, and for everyone to hold one change.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub(crate) timeout: Duration,
+}
+
+impl FanoutBenchArgs {
+    /// The bench options.
+    pub(crate) fn options(&self, keep: bool) -> harness::bench::FanoutOptions {
+        harness::bench::FanoutOptions {
+            sizes: self.subscribers.clone(),
+            kinds: self.kinds.clone(),
+            changes: self.changes,
+            keep_up_ms: u64::try_from(self.keep_up.as_millis()).unwrap_or(u64::MAX),
+            connect_concurrency: self.connect_concurrency,
+            timeout: self.timeout,
+            keep,
+        }
+    }
 }
 
 /// A parsed `--sync` value.
@@ -121,6 +352,7 @@ impl RunArgs {
         };
         opts.build &= !self.no_build;
         opts.gateway_args.clone_from(&self.gateway_args);
+        opts.filter.clone_from(&self.filter);
         if let Some(seed) = self.seed {
             opts.seed = seed;
         }
@@ -200,5 +432,90 @@ mod tests {
         let e = run_args(&["--sync", "pigeon"]).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("unknown sync mode `pigeon`"), "{e}");
+    }
+
+    #[test]
+    fn schema_and_validate_parse() {
+        let cli = Cli::try_parse_from(["gantry", "schema"]).unwrap();
+        assert!(matches!(cli.command, Command::Schema));
+        let cli = Cli::try_parse_from(["gantry", "validate", "a.yaml", "cases"]).unwrap();
+        let Command::Validate(v) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(v.paths(), [PathBuf::from("a.yaml"), PathBuf::from("cases")]);
+        let cli = Cli::try_parse_from(["gantry", "validate"]).unwrap();
+        let Command::Validate(v) = cli.command else {
+            panic!("{cli:?}")
+        };
+        let default = v.paths();
+        assert_eq!(default.len(), 1);
+        assert!(default[0].ends_with("cases/scenarios"), "{default:?}");
+    }
+
+    #[test]
+    fn bench_flags_become_options() {
+        let parse = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["gantry", "bench"], args].concat()).unwrap();
+            let Command::Bench(b) = cli.command else {
+                panic!("{cli:?}")
+            };
+            b.bench
+        };
+        let Bench::Proxy(p) = parse(&[
+            "proxy",
+            "--rates",
+            "100,200",
+            "--no-nginx",
+            "--report-json",
+            "r.json",
+        ]) else {
+            panic!()
+        };
+        let o = p.options(false);
+        assert_eq!(
+            (o.rates, o.nginx, o.connections),
+            (vec![100, 200], false, 16)
+        );
+        assert_eq!(o.selectors, vec![1, 100, 10_000]);
+        assert_eq!((o.duration, o.rounds), (Duration::from_secs(1), 5));
+        assert!(o.upstream_nodelay);
+        assert_eq!(p.common.report_json, Some(PathBuf::from("r.json")));
+        let Bench::Proxy(p) = parse(&[
+            "proxy",
+            "--upstream-nodelay",
+            "false",
+            "--upstreams",
+            "split",
+        ]) else {
+            panic!()
+        };
+        assert!(!p.options(false).upstream_nodelay);
+        assert_eq!(
+            p.options(false).kinds,
+            vec![harness::bench::upstream::UpstreamKind::Split]
+        );
+        let Bench::Sync(s) = parse(&["sync", "--sync", "websocket,http", "--no-build"]) else {
+            panic!()
+        };
+        assert_eq!(
+            s.options(false).modes,
+            vec![SyncMode::Websocket, SyncMode::Http]
+        );
+        assert_eq!(
+            (s.options(false).changes, s.options(false).burst),
+            (200, 1000)
+        );
+        assert!(!s.common.options(&NoEnv).build);
+        let Bench::Sync(s) = parse(&["sync"]) else {
+            panic!()
+        };
+        assert_eq!(s.options(false).modes, SyncMode::ALL.to_vec());
+        let Bench::Fanout(f) = parse(&["fanout", "--subscribers", "10", "--keep-up", "250ms"])
+        else {
+            panic!()
+        };
+        let o = f.options(true);
+        assert_eq!((o.sizes, o.keep_up_ms, o.keep), (vec![10], 250, true));
+        assert_eq!(o.kinds.len(), 2);
     }
 }

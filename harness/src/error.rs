@@ -29,6 +29,55 @@ pub enum ScenarioError {
         /// What is wrong.
         message: String,
     },
+    /// The scenario deserializes but breaks rules of its own: every problem, one per line,
+    /// sorted by position.
+    #[error("{}", render_problems(file, problems))]
+    Problems {
+        /// The file.
+        file: PathBuf,
+        /// The problems (at least one).
+        problems: Vec<ScenarioProblem>,
+    },
+}
+
+impl ScenarioError {
+    /// How many problems this error reports (one, except for [`ScenarioError::Problems`]).
+    pub fn problem_count(&self) -> usize {
+        match self {
+            ScenarioError::Problems { problems, .. } => problems.len(),
+            _ => 1,
+        }
+    }
+}
+
+/// One problem of a scenario file: where it is, the field path and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioProblem {
+    /// 1-based line of the offending node, when known.
+    pub line: Option<usize>,
+    /// 1-based column of the offending node, when known.
+    pub column: Option<usize>,
+    /// The field path, e.g. `checks[1].expect` (`.` for the document).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// `file:line:column: path: message`, one line per problem.
+fn render_problems(file: &std::path::Path, problems: &[ScenarioProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| {
+            format!(
+                "{}:{}: {}{}",
+                file.display(),
+                location(p.line, p.column),
+                path_prefix(&p.path),
+                p.message
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn location(line: Option<usize>, column: Option<usize>) -> String {

@@ -7,6 +7,7 @@
 //! → [`runner`] (with [`probe`] verdicts and [`wait`] convergence) → [`report`].
 
 pub mod backend;
+pub mod bench;
 pub mod client;
 pub mod compose;
 pub mod error;
@@ -79,6 +80,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Extra arguments for every gateway started (`--gateway-arg`).
     pub gateway_args: Vec<String>,
+    /// Only scenarios whose name contains this (`--filter`).
+    pub filter: Option<String>,
 }
 
 impl RunOptions {
@@ -100,6 +103,7 @@ impl RunOptions {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or_else(rand::random),
             gateway_args: Vec::new(),
+            filter: None,
         }
     }
 }
@@ -135,8 +139,9 @@ fn prepare_backend(opts: &RunOptions) -> Result<Backend, BackendError> {
     Ok(backend)
 }
 
-/// The result of one case run, for the reporters.
+/// The result of one case run of the scenario in `file`, for the reporters.
 pub fn case_result(
+    file: &Path,
     scenario: &Scenario,
     mode: SyncMode,
     opts: &RunOptions,
@@ -145,6 +150,7 @@ pub fn case_result(
     let mut r = CaseResult::bare(
         scenario.name.clone(),
         mode.to_string(),
+        file.display().to_string(),
         opts.backend.to_string(),
         opts.seed,
     );
@@ -165,9 +171,65 @@ pub fn case_result(
     r
 }
 
-/// Discovers the scenarios under `paths` and runs each under its modes ∩ `opts.modes`, one at
-/// a time; every other requested mode gets a skipped result saying why ([`not_run`]). A file
-/// that does not parse is a failed result with mode `parse`.
+/// One entry of a run's plan: a file that does not parse, or a scenario × requested mode that
+/// runs or is skipped (and why).
+#[derive(Debug)]
+pub enum Planned<'a> {
+    /// A file that does not parse: a failed result with mode `parse`.
+    Broken(&'a CaseFile, &'a ScenarioError),
+    /// A scenario under one requested mode.
+    Case {
+        /// Its file.
+        file: &'a CaseFile,
+        /// The scenario.
+        scenario: &'a Scenario,
+        /// The mode.
+        mode: SyncMode,
+        /// Why it does not run ([`not_run`]); `None` when it runs.
+        skip: Option<String>,
+    },
+}
+
+impl Planned<'_> {
+    /// `parse` or the mode's name: what the result's `mode` will be.
+    pub fn mode(&self) -> String {
+        match self {
+            Planned::Broken(..) => "parse".to_owned(),
+            Planned::Case { mode, .. } => mode.to_string(),
+        }
+    }
+}
+
+/// What [`run_paths`] reports for `files` under `opts`, in order: every scenario whose name
+/// contains `opts.filter` (every one without a filter) under every requested mode, and every
+/// file that does not parse (whose stem contains the filter). The single enumeration the CLI's
+/// `run`, `list` and progress totals use.
+pub fn plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> {
+    let wanted = |name: &str| opts.filter.as_deref().is_none_or(|f| name.contains(f));
+    let mut out = Vec::new();
+    for file in files {
+        match &file.scenario {
+            Err(e) if wanted(&file.stem()) => out.push(Planned::Broken(file, e)),
+            Err(_) => {}
+            Ok(s) if wanted(&s.name) => {
+                for mode in &opts.modes {
+                    out.push(Planned::Case {
+                        file,
+                        scenario: s,
+                        mode: *mode,
+                        skip: not_run(s, *mode, opts),
+                    });
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+    out
+}
+
+/// Discovers the scenarios under `paths` and runs the [`plan`], one case at a time: a
+/// scenario × mode it declares runs; every other requested mode gets a skipped result saying
+/// why ([`not_run`]); a file that does not parse is a failed result with mode `parse`.
 pub async fn run_paths(
     paths: &[PathBuf],
     opts: &RunOptions,
@@ -179,44 +241,47 @@ pub async fn run_paths(
         .await
         .expect("prepare does not panic")?;
     let mut results = Vec::new();
-    for file in &files {
-        match &file.scenario {
-            Err(e) => {
-                let mut r = CaseResult::bare(
-                    file.stem(),
-                    "parse".into(),
-                    opts.backend.to_string(),
-                    opts.seed,
-                );
+    for planned in plan(&files, opts) {
+        let bare = |case: String, file: &CaseFile, mode: String| {
+            CaseResult::bare(
+                case,
+                mode,
+                file.path.display().to_string(),
+                opts.backend.to_string(),
+                opts.seed,
+            )
+        };
+        let r = match planned {
+            Planned::Broken(file, e) => {
+                let mut r = bare(file.stem(), file, "parse".into());
                 r.error = Some(e.to_string());
-                events(Event::CaseFinished(r.clone()));
-                results.push(r);
+                r
             }
-            Ok(s) => {
-                for mode in &opts.modes {
-                    let r = match not_run(s, *mode, opts) {
-                        Some(reason) => {
-                            let mut r = CaseResult::bare(
-                                s.name.clone(),
-                                mode.to_string(),
-                                opts.backend.to_string(),
-                                opts.seed,
-                            );
-                            r.skipped = Some(reason);
-                            r
-                        }
-                        None => case_result(
-                            s,
-                            *mode,
-                            opts,
-                            run_case(s, *mode, &backend, opts, events).await,
-                        ),
-                    };
-                    events(Event::CaseFinished(r.clone()));
-                    results.push(r);
-                }
+            Planned::Case {
+                file,
+                scenario,
+                mode,
+                skip: Some(reason),
+            } => {
+                let mut r = bare(scenario.name.clone(), file, mode.to_string());
+                r.skipped = Some(reason);
+                r
             }
-        }
+            Planned::Case {
+                file,
+                scenario,
+                mode,
+                skip: None,
+            } => {
+                let started = std::time::Instant::now();
+                let outcome = run_case(scenario, mode, &backend, opts, events).await;
+                let mut r = case_result(&file.path, scenario, mode, opts, outcome);
+                r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+                r
+            }
+        };
+        events(Event::CaseFinished(r.clone()));
+        results.push(r);
     }
     Ok(results)
 }
@@ -253,13 +318,18 @@ pub enum RunSetupError {
     Backend(#[from] BackendError),
 }
 
-/// Counts the results [`run_paths`] will report for `files`: one per scenario × requested
-/// mode, run or skipped, and one per file that does not parse.
-pub fn count_cases(files: &[CaseFile], modes: &[SyncMode]) -> usize {
-    files
-        .iter()
-        .map(|f| f.scenario.as_ref().map_or(1, |_| modes.len()))
-        .sum()
+/// The results [`run_paths`] will report for `files`, per mode (`parse` for files that do
+/// not parse), in order of first appearance.
+pub fn count_cases(files: &[CaseFile], opts: &RunOptions) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for p in plan(files, opts) {
+        let mode = p.mode();
+        match counts.iter_mut().find(|(m, _)| *m == mode) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((mode, 1)),
+        }
+    }
+    counts
 }
 
 #[cfg(test)]
@@ -333,10 +403,23 @@ checks:
                 }),
             },
         ];
+        opts.backend = BackendKind::Host;
+        opts.modes = vec![SyncMode::Websocket, SyncMode::Etcd];
         assert_eq!(
-            count_cases(&files, &[SyncMode::Websocket, SyncMode::Etcd]),
-            3
+            count_cases(&files, &opts),
+            vec![
+                ("websocket".into(), 1),
+                ("etcd".into(), 1),
+                ("parse".into(), 1)
+            ]
         );
+        opts.filter = Some("host_".into());
+        assert_eq!(
+            count_cases(&files, &opts),
+            vec![("websocket".into(), 1), ("etcd".into(), 1)]
+        );
+        opts.filter = Some("nothing".into());
+        assert!(plan(&files, &opts).is_empty());
     }
 
     #[test]

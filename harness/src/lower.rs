@@ -142,6 +142,10 @@ wait:
   probe:
     request: { path: /x }
     expect: { status: 200 }
+checks:
+  - name: routed
+    request: { path: /x }
+    expect: { status: 200 }
 "#;
 
     fn addrs() -> Addresses {

@@ -2,6 +2,7 @@
 //! library for the engine.
 
 mod cli;
+mod exit_code;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -27,11 +28,75 @@ fn main() -> ExitCode {
     };
     match command {
         cli::Command::Run(args) => runtime.block_on(run(&args)),
+        cli::Command::List(args) => list(&args),
         cli::Command::Images(args) => runtime.block_on(images(args)),
         cli::Command::Upstream(args) => runtime.block_on(upstream(args)),
         cli::Command::Compose(args) => {
             print!("{}", harness::compose::render(args.sync));
             ExitCode::SUCCESS
+        }
+        cli::Command::Schema => {
+            print!("{}", harness::scenario::schema::schema_json());
+            ExitCode::SUCCESS
+        }
+        cli::Command::Validate(args) => validate(&args),
+        cli::Command::Bench(args) => runtime.block_on(bench(args.bench)),
+    }
+}
+
+/// `gantry bench proxy|sync|fanout`: progress on stderr, the table on stdout, the JSON report
+/// when asked; exit 1 when it could not run (or a sync mode failed), 130 when interrupted
+/// (everything it started is stopped on the way out).
+async fn bench(which: cli::Bench) -> ExitCode {
+    use harness::bench::{fanout, proxy, sync, write_json};
+    let common = which.common();
+    let opts = common.options(&ProcessEnv);
+    let progress = |line: String| eprintln!("{line}");
+    let work = async {
+        let backend = harness::bench::prepare(&opts).await?;
+        Ok::<_, anyhow::Error>(match &which {
+            cli::Bench::Proxy(a) => {
+                let r = proxy::run(&backend, &a.options(opts.keep), &progress).await?;
+                if let Some(path) = &common.report_json {
+                    write_json(path, &r)?;
+                }
+                (proxy::render(&r), true)
+            }
+            cli::Bench::Sync(a) => {
+                let r = sync::run(&backend, &a.options(opts.keep), &progress).await?;
+                if let Some(path) = &common.report_json {
+                    write_json(path, &r)?;
+                }
+                (sync::render(&r), r.modes.iter().all(|m| m.error.is_none()))
+            }
+            cli::Bench::Fanout(a) => {
+                let r = fanout::run(&backend, &a.options(opts.keep), &progress).await?;
+                if let Some(path) = &common.report_json {
+                    write_json(path, &r)?;
+                }
+                (fanout::render(&r), true)
+            }
+        })
+    };
+    let outcome = tokio::select! {
+        r = work => r,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted");
+            return ExitCode::from(130);
+        }
+    };
+    match outcome {
+        Ok((table, ok)) => {
+            print!("{table}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
         }
     }
 }
@@ -125,49 +190,143 @@ async fn upstream(args: cli::UpstreamArgs) -> ExitCode {
     }
 }
 
+/// Writes the reports `args` asks for (creating their directories).
+fn write_reports(args: &cli::RunArgs, results: &[harness::CaseResult]) -> Result<(), String> {
+    let parent = |path: &std::path::Path| match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
+        _ => Ok(()),
+    };
+    let fail =
+        |path: &std::path::Path, e: std::io::Error| format!("writing {}: {e}", path.display());
+    if let Some(path) = &args.report_json {
+        parent(path)
+            .and_then(|()| json::write(path, results))
+            .map_err(|e| fail(path, e))?;
+    }
+    if let Some(path) = &args.report_junit {
+        parent(path)
+            .and_then(|()| harness::report::junit::write(path, results))
+            .map_err(|e| fail(path, e))?;
+    }
+    if let Some(dir) = &args.report_html {
+        harness::report::html::write(dir, results).map_err(|e| fail(dir, e))?;
+    }
+    Ok(())
+}
+
+/// `gantry list`: `<name>@<mode>@<backend>` per case, with the skip reason where it would not
+/// run; files that do not parse as `<stem>@parse` with the error.
+fn list(args: &cli::RunArgs) -> ExitCode {
+    let opts = args.options(&ProcessEnv);
+    let files = match harness::discover(&args.paths()) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = harness::plan(&files, &opts);
+    for p in &plan {
+        match p {
+            harness::Planned::Broken(file, e) => println!("{}@parse: {e}", file.stem()),
+            harness::Planned::Case {
+                scenario,
+                mode,
+                skip,
+                ..
+            } => match skip {
+                None => println!("{}@{mode}@{}", scenario.name, opts.backend),
+                Some(why) => println!("{}@{mode}@{} (skipped: {why})", scenario.name, opts.backend),
+            },
+        }
+    }
+    let runs = plan
+        .iter()
+        .filter(|p| matches!(p, harness::Planned::Case { skip: None, .. }))
+        .count();
+    println!("{runs} of {} would run", plan.len());
+    ExitCode::SUCCESS
+}
+
 /// `gantry run`.
 async fn run(args: &cli::RunArgs) -> ExitCode {
     let opts = args.options(&ProcessEnv);
     let paths = args.paths();
     {
-        let total = harness::discover(&paths).map_or(0, |f| harness::count_cases(&f, &opts.modes));
-        let reporter = terminal::TerminalReporter::new(total as u64);
+        let totals = harness::discover(&paths)
+            .map_or_else(|_| Vec::new(), |f| harness::count_cases(&f, &opts));
+        let reporter = terminal::TerminalReporter::new(&totals);
         let on_event = |e: harness::Event| reporter.handle(&e);
         let outcome = tokio::select! {
             r = harness::run_paths(&paths, &opts, &on_event) => r,
             _ = tokio::signal::ctrl_c() => {
                 reporter.finish();
                 eprintln!("interrupted");
-                return ExitCode::from(130);
+                return ExitCode::from(exit_code::INTERRUPTED);
             }
         };
         reporter.finish();
         match outcome {
             Err(RunSetupError::Discover(e)) => {
                 eprintln!("error: {e}");
-                ExitCode::from(2)
+                ExitCode::from(exit_code::SETUP)
             }
             Err(RunSetupError::Backend(e)) => {
                 eprintln!("error: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(exit_code::BACKEND)
             }
             Ok(results) => {
                 print!("{}", terminal::failure_details(&results));
                 print!("{}", terminal::skip_notes(&results));
                 print!("{}", terminal::check_notes(&results));
                 println!("{}", terminal::summary_table(&results));
-                if let Some(path) = &args.report_json
-                    && let Err(e) = json::write(path, &results)
-                {
-                    eprintln!("error: writing {}: {e}", path.display());
-                    return ExitCode::FAILURE;
+                if let Err(e) = write_reports(args, &results) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(exit_code::REPORT);
                 }
-                if !results.iter().any(harness::CaseResult::failed) {
-                    ExitCode::SUCCESS
+                if results.iter().any(harness::CaseResult::failed) {
+                    ExitCode::from(exit_code::FAILED)
+                } else if results.iter().all(|r| r.skipped.is_some()) {
+                    // A CI job that tests nothing must not pass.
+                    eprintln!(
+                        "error: no case ran ({} skipped): check --sync, --backend and --filter against the scenarios' modes and backends",
+                        results.len()
+                    );
+                    ExitCode::from(exit_code::NOTHING_RAN)
                 } else {
-                    ExitCode::FAILURE
+                    ExitCode::SUCCESS
                 }
             }
         }
+    }
+}
+
+/// `gantry validate`: parses and validates every file without running anything, prints every
+/// problem (`file:line:column: path: message`) and `N files, M problems`.
+fn validate(args: &cli::ValidateArgs) -> ExitCode {
+    let files = match harness::discover(&args.paths()) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit_code::SETUP);
+        }
+    };
+    let mut problems = 0;
+    for file in &files {
+        if let Err(e) = &file.scenario {
+            println!("{e}");
+            problems += e.problem_count();
+        }
+    }
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    println!(
+        "{}, {}",
+        count(files.len(), "file"),
+        count(problems, "problem")
+    );
+    if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(exit_code::FAILED)
     }
 }

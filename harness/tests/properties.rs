@@ -23,8 +23,8 @@
 //! trial, else each trial has its own constant seed; the seed is printed and every failure
 //! names it. `GANTRY_PROPTEST_BATCHES` overrides [`BATCHES`] (longer explorations).
 //! `GANTRY_PROPTEST_DIVERGENCES=1` also generates the inputs on which today's gateway is known
-//! to differ from ShenYu (`DIVERGENCES`); off by default so that the suite is green until
-//! they are fixed.
+//! to differ from ShenYu (`DIVERGENCES`, empty at present); off by default so that the suite is
+//! green until they are fixed.
 //!
 //! Budget, measured on the 2-core build machine (debug build, `cargo test --workspace --test
 //! properties`, the five trials two at a time): [`BATCHES`] = 30 batches of 1–[`BATCH`] = 48
@@ -45,7 +45,9 @@
 //!   them, so the "unknown operator → 400" path is not reachable end to end.
 //! - values the admin accepts only: non-blank values (by Rust's `trim`) except for `isBlank`;
 //!   `TimeBefore`/`TimeAfter` values that parse (padded with spaces or tabs only, since the
-//!   admin trims with Rust's `trim`); `regex` values that compile in Rust; `pathPattern` on
+//!   admin trims with Rust's `trim`); `regex` values in re2j syntax (the admin refuses what
+//!   re2j cannot compile, such as `(?x)`, so ShenYu's HTTP 500 for it is not reachable end to
+//!   end; the gateway's unit tests cover it); `pathPattern` on
 //!   `uri` starting with `/`, braces balanced, `**` / `{*var}` last. Rules have at least one
 //!   condition (the admin refuses empty rules, so "and of nothing matches" is not exercised
 //!   end to end). An admin refusal fails the property with the admin's message.
@@ -53,7 +55,7 @@
 //! - paths: only characters that reach the gateway unchanged (no `.`/`..` segments, no raw
 //!   spaces or non-ASCII; checked before sending), valid `%` escapes only (the semantics leave
 //!   Spring's handling of invalid ones in paths unspecified); queries may carry an invalid
-//!   escape (`%zz`, a known divergence).
+//!   escape (`%zz`: every `query` condition evaluated then fails with HTTP 400).
 //! - header values are ASCII without surrounding spaces (HTTP strips them) except the
 //!   whitespace-only ones, which arrive blank either way; no `HEAD` (no body to read the code
 //!   from); cookies are one `Cookie` line of `name=value` pairs with token characters.
@@ -222,7 +224,6 @@ mod pools {
         "G.T",
         r"127\.0\.0\.1",
         r"\D+",
-        "(?x)a b",
         "[[:alpha:]]+",
         "a{2}",
         "Example.*",
@@ -254,8 +255,8 @@ mod pools {
         "x.y",
         "te st",
     ];
-    /// `{v}` twice in a pattern and `{1x}` are Spring parse errors (HTTP 400) the admin's
-    /// structural check lets through (see `DIVERGENCES`).
+    /// `{v}` twice in a pattern (see `path_pattern`) and `{1x}` are Spring parse errors
+    /// (HTTP 400) the admin's structural check lets through, as ShenYu's admin does.
     pub(super) const PATH_PATTERN_SEGMENTS: &[&str] = &[
         "a",
         "b",
@@ -333,22 +334,13 @@ mod pools {
     ];
 }
 
-/// Pool entries on which today's gateway differs from ShenYu (reported with issue 10; each is
-/// a gateway bug or gap, not a model choice). They are generated only with
-/// `GANTRY_PROPTEST_DIVERGENCES=1`, which also lets a path pattern use one variable name
-/// twice; remove an entry here once the gateway handles it.
-/// - `r=%zz`: ShenYu decodes every query parameter at the first `query` lookup, so a bad
-///   escape anywhere fails every `query` condition (400); the gateway decodes lazily and only
-///   fails on the parameter it looks at.
-/// - `{1x}` and a repeated `{v}` in a path pattern: Spring's parser rejects a variable name
-///   that is not a Java identifier and a name captured twice (`PatternParseException`, 400);
-///   the gateway accepts both.
-/// - `(?x)a b`: re2j has only the flags `i`, `m`, `s`, `U`, so `(?x)` is a
-///   `PatternSyntaxException` (500); the gateway's Rust regex accepts it.
-/// - `;p`, a path segment that is only a matrix part: Spring's `PathContainer` keeps it as a
-///   segment whose value is empty, and `PathPattern`'s `*` (and `{var}`) do not match an empty
-///   segment within a path (`/*/**` does not match `/;p/a`); the gateway's do.
-const DIVERGENCES: &[&str] = &["r=%zz", "{1x}", "(?x)a b", ";p"];
+/// Pool entries on which today's gateway differs from ShenYu (each a gateway bug or gap, not a
+/// model choice). They are generated only with `GANTRY_PROPTEST_DIVERGENCES=1`; remove an
+/// entry here once the gateway handles it. Empty at present: the four reported with issue 10
+/// (`r=%zz`: a bad query escape anywhere; `{1x}` and a repeated `{v}` in a path pattern;
+/// `(?x)a b`: re2j-only regex syntax, now refused by the admin and left out of the pool; `;p`:
+/// a path segment that is only a matrix part) are fixed.
+const DIVERGENCES: &[&str] = &[];
 
 fn divergences_on() -> bool {
     std::env::var("GANTRY_PROPTEST_DIVERGENCES").is_ok_and(|v| v == "1")
@@ -405,24 +397,8 @@ fn path_pattern() -> BoxedStrategy<String> {
         select(pools::TIME_PADS),
     )
         .prop_map(|(segs, tail, (before, after))| {
-            // A variable captured twice is a known divergence: rename the repeats.
-            let rename = !divergences_on();
-            let mut seen = Vec::new();
-            let mut p: String = segs
-                .iter()
-                .map(|s| {
-                    let mut s = (*s).to_owned();
-                    for v in ["{v}", "{w:"] {
-                        if s.contains(v) {
-                            if rename && seen.contains(&v) {
-                                s = s.replacen(&v[..2], &format!("{}{}", &v[..2], seen.len()), 1);
-                            }
-                            seen.push(v);
-                        }
-                    }
-                    format!("/{s}")
-                })
-                .collect();
+            // Segments may repeat a variable (`{v}` twice): a Spring parse error (HTTP 400).
+            let mut p: String = segs.iter().map(|s| format!("/{s}")).collect();
             p.push_str(tail);
             if p.is_empty() {
                 p.push('/');

@@ -119,6 +119,21 @@ macro_rules! wire_enum {
 
         #[cfg(feature = "openapi")]
         impl ::utoipa::ToSchema for $name {}
+
+        /// In the scenario schema: a string, one of the names `from_str` accepts (aliases too).
+        #[cfg(feature = "schema")]
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!({
+                    "type": "string",
+                    "enum": [$( $wire $(, $alias)* ),+],
+                })
+            }
+        }
     };
 }
 pub(crate) use wire_enum;

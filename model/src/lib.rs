@@ -21,6 +21,7 @@ mod handle;
 pub mod keyspace;
 mod meta;
 mod plugin;
+pub mod re2j;
 mod register;
 mod rule;
 mod selector;

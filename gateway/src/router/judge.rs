@@ -102,7 +102,11 @@ impl Judge {
             Judge::EndsWith(v) => r.ends_with(v.as_str()),
             Judge::Ant(p) => p.as_ref().map_err(MatchError::internal)?.matches(r),
             Judge::NotAnt(p) => !p.as_ref().map_err(MatchError::internal)?.matches(r),
-            Judge::PathPattern(p) => p.as_ref().map_err(MatchError::bad_request)?.matches(r),
+            Judge::PathPattern(p) => p
+                .as_ref()
+                .map_err(MatchError::bad_request)?
+                .matches(r)
+                .map_err(MatchError::bad_request)?,
             Judge::Regex(re) => re.as_ref().map_err(MatchError::internal)?.is_match(r),
             Judge::TimeBefore { use_now, value } => {
                 let value = value.as_ref().map_err(MatchError::internal)?;
@@ -125,34 +129,12 @@ fn left(use_now: bool, real: &str) -> Result<NaiveDateTime, MatchError> {
     }
 }
 
-/// Compiles a re2j-style full-match regex: `^(?:v)$`, with `\d \w \s` (and their negations)
-/// rewritten to RE2's ASCII classes. The `regex` crate's `unicode(false)` mode is not used
-/// because it rejects any pattern whose `.` could match a non-UTF-8 byte, i.e. most patterns.
+/// Compiles a re2j full-match regex (`Pattern.matches`): the pattern is read as re2j reads
+/// it ([`model::re2j::translate`]: re2j syntax only, ASCII `\d \w \s \b`, …) and anchored as
+/// `^(?:…)$`. A pattern re2j refuses is an error, as is one the `regex` crate cannot build.
 pub(crate) fn compile_regex(v: &str) -> Result<Regex, String> {
-    let mut out = String::with_capacity(v.len() + 16);
-    out.push_str("^(?:");
-    let mut chars = v.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('d') => out.push_str("[0-9]"),
-            Some('D') => out.push_str("[^0-9]"),
-            Some('w') => out.push_str("[0-9A-Za-z_]"),
-            Some('W') => out.push_str("[^0-9A-Za-z_]"),
-            Some('s') => out.push_str(r"[\t\n\x0C\r ]"),
-            Some('S') => out.push_str(r"[^\t\n\x0C\r ]"),
-            Some(other) => {
-                out.push('\\');
-                out.push(other);
-            }
-            None => out.push('\\'),
-        }
-    }
-    out.push_str(")$");
-    Regex::new(&out).map_err(|e| format!("invalid regex `{v}`: {e}"))
+    let body = model::re2j::translate(v).map_err(|e| format!("invalid regex `{v}`: {e}"))?;
+    Regex::new(&format!("^(?:{body})$")).map_err(|e| format!("invalid regex `{v}`: {e}"))
 }
 
 /// Java `String.trim()`: strips every char `<= U+0020` from both ends.
@@ -272,6 +254,145 @@ mod tests {
     ) {
         let err = judge(op, on_uri, value, "/a/b").unwrap_err();
         assert_eq!(err.status.as_u16(), status);
+    }
+
+    /// Rust-only syntax that re2j refuses (`PatternSyntaxException`, HTTP 500), even where
+    /// Rust's `regex` would match.
+    #[rstest]
+    #[case("(?x)a b", "ab")]
+    #[case("(?u)a", "a")]
+    #[case("(?R)a", "a")]
+    #[case("a**", "a")]
+    #[case(r"\u0061", "a")]
+    #[case(r"\p{letter}", "a")]
+    #[case("(?<é>a)", "a")]
+    #[case("a{1001}", "a")]
+    fn rust_only_regex_syntax_is_500(#[case] pattern: &str, #[case] real: &str) {
+        assert!(
+            Regex::new(&format!("^(?:{pattern})$")).is_ok(),
+            "{pattern} must be valid Rust"
+        );
+        let err = judge("regex", false, pattern, real).unwrap_err();
+        assert_eq!(err.status.as_u16(), 500, "{pattern}");
+    }
+
+    /// Full matches of re2j patterns (`model::re2j` translates, the gateway anchors).
+    fn re2j_matches(pattern: &str, s: &str) -> bool {
+        compile_regex(pattern)
+            .unwrap_or_else(|e| panic!("{pattern}: {e}"))
+            .is_match(s)
+    }
+
+    #[rstest]
+    #[case("a", "a", true)]
+    #[case("a|b", "ab", false)]
+    #[case("(?i)test", "TeSt", true)]
+    #[case("a(?i)|b", "B", true)]
+    #[case("a(?i)|b", "A", false)]
+    #[case("(?i-i)a", "A", false)]
+    #[case("(?ii)a", "A", true)]
+    #[case("(?)a", "a", true)]
+    #[case("(?i:a)b", "AB", false)]
+    #[case("(?s).", "\n", true)]
+    #[case(".", "\n", false)]
+    #[case("(?m)a$\nb", "a\nb", true)]
+    #[case("(?U)a*", "aaa", true)]
+    #[case("(?P<n>a)(?<m>b)", "ab", true)]
+    #[case("(?P<1x>a)", "a", true)]
+    // A flag group does not stop the repetition from applying to what came before.
+    #[case("a(?i)*", "aaa", true)]
+    #[case("a(?i)*b", "aaaB", true)]
+    #[case("a{2}(?m)?", "", true)]
+    #[case("a*(?i)+", "", true)]
+    #[case("\\x00(?-i)+(?i)?", "", true)]
+    // ASCII classes.
+    #[case(r"\d+", "123", true)]
+    #[case(r"\d", "\u{663}", false)]
+    #[case(r"\w+", "héllo", false)]
+    #[case(r"\s", "\u{b}", false)]
+    #[case(r"\s", "\u{c}", true)]
+    #[case(r"[\d]+", "42", true)]
+    #[case(r"[^\D]", "4", true)]
+    #[case(r"(?i)\w", "\u{212A}", true)]
+    #[case("[[:alpha:]]+", "abC", true)]
+    #[case("[[:alpha:]]", "é", false)]
+    #[case("[[:^alpha:]]", "1", true)]
+    #[case("[[:space:]]", "\u{b}", true)]
+    #[case(r"a\b", "a", true)]
+    #[case(r"é\b", "é", false)]
+    #[case(r"\Aa\z", "a", true)]
+    // Literals Rust would read otherwise.
+    #[case(r"\<a\>", "<a>", true)]
+    #[case(r"\Qa.b*\E", "a.b*", true)]
+    #[case(r"\Qa.b", "a.b", true)]
+    #[case(r"a\Q\E*", "aa", true)]
+    #[case(r"\Qab\E*", "abbb", true)]
+    #[case(r"\012", "\n", true)]
+    #[case(r"\0", "\0", true)]
+    #[case(r"\08", "\08", true)]
+    #[case(r"\é", "é", true)]
+    #[case(r"\_", "_", true)]
+    #[case(r"\x41\x{1F600}", "A\u{1F600}", true)]
+    #[case(r"\a\f\n\r\t\v", "\u{7}\u{c}\n\r\t\u{b}", true)]
+    #[case("a{,3}", "a{,3}", true)]
+    #[case("a{01}", "a{01}", true)]
+    #[case("a{1", "a{1", true)]
+    #[case("a{", "a{", true)]
+    #[case("{", "{", true)]
+    #[case("a}", "a}", true)]
+    #[case("]", "]", true)]
+    #[case("a{2}", "aa", true)]
+    #[case("a{2,}", "aaaa", true)]
+    #[case("a{0,1000}", "", true)]
+    #[case("a{1,2}?", "aa", true)]
+    #[case("a b#c", "a b#c", true)]
+    #[case("^*a", "a", true)]
+    // Classes: `[`, `&&`, `--`, `~~` are literal chars.
+    #[case("[a[b]]", "[]", true)]
+    #[case("[a[b]]", "b]", true)]
+    #[case("[a&&b]", "&", true)]
+    #[case("[a~~b]", "~", true)]
+    #[case("[%--b]", "*", true)]
+    #[case("[%--b]", "b", true)]
+    #[case("[a-c--e]", "-", true)]
+    #[case("[]a]", "]", true)]
+    #[case("[^]a]", "b", true)]
+    #[case("[^a]", "\n", true)]
+    #[case("[a-]", "-", true)]
+    #[case(r"[\]]", "]", true)]
+    #[case(r"[\x41-\x43]", "B", true)]
+    #[case(r"[\<]", "<", true)]
+    #[case(r"[^\x00-\x{10FFFF}]", "a", false)]
+    // Unicode classes from re2j's tables.
+    #[case(r"\pL+", "héllo", true)]
+    #[case(r"\p{Greek}", "α", true)]
+    #[case(r"\P{Greek}", "α", false)]
+    #[case(r"\p{^Greek}", "a", true)]
+    #[case(r"\P{^Greek}", "α", true)]
+    #[case(r"[\p{Lu}\d]+", "A1", true)]
+    #[case(r"\p{Any}", "\u{10FFFF}", true)]
+    #[case(r"\p{Cs}", "a", false)]
+    #[case(r"\P{Cs}", "a", true)]
+    #[case(r"[\p{Cs}a]", "a", true)]
+    #[case(r"\p{Unknown}", "\u{E000}", true)]
+    #[case(r"\x{D800}", "a", false)]
+    #[case(r"[\x{D800}-\x{E000}]", "\u{E000}", true)]
+    fn translation_matches_like_re2j(#[case] pattern: &str, #[case] s: &str, #[case] want: bool) {
+        assert_eq!(re2j_matches(pattern, s), want, "{pattern} ~ {s:?}");
+    }
+
+    /// re2j's table names Rust's `regex` knows less well (all of them compile; checked once
+    /// against the whole table).
+    #[rstest]
+    #[case(r"\p{Canadian_Aboriginal}", "\u{1401}")]
+    #[case(r"\p{Old_South_Arabian}", "\u{10A60}")]
+    #[case(r"\p{Phags_Pa}", "\u{A840}")]
+    #[case(r"\p{Nko}", "\u{7C0}")]
+    #[case(r"\p{Inherited}", "\u{300}")]
+    #[case(r"\p{Zl}", "\u{2028}")]
+    #[case(r"\p{Pi}", "\u{AB}")]
+    fn table_names(#[case] pattern: &str, #[case] s: &str) {
+        assert!(re2j_matches(pattern, s), "{pattern}");
     }
 
     #[test]

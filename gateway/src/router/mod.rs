@@ -371,6 +371,39 @@ mod tests {
         assert!(eval_all(MatchMode::And, &[ok], &req).unwrap());
     }
 
+    /// A bad `%` escape anywhere in the query fails every evaluated `query` condition with
+    /// 400 (Spring decodes the whole query at the first lookup); conditions that do not read
+    /// the query, and `query` conditions never reached, are unaffected.
+    #[test]
+    fn bad_query_escape_fails_query_conditions_when_evaluated() {
+        let req = TestRequest::get("/http/x?q=a&r=%zz");
+        assert_eq!(eval("query", "=", "q", "a", &req).unwrap_err().status, 400);
+        assert_eq!(eval("query", "=", "r", "a", &req).unwrap_err().status, 400);
+        assert_eq!(
+            eval("query", "isBlank", "missing", "", &req)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert!(eval("uri", "startsWith", "/", "/http", &req).unwrap());
+        let ok = Condition::compile(&ConditionData::new("uri", "startsWith", "/", "/http"));
+        let no = Condition::compile(&ConditionData::new("uri", "startsWith", "/", "/nope"));
+        let q = Condition::compile(&ConditionData::new("query", "=", "q", "a"));
+        let req = req.view();
+        assert!(!eval_all(MatchMode::And, &[no.clone(), q.clone()], &req).unwrap());
+        assert!(eval_all(MatchMode::Or, &[ok.clone(), q.clone()], &req).unwrap());
+        assert_eq!(
+            eval_all(MatchMode::And, &[ok, q.clone()], &req)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            eval_all(MatchMode::Or, &[no, q], &req).unwrap_err().status,
+            400
+        );
+    }
+
     #[rstest]
     #[case(&[], "127.0.0.1", "127.0.0.1")]
     // One non-empty entry (also without the space) is ignored: the peer counts.

@@ -222,12 +222,20 @@ fn domain<'r>(req: &'r RequestView<'_>) -> &'r str {
 /// The first value of `name` in a raw query, as Spring's `AbstractServerHttpRequest` parses it:
 /// regex `([^&=]+)(=?)([^&]+)?` over the query, name and value URL-decoded (`+` is a space).
 /// `q=` gives `""`, a bare `q` gives `None`.
-pub(crate) fn query_param(
-    query: Option<&str>,
+///
+/// Spring decodes every name and value the first time any parameter is read
+/// (`initQueryParams`), so a bad `%` escape anywhere in the query is an error for every name,
+/// even one that comes before it or is absent. The rest of the query is only checked, not
+/// decoded; nothing is allocated unless a matched name or the value has escapes.
+pub(crate) fn query_param<'q>(
+    query: Option<&'q str>,
     name: &str,
-) -> Result<Option<Cow<'static, str>>, String> {
+) -> Result<Option<Cow<'q, str>>, String> {
     let Some(query) = query else { return Ok(None) };
+    // The first match's raw value (`Some(None)`: the name without `=`).
+    let mut found: Option<Option<&'q str>> = None;
     for segment in query.split('&') {
+        // A match starts at the first char that is neither `&` nor `=`.
         let segment = segment.trim_start_matches('=');
         if segment.is_empty() {
             continue;
@@ -236,21 +244,47 @@ pub(crate) fn query_param(
             Some((n, v)) => (n, Some(v)),
             None => (segment, None),
         };
-        if url_decode(raw_name)? != name {
-            continue;
+        if found.is_none() && url_decode(raw_name)? == name {
+            found = Some(raw_value);
+        } else {
+            check_escapes(raw_name)?;
         }
-        return match raw_value {
-            Some(v) => Ok(Some(Cow::Owned(url_decode(v)?))),
-            None => Ok(None),
-        };
+        if let Some(v) = raw_value {
+            check_escapes(v)?;
+        }
     }
-    Ok(None)
+    match found {
+        Some(Some(v)) => Ok(Some(url_decode(v)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The byte of the `%XX` escape at `bytes[i]` (a `%`) as Java's `URLDecoder` reads it
+/// (`Integer.parseInt(s, i + 1, i + 3, 16)`, so a leading `+` is taken), `None` when invalid.
+fn escape_at(bytes: &[u8], i: usize) -> Option<u8> {
+    let hex = bytes.get(i + 1..i + 3)?;
+    u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+}
+
+/// Whether Java's `URLDecoder.decode` would accept `s` (every `%` starts a valid escape).
+fn check_escapes(s: &str) -> Result<(), String> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while let Some(at) = bytes[i..].iter().position(|&b| b == b'%') {
+        i += at;
+        if escape_at(bytes, i).is_none() {
+            return Err(format!("illegal escape in `{s}`"));
+        }
+        i += 3;
+    }
+    Ok(())
 }
 
 /// Java `URLDecoder.decode(s, UTF_8)`: `+` → space, `%XX` → byte, bad escapes are errors.
-pub(crate) fn url_decode(s: &str) -> Result<String, String> {
+/// Borrows `s` when there is nothing to decode.
+pub(crate) fn url_decode(s: &str) -> Result<Cow<'_, str>, String> {
     if !s.contains(['%', '+']) {
-        return Ok(s.to_owned());
+        return Ok(Cow::Borrowed(s));
     }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -259,11 +293,7 @@ pub(crate) fn url_decode(s: &str) -> Result<String, String> {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' => {
-                let hex = bytes
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok());
-                let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
-                match byte {
+                match escape_at(bytes, i) {
                     Some(b) => out.push(b),
                     None => return Err(format!("illegal escape in `{s}`")),
                 }
@@ -273,7 +303,9 @@ pub(crate) fn url_decode(s: &str) -> Result<String, String> {
         }
         i += 1;
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(Cow::Owned(String::from_utf8(out).unwrap_or_else(|e| {
+        String::from_utf8_lossy(e.as_bytes()).into_owned()
+    })))
 }
 
 /// Java's `InetAddress.getHostAddress()`: IPv4-mapped IPv6 as dotted IPv4, other IPv6 as eight
@@ -314,6 +346,34 @@ mod tests {
     #[test]
     fn bad_escape_is_an_error() {
         assert!(query_param(Some("a=%zz"), "a").is_err());
+    }
+
+    /// Spring decodes every name and value at the first lookup: a bad escape anywhere in the
+    /// query fails every name, present or not, before or after it.
+    #[rstest]
+    #[case("r=%zz", "q")]
+    #[case("q=a&r=%zz", "q")]
+    #[case("r=%zz&q=a", "q")]
+    #[case("q=a&%zz=1", "q")]
+    #[case("q=a&r=%4", "q")]
+    #[case("q=a&r=a%", "q")]
+    #[case("q=a&&==r=%G1", "q")]
+    #[case("q&r=%zz", "q")]
+    fn bad_escape_anywhere_fails_every_name(#[case] query: &str, #[case] name: &str) {
+        assert!(query_param(Some(query), name).is_err(), "{query}");
+    }
+
+    #[test]
+    fn decodes_only_what_it_returns() {
+        // Java's `Integer.parseInt` takes a sign: `%+1` is U+0001.
+        assert_eq!(
+            query_param(Some("q=%2B+a&r=%+1"), "q").unwrap().as_deref(),
+            Some("+ a")
+        );
+        assert!(matches!(
+            query_param(Some("r=x%41&q=abc"), "q").unwrap(),
+            Some(Cow::Borrowed("abc"))
+        ));
     }
 
     #[rstest]

@@ -71,6 +71,8 @@ pub struct Stats {
     pub probe: Quantiles,
     /// The limits on `applied`, ms.
     pub limits: Limits,
+    /// Every change's applied latency, ms, in order (for histograms).
+    pub applied_samples: Vec<f64>,
 }
 
 /// [`LatencyLimits`] in ms, for the report.
@@ -126,6 +128,10 @@ impl Judge for LatencyJudge {
                 applied,
                 probe,
                 limits,
+                applied_samples: changes
+                    .iter()
+                    .map(|c| c.applied_us as f64 / 1000.0)
+                    .collect(),
             }),
         }
     }

@@ -51,6 +51,8 @@ pub enum CheckOutcome {
 pub struct CheckReport {
     /// The check's name.
     pub name: String,
+    /// Where it is in its scenario file, as a field path (`checks[2]`, `steps[0].checks[1]`).
+    pub path: String,
     /// The scenario step it belongs to (none: the top-level checks).
     pub step: Option<String>,
     /// `probe`, `distribution`, `roundRobin`, `hash`, `steer` or `latency`.
@@ -107,12 +109,16 @@ pub struct CaseResult {
     pub case: String,
     /// Sync mode, or `parse`.
     pub mode: String,
+    /// The scenario file.
+    pub file: String,
     /// `host` or `docker`.
     pub backend: String,
     /// The seed of the harness's random choices (hash judge clients).
     pub seed: u64,
     /// Whether it passed.
     pub passed: bool,
+    /// How long the case took, start to stop, ms (0 when it did not run).
+    pub duration_ms: f64,
     /// Time from the end of setup to the first pass of the wait streak (kept when a later
     /// step failed).
     pub converge_ms: Option<u64>,
@@ -141,13 +147,15 @@ impl CaseResult {
     }
 
     /// A result that carries only its verdict (a parse failure, a skip): nothing ran.
-    pub fn bare(case: String, mode: String, backend: String, seed: u64) -> Self {
+    pub fn bare(case: String, mode: String, file: String, backend: String, seed: u64) -> Self {
         Self {
             case,
             mode,
+            file,
             backend,
             seed,
             passed: false,
+            duration_ms: 0.0,
             converge_ms: None,
             error: None,
             skipped: None,

@@ -46,6 +46,7 @@ mod tests {
             checks: vec![
                 CheckReport {
                     name: "75/25".into(),
+                    path: "checks[0]".into(),
                     step: None,
                     kind: "distribution",
                     outcome: CheckOutcome::Passed,
@@ -69,6 +70,7 @@ mod tests {
                 },
                 CheckReport {
                     name: "toggle".into(),
+                    path: "steps[0].checks[0]".into(),
                     step: Some("move".into()),
                     kind: "latency",
                     outcome: CheckOutcome::Failed(vec![
@@ -95,6 +97,7 @@ mod tests {
                             p99: Some(20.0),
                             max: None,
                         },
+                        applied_samples: vec![0.9, 40.0],
                     }),
                 },
             ],
@@ -108,13 +111,26 @@ mod tests {
                 gateway: "abc".into(),
             }),
         };
-        let mut passed = CaseResult::bare("lb".into(), "websocket".into(), "host".into(), 7);
+        let mut passed = CaseResult::bare(
+            "lb".into(),
+            "websocket".into(),
+            "cases/scenarios/balance/lb.yaml".into(),
+            "host".into(),
+            7,
+        );
         passed.passed = true;
+        passed.duration_ms = 2345.6;
         passed.converge_ms = record.converge_ms;
         passed.checks = record.checks;
         passed.timings = record.timings;
         passed.digests = record.digests;
-        let mut broken = CaseResult::bare("broken".into(), "parse".into(), "host".into(), 7);
+        let mut broken = CaseResult::bare(
+            "broken".into(),
+            "parse".into(),
+            "cases/scenarios/broken.yaml".into(),
+            "host".into(),
+            7,
+        );
         broken.error = Some("cases/scenarios/broken.yaml:3:1: unknown field `x`".into());
         insta::assert_snapshot!(render(&[passed, broken]));
     }

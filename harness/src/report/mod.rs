@@ -2,7 +2,10 @@
 //! ([`terminal`], [`json`]).
 
 pub mod events;
+pub mod html;
 pub mod json;
+pub mod junit;
+pub mod plots;
 pub mod terminal;
 
 pub use events::{

@@ -1,50 +1,102 @@
-//! Terminal output: a progress bar while cases run, and a summary table at the end.
+//! Terminal output: progress while cases run (a bar per sync mode on a terminal, a plain line
+//! per finished case otherwise), and a summary table at the end.
 
-use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{CaseResult, CheckOutcome, Event};
 use crate::judge::Measurements;
 
-/// Shows progress for a run of `total` cases.
+/// Shows a run's progress: per mode, cases done of the total, the current case and step, and
+/// the elapsed time.
 #[derive(Debug)]
 pub struct TerminalReporter {
-    bar: ProgressBar,
+    multi: MultiProgress,
+    bars: BTreeMap<String, ProgressBar>,
+    /// Not a terminal (CI logs): a line per finished case instead of bars.
+    plain: bool,
 }
 
 impl TerminalReporter {
-    /// A reporter for `total` cases (hidden when stderr is not a terminal).
-    pub fn new(total: u64) -> Self {
-        let bar = ProgressBar::new(total);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed} {msg}")
-                .expect("the template is valid"),
-        );
-        Self { bar }
+    /// A reporter for `totals`: cases per mode (`parse` for files that do not parse). Bars
+    /// when stderr is a terminal, plain lines otherwise.
+    pub fn new(totals: &[(String, u64)]) -> Self {
+        Self::with_target(totals, !std::io::stderr().is_terminal())
+    }
+
+    fn with_target(totals: &[(String, u64)], plain: bool) -> Self {
+        let multi = MultiProgress::with_draw_target(if plain {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        });
+        let style = ProgressStyle::with_template("{prefix:>10} [{pos}/{len}] {elapsed:>4} {msg}")
+            .expect("the template is valid");
+        let bars = totals
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(mode, n)| {
+                let bar = multi.add(ProgressBar::new(*n));
+                bar.set_style(style.clone());
+                bar.set_prefix(mode.clone());
+                (mode.clone(), bar)
+            })
+            .collect();
+        Self { multi, bars, plain }
+    }
+
+    fn bar(&self, id_or_mode: &str) -> Option<&ProgressBar> {
+        let mode = id_or_mode.rsplit_once('@').map_or(id_or_mode, |(_, m)| m);
+        self.bars.get(mode)
+    }
+
+    /// The line printed when a case finishes.
+    pub fn line(r: &CaseResult) -> String {
+        match (&r.skipped, r.passed) {
+            (Some(why), _) => format!("SKIP {}: {why}", r.id()),
+            (None, true) => format!("PASS {} ({:.1} s)", r.id(), r.duration_ms / 1000.0),
+            (None, false) => format!("FAIL {} ({:.1} s)", r.id(), r.duration_ms / 1000.0),
+        }
     }
 
     /// Updates the display for one event.
     pub fn handle(&self, event: &Event) {
         match event {
-            Event::CaseStarted { id } => self.bar.set_message(id.clone()),
-            Event::StepStarted { id, step } => self.bar.set_message(format!("{id}: {step}")),
+            Event::CaseStarted { id } => {
+                if let Some(bar) = self.bar(id) {
+                    bar.set_message(id.clone());
+                }
+            }
+            Event::StepStarted { id, step } => {
+                if let Some(bar) = self.bar(id) {
+                    bar.set_message(format!("{id}: {step}"));
+                }
+            }
             Event::CheckFinished { id, check } => {
-                self.bar
-                    .set_message(format!("{id}: check `{}` done", check.name));
+                if let Some(bar) = self.bar(id) {
+                    bar.set_message(format!("{id}: check `{}`", check.name));
+                }
             }
             Event::CaseFinished(r) => {
-                self.bar.inc(1);
-                match (&r.skipped, r.passed) {
-                    (Some(why), _) => self.bar.println(format!("SKIP {}: {why}", r.id())),
-                    (None, true) => self.bar.println(format!("PASS {}", r.id())),
-                    (None, false) => self.bar.println(format!("FAIL {}", r.id())),
+                if let Some(bar) = self.bar(&r.mode) {
+                    bar.inc(1);
+                }
+                if self.plain {
+                    eprintln!("{}", Self::line(r));
+                } else {
+                    let _ = self.multi.println(Self::line(r));
                 }
             }
         }
     }
 
-    /// Removes the bar.
+    /// Removes the bars.
     pub fn finish(&self) {
-        self.bar.finish_and_clear();
+        for bar in self.bars.values() {
+            bar.finish_and_clear();
+        }
     }
 }
 
@@ -157,8 +209,37 @@ pub fn summary_table(results: &[CaseResult]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_bar_per_mode_counts_its_cases() {
+        let r = TerminalReporter::with_target(
+            &[
+                ("websocket".into(), 2),
+                ("etcd".into(), 1),
+                ("parse".into(), 0),
+            ],
+            true,
+        );
+        assert_eq!(r.bars.keys().collect::<Vec<_>>(), ["etcd", "websocket"]);
+        let mut done = CaseResult::bare(
+            "a".into(),
+            "websocket".into(),
+            "a.yaml".into(),
+            "host".into(),
+            1,
+        );
+        done.passed = true;
+        done.duration_ms = 1234.0;
+        assert_eq!(TerminalReporter::line(&done), "PASS a@websocket (1.2 s)");
+        r.handle(&Event::CaseStarted {
+            id: "a@websocket".into(),
+        });
+        r.handle(&Event::CaseFinished(done));
+        assert_eq!(r.bars["websocket"].position(), 1);
+        assert_eq!(r.bars["etcd"].position(), 0);
+    }
+
     fn result(case: &str, mode: &str) -> CaseResult {
-        CaseResult::bare(case.into(), mode.into(), "host".into(), 1)
+        CaseResult::bare(case.into(), mode.into(), "x.yaml".into(), "host".into(), 1)
     }
 
     #[test]
@@ -188,6 +269,7 @@ mod tests {
         r.checks = vec![
             CheckReport {
                 name: "sticky".into(),
+                path: "steps[0].checks[0]".into(),
                 step: Some("add".into()),
                 kind: "hash",
                 outcome: CheckOutcome::Skipped("no client addresses".into()),
@@ -196,6 +278,7 @@ mod tests {
             },
             CheckReport {
                 name: "toggle".into(),
+                path: "checks[0]".into(),
                 step: None,
                 kind: "latency",
                 outcome: CheckOutcome::Passed,
@@ -220,6 +303,7 @@ mod tests {
                         p99: None,
                         max: None,
                     },
+                    applied_samples: vec![1.0, 4.0],
                 }),
             },
         ];

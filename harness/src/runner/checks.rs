@@ -2,11 +2,13 @@
 //! observation to its judge ([`crate::judge`]), and report the verdict and its measurements.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use futures_util::StreamExt;
+use model::SelectorDto;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -49,8 +51,10 @@ impl Case<'_> {
         made: &mut Made,
     ) -> Result<(), RunErrorKind> {
         let prefix = step.map_or_else(String::new, |s| format!("step `{s}` "));
+        let step_index =
+            step.and_then(|name| self.scenario.steps.iter().position(|s| s.name == name));
         let mut failures = Vec::new();
-        for c in checks {
+        for (i, c) in checks.iter().enumerate() {
             let started = Instant::now();
             let (outcome, measurements) = match self.check(admin, &c.kind, made).await {
                 Ok(v) if v.passed() => (CheckOutcome::Passed, v.measurements),
@@ -65,6 +69,10 @@ impl Case<'_> {
             }
             let report = CheckReport {
                 name: c.name.clone(),
+                path: match step_index {
+                    Some(s) => format!("steps[{s}].checks[{i}]"),
+                    None => format!("checks[{i}]"),
+                },
                 step: step.map(str::to_owned),
                 kind: c.kind.name(),
                 outcome,
@@ -245,55 +253,77 @@ impl Case<'_> {
         };
         let mut out = Vec::new();
         for i in 0..spec.changes {
-            let enabled = !sel.dto.enabled.unwrap_or(true);
-            sel.dto.enabled = Some(enabled);
-            sel.dto.id = Some(sel.id.clone());
-            admin
-                .update_selector(&sel.id, &sel.dto)
-                .await
-                .map_err(|e| failed(format!("change {}: {e}", i + 1)))?;
-            let committed = now_us();
-            let expect = Expect {
-                route: Some(if enabled {
-                    Route::Present
-                } else {
-                    Route::Absent
-                }),
-                ..Default::default()
-            };
-            let probe = await_convergence(probe_policy, || self.probe_once(&spec.request, &expect))
-                .await
-                .map_err(|t| {
-                    failed(format!(
-                        "change {} (enabled: {enabled}) never became visible: {t}",
-                        i + 1
-                    ))
-                })?;
-            let want = admin
-                .digest()
-                .await
-                .map_err(|e| failed(e.to_string()))?
-                .digest;
-            let applied_at = Mutex::new(0);
-            await_convergence(digest_policy, || async {
-                let g = self.gateway.digest().await.map_err(|e| e.to_string())?;
-                if g.report.digest == want {
-                    *applied_at.lock().unwrap_or_else(|e| e.into_inner()) = g.applied_at_us;
-                    Ok(())
-                } else {
-                    Err(format!("gateway digest {} ≠ admin {want}", g.report.digest))
-                }
-            })
+            let change = timed_toggle(
+                admin,
+                &self.gateway,
+                (&sel.id, &mut sel.dto),
+                i + 1,
+                (probe_policy, digest_policy),
+                |expect| async move { self.probe_once(&spec.request, &expect).await },
+            )
             .await
-            .map_err(|t| failed(format!("change {}: digests never agreed: {t}", i + 1)))?;
-            let applied_at = applied_at.into_inner().unwrap_or_else(|e| e.into_inner());
-            out.push(ChangeLatency {
-                applied_us: applied_at.saturating_sub(committed),
-                probe_us: u64::try_from(probe.first_seen.as_micros()).unwrap_or(u64::MAX),
-            });
+            .map_err(failed)?;
+            out.push(change);
         }
         Ok(out)
     }
+}
+
+/// One change of the sync-latency measurement (the `latency` judge's, and `gantry bench
+/// sync`'s): flips the `enabled` flag of the selector `id` (its last sent body `dto` is
+/// updated), then times, from the admin's 2xx, (a) the first pass of the probe streak that
+/// shows it (`probe` judges one answer against the route expectation) and (b) the gateway
+/// applying it (`appliedAtUs` of the gateway digest that equals the admin's). `n` (1-based)
+/// names the change in errors; `policies` are (probe, digest).
+pub(crate) async fn timed_toggle<F, Fut>(
+    admin: &AdminClient,
+    gateway: &GatewayClient,
+    (id, dto): (&str, &mut SelectorDto),
+    n: u32,
+    (probe_policy, digest_policy): (WaitPolicy, WaitPolicy),
+    mut probe: F,
+) -> Result<ChangeLatency, String>
+where
+    F: FnMut(Expect) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let enabled = !dto.enabled.unwrap_or(true);
+    dto.enabled = Some(enabled);
+    dto.id = Some(id.to_owned());
+    admin
+        .update_selector(id, dto)
+        .await
+        .map_err(|e| format!("change {n}: {e}"))?;
+    let committed = now_us();
+    let expect = Expect {
+        route: Some(if enabled {
+            Route::Present
+        } else {
+            Route::Absent
+        }),
+        ..Default::default()
+    };
+    let probe = await_convergence(probe_policy, || probe(expect.clone()))
+        .await
+        .map_err(|t| format!("change {n} (enabled: {enabled}) never became visible: {t}"))?;
+    let want = admin.digest().await.map_err(|e| e.to_string())?.digest;
+    let applied_at = Mutex::new(0);
+    await_convergence(digest_policy, || async {
+        let g = gateway.digest().await.map_err(|e| e.to_string())?;
+        if g.report.digest == want {
+            *applied_at.lock().unwrap_or_else(|e| e.into_inner()) = g.applied_at_us;
+            Ok(())
+        } else {
+            Err(format!("gateway digest {} ≠ admin {want}", g.report.digest))
+        }
+    })
+    .await
+    .map_err(|t| format!("change {n}: digests never agreed: {t}"))?;
+    let applied_at = applied_at.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(ChangeLatency {
+        applied_us: applied_at.saturating_sub(committed),
+        probe_us: u64::try_from(probe.first_seen.as_micros()).unwrap_or(u64::MAX),
+    })
 }
 
 /// The upstream that answered, or a short description of the answer.

@@ -16,6 +16,8 @@
 mod checks;
 mod made;
 
+pub(crate) use self::checks::timed_toggle;
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,5 +1,6 @@
 //! The scenario file's shape (docs/scenarios.md). Unknown keys and values fail at parse time.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -7,10 +8,11 @@ use model::{
     ContextMappingRuleHandle, DivideRuleHandle, LoadBalance, Operator, ParamType, RetryStrategy,
     SyncMode,
 };
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 
 /// One scenario file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Scenario {
     /// Unique name; tests are named `<name>@<mode>`.
@@ -23,6 +25,7 @@ pub struct Scenario {
     /// Backends this scenario runs on (default: every backend). A scenario that depends on
     /// where the client runs (e.g. `ip = 127.0.0.1`) names only `host`.
     #[serde(default = "every_backend")]
+    #[schemars(schema_with = "backends_schema", default = "every_backend_names")]
     pub backends: Vec<crate::BackendKind>,
     /// Names of the in-process echo upstreams.
     #[serde(default)]
@@ -44,7 +47,7 @@ pub struct Scenario {
 }
 
 /// The config a scenario creates.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Setup {
     /// Selectors, each with its rules.
@@ -59,7 +62,7 @@ pub struct Setup {
 /// What a ShenYu http client registers at start (protocol §9): metadata per API path, then
 /// its address. The admin creates the divide selector `contextPath` (with a rule per path)
 /// and the contextPath plugin's selector and rule that strip the context path.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegistrationSpec {
     /// Application name; defaults to the scenario name.
@@ -74,7 +77,8 @@ pub struct RegistrationSpec {
 }
 
 /// `custom` or `full` (ShenYu's selector type names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+// Serialize only so that the schema shows the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SelectorKind {
     /// Conditions decide.
@@ -85,7 +89,8 @@ pub enum SelectorKind {
 }
 
 /// `and` or `or`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+// Serialize only so that the schema shows the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum MatchModeName {
     /// All conditions must match.
@@ -121,7 +126,7 @@ fn fifty() -> i32 {
 }
 
 /// A selector to create.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SelectorSpec {
     /// Display name (unique within the scenario).
@@ -155,7 +160,7 @@ pub struct SelectorSpec {
 }
 
 /// A condition, as in ShenYu.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ConditionSpec {
     /// Where the value comes from.
@@ -183,7 +188,7 @@ impl ConditionSpec {
 }
 
 /// A divide upstream of a selector.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpstreamRef {
     /// A name from the scenario's `upstreams`.
@@ -197,7 +202,7 @@ pub struct UpstreamRef {
 }
 
 /// A rule to create under its selector.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleSpec {
     /// Display name (unique within its selector).
@@ -234,7 +239,7 @@ impl RuleSpec {
 }
 
 /// A contextPath rule handle (protocol §11.4); every field optional.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContextPathSpec {
     /// Leading part cut from the path before forwarding.
@@ -261,7 +266,7 @@ impl ContextPathSpec {
 }
 
 /// A divide rule handle with every field optional.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleHandleSpec {
     /// Balancer.
@@ -294,7 +299,7 @@ impl RuleHandleSpec {
 }
 
 /// The convergence wait.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Wait {
     /// The probe that must pass.
@@ -302,11 +307,13 @@ pub struct Wait {
     /// Passes in a row needed.
     #[serde(default = "three")]
     pub consecutive: u32,
-    /// Poll period.
+    /// Poll period (at most 50ms).
     #[serde(default = "ten_ms", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "ten_ms_text")]
     pub interval: Duration,
     /// Hard deadline.
     #[serde(default = "ten_s", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "ten_s_text")]
     pub timeout: Duration,
 }
 
@@ -328,8 +335,54 @@ fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error
         .map_err(|e| serde::de::Error::custom(format!("invalid duration `{s}`: {e}")))
 }
 
+/// How a duration is written: humantime text (`10ms`, `1.5s`, `1m 30s`). Stands for the
+/// `Duration` fields in the schema (they deserialize with [`duration`]).
+struct DurationText;
+
+impl JsonSchema for DurationText {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A duration: numbers with units, e.g. `10ms`, `1.5s`, `1m 30s` (units: ns, us, µs, ms, s, m, h, d, and their long names).",
+            "type": "string",
+            "pattern": r"^\s*([0-9]+(\.[0-9]+)?\s*[A-Za-zµ]+\s*)+$",
+        })
+    }
+}
+
+fn ten_ms_text() -> &'static str {
+    "10ms"
+}
+
+fn ten_s_text() -> &'static str {
+    "10s"
+}
+
+fn fifty_ms_text() -> &'static str {
+    "50ms"
+}
+
+fn one_ms_text() -> &'static str {
+    "1ms"
+}
+
+/// `backends`: the backend names (`crate::BackendKind` lives with the backends).
+fn backends_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": ["host", "docker"] },
+    })
+}
+
+fn every_backend_names() -> [&'static str; 2] {
+    ["host", "docker"]
+}
+
 /// A request and what its answer must be.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Probe {
     /// The request.
@@ -394,18 +447,67 @@ impl CheckKind {
 }
 
 /// A check as written: `name` and the keys of one kind.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawCheck {
+    /// What the check proves (unique among its checks).
     name: String,
+    /// A probe's request (with `expect`).
     request: Option<RequestSpec>,
+    /// A probe's expectation (with `request`).
     expect: Option<Expect>,
+    /// How many times a probe is sent; every answer must pass (default 1).
     repeat: Option<u32>,
+    /// Counts per upstream against the configured shares (χ² test).
     distribution: Option<DistributionSpec>,
+    /// Round robin's exact weighted cycle, up to rotation.
     round_robin: Option<CycleSpec>,
+    /// Each client address reaches its hash ring successor.
     hash: Option<HashSpec>,
+    /// A slow upstream gets at most a share of concurrent traffic.
     steer: Option<SteerSpec>,
+    /// Sync latency over repeated changes.
     latency: Option<LatencySpec>,
+}
+
+/// The judge keys of a check; with the probe (`request` + `expect`) exactly one kind is given.
+const JUDGE_KEYS: [&str; 5] = ["distribution", "roundRobin", "hash", "steer", "latency"];
+
+/// In the schema a check is what [`RawCheck`] reads, plus what `TryFrom<RawCheck>` enforces:
+/// exactly one of the probe (`request` + `expect`, `repeat` only with them) or a judge key.
+impl JsonSchema for Check {
+    fn schema_name() -> Cow<'static, str> {
+        "Check".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = RawCheck::json_schema(generator);
+        schema.insert(
+            "description".into(),
+            "A named check: `name` plus either a probe (`request` + `expect`, optionally \
+             `repeat`) or exactly one judge key."
+                .into(),
+        );
+        one_kind_of_check(&mut schema);
+        schema
+    }
+}
+
+fn one_kind_of_check(schema: &mut Schema) {
+    let mut kinds = vec![json_schema!({ "required": ["request", "expect"] })];
+    kinds.extend(JUDGE_KEYS.map(|k| json_schema!({ "required": [k] })));
+    schema.insert(
+        "oneOf".into(),
+        serde_json::to_value(kinds).expect("schemas serialise"),
+    );
+    schema.insert(
+        "dependencies".into(),
+        serde_json::json!({
+            "request": ["expect"],
+            "expect": ["request"],
+            "repeat": ["request"],
+        }),
+    );
 }
 
 impl TryFrom<RawCheck> for Check {
@@ -418,7 +520,7 @@ impl TryFrom<RawCheck> for Check {
         kinds.extend(raw.hash.map(CheckKind::Hash));
         kinds.extend(raw.steer.map(CheckKind::Steer));
         kinds.extend(raw.latency.map(CheckKind::Latency));
-        let judge_keys = "distribution, roundRobin, hash, steer, latency";
+        let judge_keys = JUDGE_KEYS.join(", ");
         let probe = match (raw.request, raw.expect) {
             (Some(request), Some(expect)) => Some(ProbeCheck {
                 request,
@@ -485,7 +587,7 @@ fn default_alpha() -> f64 {
 /// `distribution:` send `requests` requests and judge the counts per upstream against the
 /// shares the selector's upstreams imply (or `shares`) with a χ² goodness-of-fit test at
 /// significance `alpha`; upstreams with an expected share of 0 must get no request at all.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DistributionSpec {
     /// The request.
@@ -509,7 +611,7 @@ pub struct DistributionSpec {
 
 /// `roundRobin:` send `rounds` whole cycles one at a time; the upstreams must follow smooth
 /// weighted round robin's cycle over the selector's upstreams, from any point in it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CycleSpec {
     /// The request.
@@ -528,7 +630,7 @@ fn sixteen() -> u32 {
 /// `hash:` requests from `clients` distinct client addresses (127.x.y.z, drawn from the
 /// case's seed), each sent `repeat` times: every client must always reach the upstream that
 /// ShenYu's hash ring over the selector's upstreams gives its address. Host backend only.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HashSpec {
     /// The request.
@@ -554,7 +656,7 @@ fn fifty_ms() -> Duration {
 /// `steer:` send `requests` requests, `concurrency` at a time, with upstream `slow` answering
 /// after `delay`; the slow upstream may get at most `maxShare` of them, and every other
 /// upstream of the selector at least `minShare`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SteerSpec {
     /// The request (the harness adds the delay header).
@@ -565,6 +667,7 @@ pub struct SteerSpec {
     pub slow: String,
     /// How long it takes to answer (default 50ms).
     #[serde(default = "fifty_ms", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "fifty_ms_text")]
     pub delay: Duration,
     /// How many requests (default 200).
     #[serde(default = "two_hundred")]
@@ -592,7 +695,7 @@ fn one_ms() -> Duration {
 /// and to the first pass of a `consecutive` streak of the probe (route present when enabled,
 /// absent when disabled), polled every `interval` (at most 1ms); judge the applied times'
 /// quantiles against `limits`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LatencySpec {
     /// The setup selector whose `enabled` flag is toggled (it ends as it started).
@@ -607,9 +710,11 @@ pub struct LatencySpec {
     pub consecutive: u32,
     /// Probe poll period (default and at most 1ms).
     #[serde(default = "one_ms", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "one_ms_text")]
     pub interval: Duration,
     /// Deadline per change (default 10s).
     #[serde(default = "ten_s", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "ten_s_text")]
     pub timeout: Duration,
     /// Upper bounds on the applied latency's quantiles.
     #[serde(default)]
@@ -621,20 +726,25 @@ fn one_u32() -> u32 {
 }
 
 /// Upper bounds for sync latency quantiles; each optional.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(transform = no_null_defaults)]
 pub struct LatencyLimits {
     /// Median.
     #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
     pub p50: Option<Duration>,
     /// 95th percentile.
     #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
     pub p95: Option<Duration>,
     /// 99th percentile.
     #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
     pub p99: Option<Duration>,
     /// Maximum.
     #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
     pub max: Option<Duration>,
 }
 
@@ -642,14 +752,29 @@ fn opt_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duratio
     duration(d).map(Some)
 }
 
+/// A limit left out is no limit; `null` is not a duration, so it is no default either.
+fn no_null_defaults(schema: &mut Schema) {
+    let properties = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut);
+    for property in properties.into_iter().flat_map(|p| p.values_mut()) {
+        if let Some(p) = property.as_object_mut()
+            && p.get("default").is_some_and(serde_json::Value::is_null)
+        {
+            p.remove("default");
+        }
+    }
+}
+
 /// One step: admin changes, a wait that proves them live, then checks.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StepSpec {
     /// What the step does.
     pub name: String,
     /// Applied in order; each a single-key map (`- deleteSelector: name`).
     #[serde(with = "serde_norway::with::singleton_map_recursive")]
+    #[schemars(with = "Vec<Change>")]
     pub changes: Vec<Change>,
     /// The probe that proves the changes are live (required).
     pub wait: Wait,
@@ -659,7 +784,7 @@ pub struct StepSpec {
 }
 
 /// One admin change of a step; names refer to setup objects.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Change {
     /// `PUT /selector/{id}` with the given fields replaced.
@@ -675,7 +800,7 @@ pub enum Change {
 }
 
 /// Fields of a setup selector to replace.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateSelector {
     /// The setup selector's name.
@@ -689,7 +814,7 @@ pub struct UpdateSelector {
 }
 
 /// Fields of a setup rule to replace.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateRule {
     /// The setup selector holding the rule.
@@ -705,7 +830,7 @@ pub struct UpdateRule {
 }
 
 /// A plugin's enabled flag.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EnablePlugin {
     /// Plugin name, e.g. `divide`.
@@ -715,7 +840,7 @@ pub struct EnablePlugin {
 }
 
 /// A setup rule by selector and rule name.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleRef {
     /// The setup selector holding the rule.
@@ -725,7 +850,7 @@ pub struct RuleRef {
 }
 
 /// Teardown extras.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Teardown {
     /// Probes run after the deletes have converged.
@@ -738,7 +863,7 @@ fn get() -> String {
 }
 
 /// A request sent to the gateway.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RequestSpec {
     /// HTTP method.
@@ -758,7 +883,7 @@ pub struct RequestSpec {
 }
 
 /// Whether an upstream answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Route {
     /// An upstream answered.
@@ -768,7 +893,7 @@ pub enum Route {
 }
 
 /// What an answer must be; every key given must hold.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Expect {
     /// HTTP status.
@@ -798,7 +923,7 @@ impl Expect {
 }
 
 /// What the upstream must have received.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Received {
     /// Method.

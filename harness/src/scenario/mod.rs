@@ -1,7 +1,10 @@
-//! Scenario files: their shape ([`ast`]), parsing and validation ([`parse`]), and discovery.
+//! Scenario files: their shape ([`ast`]) and its JSON Schema ([`schema`]), parsing and
+//! validation ([`parse`], problems located in the YAML tree by `locate`), and discovery.
 
 pub mod ast;
+mod locate;
 pub mod parse;
+pub mod schema;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +33,13 @@ impl CaseFile {
     }
 }
 
+/// The 1-based line and column of the node at the field path `path` (`checks[2]`) in the
+/// scenario file `file`, read from its YAML tree; `None` when the file cannot be read or loaded.
+pub fn locate(file: &Path, path: &str) -> Option<(usize, usize)> {
+    let src = std::fs::read_to_string(file).ok()?;
+    locate::Positions::load(&src).of(path)
+}
+
 /// Finds `*.yaml` files under each path (files are taken as given, directories searched
 /// recursively), sorted, and parses each. A duplicate scenario name fails the later file.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseFile>, ScenarioError> {
@@ -52,21 +62,27 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseFile>, ScenarioError> {
     Ok(files
         .into_iter()
         .map(|path| {
-            let scenario = parse_file(&path).and_then(|s| match seen.get(&s.name) {
-                Some(first) => Err(ScenarioError::Invalid {
-                    file: path.clone(),
-                    line: None,
-                    column: None,
-                    path: "name".into(),
-                    message: format!(
-                        "scenario name `{}` is already used by {}",
-                        s.name,
-                        first.display()
-                    ),
-                }),
-                None => {
-                    seen.insert(s.name.clone(), path.clone());
-                    Ok(s)
+            let scenario = parse::read(&path).and_then(|src| {
+                let s = parse_str(&path, &src)?;
+                match seen.get(&s.name) {
+                    Some(first) => {
+                        let (line, column) = parse::locate(&src, "name").unzip();
+                        Err(ScenarioError::Invalid {
+                            file: path.clone(),
+                            line,
+                            column,
+                            path: "name".into(),
+                            message: format!(
+                                "scenario name `{}` is already used by {}",
+                                s.name,
+                                first.display()
+                            ),
+                        })
+                    }
+                    None => {
+                        seen.insert(s.name.clone(), path.clone());
+                        Ok(s)
+                    }
                 }
             });
             CaseFile { path, scenario }

@@ -1,4 +1,8 @@
 //! Parsing (serde_norway + serde_path_to_error) and semantic validation of scenario files.
+//!
+//! A file that does not deserialize fails with serde's one error and its location (serde stops
+//! there). A file that does is validated as a whole: every problem is reported, each at the
+//! position of the node its field path names in the YAML tree ([`locate`](super::locate)).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -6,22 +10,32 @@ use std::time::Duration;
 
 use model::ParamType;
 
-use super::ast::{Change, Check, CheckKind, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait};
-use crate::error::ScenarioError;
+use super::ast::{
+    Change, Check, CheckKind, ConditionSpec, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait,
+};
+use super::locate::Positions;
+use crate::error::{ScenarioError, ScenarioProblem};
 
 /// The longest poll interval a scenario may ask for.
 pub const MAX_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Reads, parses and validates one scenario file.
 pub fn parse_file(file: &Path) -> Result<Scenario, ScenarioError> {
-    let src = std::fs::read_to_string(file).map_err(|e| ScenarioError::Io {
-        file: file.to_owned(),
-        message: e.to_string(),
-    })?;
+    let src = read(file)?;
     parse_str(file, &src)
 }
 
-/// Parses and validates scenario text; `file` only names it in errors.
+/// Reads a scenario file's text.
+pub(crate) fn read(file: &Path) -> Result<String, ScenarioError> {
+    std::fs::read_to_string(file).map_err(|e| ScenarioError::Io {
+        file: file.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Parses and validates scenario text; `file` only names it in errors. Every semantic problem
+/// is reported ([`ScenarioError::Problems`], sorted by position); a file that does not
+/// deserialize gives serde's single error ([`ScenarioError::Invalid`]).
 pub fn parse_str(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
     let de = serde_norway::Deserializer::from_str(src);
     let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -37,17 +51,35 @@ pub fn parse_str(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
             message,
         }
     })?;
-    validate(&scenario).map_err(|p| {
-        let (line, column) = p.needle.as_deref().and_then(|n| find(src, n)).unzip();
-        ScenarioError::Invalid {
-            file: file.to_owned(),
-            line,
-            column,
-            path: p.path,
-            message: p.message,
-        }
-    })?;
-    Ok(scenario)
+    let problems = validate(&scenario);
+    if problems.is_empty() {
+        return Ok(scenario);
+    }
+    let positions = Positions::load(src);
+    let mut problems: Vec<ScenarioProblem> = problems
+        .into_iter()
+        .map(|p| {
+            let (line, column) = positions.of(&p.path).unzip();
+            ScenarioProblem {
+                line,
+                column,
+                path: p.path,
+                message: p.message,
+            }
+        })
+        .collect();
+    // Unlocated problems (no tree) go last; equal positions keep the validation order.
+    problems.sort_by_key(|p| (p.line.is_none(), p.line, p.column));
+    Err(ScenarioError::Problems {
+        file: file.to_owned(),
+        problems,
+    })
+}
+
+/// The 1-based line and column of the node at a field path in scenario text (see
+/// [`Positions::of`]).
+pub(crate) fn locate(src: &str, path: &str) -> Option<(usize, usize)> {
+    Positions::load(src).of(path)
 }
 
 /// serde_norway renders `<its path>: <message> at line L column C`; keep only the message.
@@ -76,549 +108,477 @@ fn holder_path(path: String, message: &str) -> String {
     }
 }
 
-/// 1-based line and column of the first occurrence of `needle` (a `key: value` text).
-fn find(src: &str, needle: &str) -> Option<(usize, usize)> {
-    src.lines()
-        .enumerate()
-        .find_map(|(i, line)| line.find(needle).map(|c| (i + 1, c + 1)))
-}
-
-/// A semantic problem: field path, message and a text to locate it by.
-#[derive(Debug)]
+/// A semantic problem: the field path of the offending node and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Problem {
     path: String,
     message: String,
-    needle: Option<String>,
 }
 
-fn problem(path: String, message: String, needle: Option<String>) -> Problem {
-    Problem {
-        path,
-        message,
-        needle,
-    }
-}
-
-/// A rule's handle fits its plugin: `contextPath` only under the contextPath plugin, whose
-/// percentage is 0–100; `handle` (divide's) not there.
-fn rule_handle(plugin: &str, rule: &RuleSpec, at: &str) -> Result<(), Problem> {
-    match (&rule.context_path, plugin) {
-        (Some(_), p) if p != "contextPath" => Err(problem(
-            format!("{at}.contextPath"),
-            format!("is the contextPath plugin's rule handle; this rule is under `{p}`"),
-            Some("contextPath:".into()),
-        )),
-        (Some(cp), _) => cp.to_handle().check().map_err(|(field, message)| {
-            problem(
-                format!("{at}.contextPath.{field}"),
-                message,
-                Some(format!("{field}:")),
-            )
-        }),
-        (None, "contextPath") if rule.handle != RuleHandleSpec::default() => Err(problem(
-            format!("{at}.handle"),
-            "is a divide rule handle; a contextPath rule takes `contextPath:`".into(),
-            Some("handle:".into()),
-        )),
-        _ => Ok(()),
-    }
-}
-
-fn validate(s: &Scenario) -> Result<(), Problem> {
-    if s.name.trim().is_empty() {
-        return Err(problem(
-            "name".into(),
-            "must not be empty".into(),
-            Some("name:".into()),
-        ));
-    }
-    if s.modes.is_empty() {
-        return Err(problem(
-            "modes".into(),
-            "at least one sync mode is required".into(),
-            Some("modes:".into()),
-        ));
-    }
-    unique(
-        s.upstreams.iter().map(String::as_str),
-        "upstreams",
-        "upstream",
-    )?;
-    let declared: HashSet<&str> = s.upstreams.iter().map(String::as_str).collect();
-    let known = |name: &str, path: String| -> Result<(), Problem> {
-        if declared.contains(name) {
-            return Ok(());
-        }
-        Err(problem(
-            path,
-            format!(
-                "upstream `{name}` is not declared in `upstreams` (declared: {})",
-                s.upstreams.join(", ")
-            ),
-            Some(format!("upstream: {name}")),
-        ))
+/// Every semantic problem of a scenario, in validation order.
+fn validate(s: &Scenario) -> Vec<Problem> {
+    let mut v = Validator {
+        s,
+        declared: s.upstreams.iter().map(String::as_str).collect(),
+        problems: Vec::new(),
     };
-    unique(
-        s.setup.selectors.iter().map(|x| x.name.as_str()),
-        "setup.selectors",
-        "selector",
-    )?;
-    for (i, sel) in s.setup.selectors.iter().enumerate() {
-        let at = format!("setup.selectors[{i}]");
-        for (j, u) in sel.upstreams.iter().enumerate() {
-            known(&u.upstream, format!("{at}.upstreams[{j}].upstream"))?;
+    v.scenario();
+    v.problems
+}
+
+/// Collects problems; each rule reports and goes on, so one run finds them all.
+struct Validator<'s> {
+    s: &'s Scenario,
+    /// The scenario's upstream names.
+    declared: HashSet<&'s str>,
+    problems: Vec<Problem>,
+}
+
+impl<'s> Validator<'s> {
+    fn report(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn scenario(&mut self) {
+        let s = self.s;
+        if s.name.trim().is_empty() {
+            self.report("name", "must not be empty");
         }
-        conditions(&sel.conditions, &format!("{at}.conditions"))?;
-        unique(
-            sel.rules.iter().map(|r| r.name.as_str()),
-            &format!("{at}.rules"),
-            "rule",
-        )?;
-        for (j, r) in sel.rules.iter().enumerate() {
-            conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"))?;
-            rule_handle(&sel.plugin, r, &format!("{at}.rules[{j}]"))?;
+        if s.modes.is_empty() {
+            self.report("modes", "at least one sync mode is required");
+        }
+        self.unique(
+            s.upstreams.iter().map(String::as_str),
+            "upstreams",
+            "upstream",
+        );
+        self.unique(
+            s.setup.selectors.iter().map(|x| x.name.as_str()),
+            "setup.selectors",
+            "selector",
+        );
+        for (i, sel) in s.setup.selectors.iter().enumerate() {
+            let at = format!("setup.selectors[{i}]");
+            for (j, u) in sel.upstreams.iter().enumerate() {
+                self.known(&u.upstream, format!("{at}.upstreams[{j}].upstream"));
+            }
+            self.conditions(&sel.conditions, &format!("{at}.conditions"));
+            self.unique(
+                sel.rules.iter().map(|r| r.name.as_str()),
+                &format!("{at}.rules"),
+                "rule",
+            );
+            for (j, r) in sel.rules.iter().enumerate() {
+                self.conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"));
+                self.rule_handle(&sel.plugin, r, &format!("{at}.rules[{j}]"));
+            }
+        }
+        for (i, reg) in s.setup.registrations.iter().enumerate() {
+            let at = format!("setup.registrations[{i}]");
+            self.known(&reg.upstream, format!("{at}.upstream"));
+            if !reg.context_path.starts_with('/') {
+                self.report(
+                    format!("{at}.contextPath"),
+                    format!("must start with `/`, got `{}`", reg.context_path),
+                );
+            }
+            if reg.paths.is_empty() {
+                self.report(format!("{at}.paths"), "at least one API path is required");
+            }
+        }
+        self.wait_policy(&s.wait, "wait");
+        let mut probes: Vec<(String, &Expect, &str)> = vec![(
+            "wait.probe".into(),
+            &s.wait.probe.expect,
+            s.wait.probe.request.method.as_str(),
+        )];
+        let setup_selectors: HashSet<&str> =
+            s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
+        for (i, c) in s.checks.iter().enumerate() {
+            self.check(c, &format!("checks[{i}]"), &setup_selectors);
+        }
+        for (i, st) in s.steps.iter().enumerate() {
+            let at = format!("steps[{i}]");
+            self.wait_policy(&st.wait, &format!("{at}.wait"));
+            probes.push((
+                format!("{at}.wait.probe"),
+                &st.wait.probe.expect,
+                st.wait.probe.request.method.as_str(),
+            ));
+            self.unique(
+                st.checks.iter().map(|c| c.name.as_str()),
+                &format!("{at}.checks"),
+                "check",
+            );
+        }
+        self.steps();
+        for (i, p) in s.teardown.probes.iter().enumerate() {
+            probes.push((
+                format!("teardown.probes[{i}]"),
+                &p.expect,
+                p.request.method.as_str(),
+            ));
+        }
+        for (at, expect, m) in probes {
+            self.expectation(expect, &at);
+            self.method(m, &format!("{at}.request.method"));
+        }
+        if s.checks.is_empty() {
+            self.report(
+                "checks",
+                "at least one check is required: a scenario without checks proves only its wait",
+            );
+        }
+        self.unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check");
+    }
+
+    /// `name` is one of the scenario's `upstreams`.
+    fn known(&mut self, name: &str, path: String) {
+        if !self.declared.contains(name) {
+            let message = format!(
+                "upstream `{name}` is not declared in `upstreams` (declared: {})",
+                self.s.upstreams.join(", ")
+            );
+            self.report(path, message);
         }
     }
-    for (i, reg) in s.setup.registrations.iter().enumerate() {
-        let at = format!("setup.registrations[{i}]");
-        known(&reg.upstream, format!("{at}.upstream"))?;
-        if !reg.context_path.starts_with('/') {
-            return Err(problem(
+
+    /// A rule's handle fits its plugin: `contextPath` only under the contextPath plugin, whose
+    /// percentage is 0–100; `handle` (divide's) not there.
+    fn rule_handle(&mut self, plugin: &str, rule: &RuleSpec, at: &str) {
+        match (&rule.context_path, plugin) {
+            (Some(_), p) if p != "contextPath" => self.report(
                 format!("{at}.contextPath"),
-                format!("must start with `/`, got `{}`", reg.context_path),
-                Some(format!("contextPath: {}", reg.context_path)),
-            ));
-        }
-        if reg.paths.is_empty() {
-            return Err(problem(
-                format!("{at}.paths"),
-                "at least one API path is required".into(),
-                Some("paths:".into()),
-            ));
-        }
-    }
-    wait_policy(&s.wait, "wait")?;
-    let mut probes: Vec<(String, &Expect, &str)> = vec![(
-        "wait.probe".into(),
-        &s.wait.probe.expect,
-        s.wait.probe.request.method.as_str(),
-    )];
-    let setup_selectors: HashSet<&str> =
-        s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
-    for (i, c) in s.checks.iter().enumerate() {
-        check(s, c, &format!("checks[{i}]"), &setup_selectors, &known)?;
-    }
-    for (i, st) in s.steps.iter().enumerate() {
-        let at = format!("steps[{i}]");
-        wait_policy(&st.wait, &format!("{at}.wait"))?;
-        probes.push((
-            format!("{at}.wait.probe"),
-            &st.wait.probe.expect,
-            st.wait.probe.request.method.as_str(),
-        ));
-        unique(
-            st.checks.iter().map(|c| c.name.as_str()),
-            &format!("{at}.checks"),
-            "check",
-        )?;
-    }
-    steps(s, &known)?;
-    for (i, p) in s.teardown.probes.iter().enumerate() {
-        probes.push((
-            format!("teardown.probes[{i}]"),
-            &p.expect,
-            p.request.method.as_str(),
-        ));
-    }
-    for (at, expect, m) in probes {
-        expectation(s, expect, &at, &known)?;
-        method(m, &format!("{at}.request.method"))?;
-    }
-    if s.checks.is_empty() {
-        return Err(problem(
-            "checks".into(),
-            "at least one check is required: a scenario without checks proves only its wait".into(),
-            Some("checks:".into()),
-        ));
-    }
-    unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check")?;
-    Ok(())
-}
-
-/// An expectation constrains something, and the upstream, selector and rule it names exist.
-fn expectation(
-    s: &Scenario,
-    expect: &Expect,
-    at: &str,
-    known: &dyn Fn(&str, String) -> Result<(), Problem>,
-) -> Result<(), Problem> {
-    if expect.is_empty() {
-        return Err(problem(
-            format!("{at}.expect"),
-            "accepts every answer: constrain at least one of status, upstream, route, code, \
-             bodyContains, received, selector, rule"
-                .into(),
-            Some("expect: {}".into()),
-        ));
-    }
-    if let Some(name) = &expect.upstream {
-        known(name, format!("{at}.expect.upstream"))?;
-    }
-    let selectors = &s.setup.selectors;
-    if let Some(name) = &expect.selector
-        && !selectors.iter().any(|x| &x.name == name)
-    {
-        return Err(problem(
-            format!("{at}.expect.selector"),
-            format!("no setup selector named `{name}`"),
-            Some(format!("selector: {name}")),
-        ));
-    }
-    if let Some(rule) = &expect.rule {
-        let holders: Vec<&str> = selectors
-            .iter()
-            .filter(|x| expect.selector.as_ref().is_none_or(|n| &x.name == n))
-            .filter(|x| x.rules.iter().any(|r| &r.name == rule))
-            .map(|x| x.name.as_str())
-            .collect();
-        let message = match holders.len() {
-            1 => None,
-            0 => Some(format!("no setup rule named `{rule}`")),
-            _ => Some(format!(
-                "rule `{rule}` is in several selectors ({}): name the `selector` too",
-                holders.join(", ")
-            )),
-        };
-        if let Some(message) = message {
-            return Err(problem(
-                format!("{at}.expect.rule"),
-                message,
-                Some(format!("rule: {rule}")),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn wait_policy(w: &Wait, at: &str) -> Result<(), Problem> {
-    if w.interval > MAX_INTERVAL || w.interval.is_zero() {
-        return Err(problem(
-            format!("{at}.interval"),
-            format!(
-                "must be between 1ms and 50ms, got {}",
-                humantime::format_duration(w.interval)
+                format!("is the contextPath plugin's rule handle; this rule is under `{p}`"),
             ),
-            Some("interval:".into()),
-        ));
+            (Some(cp), _) => {
+                if let Err((field, message)) = cp.to_handle().check() {
+                    self.report(format!("{at}.contextPath.{field}"), message);
+                }
+            }
+            (None, "contextPath") if rule.handle != RuleHandleSpec::default() => self.report(
+                format!("{at}.handle"),
+                "is a divide rule handle; a contextPath rule takes `contextPath:`",
+            ),
+            _ => {}
+        }
     }
-    if w.consecutive == 0 {
-        return Err(problem(
-            format!("{at}.consecutive"),
-            "must be at least 1".into(),
-            Some("consecutive:".into()),
-        ));
-    }
-    Ok(())
-}
 
-/// Step changes name setup objects that still exist at that point, and declared upstreams.
-fn steps(s: &Scenario, known: &dyn Fn(&str, String) -> Result<(), Problem>) -> Result<(), Problem> {
-    // Live setup objects: selector name -> its rule names.
-    let mut live: HashMap<&str, HashSet<&str>> = s
-        .setup
-        .selectors
-        .iter()
-        .map(|x| {
-            (
-                x.name.as_str(),
-                x.rules.iter().map(|r| r.name.as_str()).collect(),
-            )
-        })
-        .collect();
-    let unknown_selector = |name: &str, path: String| {
-        problem(
+    /// An expectation constrains something, and the upstream, selector and rule it names exist.
+    fn expectation(&mut self, expect: &Expect, at: &str) {
+        if expect.is_empty() {
+            self.report(
+                format!("{at}.expect"),
+                "accepts every answer: constrain at least one of status, upstream, route, code, \
+                 bodyContains, received, selector, rule",
+            );
+        }
+        if let Some(name) = &expect.upstream {
+            self.known(name, format!("{at}.expect.upstream"));
+        }
+        let selectors = &self.s.setup.selectors;
+        if let Some(name) = &expect.selector
+            && !selectors.iter().any(|x| &x.name == name)
+        {
+            self.report(
+                format!("{at}.expect.selector"),
+                format!("no setup selector named `{name}`"),
+            );
+        }
+        if let Some(rule) = &expect.rule {
+            let holders: Vec<&str> = selectors
+                .iter()
+                .filter(|x| expect.selector.as_ref().is_none_or(|n| &x.name == n))
+                .filter(|x| x.rules.iter().any(|r| &r.name == rule))
+                .map(|x| x.name.as_str())
+                .collect();
+            let message = match holders.len() {
+                1 => None,
+                0 => Some(format!("no setup rule named `{rule}`")),
+                _ => Some(format!(
+                    "rule `{rule}` is in several selectors ({}): name the `selector` too",
+                    holders.join(", ")
+                )),
+            };
+            if let Some(message) = message {
+                self.report(format!("{at}.expect.rule"), message);
+            }
+        }
+    }
+
+    fn wait_policy(&mut self, w: &Wait, at: &str) {
+        if w.interval > MAX_INTERVAL || w.interval.is_zero() {
+            self.report(
+                format!("{at}.interval"),
+                format!(
+                    "must be between 1ms and 50ms, got {}",
+                    humantime::format_duration(w.interval)
+                ),
+            );
+        }
+        if w.consecutive == 0 {
+            self.report(format!("{at}.consecutive"), "must be at least 1");
+        }
+    }
+
+    fn unknown_selector(&mut self, name: &str, path: String) {
+        self.report(
             path,
             format!("no setup selector named `{name}` (or it was deleted by an earlier change)"),
-            Some(name.to_owned()),
-        )
-    };
-    for (i, st) in s.steps.iter().enumerate() {
-        if st.changes.is_empty() {
-            return Err(problem(
-                format!("steps[{i}].changes"),
-                "at least one change is required".into(),
-                Some("changes:".into()),
-            ));
+        );
+    }
+
+    /// The rule `name` of `selector` still exists (`at` is the change's path).
+    fn live_rule(
+        &mut self,
+        live: &HashMap<&str, HashSet<&str>>,
+        selector: &str,
+        name: &str,
+        at: &str,
+    ) {
+        match live.get(selector) {
+            None => self.unknown_selector(selector, format!("{at}.selector")),
+            Some(rules) if !rules.contains(name) => self.report(
+                format!("{at}.name"),
+                format!(
+                    "selector `{selector}` has no setup rule named `{name}` (or it was deleted by an earlier change)"
+                ),
+            ),
+            Some(_) => {}
         }
-        for (j, c) in st.changes.iter().enumerate() {
-            let at = format!("steps[{i}].changes[{j}]");
-            let rule = |live: &HashMap<&str, HashSet<&str>>,
-                        selector: &str,
-                        name: &str,
-                        at: &str|
-             -> Result<(), Problem> {
-                let rules = live
-                    .get(selector)
-                    .ok_or_else(|| unknown_selector(selector, format!("{at}.selector")))?;
-                if rules.contains(name) {
-                    Ok(())
-                } else {
-                    Err(problem(
-                        format!("{at}.name"),
-                        format!(
-                            "selector `{selector}` has no setup rule named `{name}` (or it was deleted by an earlier change)"
-                        ),
-                        Some(name.to_owned()),
-                    ))
-                }
-            };
-            match c {
-                Change::UpdateSelector(u) => {
-                    let at = format!("{at}.updateSelector");
-                    if !live.contains_key(u.name.as_str()) {
-                        return Err(unknown_selector(&u.name, format!("{at}.name")));
+    }
+
+    /// Step changes name setup objects that still exist at that point, and declared upstreams;
+    /// a step's checks see the selectors alive after its changes.
+    fn steps(&mut self) {
+        let s = self.s;
+        // Live setup objects: selector name -> its rule names.
+        let mut live: HashMap<&str, HashSet<&str>> = s
+            .setup
+            .selectors
+            .iter()
+            .map(|x| {
+                (
+                    x.name.as_str(),
+                    x.rules.iter().map(|r| r.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        for (i, st) in s.steps.iter().enumerate() {
+            if st.changes.is_empty() {
+                self.report(
+                    format!("steps[{i}].changes"),
+                    "at least one change is required",
+                );
+            }
+            for (j, c) in st.changes.iter().enumerate() {
+                let at = format!("steps[{i}].changes[{j}]");
+                match c {
+                    Change::UpdateSelector(u) => {
+                        let at = format!("{at}.updateSelector");
+                        if !live.contains_key(u.name.as_str()) {
+                            self.unknown_selector(&u.name, format!("{at}.name"));
+                        }
+                        for (k, up) in u.upstreams.iter().flatten().enumerate() {
+                            self.known(&up.upstream, format!("{at}.upstreams[{k}].upstream"));
+                        }
+                        if let Some(cs) = &u.conditions {
+                            self.conditions(cs, &format!("{at}.conditions"));
+                        }
                     }
-                    for (k, up) in u.upstreams.iter().flatten().enumerate() {
-                        known(&up.upstream, format!("{at}.upstreams[{k}].upstream"))?;
+                    Change::UpdateRule(u) => {
+                        let at = format!("{at}.updateRule");
+                        self.live_rule(&live, &u.selector, &u.name, &at);
+                        if let Some(cs) = &u.conditions {
+                            self.conditions(cs, &format!("{at}.conditions"));
+                        }
                     }
-                    if let Some(cs) = &u.conditions {
-                        conditions(cs, &format!("{at}.conditions"))?;
+                    Change::EnablePlugin(p) => {
+                        if p.name.trim().is_empty() {
+                            self.report(format!("{at}.enablePlugin.name"), "must not be empty");
+                        }
                     }
-                }
-                Change::UpdateRule(u) => {
-                    let at = format!("{at}.updateRule");
-                    rule(&live, &u.selector, &u.name, &at)?;
-                    if let Some(cs) = &u.conditions {
-                        conditions(cs, &format!("{at}.conditions"))?;
+                    Change::DeleteSelector(name) => {
+                        if live.remove(name.as_str()).is_none() {
+                            self.unknown_selector(name, format!("{at}.deleteSelector"));
+                        }
                     }
-                }
-                Change::EnablePlugin(p) => {
-                    if p.name.trim().is_empty() {
-                        return Err(problem(
-                            format!("{at}.enablePlugin.name"),
-                            "must not be empty".into(),
-                            Some("enablePlugin".into()),
-                        ));
-                    }
-                }
-                Change::DeleteSelector(name) => {
-                    if live.remove(name.as_str()).is_none() {
-                        return Err(unknown_selector(name, format!("{at}.deleteSelector")));
-                    }
-                }
-                Change::DeleteRule(r) => {
-                    let at = format!("{at}.deleteRule");
-                    rule(&live, &r.selector, &r.name, &at)?;
-                    if let Some(rules) = live.get_mut(r.selector.as_str()) {
-                        rules.remove(r.name.as_str());
+                    Change::DeleteRule(r) => {
+                        let at = format!("{at}.deleteRule");
+                        self.live_rule(&live, &r.selector, &r.name, &at);
+                        if let Some(rules) = live.get_mut(r.selector.as_str()) {
+                            rules.remove(r.name.as_str());
+                        }
                     }
                 }
             }
-        }
-        let selectors: HashSet<&str> = live.keys().copied().collect();
-        for (j, c) in st.checks.iter().enumerate() {
-            check(s, c, &format!("steps[{i}].checks[{j}]"), &selectors, known)?;
+            let selectors: HashSet<&str> = live.keys().copied().collect();
+            for (j, c) in st.checks.iter().enumerate() {
+                self.check(c, &format!("steps[{i}].checks[{j}]"), &selectors);
+            }
         }
     }
-    Ok(())
+
+    /// A check fits its kind: its request is valid, the selector and upstreams it names exist
+    /// at that point, and its numbers are in range.
+    fn check(&mut self, c: &Check, at: &str, selectors: &HashSet<&str>) {
+        // A probe's keys stand beside `name`; a judge's under its key.
+        let base = match &c.kind {
+            CheckKind::Probe(_) => at.to_owned(),
+            kind => format!("{at}.{}", kind.name()),
+        };
+        self.method(&c.kind.request().method, &format!("{base}.request.method"));
+        let selector = |v: &mut Self, name: &str| {
+            if !selectors.contains(name) {
+                v.report(
+                    format!("{base}.selector"),
+                    format!("no setup selector named `{name}` at this point"),
+                );
+            }
+        };
+        let at_least = |v: &mut Self, value: u32, min: u32, field: &str| {
+            if value < min {
+                v.report(
+                    format!("{base}.{field}"),
+                    format!("must be at least {min}, got {value}"),
+                );
+            }
+        };
+        let fraction = |v: &mut Self, value: f64, field: &str, open: bool| {
+            let ok = if open {
+                value > 0.0 && value < 1.0
+            } else {
+                (0.0..=1.0).contains(&value)
+            };
+            if !ok {
+                let range = if open {
+                    "strictly between 0 and 1"
+                } else {
+                    "between 0 and 1"
+                };
+                v.report(
+                    format!("{base}.{field}"),
+                    format!("must be {range}, got {value}"),
+                );
+            }
+        };
+        match &c.kind {
+            CheckKind::Probe(p) => {
+                self.expectation(&p.expect, at);
+                at_least(self, p.repeat, 1, "repeat");
+            }
+            CheckKind::Distribution(d) => {
+                selector(self, &d.selector);
+                at_least(self, d.requests, 1, "requests");
+                at_least(self, d.concurrency, 1, "concurrency");
+                fraction(self, d.alpha, "alpha", true);
+                if let Some(shares) = &d.shares {
+                    for (name, share) in shares {
+                        let path = format!("{base}.shares.{name}");
+                        self.known(name, path.clone());
+                        if !(share.is_finite() && *share >= 0.0) {
+                            self.report(path, format!("must be a number ≥ 0, got {share}"));
+                        }
+                    }
+                    if shares.values().sum::<f64>() <= 0.0 {
+                        self.report(
+                            format!("{base}.shares"),
+                            "at least one share must be positive",
+                        );
+                    }
+                }
+            }
+            CheckKind::RoundRobin(r) => {
+                selector(self, &r.selector);
+                at_least(self, r.rounds, 1, "rounds");
+            }
+            CheckKind::Hash(h) => {
+                selector(self, &h.selector);
+                at_least(self, h.clients, 1, "clients");
+                at_least(self, h.repeat, 1, "repeat");
+                if h.clients > MAX_HASH_CLIENTS {
+                    self.report(
+                        format!("{base}.clients"),
+                        format!("at most {MAX_HASH_CLIENTS}, got {}", h.clients),
+                    );
+                }
+            }
+            CheckKind::Steer(st) => {
+                selector(self, &st.selector);
+                self.known(&st.slow, format!("{base}.slow"));
+                at_least(self, st.requests, 1, "requests");
+                at_least(self, st.concurrency, 1, "concurrency");
+                fraction(self, st.max_share, "maxShare", false);
+                fraction(self, st.min_share, "minShare", false);
+            }
+            CheckKind::Latency(l) => {
+                selector(self, &l.selector);
+                at_least(self, l.consecutive, 1, "consecutive");
+                if l.changes < 2 || l.changes % 2 != 0 {
+                    self.report(
+                        format!("{base}.changes"),
+                        format!(
+                            "must be an even number ≥ 2 (the selector ends as it started), got {}",
+                            l.changes
+                        ),
+                    );
+                }
+                if l.interval.is_zero() || l.interval > MAX_LATENCY_INTERVAL {
+                    self.report(
+                        format!("{base}.interval"),
+                        format!(
+                            "must be between 1µs and 1ms (a latency is not quantised by its probe), got {}",
+                            humantime::format_duration(l.interval)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    fn method(&mut self, method: &str, path: &str) {
+        if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
+            self.report(path, format!("invalid HTTP method `{method}`"));
+        }
+    }
+
+    /// Every repeated name is a problem at its element.
+    fn unique<'a>(&mut self, names: impl Iterator<Item = &'a str>, path: &str, what: &str) {
+        let mut seen = HashSet::new();
+        for (i, n) in names.enumerate() {
+            if !seen.insert(n) {
+                self.report(
+                    format!("{path}[{i}]"),
+                    format!("duplicate {what} name `{n}`"),
+                );
+            }
+        }
+    }
+
+    fn conditions(&mut self, list: &[ConditionSpec], path: &str) {
+        for (i, c) in list.iter().enumerate() {
+            let needs_name = matches!(
+                c.param_type,
+                ParamType::Header | ParamType::Query | ParamType::Cookie
+            );
+            if needs_name && c.param_name.as_deref().is_none_or(|n| n.trim().is_empty()) {
+                self.report(
+                    format!("{path}[{i}].paramName"),
+                    format!("required for paramType `{}`", c.param_type),
+                );
+            }
+        }
+    }
 }
 
 /// The most client addresses a hash check may ask for.
 const MAX_HASH_CLIENTS: u32 = 1024;
 
-/// A check fits its kind: its request is valid, the selector and upstreams it names exist at
-/// that point, and its numbers are in range.
-fn check(
-    s: &Scenario,
-    c: &Check,
-    at: &str,
-    selectors: &HashSet<&str>,
-    known: &dyn Fn(&str, String) -> Result<(), Problem>,
-) -> Result<(), Problem> {
-    let request = c.kind.request();
-    method(
-        &request.method,
-        &format!("{at}.{}.request.method", kind_key(&c.kind)),
-    )?;
-    let kind = kind_key(&c.kind);
-    let selector = |name: &str| {
-        if selectors.contains(name) {
-            Ok(())
-        } else {
-            Err(problem(
-                format!("{at}.{kind}.selector"),
-                format!("no setup selector named `{name}` at this point"),
-                Some(format!("selector: {name}")),
-            ))
-        }
-    };
-    let at_least = |value: u32, min: u32, field: &str| {
-        if value >= min {
-            Ok(())
-        } else {
-            Err(problem(
-                format!("{at}.{kind}.{field}"),
-                format!("must be at least {min}, got {value}"),
-                Some(format!("{field}:")),
-            ))
-        }
-    };
-    let fraction = |value: f64, field: &str, open: bool| {
-        let ok = if open {
-            value > 0.0 && value < 1.0
-        } else {
-            (0.0..=1.0).contains(&value)
-        };
-        if ok {
-            Ok(())
-        } else {
-            let range = if open {
-                "strictly between 0 and 1"
-            } else {
-                "between 0 and 1"
-            };
-            Err(problem(
-                format!("{at}.{kind}.{field}"),
-                format!("must be {range}, got {value}"),
-                Some(format!("{field}:")),
-            ))
-        }
-    };
-    match &c.kind {
-        CheckKind::Probe(p) => {
-            expectation(s, &p.expect, at, known)?;
-            at_least(p.repeat, 1, "repeat")?;
-        }
-        CheckKind::Distribution(d) => {
-            selector(&d.selector)?;
-            at_least(d.requests, 1, "requests")?;
-            at_least(d.concurrency, 1, "concurrency")?;
-            fraction(d.alpha, "alpha", true)?;
-            if let Some(shares) = &d.shares {
-                for (name, share) in shares {
-                    known(name, format!("{at}.distribution.shares.{name}"))?;
-                    if !(share.is_finite() && *share >= 0.0) {
-                        return Err(problem(
-                            format!("{at}.distribution.shares.{name}"),
-                            format!("must be a number ≥ 0, got {share}"),
-                            Some(format!("{name}:")),
-                        ));
-                    }
-                }
-                if shares.values().sum::<f64>() <= 0.0 {
-                    return Err(problem(
-                        format!("{at}.distribution.shares"),
-                        "at least one share must be positive".into(),
-                        Some("shares:".into()),
-                    ));
-                }
-            }
-        }
-        CheckKind::RoundRobin(r) => {
-            selector(&r.selector)?;
-            at_least(r.rounds, 1, "rounds")?;
-        }
-        CheckKind::Hash(h) => {
-            selector(&h.selector)?;
-            at_least(h.clients, 1, "clients")?;
-            at_least(h.repeat, 1, "repeat")?;
-            if h.clients > MAX_HASH_CLIENTS {
-                return Err(problem(
-                    format!("{at}.hash.clients"),
-                    format!("at most {MAX_HASH_CLIENTS}, got {}", h.clients),
-                    Some("clients:".into()),
-                ));
-            }
-        }
-        CheckKind::Steer(st) => {
-            selector(&st.selector)?;
-            known(&st.slow, format!("{at}.steer.slow"))?;
-            at_least(st.requests, 1, "requests")?;
-            at_least(st.concurrency, 1, "concurrency")?;
-            fraction(st.max_share, "maxShare", false)?;
-            fraction(st.min_share, "minShare", false)?;
-        }
-        CheckKind::Latency(l) => {
-            selector(&l.selector)?;
-            at_least(l.consecutive, 1, "consecutive")?;
-            if l.changes < 2 || l.changes % 2 != 0 {
-                return Err(problem(
-                    format!("{at}.latency.changes"),
-                    format!(
-                        "must be an even number ≥ 2 (the selector ends as it started), got {}",
-                        l.changes
-                    ),
-                    Some("changes:".into()),
-                ));
-            }
-            if l.interval.is_zero() || l.interval > MAX_LATENCY_INTERVAL {
-                return Err(problem(
-                    format!("{at}.latency.interval"),
-                    format!(
-                        "must be between 1µs and 1ms (a latency is not quantised by its probe), got {}",
-                        humantime::format_duration(l.interval)
-                    ),
-                    Some("interval:".into()),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The longest probe interval of a latency check.
 pub const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
-
-/// The key naming a check kind in a file, for field paths (`expect` for a probe's fields is
-/// at the check's own level).
-fn kind_key(kind: &CheckKind) -> &'static str {
-    match kind {
-        CheckKind::Probe(_) => "request",
-        other => other.name(),
-    }
-}
-
-fn method(method: &str, path: &str) -> Result<(), Problem> {
-    if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
-        return Err(problem(
-            path.to_owned(),
-            format!("invalid HTTP method `{method}`"),
-            Some(format!("method: {method}")),
-        ));
-    }
-    Ok(())
-}
-
-fn unique<'a>(names: impl Iterator<Item = &'a str>, path: &str, what: &str) -> Result<(), Problem> {
-    let mut seen = HashSet::new();
-    for (i, n) in names.enumerate() {
-        if !seen.insert(n) {
-            return Err(problem(
-                format!("{path}[{i}]"),
-                format!("duplicate {what} name `{n}`"),
-                Some(n.to_owned()),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn conditions(list: &[super::ast::ConditionSpec], path: &str) -> Result<(), Problem> {
-    for (i, c) in list.iter().enumerate() {
-        let needs_name = matches!(
-            c.param_type,
-            ParamType::Header | ParamType::Query | ParamType::Cookie
-        );
-        if needs_name && c.param_name.as_deref().is_none_or(|n| n.trim().is_empty()) {
-            return Err(problem(
-                format!("{path}[{i}].paramName"),
-                format!("required for paramType `{}`", c.param_type),
-                Some(format!("paramType: {}", c.param_type)),
-            ));
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {
@@ -759,7 +719,51 @@ checks:
             "{ upstream: beta, weight: 50 }",
         );
         let e = err(&src);
-        assert!(e.starts_with("x.yaml:18:13: setup.selectors[0].upstreams[0].upstream: upstream `beta` is not declared"), "{e}");
+        // At the value `beta`, not at its key.
+        assert!(e.starts_with("x.yaml:18:23: setup.selectors[0].upstreams[0].upstream: upstream `beta` is not declared"), "{e}");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_its_own_node_in_file_order() {
+        let src = GOOD
+            .replacen("paramType: uri", "paramType: header", 1)
+            .replacen("method: GET", "method: \"G T\"", 1)
+            .replace("interval: 10ms", "interval: 100ms")
+            .replace(
+                "{ status: 200, upstream: alpha, received",
+                "{ status: 200, upstream: omega, received",
+            )
+            .replace(
+                "name: a trailing slash does not",
+                "name: the exact path routes",
+            );
+        let e = parse_str(Path::new("x.yaml"), &src).unwrap_err();
+        assert_eq!(e.problem_count(), 5);
+        let expected = [
+            // A missing key: the mapping that lacks it.
+            "x.yaml:16:11: setup.selectors[0].conditions[0].paramName: required for paramType `header`",
+            "x.yaml:29:24: wait.probe.request.method: invalid HTTP method `G T`",
+            "x.yaml:32:13: wait.interval: must be between 1ms and 50ms, got 100ms",
+            "x.yaml:38:38: checks[0].expect.upstream: upstream `omega` is not declared in `upstreams` (declared: alpha)",
+            // The second check, though its name is first written on line 36.
+            "x.yaml:39:5: checks[1]: duplicate check name `the exact path routes`",
+        ];
+        assert_eq!(e.to_string(), expected.join("\n"));
+    }
+
+    #[test]
+    fn a_probe_checks_fields_stand_beside_its_name() {
+        let src = GOOD.replacen(
+            "    request: { method: GET, path: /http/order/findById }\n    expect: { status: 200, upstream: alpha, received",
+            "    request: { method: \"G T\", path: /http/order/findById }\n    repeat: 0\n    expect: { status: 200, upstream: alpha, received",
+            1,
+        );
+        let e = err(&src);
+        assert_eq!(
+            e,
+            "x.yaml:37:24: checks[0].request.method: invalid HTTP method `G T`\n\
+             x.yaml:38:13: checks[0].repeat: must be at least 1, got 0"
+        );
     }
 
     #[test]

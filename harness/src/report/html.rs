@@ -1,0 +1,359 @@
+//! The HTML report (`gantry run --report-html DIR` writes `DIR/index.html`): one
+//! self-contained page (inline CSS and SVG, no network fetch) with a summary per sync mode ×
+//! backend, plots ([`super::plots`]: sync-latency histogram per mode, observed vs expected
+//! shares per distribution check, convergence time per scenario) and, per case, its checks
+//! with their measurements; a failure names the file and line of its failing check.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::plots;
+use super::{CaseResult, CheckOutcome, CheckReport};
+use crate::judge::Measurements;
+
+/// Finds the 1-based line of a field path (`checks[2]`) in a scenario file, if it can.
+pub type Locate<'a> = &'a dyn Fn(&str, &str) -> Option<usize>;
+
+/// The page for `results`.
+pub fn render(results: &[CaseResult], locate: Locate<'_>) -> String {
+    let mut out = String::from(HEAD);
+    let seed = results.first().map(|r| r.seed);
+    let _ = write!(
+        out,
+        "<h1>gantry run</h1><p class=meta>gantry {} · {} cases{}</p>",
+        env!("CARGO_PKG_VERSION"),
+        results.len(),
+        seed.map_or_else(String::new, |s| format!(" · seed {s}")),
+    );
+    summary(&mut out, results);
+    plot_section(&mut out, results);
+    out += "<h2>Cases</h2>";
+    for r in results {
+        case(&mut out, r, locate);
+    }
+    out += "</body></html>\n";
+    out
+}
+
+/// Writes `dir/index.html`, creating `dir`.
+pub fn write(dir: &Path, results: &[CaseResult]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let locate = |file: &str, path: &str| {
+        crate::scenario::locate(Path::new(file), path).map(|(line, _)| line)
+    };
+    std::fs::write(dir.join("index.html"), render(results, &locate))
+}
+
+const HEAD: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>gantry report</title>
+<style>
+body{font-family:sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+.pass{color:#1a7f37}.fail{color:#cf222e;font-weight:bold}.skip{color:#9a6700}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap}
+details{margin:.3em 0}.meta{color:#666}figure{margin:1em 0}
+</style></head><body>
+"#;
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn verdict(r: &CaseResult) -> (&'static str, &'static str) {
+    match (&r.skipped, r.passed) {
+        (Some(_), _) => ("skip", "skip"),
+        (None, true) => ("pass", "pass"),
+        (None, false) => ("fail", "FAIL"),
+    }
+}
+
+fn summary(out: &mut String, results: &[CaseResult]) {
+    let mut by: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    for r in results {
+        let row = by.entry(format!("{}@{}", r.mode, r.backend)).or_default();
+        match verdict(r).0 {
+            "pass" => row[0] += 1,
+            "fail" => row[1] += 1,
+            _ => row[2] += 1,
+        }
+    }
+    out.push_str(
+        "<h2>Summary</h2><table id=summary><tr><th>mode @ backend</th><th>passed</th>\
+         <th>failed</th><th>skipped</th></tr>",
+    );
+    for (k, [p, f, s]) in by {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=pass>{p}</td><td class={}>{f}</td><td class=skip>{s}</td></tr>",
+            escape(&k),
+            if f > 0 { "fail" } else { "pass" }
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn figure(out: &mut String, svg: Option<String>) {
+    if let Some(svg) = svg {
+        let _ = write!(out, "<figure>{svg}</figure>");
+    }
+}
+
+fn plot_section(out: &mut String, results: &[CaseResult]) {
+    out.push_str("<h2>Plots</h2>");
+    let mut latency: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in results {
+        let samples = latency.entry(&r.mode).or_default();
+        samples.extend(r.timings.iter().map(|t| t.applied_ms));
+        for c in &r.checks {
+            if let Measurements::Latency(l) = &c.measurements {
+                samples.extend(&l.applied_samples);
+            }
+        }
+    }
+    for (mode, samples) in &latency {
+        figure(
+            out,
+            plots::histogram(
+                &format!(
+                    "sync latency, {mode}: admin 2xx → gateway applied ({} changes)",
+                    samples.len()
+                ),
+                "ms",
+                samples,
+            ),
+        );
+    }
+    for r in results {
+        for c in &r.checks {
+            if let Measurements::Distribution(d) = &c.measurements {
+                let cats: Vec<(String, f64, f64)> = d
+                    .expected_shares
+                    .iter()
+                    .map(|(up, e)| {
+                        (
+                            up.clone(),
+                            d.observed_shares.get(up).copied().unwrap_or(0.0),
+                            *e,
+                        )
+                    })
+                    .collect();
+                let p = d
+                    .p_value
+                    .map_or_else(String::new, |p| format!(", p = {p:.3}"));
+                figure(
+                    out,
+                    plots::shares(&format!("{}@{}: {}{p}", r.case, r.mode, c.name), &cats),
+                );
+            }
+        }
+    }
+    let mut converge: BTreeMap<&str, Vec<(String, f64)>> = BTreeMap::new();
+    for r in results {
+        if let Some(ms) = r.converge_ms {
+            converge
+                .entry(&r.mode)
+                .or_default()
+                .push((r.case.clone(), ms as f64));
+        }
+    }
+    for (mode, rows) in &converge {
+        figure(
+            out,
+            plots::horizontal_bars(&format!("convergence after setup, {mode}"), "ms", rows),
+        );
+    }
+}
+
+fn case(out: &mut String, r: &CaseResult, locate: Locate<'_>) {
+    let (class, word) = verdict(r);
+    let _ = write!(
+        out,
+        "<details{}><summary><span class={class}>{word}</span> {}@{} <span class=meta>({}, {} · {:.1} s{})</span></summary>",
+        if class == "fail" { " open" } else { "" },
+        escape(&r.case),
+        escape(&r.mode),
+        escape(&r.file),
+        escape(&r.backend),
+        r.duration_ms / 1000.0,
+        r.converge_ms
+            .map_or_else(String::new, |c| format!(" · converged in {c} ms")),
+    );
+    if let Some(why) = &r.skipped {
+        let _ = write!(out, "<p class=skip>skipped: {}</p>", escape(why));
+    }
+    if !r.checks.is_empty() {
+        out.push_str("<table><tr><th>check</th><th>kind</th><th>result</th><th>measured</th></tr>");
+        for c in &r.checks {
+            check(out, r, c, locate);
+        }
+        out.push_str("</table>");
+    }
+    if let Some(error) = &r.error {
+        let _ = write!(out, "<pre>{}</pre>", escape(error));
+    }
+    out.push_str("</details>");
+}
+
+fn check(out: &mut String, r: &CaseResult, c: &CheckReport, locate: Locate<'_>) {
+    let (class, result) = match &c.outcome {
+        CheckOutcome::Passed => ("pass", "pass".to_owned()),
+        CheckOutcome::Skipped(why) => ("skip", format!("skipped: {}", escape(why))),
+        CheckOutcome::Failed(why) => {
+            let at = locate(&r.file, &c.path).map_or_else(
+                || format!("{} {}", r.file, c.path),
+                |line| format!("{}:{line}", r.file),
+            );
+            (
+                "fail",
+                format!(
+                    "FAIL at {}<br>{}",
+                    escape(&at),
+                    escape(&why.join("\n")).replace('\n', "<br>")
+                ),
+            )
+        }
+    };
+    let _ = write!(
+        out,
+        "<tr><td>{}{}</td><td>{}</td><td class={class}>{result}</td><td>{}</td></tr>",
+        c.step
+            .as_ref()
+            .map_or_else(String::new, |s| format!("step `{}`: ", escape(s))),
+        escape(&c.name),
+        c.kind,
+        escape(&measured(&c.measurements)),
+    );
+}
+
+/// A one-line summary of a check's measurements.
+fn measured(m: &Measurements) -> String {
+    match m {
+        Measurements::Probe { sent, passed } => format!("{passed}/{sent} answers passed"),
+        Measurements::Distribution(d) => format!(
+            "χ² = {}, df {}, p = {} over {} requests",
+            d.chi_square
+                .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+            d.degrees_of_freedom,
+            d.p_value.map_or_else(|| "-".into(), |p| format!("{p:.3}")),
+            d.requests
+        ),
+        Measurements::RoundRobin(c) => format!(
+            "cycle [{}], {} answers{}",
+            c.expected_cycle.join(" "),
+            c.observed.len(),
+            c.rotation
+                .map_or_else(String::new, |r| format!(", from position {r}"))
+        ),
+        Measurements::Hash(h) => format!(
+            "{} clients, {} mismatches{}",
+            h.clients,
+            h.mismatches,
+            h.moved
+                .zip(h.expected_moves)
+                .map_or_else(String::new, |(m, e)| format!(", moved {m} (expected {e})"))
+        ),
+        Measurements::Steer(s) => format!(
+            "slow upstream share {:.3} (max {}) of {}",
+            s.slow_share, s.max_share, s.requests
+        ),
+        Measurements::Latency(l) => format!(
+            "applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; probe p50 {:.2} ms ({} changes)",
+            l.applied.p50, l.applied.p99, l.applied.max, l.probe.p50, l.changes
+        ),
+        Measurements::None => String::new(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::judge::distribution::Stats;
+    use crate::report::ChangeTiming;
+
+    /// Results with every kind of content the page shows.
+    pub(crate) fn sample() -> Vec<CaseResult> {
+        let mut ok = CaseResult::bare(
+            "balance_random".into(),
+            "websocket".into(),
+            "cases/scenarios/balance/random.yaml".into(),
+            "host".into(),
+            7,
+        );
+        ok.passed = true;
+        ok.converge_ms = Some(12);
+        ok.timings = vec![
+            ChangeTiming {
+                change: "setup".into(),
+                applied_ms: 0.8,
+                probe_ms: 10.0,
+            },
+            ChangeTiming {
+                change: "teardown".into(),
+                applied_ms: 1.4,
+                probe_ms: 1.9,
+            },
+        ];
+        ok.checks = vec![CheckReport {
+            name: "3:1".into(),
+            path: "checks[0]".into(),
+            step: None,
+            kind: "distribution",
+            outcome: CheckOutcome::Passed,
+            elapsed_ms: 800.0,
+            measurements: Measurements::Distribution(Stats {
+                requests: 2000,
+                observed: [("alpha".into(), 1503), ("beta".into(), 497)].into(),
+                observed_shares: [("alpha".into(), 0.7515), ("beta".into(), 0.2485)].into(),
+                expected_shares: [("alpha".into(), 0.75), ("beta".into(), 0.25)].into(),
+                chi_square: Some(0.02),
+                degrees_of_freedom: 1,
+                p_value: Some(0.877),
+                alpha: 1e-6,
+            }),
+        }];
+        let mut bad = CaseResult::bare(
+            "uri_equal".into(),
+            "http".into(),
+            "cases/scenarios/divide/uri_equal.yaml".into(),
+            "host".into(),
+            7,
+        );
+        bad.converge_ms = Some(30);
+        bad.error = Some("uri_equal@http failed at checks: <1 check> & more".into());
+        bad.checks = vec![CheckReport {
+            name: "trailing slash".into(),
+            path: "checks[1]".into(),
+            step: None,
+            kind: "probe",
+            outcome: CheckOutcome::Failed(vec!["route: expected absent".into()]),
+            elapsed_ms: 2.0,
+            measurements: Measurements::Probe { sent: 1, passed: 0 },
+        }];
+        vec![ok, bad]
+    }
+
+    #[test]
+    fn the_page_has_summary_plots_cases_and_located_failures() {
+        let page = render(&sample(), &|file, path| {
+            (file.ends_with("uri_equal.yaml") && path == "checks[1]").then_some(42)
+        });
+        assert!(page.contains("<table id=summary>"));
+        assert!(page.contains("<td>http@host</td><td class=pass>0</td><td class=fail>1</td>"));
+        // One latency histogram (the http case timed no change), one shares chart, two
+        // convergence charts.
+        assert_eq!(page.matches("<svg").count(), 4);
+        assert!(page.contains("FAIL at cases/scenarios/divide/uri_equal.yaml:42"));
+        assert!(
+            page.contains("&lt;1 check&gt; &amp; more"),
+            "errors are escaped"
+        );
+        for fetch in ["src=\"http", "href=\"http", "<link", "@import", "url("] {
+            assert!(!page.contains(fetch), "no network fetch: {fetch}");
+        }
+    }
+}
