@@ -246,13 +246,13 @@ mod tests {
         assert_eq!(text.matches('{').count(), text.matches('}').count());
     }
 
-    /// When nginx is installed, it accepts the config (`nginx -t`).
+    /// nginx accepts the config (`nginx -t`). Ignored by default, so a machine without nginx
+    /// never reports it as passed: `cargo test --workspace -- --ignored nginx_accepts` where
+    /// nginx is installed.
     #[test]
+    #[ignore = "needs the nginx binary: run with --ignored where nginx is installed"]
     fn nginx_accepts_the_config() {
-        let Some(bin) = locate() else {
-            eprintln!("skipped: nginx is not installed");
-            return;
-        };
+        let bin = locate().expect("nginx is not installed");
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config();
         cfg.dir = dir.path().to_owned();
