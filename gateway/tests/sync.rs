@@ -331,13 +331,14 @@ async fn websocket_sync_drives_routing() {
         (h["sync"]["fullSyncs"] == 10 && h["sync"]["connected"] == true).then_some(())
     })
     .await;
-    // The same config again: the same digest, a new version (the delete and the resync were
-    // two changes) and a later time at which it went live.
+    // The same config again: the same digest, a newer version (the delete and the resync's
+    // groups each changed the served config; how many swaps the resync takes depends on how
+    // its frames arrive) and a later time at which it went live.
     let reapplied = http.get(url("/actuator/digest")).await.2;
     assert_eq!(reapplied["digest"], applied["digest"]);
-    assert_eq!(
-        reapplied["version"].as_u64(),
-        applied["version"].as_u64().map(|v| v + 2)
+    assert!(
+        reapplied["version"].as_u64() > applied["version"].as_u64(),
+        "{reapplied} after {applied}"
     );
     assert!(reapplied["appliedAtUs"].as_u64() > applied["appliedAtUs"].as_u64());
 
