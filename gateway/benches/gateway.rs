@@ -1,5 +1,6 @@
-//! Criterion benches: request matching over 100 / 1k / 10k divide selectors, and each load
-//! balancer over 10 upstreams. Run `cargo bench --workspace --bench gateway -- --quick`.
+//! Criterion benches: request matching over 100 / 1k / 10k divide selectors, applying one sync
+//! event to a config of 10k selectors, and each load balancer over 10 upstreams. Run
+//! `cargo bench --workspace --bench gateway -- --quick`.
 
 // `criterion_group!` generates an undocumented public function.
 #![allow(missing_docs)]
@@ -7,9 +8,12 @@
 use std::hint::black_box;
 use std::net::IpAddr;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use gateway::bench::{Balancer, Matcher};
-use model::{ConditionData, ConfigSet, LoadBalance, PluginData, RuleData, SelectorData};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use gateway::bench::{Applier, Balancer, Matcher};
+use model::{
+    ConditionData, ConfigSet, DataEvent, DataEventType, EventPayload, LoadBalance, PluginData,
+    RuleData, SelectorData,
+};
 
 /// `n` divide selectors `/svc{i}/…` (two AND conditions), each with one rule. `indexed`: the
 /// first condition is `uri startsWith /svc{i}/` (the selector index narrows the candidates);
@@ -96,6 +100,36 @@ fn matching(c: &mut Criterion) {
     group.finish();
 }
 
+/// One event applied to 10k held selectors (each with a rule): what a sync increment costs.
+fn applying(c: &mut Criterion) {
+    let held = 10_000;
+    let config = config(held, true);
+    let mut updated = config.selectors[held / 2].clone();
+    updated.sort = -1;
+    let mut created = config.selectors[0].clone();
+    created.id = "new".into();
+    let mut rule = config.rules[held / 2].clone();
+    rule.sort = 7;
+    let applier = Applier::new(config);
+    let mut group = c.benchmark_group("apply");
+    let events = [
+        ("selector_update", EventPayload::Selector(vec![updated])),
+        ("selector_create", EventPayload::Selector(vec![created])),
+        ("rule_update", EventPayload::Rule(vec![rule])),
+    ];
+    for (name, payload) in events {
+        let event = DataEvent::new(DataEventType::Update, payload);
+        group.bench_with_input(BenchmarkId::new(name, held), &event, |b, event| {
+            b.iter_batched(
+                || event.clone(),
+                |event| applier.apply(event),
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 fn balancers(c: &mut Criterion) {
     let handle = format!(
         "[{}]",
@@ -125,5 +159,5 @@ fn balancers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, matching, balancers);
+criterion_group!(benches, matching, applying, balancers);
 criterion_main!(benches);

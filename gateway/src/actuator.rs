@@ -40,12 +40,12 @@ pub(crate) async fn plugin_data(State(app): State<Arc<App>>) -> Json<Value> {
 
 /// `GET /actuator/selectorData`: `{pluginName: [SelectorData sorted by sort]}`.
 pub(crate) async fn selector_data(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!([app.sync.snapshot().data.selectors]))
+    Json(json!([app.sync.snapshot().data.selectors.by_owner()]))
 }
 
 /// `GET /actuator/ruleData`: `{selectorId: [RuleData sorted by sort]}`.
 pub(crate) async fn rule_data(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!([app.sync.snapshot().data.rules]))
+    Json(json!([app.sync.snapshot().data.rules.by_owner()]))
 }
 
 /// `GET /actuator/metadata`: `{id: MetaData}`.

@@ -22,14 +22,8 @@ pub struct Matcher {
 impl Matcher {
     /// Compiles `config` the way a full sync does.
     pub fn new(config: ConfigSet) -> Matcher {
-        let mut data = ConfigData::default();
-        let t = DataEventType::Myself;
-        data.apply(DataEvent::new(t, EventPayload::Plugin(config.plugins)));
-        data.apply(DataEvent::new(t, EventPayload::Selector(config.selectors)));
-        data.apply(DataEvent::new(t, EventPayload::Rule(config.rules)));
-        data.apply(DataEvent::new(t, EventPayload::MetaData(config.meta_data)));
         Matcher {
-            snapshot: Snapshot::build(data),
+            snapshot: full_sync(config),
             chain: Chain::standard(),
         }
     }
@@ -50,6 +44,43 @@ impl Matcher {
             .run(&self.snapshot, &view)
             .map(|f| f.selector_id)
             .map_err(|r| r.body.code)
+    }
+}
+
+/// The snapshot a full sync of `config` compiles.
+fn full_sync(config: ConfigSet) -> Snapshot {
+    let mut data = ConfigData::default();
+    let t = DataEventType::Myself;
+    data.apply(DataEvent::new(t, EventPayload::Plugin(config.plugins)));
+    data.apply(DataEvent::new(t, EventPayload::Selector(config.selectors)));
+    data.apply(DataEvent::new(t, EventPayload::Rule(config.rules)));
+    data.apply(DataEvent::new(t, EventPayload::MetaData(config.meta_data)));
+    Snapshot::build(data)
+}
+
+/// A held config, to time applying one sync event to it.
+#[derive(Debug)]
+pub struct Applier {
+    snapshot: Snapshot,
+}
+
+impl Applier {
+    /// Holds `config`, compiled the way a full sync does.
+    pub fn new(config: ConfigSet) -> Applier {
+        Applier {
+            snapshot: full_sync(config),
+        }
+    }
+
+    /// What one sync event costs the gateway: copy the held data, apply `event`, compile
+    /// the next snapshot (the held one stays as it was). Answers the next snapshot's number
+    /// of selectors.
+    pub fn apply(&self, event: DataEvent) -> usize {
+        let mut data = self.snapshot.data.clone();
+        let changes = data.apply(event);
+        Snapshot::next(data, &changes, Some(&self.snapshot))
+            .digest
+            .selectors
     }
 }
 

@@ -21,50 +21,141 @@ pub struct ConfigSet {
     pub meta_data: Vec<MetaData>,
 }
 
-#[derive(Serialize)]
-struct Canonical<'a> {
-    plugins: Vec<&'a PluginData>,
-    selectors: Vec<SelectorData>,
-    rules: Vec<RuleData>,
-    meta_data: Vec<&'a MetaData>,
+/// One item of a config, as [`ConfigDigest`] counts it.
+#[derive(Debug, Clone, Copy)]
+pub enum DigestItem<'a> {
+    /// A plugin.
+    Plugin(&'a PluginData),
+    /// A selector (its `beforeConditionList` is left out).
+    Selector(&'a SelectorData),
+    /// A rule (its `beforeConditionDataList` is left out).
+    Rule(&'a RuleData),
+    /// A metadata entry.
+    MetaData(&'a MetaData),
+}
+
+impl DigestItem<'_> {
+    /// SHA-256 of a kind tag and the item's JSON, without the `before…` condition lists
+    /// (which only describe the previous version).
+    fn hash(self) -> [u8; 32] {
+        let (tag, json) = match self {
+            DigestItem::Plugin(p) => (b'p', serde_json::to_vec(p)),
+            DigestItem::Selector(s) => (
+                b's',
+                serde_json::to_vec(&SelectorData {
+                    before_condition_list: Vec::new(),
+                    ..s.clone()
+                }),
+            ),
+            DigestItem::Rule(r) => (
+                b'r',
+                serde_json::to_vec(&RuleData {
+                    before_condition_data_list: Vec::new(),
+                    ..r.clone()
+                }),
+            ),
+            DigestItem::MetaData(m) => (b'm', serde_json::to_vec(m)),
+        };
+        let json = json.expect("model types always serialise");
+        let mut hasher = Sha256::new();
+        hasher.update([tag]);
+        hasher.update(&json);
+        hasher.finalize().into()
+    }
+}
+
+/// The canonical content digest of a config, kept up to date item by item: the wrapping sum,
+/// in four 64-bit lanes, of every item's SHA-256 ([`DigestItem`]), plus the item counts.
+///
+/// The sum does not depend on the order items arrive in, and adding then removing an item
+/// leaves it as it was, so a gateway updates it in O(1) per changed item instead of hashing
+/// its whole config per event. Admin and gateway compute it the same way: equal digests mean
+/// the gateway holds exactly what the admin committed (each id once per kind, as both keep
+/// them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConfigDigest {
+    lanes: [u64; 4],
+    plugins: usize,
+    selectors: usize,
+    rules: usize,
+    meta_data: usize,
+}
+
+impl ConfigDigest {
+    /// Counts `item` in.
+    pub fn add(&mut self, item: DigestItem<'_>) {
+        self.step(item, true);
+    }
+
+    /// Counts `item` out (it must have been added).
+    pub fn remove(&mut self, item: DigestItem<'_>) {
+        self.step(item, false);
+    }
+
+    fn step(&mut self, item: DigestItem<'_>, add: bool) {
+        let hash = item.hash();
+        for (lane, chunk) in self.lanes.iter_mut().zip(hash.chunks_exact(8)) {
+            let v = u64::from_be_bytes(chunk.try_into().expect("8-byte chunk"));
+            *lane = if add {
+                lane.wrapping_add(v)
+            } else {
+                lane.wrapping_sub(v)
+            };
+        }
+        let count = match item {
+            DigestItem::Plugin(_) => &mut self.plugins,
+            DigestItem::Selector(_) => &mut self.selectors,
+            DigestItem::Rule(_) => &mut self.rules,
+            DigestItem::MetaData(_) => &mut self.meta_data,
+        };
+        *count = if add {
+            *count + 1
+        } else {
+            count.saturating_sub(1)
+        };
+    }
+
+    /// The digest as `/actuator/digest` reports it: lower-case hex SHA-256 of the lanes and
+    /// the counts.
+    pub fn report(&self) -> DigestReport {
+        let mut hasher = Sha256::new();
+        for lane in self.lanes {
+            hasher.update(lane.to_be_bytes());
+        }
+        for count in [self.plugins, self.selectors, self.rules, self.meta_data] {
+            hasher.update((count as u64).to_be_bytes());
+        }
+        DigestReport {
+            digest: hex::encode(hasher.finalize()),
+            plugins: self.plugins,
+            selectors: self.selectors,
+            rules: self.rules,
+            meta_data: self.meta_data,
+        }
+    }
 }
 
 impl ConfigSet {
-    /// The canonical content digest: lower-case hex SHA-256 of the config with every list
-    /// sorted by key (plugins by name, the rest by id) and the `before…` condition lists
-    /// (which only describe the previous version) left out. Admin and gateway compute it the
-    /// same way, so equal digests mean the gateway holds exactly what the admin committed.
+    /// The canonical content digest ([`ConfigDigest`]) of the whole set.
     pub fn digest(&self) -> String {
-        let mut plugins: Vec<&PluginData> = self.plugins.iter().collect();
-        plugins.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.id.cmp(&b.id)));
-        let mut selectors: Vec<SelectorData> = self
-            .selectors
+        self.digest_state().report().digest
+    }
+
+    fn digest_state(&self) -> ConfigDigest {
+        let mut digest = ConfigDigest::default();
+        self.plugins
             .iter()
-            .map(|s| SelectorData {
-                before_condition_list: Vec::new(),
-                ..s.clone()
-            })
-            .collect();
-        selectors.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut rules: Vec<RuleData> = self
-            .rules
+            .for_each(|p| digest.add(DigestItem::Plugin(p)));
+        self.selectors
             .iter()
-            .map(|r| RuleData {
-                before_condition_data_list: Vec::new(),
-                ..r.clone()
-            })
-            .collect();
-        rules.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut meta_data: Vec<&MetaData> = self.meta_data.iter().collect();
-        meta_data.sort_by(|a, b| a.id.cmp(&b.id));
-        let canonical = Canonical {
-            plugins,
-            selectors,
-            rules,
-            meta_data,
-        };
-        let bytes = serde_json::to_vec(&canonical).expect("model types always serialise");
-        hex::encode(Sha256::digest(&bytes))
+            .for_each(|s| digest.add(DigestItem::Selector(s)));
+        self.rules
+            .iter()
+            .for_each(|r| digest.add(DigestItem::Rule(r)));
+        self.meta_data
+            .iter()
+            .for_each(|m| digest.add(DigestItem::MetaData(m)));
+        digest
     }
 }
 
@@ -111,6 +202,35 @@ mod tests {
         assert_ne!(a.digest(), b.digest());
         assert_ne!(a.digest(), ConfigSet::default().digest());
     }
+
+    #[test]
+    fn kept_up_item_by_item_it_equals_the_whole_sets_digest() {
+        let (one, two) = (selector("1"), selector("2"));
+        let mut changed = selector("1");
+        changed.sort = 3;
+        let mut running = ConfigDigest::default();
+        running.add(DigestItem::Selector(&one));
+        running.add(DigestItem::Selector(&two));
+        let before = running;
+        // An update: the old version out, the new one in.
+        running.remove(DigestItem::Selector(&one));
+        running.add(DigestItem::Selector(&changed));
+        let whole = ConfigSet {
+            selectors: vec![two.clone(), changed.clone()],
+            ..Default::default()
+        };
+        assert_eq!(running.report(), DigestReport::from(&whole));
+        running.remove(DigestItem::Selector(&changed));
+        running.add(DigestItem::Selector(&one));
+        assert_eq!(running, before, "undoing the update restores the digest");
+        // The same JSON as another kind is another item.
+        let plugin = PluginData::default();
+        let mut as_plugin = ConfigDigest::default();
+        as_plugin.add(DigestItem::Plugin(&plugin));
+        let mut as_meta = ConfigDigest::default();
+        as_meta.add(DigestItem::MetaData(&MetaData::default()));
+        assert_ne!(as_plugin.report().digest, as_meta.report().digest);
+    }
 }
 
 /// What `GET /actuator/digest` answers, on the admin and on the gateway alike.
@@ -149,12 +269,6 @@ pub struct AppliedDigest {
 
 impl From<&ConfigSet> for DigestReport {
     fn from(set: &ConfigSet) -> Self {
-        Self {
-            digest: set.digest(),
-            plugins: set.plugins.len(),
-            selectors: set.selectors.len(),
-            rules: set.rules.len(),
-            meta_data: set.meta_data.len(),
-        }
+        set.digest_state().report()
     }
 }

@@ -35,7 +35,7 @@ pub use admin_api::{
 pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
 pub use condition::{ConditionData, Operator, ParamType, UnknownName};
 pub use context_mapping::ContextMappingRuleHandle;
-pub use digest::{AppliedDigest, ConfigSet, DigestReport};
+pub use digest::{AppliedDigest, ConfigDigest, ConfigSet, DigestItem, DigestReport};
 pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketData};
 pub use gateway_error::GatewayError;
 pub use handle::{DivideRuleHandle, DivideUpstream, LoadBalance, RetryStrategy};

@@ -1,5 +1,5 @@
-//! A plugin's selector index, built once per snapshot: which selectors can possibly match a
-//! request path.
+//! A plugin's selector index, kept up to date as its selectors change: which selectors can
+//! possibly match a request path.
 //!
 //! A selector is indexed by its first condition only when leaving it out provably changes
 //! nothing: an enabled, custom, `and` selector whose first condition is `uri =` (an exact
@@ -9,7 +9,9 @@
 //! Disabled selectors and custom ones without conditions never match and are left out. Every
 //! other selector is a candidate for every path.
 
-use std::collections::HashMap;
+use imbl::{HashMap as PersistentMap, OrdMap};
+
+use crate::snapshot::Order;
 
 /// Where a selector goes in the index (see the module docs for the rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,64 +26,126 @@ pub(crate) enum Entry<'a> {
     Prefix(&'a str),
 }
 
-/// Candidate selector positions by path, built from each selector's [`Entry`].
-#[derive(Debug)]
-pub(crate) struct SelectorIndex {
-    /// Positions by exact path.
-    exact: HashMap<Box<str>, Box<[usize]>>,
-    /// Positions by path prefix.
-    prefix: HashMap<Box<str>, Box<[usize]>>,
-    /// The distinct byte lengths of the keys of `prefix`, ascending.
-    prefix_lens: Box<[usize]>,
-    /// Positions of the selectors that are candidates for every path.
-    always: Box<[usize]>,
+/// Candidates of one key, in order.
+pub(crate) type Bucket<V> = OrdMap<Order, V>;
+
+/// Candidate selectors by path, kept up to date entry by entry. Persistent: a copy shares
+/// everything with the original, and an insert or removal costs O(log n).
+#[derive(Debug, Clone)]
+pub(crate) struct SelectorIndex<V: Clone> {
+    /// Candidates by exact path.
+    exact: PersistentMap<Box<str>, Bucket<V>>,
+    /// Candidates by path prefix.
+    prefix: PersistentMap<Box<str>, Bucket<V>>,
+    /// How many keys of `prefix` have each byte length.
+    prefix_lens: OrdMap<usize, usize>,
+    /// The candidates for every path.
+    always: Bucket<V>,
 }
 
-impl SelectorIndex {
-    /// Builds the index from the entries of the selectors, in position order.
-    pub(crate) fn build<'a>(entries: impl IntoIterator<Item = Entry<'a>>) -> SelectorIndex {
-        let mut exact: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut prefix: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut always = Vec::new();
-        for (pos, entry) in entries.into_iter().enumerate() {
-            match entry {
-                Entry::Never => {}
-                Entry::Always => always.push(pos),
-                Entry::Exact(key) => exact.entry(key).or_default().push(pos),
-                Entry::Prefix(key) => prefix.entry(key).or_default().push(pos),
-            }
-        }
-        let mut prefix_lens: Vec<usize> = prefix.keys().map(|k| k.len()).collect();
-        prefix_lens.sort_unstable();
-        prefix_lens.dedup();
-        let boxed = |map: HashMap<&str, Vec<usize>>| {
-            map.into_iter()
-                .map(|(k, v)| (Box::from(k), v.into_boxed_slice()))
-                .collect()
-        };
+impl<V: Clone> Default for SelectorIndex<V> {
+    fn default() -> Self {
         SelectorIndex {
-            exact: boxed(exact),
-            prefix: boxed(prefix),
-            prefix_lens: prefix_lens.into_boxed_slice(),
-            always: always.into_boxed_slice(),
+            exact: PersistentMap::new(),
+            prefix: PersistentMap::new(),
+            prefix_lens: OrdMap::new(),
+            always: OrdMap::new(),
+        }
+    }
+}
+
+impl<V: Clone> SelectorIndex<V> {
+    /// Adds `value` at `order` under `entry`.
+    pub(crate) fn insert(&mut self, entry: Entry<'_>, order: Order, value: V) {
+        match entry {
+            Entry::Never => {}
+            Entry::Always => {
+                self.always.insert(order, value);
+            }
+            Entry::Exact(key) => {
+                self.exact
+                    .entry(Box::from(key))
+                    .or_default()
+                    .insert(order, value);
+            }
+            Entry::Prefix(key) => {
+                let bucket = self.prefix.entry(Box::from(key)).or_default();
+                if bucket.is_empty() {
+                    *self.prefix_lens.entry(key.len()).or_default() += 1;
+                }
+                bucket.insert(order, value);
+            }
         }
     }
 
-    /// The positions of the candidates for `path`, in slices: each candidate once, in no
-    /// particular order. Allocates nothing.
-    pub(crate) fn candidates<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a [usize]> {
+    /// Removes what was inserted at `order` under `entry`.
+    pub(crate) fn remove(&mut self, entry: Entry<'_>, order: Order) {
+        match entry {
+            Entry::Never => {}
+            Entry::Always => {
+                self.always.remove(&order);
+            }
+            Entry::Exact(key) => {
+                if let Some(bucket) = self.exact.get_mut(key) {
+                    bucket.remove(&order);
+                    if bucket.is_empty() {
+                        self.exact.remove(key);
+                    }
+                }
+            }
+            Entry::Prefix(key) => {
+                let Some(bucket) = self.prefix.get_mut(key) else {
+                    return;
+                };
+                bucket.remove(&order);
+                if bucket.is_empty() {
+                    self.prefix.remove(key);
+                    if let Some(count) = self.prefix_lens.get_mut(&key.len()) {
+                        *count -= 1;
+                        if *count == 0 {
+                            self.prefix_lens.remove(&key.len());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The index in a canonical form: each key (sorted) with the orders under it.
+    #[cfg(test)]
+    pub(crate) fn rendered(&self) -> String {
+        use std::collections::BTreeMap;
+        let keys = |map: &PersistentMap<Box<str>, Bucket<V>>| -> BTreeMap<String, Vec<Order>> {
+            map.iter()
+                .map(|(k, bucket)| (k.to_string(), bucket.keys().copied().collect()))
+                .collect()
+        };
+        let always: Vec<Order> = self.always.keys().copied().collect();
+        format!(
+            "exact {:?} prefix {:?} lens {:?} always {always:?}",
+            keys(&self.exact),
+            keys(&self.prefix),
+            self.prefix_lens
+        )
+    }
+
+    /// The candidates for `path`, in buckets: each candidate once, every bucket in order, the
+    /// buckets in no particular order. Allocates nothing.
+    pub(crate) fn candidates<'a, 'p>(
+        &'a self,
+        path: &'p str,
+    ) -> impl Iterator<Item = &'a Bucket<V>> + use<'a, 'p, V> {
         let exact = self.exact.get(path);
         let lens = self
             .prefix_lens
-            .iter()
+            .keys()
             .take_while(move |&&len| len <= path.len());
         // A key is whole UTF-8, so a path starting with it has a char boundary there.
         let prefixed = lens.filter_map(move |&len| self.prefix.get(path.get(..len)?));
         exact
             .into_iter()
             .chain(prefixed)
-            .map(|positions| &**positions)
-            .chain(std::iter::once(&*self.always))
+            .chain(std::iter::once(&self.always))
     }
 }
 
@@ -89,15 +153,27 @@ impl SelectorIndex {
 mod tests {
     use super::*;
 
-    fn candidates(index: &SelectorIndex, path: &str) -> Vec<usize> {
-        let mut out: Vec<usize> = index.candidates(path).flatten().copied().collect();
+    /// An index of `entries`, each at its position, valued by its position.
+    fn build(entries: &[Entry<'_>]) -> SelectorIndex<usize> {
+        let mut index = SelectorIndex::default();
+        for (pos, entry) in entries.iter().enumerate() {
+            index.insert(*entry, Order::nth(pos), pos);
+        }
+        index
+    }
+
+    fn candidates(index: &SelectorIndex<usize>, path: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = index
+            .candidates(path)
+            .flat_map(|bucket| bucket.values().copied())
+            .collect();
         out.sort_unstable();
         out
     }
 
     #[test]
     fn narrows_by_exact_path_and_prefix() {
-        let index = SelectorIndex::build([
+        let index = build(&[
             Entry::Prefix("/a"),     // 0
             Entry::Exact("/a/b"),    // 1
             Entry::Always,           // 2
@@ -122,17 +198,47 @@ mod tests {
     #[test]
     fn prefix_lengths_inside_a_multibyte_char_are_skipped() {
         // "/é" is 3 bytes; a 2-byte prefix key cannot match inside the "é".
-        let index = SelectorIndex::build([Entry::Prefix("/x"), Entry::Prefix("/é")]);
+        let index = build(&[Entry::Prefix("/x"), Entry::Prefix("/é")]);
         assert_eq!(candidates(&index, "/é/q"), [1]);
         assert_eq!(candidates(&index, "/x"), [0]);
         assert_eq!(candidates(&index, "/"), Vec::<usize>::new());
     }
 
     #[test]
+    fn removing_undoes_inserting() {
+        let entries = [
+            Entry::Prefix("/a"),
+            Entry::Exact("/a/b"),
+            Entry::Always,
+            Entry::Prefix("/a/"),
+            Entry::Exact("/a/b"),
+        ];
+        let mut index = build(&entries);
+        let before = index.clone();
+        index.remove(entries[3], Order::nth(3));
+        assert_eq!(candidates(&index, "/a/b"), [0, 1, 2, 4]);
+        assert_eq!(
+            index.prefix_lens.get(&3),
+            None,
+            "no key of length 3 is left"
+        );
+        assert_eq!(
+            candidates(&before, "/a/b"),
+            [0, 1, 2, 3, 4],
+            "the copy is untouched"
+        );
+        for (pos, entry) in entries.iter().enumerate() {
+            index.remove(*entry, Order::nth(pos));
+        }
+        assert!(index.exact.is_empty() && index.prefix.is_empty() && index.always.is_empty());
+        assert!(index.prefix_lens.is_empty());
+    }
+
+    #[test]
     fn empty_index_has_no_candidates() {
-        let index = SelectorIndex::build([]);
+        let index = build(&[]);
         assert!(candidates(&index, "/a").is_empty());
-        let index = SelectorIndex::build([Entry::Never, Entry::Never]);
+        let index = build(&[Entry::Never, Entry::Never]);
         assert!(candidates(&index, "/a").is_empty());
     }
 }

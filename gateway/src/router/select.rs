@@ -14,11 +14,14 @@ use model::{
     ContextMappingRuleHandle, DivideRuleHandle, MatchMode, RuleData, SelectorData, SelectorType,
 };
 
+use imbl::OrdMap;
+
 use super::index::{Entry, SelectorIndex};
 use super::{Condition, MatchError, RequestView, eval_all};
 use crate::balance::Pool;
 use crate::plugin::context_path;
 use crate::plugin::param_mapping::{self, BodyMapping};
+use crate::snapshot::Order;
 
 /// A selector compiled for matching, with its rules.
 #[derive(Debug)]
@@ -74,12 +77,12 @@ pub(crate) enum RuleChoice<'s> {
 pub(crate) const DEFAULT_RULE_ID: &str = "default_rule";
 
 impl CompiledSelector {
-    /// Compiles a selector and its (already sorted) rules. `previous`: the same selector in
+    /// Compiles a selector and its rules (in order). `previous`: the same selector in
     /// the previous snapshot, whose upstream pool (and balancer state) is kept when the
     /// handle did not change.
-    pub(crate) fn compile(
+    pub(crate) fn compile<'r>(
         s: &SelectorData,
-        rules: &[RuleData],
+        rules: impl IntoIterator<Item = &'r RuleData>,
         previous: Option<&CompiledSelector>,
     ) -> CompiledSelector {
         let handle = s.handle.as_deref().unwrap_or("");
@@ -96,7 +99,7 @@ impl CompiledSelector {
             continued: s.continued,
             conditions: s.condition_list.iter().map(Condition::compile).collect(),
             pool,
-            rules: rules.iter().map(CompiledRule::compile).collect(),
+            rules: rules.into_iter().map(CompiledRule::compile).collect(),
         }
     }
 
@@ -198,73 +201,81 @@ impl CompiledRule {
     }
 }
 
-/// A plugin's compiled selectors, sorted by `sort`, with their index.
-#[derive(Debug)]
+/// A plugin's compiled selectors, in order, with their index. Persistent: a copy shares
+/// everything, and inserting or removing a selector costs O(log n).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct SelectorTable {
-    selectors: Box<[CompiledSelector]>,
-    index: SelectorIndex,
+    selectors: OrdMap<Order, Arc<CompiledSelector>>,
+    index: SelectorIndex<Arc<CompiledSelector>>,
 }
 
 impl SelectorTable {
-    /// Indexes `selectors` (sorted by `sort`).
-    fn new(selectors: Vec<CompiledSelector>) -> SelectorTable {
-        let index = SelectorIndex::build(selectors.iter().map(CompiledSelector::index_entry));
-        SelectorTable {
-            selectors: selectors.into_boxed_slice(),
-            index,
-        }
+    /// Adds `selector` at `order`.
+    pub(crate) fn insert(&mut self, order: Order, selector: Arc<CompiledSelector>) {
+        self.index
+            .insert(selector.index_entry(), order, selector.clone());
+        self.selectors.insert(order, selector);
     }
 
-    /// The selectors, sorted by `sort`.
-    pub(crate) fn as_slice(&self) -> &[CompiledSelector] {
-        &self.selectors
+    /// Removes and returns the selector at `order`.
+    pub(crate) fn remove(&mut self, order: Order) -> Option<Arc<CompiledSelector>> {
+        let selector = self.selectors.remove(&order)?;
+        self.index.remove(selector.index_entry(), order);
+        Some(selector)
     }
-}
 
-impl FromIterator<CompiledSelector> for SelectorTable {
-    fn from_iter<I: IntoIterator<Item = CompiledSelector>>(iter: I) -> Self {
-        SelectorTable::new(iter.into_iter().collect())
+    /// The selectors, in order.
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &CompiledSelector> {
+        self.selectors.values().map(|s| &**s)
+    }
+
+    /// The index, rendered canonically (see [`SelectorIndex::rendered`]).
+    #[cfg(test)]
+    pub(crate) fn index_rendered(&self) -> String {
+        self.index.rendered()
+    }
+
+    /// The selector at `order`, shared.
+    #[cfg(test)]
+    pub(crate) fn get(&self, order: Order) -> Option<&Arc<CompiledSelector>> {
+        self.selectors.get(&order)
     }
 }
 
 /// Picks the selector among a plugin's selectors. `None`: no match.
 ///
-/// The same result as evaluating every selector in `sort` order (`select_selector_linear`),
-/// but only the index's candidates for the path are evaluated, in any order: the selectors it
-/// leaves out would evaluate to `false` without error. The first error in `sort` order wins
-/// (the scan would stop there), else the highest score, ties to the lowest position.
+/// The same result as evaluating every selector in order (`select_selector_linear`), but
+/// only the index's candidates for the path are evaluated: the selectors it leaves out would
+/// evaluate to `false` without error. The first error in order wins (the scan would stop
+/// there), else the highest score, ties to the earliest.
 pub(crate) fn select_selector<'s>(
     table: &'s SelectorTable,
     req: &RequestView<'_>,
 ) -> Result<Option<&'s CompiledSelector>, MatchError> {
-    let mut best: Option<(usize, usize)> = None;
+    let mut best: Option<(Order, usize, &'s CompiledSelector)> = None;
     // The earliest error so far, at `stop`: only an earlier selector can change the result.
-    let mut error: Option<MatchError> = None;
-    let mut stop = usize::MAX;
-    for positions in table.index.candidates(req.path) {
-        for &pos in positions {
-            if pos > stop {
-                continue;
+    let mut error: Option<(Order, MatchError)> = None;
+    for bucket in table.index.candidates(req.path) {
+        for (&order, s) in bucket {
+            if error.as_ref().is_some_and(|(stop, _)| order > *stop) {
+                break;
             }
-            let s = &table.selectors[pos];
             match s.matches(req) {
                 Ok(false) => {}
                 Ok(true) => {
                     let score = s.score();
-                    if best.is_none_or(|(at, b)| score > b || (score == b && pos < at)) {
-                        best = Some((pos, score));
+                    if best.is_none_or(|(at, b, _)| score > b || (score == b && order < at)) {
+                        best = Some((order, score, &**s));
                     }
                 }
-                Err(e) => {
-                    error = Some(e);
-                    stop = pos;
-                }
+                Err(e) => error = Some((order, e)),
             }
         }
     }
     match error {
-        Some(e) => Err(e),
-        None => Ok(best.map(|(pos, _)| &table.selectors[pos])),
+        Some((_, e)) => Err(e),
+        None => Ok(best.map(|(_, _, s)| s)),
     }
 }
 
@@ -272,16 +283,16 @@ pub(crate) fn select_selector<'s>(
 /// order, stopping at the first error (ShenYu's scan).
 #[cfg(test)]
 pub(crate) fn select_selector_linear<'s>(
-    selectors: &'s [CompiledSelector],
+    table: &'s SelectorTable,
     req: &RequestView<'_>,
 ) -> Result<Option<&'s CompiledSelector>, MatchError> {
-    best_of(selectors, |s| Ok(s.matches(req)?.then(|| s.score())))
+    best_of(table.iter(), |s| Ok(s.matches(req)?.then(|| s.score())))
 }
 
 /// The first item with the highest score among those `score_of` accepts; every item is
 /// evaluated so that errors are never hidden by an earlier match.
-fn best_of<'s, T>(
-    items: &'s [T],
+fn best_of<'s, T: 's>(
+    items: impl IntoIterator<Item = &'s T>,
     mut score_of: impl FnMut(&'s T) -> Result<Option<usize>, MatchError>,
 ) -> Result<Option<&'s T>, MatchError> {
     let mut best: Option<(&T, usize)> = None;
@@ -337,9 +348,14 @@ mod tests {
 
     fn compile_sorted(mut sels: Vec<SelectorData>) -> SelectorTable {
         sels.sort_by_key(|s| s.sort);
-        sels.iter()
-            .map(|s| CompiledSelector::compile(s, &[], None))
-            .collect()
+        let mut table = SelectorTable::default();
+        for (pos, s) in sels.iter().enumerate() {
+            table.insert(
+                Order::nth(pos),
+                Arc::new(CompiledSelector::compile(s, [], None)),
+            );
+        }
+        table
     }
 
     type Picked = Result<Option<String>, (u16, String)>;
@@ -352,7 +368,7 @@ mod tests {
                 .map_err(|e| (e.status.as_u16(), e.message))
         };
         let indexed = id(select_selector(table, &view));
-        let linear = id(select_selector_linear(table.as_slice(), &view));
+        let linear = id(select_selector_linear(table, &view));
         assert_eq!(indexed, linear, "path {:?}", req.path);
         indexed
     }

@@ -13,7 +13,7 @@ use model::{
 };
 
 use super::SyncState;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Changes, Snapshot};
 
 impl SyncState {
     /// Applies `events` to a copy of the config and swaps the result in once.
@@ -26,13 +26,14 @@ impl SyncState {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = self.snapshot.load();
         let mut data = previous.data.clone();
+        let mut changes = Changes::default();
         for event in events.into_iter().filter_map(|e| self.as_emulated(e)) {
-            data.apply(event);
+            changes.extend(data.apply(event));
         }
-        // Rebuilt from the previous snapshot: unchanged selectors keep their balancer state,
-        // and an unchanged config keeps its version.
+        // Compiled from the previous snapshot: unchanged selectors keep their compiled form
+        // and balancer state, and an unchanged config keeps its version.
         self.snapshot
-            .store(Arc::new(Snapshot::rebuild(data, Some(&previous))));
+            .store(Arc::new(Snapshot::next(data, &changes, Some(&previous))));
         self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
         self.events_applied
             .fetch_add(count as u64, Ordering::Relaxed);

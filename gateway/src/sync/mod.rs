@@ -4,7 +4,7 @@
 //!   admin ──frames──▶ Subscriber (websocket.rs) ──text──▶ SyncState::apply_text
 //!   admin ──groups──▶ Subscriber (http_long_poll.rs) ───▶ SyncState::apply_group
 //!                                                         │ parse → DataEvent
-//!                                                         │ copy data, apply, compile
+//!                                                         │ copy data, apply, compile the change
 //!                                                         ▼
 //!                                           ArcSwap<Snapshot>  ◀── requests (load, no lock)
 //! ```
@@ -215,7 +215,8 @@ impl SyncState {
         }
     }
 
-    /// Applies one event: copy the data, apply, compile a new snapshot, swap it in.
+    /// Applies one event: copy the data (sharing its structure), apply, compile what changed
+    /// into the next snapshot, swap it in.
     pub(crate) fn apply(&self, event: DataEvent) {
         let full = event.event_type.is_full();
         let Some(event) = self.as_emulated(event) else {
@@ -227,8 +228,8 @@ impl SyncState {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = self.snapshot.load();
         let mut data = previous.data.clone();
-        data.apply(event);
-        let next = Snapshot::rebuild(data, Some(&previous));
+        let changes = data.apply(event);
+        let next = Snapshot::next(data, &changes, Some(&previous));
         self.snapshot.store(Arc::new(next));
         if full {
             self.full_syncs.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,626 @@
+//! The config snapshot: the gateway's only shared state.
+//!
+//! A [`Snapshot`] holds the config exactly as received ([`ConfigData`]) and the routing tables
+//! compiled from it ([`CompiledPlugin`]). It is immutable: a sync event is applied to a copy of
+//! the data, the next snapshot is compiled from the previous one and what the event changed
+//! ([`Changes`]), and swapped in ([`crate::sync::SyncState`]), so requests read it without
+//! locks and never see a half-applied event.
+//!
+//! Both layers are persistent maps: copying them shares everything, so an event that changes
+//! one selector costs in proportion to that selector (and its rules), not to the config held.
+
+mod data;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use model::{AppliedDigest, DigestReport};
+
+pub(crate) use data::{Changes, ConfigData, Order};
+
+use crate::router::select::{CompiledSelector, SelectorTable};
+
+/// A plugin's compiled routing table.
+#[derive(Debug)]
+pub(crate) struct CompiledPlugin {
+    /// Whether the plugin runs.
+    pub(crate) enabled: bool,
+    /// Its place in the chain (`PluginData.sort`).
+    pub(crate) sort: i32,
+    /// Its selectors, in order, each with its rules, and their index (built here, not per
+    /// request); shared with the next snapshot while they do not change.
+    pub(crate) selectors: Arc<SelectorTable>,
+}
+
+/// One immutable, compiled view of the config.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    /// The config as received.
+    pub(crate) data: ConfigData,
+    /// Compiled selector tables by plugin name (every plugin name a selector names).
+    tables: HashMap<String, Arc<SelectorTable>>,
+    /// Compiled routing tables by plugin name (only plugins the config has).
+    pub(crate) plugins: HashMap<String, CompiledPlugin>,
+    /// The digest of `data`.
+    pub(crate) digest: DigestReport,
+    /// How many times the digest changed since the gateway started (0: the start config).
+    pub(crate) version: u64,
+    /// Wall-clock µs since the Unix epoch at which this digest was first served.
+    pub(crate) applied_at_us: u64,
+}
+
+impl Snapshot {
+    /// Compiles a snapshot: every condition, pattern, regex and handle is parsed here.
+    pub(crate) fn build(data: ConfigData) -> Snapshot {
+        Snapshot::next(data, &Changes::everything(), None)
+    }
+
+    /// Compiles `data` looking at every selector again, reusing from `previous` what did not
+    /// change (see [`Snapshot::next`]).
+    #[cfg(test)]
+    pub(crate) fn rebuild(data: ConfigData, previous: Option<&Snapshot>) -> Snapshot {
+        Snapshot::next(data, &Changes::everything(), previous)
+    }
+
+    /// The snapshot after `previous` once `changes` made its data into `data`. Only the
+    /// selectors named in `changes` (all of them for a group replaced whole) are looked at:
+    /// one whose data and rules are unchanged keeps its compiled form, a changed one is
+    /// recompiled and keeps its upstream pool (balancer state) when its handle is unchanged.
+    pub(crate) fn next(
+        data: ConfigData,
+        changes: &Changes,
+        previous: Option<&Snapshot>,
+    ) -> Snapshot {
+        let mut tables = previous.map(|p| p.tables.clone()).unwrap_or_default();
+        let everyone: BTreeSet<&String>;
+        let ids: Box<dyn Iterator<Item = &String>> = if changes.all {
+            everyone = previous
+                .into_iter()
+                .flat_map(|p| p.data.selectors.ids())
+                .chain(data.selectors.ids())
+                .collect();
+            Box::new(everyone.into_iter())
+        } else {
+            Box::new(changes.selectors.iter())
+        };
+        let mut working: HashMap<String, SelectorTable> = HashMap::new();
+        for id in ids {
+            recompile(id, &data, previous, &tables, &mut working);
+        }
+        for (plugin, table) in working {
+            tables.insert(plugin, Arc::new(table));
+        }
+        let empty = Arc::new(SelectorTable::default());
+        let plugins = data
+            .plugins
+            .values()
+            .map(|p| {
+                let selectors = tables.get(&p.name).unwrap_or(&empty).clone();
+                let compiled = CompiledPlugin {
+                    enabled: p.enabled,
+                    sort: p.sort,
+                    selectors,
+                };
+                (p.name.clone(), compiled)
+            })
+            .collect();
+        let digest = data.digest.report();
+        // An event that leaves the config as it was (a duplicate, a no-op refresh) keeps the
+        // version and the time the config became live: the latency judge measures changes.
+        let (version, applied_at_us) = match previous {
+            Some(p) if p.digest.digest == digest.digest => (p.version, p.applied_at_us),
+            Some(p) => (p.version + 1, now_us()),
+            None => (0, now_us()),
+        };
+        Snapshot {
+            data,
+            tables,
+            plugins,
+            digest,
+            version,
+            applied_at_us,
+        }
+    }
+
+    /// What `/actuator/digest` answers.
+    pub(crate) fn applied_digest(&self) -> AppliedDigest {
+        AppliedDigest {
+            report: self.digest.clone(),
+            version: self.version,
+            applied_at_us: self.applied_at_us,
+        }
+    }
+}
+
+/// Brings selector `id` in the tables from where `previous` had it to where `data` has it.
+/// `working` holds the tables changed so far (copies of `tables`, sharing their structure).
+fn recompile(
+    id: &str,
+    data: &ConfigData,
+    previous: Option<&Snapshot>,
+    tables: &HashMap<String, Arc<SelectorTable>>,
+    working: &mut HashMap<String, SelectorTable>,
+) {
+    let old = previous.and_then(|p| p.data.selectors.get(id));
+    let old_compiled =
+        old.and_then(|(plugin, order, _)| table(working, tables, plugin).remove(order));
+    let Some((plugin, order, selector)) = data.selectors.get(id) else {
+        return;
+    };
+    let unchanged = old.is_some_and(|(_, _, before)| before == selector)
+        && previous.is_some_and(|p| p.data.rules.list(id).eq(data.rules.list(id)));
+    let compiled = match old_compiled {
+        Some(c) if unchanged => c,
+        c => Arc::new(CompiledSelector::compile(
+            selector,
+            data.rules.list(id),
+            c.as_deref(),
+        )),
+    };
+    table(working, tables, plugin).insert(order, compiled);
+}
+
+/// The working copy of `plugin`'s table (made from `tables` on first use).
+fn table<'w>(
+    working: &'w mut HashMap<String, SelectorTable>,
+    tables: &HashMap<String, Arc<SelectorTable>>,
+    plugin: &str,
+) -> &'w mut SelectorTable {
+    working.entry(plugin.to_owned()).or_insert_with(|| {
+        tables
+            .get(plugin)
+            .map(|t| SelectorTable::clone(t))
+            .unwrap_or_default()
+    })
+}
+
+/// Wall-clock µs since the Unix epoch.
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot::build(ConfigData::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::EventPayload as P;
+    use model::{
+        AppAuthData, DataEvent, DataEventType, EventPayload, MetaData, PluginData, RuleData,
+        SelectorData,
+    };
+    use std::collections::BTreeMap;
+
+    fn sel(id: &str, plugin: &str, sort: i32) -> SelectorData {
+        SelectorData {
+            id: id.to_owned(),
+            plugin_name: plugin.to_owned(),
+            sort,
+            ..Default::default()
+        }
+    }
+
+    fn rule(id: &str, selector: &str, sort: i32) -> RuleData {
+        RuleData {
+            id: id.to_owned(),
+            selector_id: selector.to_owned(),
+            sort,
+            ..Default::default()
+        }
+    }
+
+    fn ids<'a, T: 'a>(list: impl Iterator<Item = &'a T>, id: impl Fn(&T) -> &str) -> Vec<String> {
+        list.map(|x| id(x).to_owned()).collect()
+    }
+
+    fn ev(kind: DataEventType, payload: EventPayload) -> DataEvent {
+        DataEvent::new(kind, payload)
+    }
+
+    #[test]
+    fn selectors_upsert_sorted_and_delete_drops_rules() {
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 5), sel("2", "divide", 1)]),
+        ));
+        d.apply(ev(
+            DataEventType::Create,
+            P::Selector(vec![sel("3", "divide", 3)]),
+        ));
+        assert_eq!(ids(d.selectors.list("divide"), |s| &s.id), ["2", "3", "1"]);
+        // Update moves a selector.
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 0)]),
+        ));
+        assert_eq!(ids(d.selectors.list("divide"), |s| &s.id), ["1", "2", "3"]);
+        d.apply(ev(
+            DataEventType::Update,
+            P::Rule(vec![
+                rule("r1", "1", 2),
+                rule("r2", "1", 1),
+                rule("r3", "2", 1),
+            ]),
+        ));
+        assert_eq!(ids(d.rules.list("1"), |r| &r.id), ["r2", "r1"]);
+        d.apply(ev(
+            DataEventType::Delete,
+            P::Selector(vec![sel("1", "divide", 0)]),
+        ));
+        assert_eq!(ids(d.selectors.list("divide"), |s| &s.id), ["2", "3"]);
+        assert_eq!(d.rules.list("1").count(), 0);
+        d.apply(ev(DataEventType::Delete, P::Rule(vec![rule("r3", "2", 0)])));
+        assert_eq!(d.rules.list("2").count(), 0);
+    }
+
+    #[test]
+    fn full_sync_replaces_the_group_only() {
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 1), sel("2", "waf", 1)]),
+        ));
+        d.apply(ev(DataEventType::Update, P::Rule(vec![rule("r1", "1", 1)])));
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Selector(vec![sel("3", "divide", 1)]),
+        ));
+        assert_eq!(ids(d.selectors.list("divide"), |s| &s.id), ["3"]);
+        assert_eq!(d.selectors.list("waf").count(), 0);
+        assert_eq!(ids(d.rules.list("1"), |r| &r.id), ["r1"]);
+        d.apply(ev(DataEventType::Refresh, P::Rule(vec![])));
+        assert_eq!(d.rules.ids().count(), 0);
+    }
+
+    #[test]
+    fn plugins_meta_and_auth_by_key() {
+        let mut d = ConfigData::default();
+        let p = PluginData {
+            id: "5".into(),
+            name: "divide".into(),
+            enabled: true,
+            ..Default::default()
+        };
+        d.apply(ev(DataEventType::Update, P::Plugin(vec![p.clone()])));
+        d.apply(ev(
+            DataEventType::Update,
+            P::Plugin(vec![PluginData {
+                enabled: false,
+                ..p.clone()
+            }]),
+        ));
+        assert_eq!(d.plugins.len(), 1);
+        assert!(!d.plugins["divide"].enabled);
+        d.apply(ev(
+            DataEventType::Delete,
+            P::Plugin(vec![PluginData {
+                id: String::new(),
+                ..p
+            }]),
+        ));
+        assert!(d.plugins.is_empty());
+
+        let m = MetaData {
+            id: "m1".into(),
+            path: "/a".into(),
+            ..Default::default()
+        };
+        d.apply(ev(DataEventType::Create, P::MetaData(vec![m.clone()])));
+        d.apply(ev(DataEventType::Delete, P::MetaData(vec![m])));
+        assert!(d.meta_data.is_empty());
+
+        let a = AppAuthData {
+            app_key: "k".into(),
+            ..Default::default()
+        };
+        d.apply(ev(DataEventType::Myself, P::AppAuth(vec![a.clone()])));
+        assert_eq!(d.app_auth.len(), 1);
+        d.apply(ev(DataEventType::Delete, P::AppAuth(vec![a])));
+        assert!(d.app_auth.is_empty());
+    }
+
+    #[test]
+    fn empty_increment_changes_nothing_and_digest_tracks_content() {
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 1)]),
+        ));
+        let before = d.clone();
+        d.apply(ev(DataEventType::Update, P::Selector(vec![])));
+        d.apply(ev(DataEventType::Delete, P::Rule(vec![])));
+        assert_eq!(d, before);
+        let a = Snapshot::build(before).digest;
+        assert_eq!(a.selectors, 1);
+        assert_ne!(a.digest, Snapshot::default().digest.digest);
+    }
+
+    #[test]
+    fn version_and_applied_time_move_only_when_the_digest_does() {
+        let start = Snapshot::default();
+        assert_eq!(start.version, 0);
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Update,
+            P::Selector(vec![sel("1", "divide", 1)]),
+        ));
+        let changed = Snapshot::rebuild(d.clone(), Some(&start));
+        assert_eq!(changed.version, 1);
+        assert!(changed.applied_at_us >= start.applied_at_us);
+        let same = Snapshot::rebuild(d.clone(), Some(&changed));
+        assert_eq!(
+            (same.version, same.applied_at_us),
+            (changed.version, changed.applied_at_us)
+        );
+        d.apply(ev(
+            DataEventType::Delete,
+            P::Selector(vec![sel("1", "divide", 1)]),
+        ));
+        let back = Snapshot::rebuild(d, Some(&same));
+        assert_eq!(back.version, 2);
+        assert_eq!(back.applied_digest().report, start.digest);
+    }
+
+    #[test]
+    fn an_increment_recompiles_only_the_plugins_it_touches() {
+        let plugin = |name: &str, enabled: bool| PluginData {
+            name: name.to_owned(),
+            enabled,
+            ..Default::default()
+        };
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Plugin(vec![plugin("divide", true), plugin("contextPath", true)]),
+        ));
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Selector(vec![sel("1", "divide", 1), sel("2", "contextPath", 1)]),
+        ));
+        d.apply(ev(DataEventType::Myself, P::Rule(vec![rule("r2", "2", 1)])));
+        let first = Snapshot::build(d.clone());
+        let shared = |a: &Snapshot, b: &Snapshot, name: &str| {
+            Arc::ptr_eq(&a.plugins[name].selectors, &b.plugins[name].selectors)
+        };
+        // A rule of contextPath changes: divide's table is shared, contextPath's rebuilt.
+        let mut changed = rule("r2", "2", 5);
+        changed.enabled = !changed.enabled;
+        let changes = d.apply(ev(DataEventType::Update, P::Rule(vec![changed])));
+        let second = Snapshot::next(d.clone(), &changes, Some(&first));
+        assert!(shared(&first, &second, "divide"));
+        assert!(!shared(&first, &second, "contextPath"));
+        // Disabling a plugin keeps its table but flips the flag.
+        let changes = d.apply(ev(
+            DataEventType::Update,
+            P::Plugin(vec![plugin("divide", false)]),
+        ));
+        let third = Snapshot::next(d.clone(), &changes, Some(&second));
+        assert!(shared(&second, &third, "divide") && !third.plugins["divide"].enabled);
+        // The result equals a full build: the compiled tables themselves, not only the
+        // digest of the data they were compiled from.
+        let full = Snapshot::build(d);
+        assert_eq!(third.digest, full.digest);
+        assert_eq!(tables(&third), tables(&full));
+        assert_ne!(
+            tables(&first),
+            tables(&full),
+            "the changes are visible in the tables"
+        );
+    }
+
+    #[test]
+    fn one_increment_compiles_what_it_changes_whatever_is_held() {
+        let held = 1_000;
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Selector(
+                (0..held)
+                    .map(|i| sel(&format!("s{i}"), "divide", 1))
+                    .collect(),
+            ),
+        ));
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Rule(
+                (0..held)
+                    .map(|i| rule(&format!("r{i}"), &format!("s{i}"), 1))
+                    .collect(),
+            ),
+        ));
+        let first = Snapshot::build(d.clone());
+        let compiled = |s: &Snapshot, id: &str| {
+            let (plugin, order, _) = s.data.selectors.get(id).expect("held");
+            s.tables[plugin].get(order).expect("compiled").clone()
+        };
+        let recompiled = |a: &Snapshot, b: &Snapshot| -> Vec<String> {
+            (0..held)
+                .map(|i| format!("s{i}"))
+                .filter(|id| !Arc::ptr_eq(&compiled(a, id), &compiled(b, id)))
+                .collect()
+        };
+        // A selector update, a rule update, a rule delete: one selector recompiled each.
+        let mut moved = sel("s7", "divide", 0);
+        moved.enabled = true;
+        let changes = d.apply(ev(DataEventType::Update, P::Selector(vec![moved])));
+        assert_eq!(changes.selectors.len(), 1);
+        let second = Snapshot::next(d.clone(), &changes, Some(&first));
+        assert_eq!(recompiled(&first, &second), ["s7"]);
+        let changes = d.apply(ev(
+            DataEventType::Update,
+            P::Rule(vec![rule("r9", "s9", 4)]),
+        ));
+        let third = Snapshot::next(d.clone(), &changes, Some(&second));
+        assert_eq!(recompiled(&second, &third), ["s9"]);
+        let changes = d.apply(ev(
+            DataEventType::Delete,
+            P::Rule(vec![rule("r9", "s9", 4)]),
+        ));
+        let fourth = Snapshot::next(d.clone(), &changes, Some(&third));
+        assert_eq!(recompiled(&third, &fourth), ["s9"]);
+        // A group replaced whole with the same content recompiles nothing.
+        let same: Vec<RuleData> = d
+            .rules
+            .ids()
+            .filter_map(|id| d.rules.get(id))
+            .map(|(_, _, r)| r.clone())
+            .collect();
+        let changes = d.apply(ev(DataEventType::Refresh, P::Rule(same)));
+        let fifth = Snapshot::next(d.clone(), &changes, Some(&fourth));
+        assert!(recompiled(&fourth, &fifth).is_empty());
+        assert_eq!(tables(&fifth), tables(&Snapshot::build(d)));
+    }
+
+    /// Every plugin's compiled state, rendered: flag, chain position, selectors with their
+    /// rules, conditions, handles, pools, in order, and the index.
+    fn tables(s: &Snapshot) -> BTreeMap<String, String> {
+        s.plugins
+            .iter()
+            .map(|(name, p)| {
+                let selectors: Vec<String> = p.selectors.iter().map(|s| format!("{s:?}")).collect();
+                let rendered = format!(
+                    "enabled {} sort {} selectors {selectors:?} index {}",
+                    p.enabled,
+                    p.sort,
+                    p.selectors.index_rendered()
+                );
+                (name.clone(), rendered)
+            })
+            .collect()
+    }
+
+    /// The whole data as a [`model::ConfigSet`], to check the running digest against.
+    fn config_set(d: &ConfigData) -> model::ConfigSet {
+        model::ConfigSet {
+            plugins: d.plugins.values().cloned().collect(),
+            selectors: d
+                .selectors
+                .ids()
+                .filter_map(|id| d.selectors.get(id))
+                .map(|(_, _, s)| s.clone())
+                .collect(),
+            rules: d
+                .rules
+                .ids()
+                .filter_map(|id| d.rules.get(id))
+                .map(|(_, _, r)| r.clone())
+                .collect(),
+            meta_data: d.meta_data.values().cloned().collect(),
+        }
+    }
+
+    mod incremental {
+        use super::*;
+        use model::ConditionData;
+        use proptest::prelude::*;
+        use proptest::sample::select;
+
+        /// Few ids, plugins, sorts and conditions, so that events collide: moves between
+        /// plugins and selectors, index entries that change kind, ties.
+        fn event() -> impl Strategy<Value = DataEvent> {
+            let kind = select(vec![
+                DataEventType::Update,
+                DataEventType::Update,
+                DataEventType::Create,
+                DataEventType::Delete,
+                DataEventType::Refresh,
+                DataEventType::Myself,
+            ]);
+            let condition = select(vec![
+                ("uri", "=", "/a"),
+                ("uri", "startsWith", "/a"),
+                ("uri", "startsWith", "/"),
+                ("uri", "match", "/a/**"),
+                ("header", "=", "/a"),
+            ])
+            .prop_map(|(t, op, v)| ConditionData::new(t, op, "x", v));
+            let selector = (
+                0..6u8,
+                select(vec!["divide", "contextPath"]),
+                0..3i32,
+                any::<bool>(),
+                prop::collection::vec(condition.clone(), 0..3),
+            )
+                .prop_map(|(id, plugin, sort, enabled, conditions)| SelectorData {
+                    enabled,
+                    condition_list: conditions,
+                    ..sel(&format!("s{id}"), plugin, sort)
+                });
+            let rule = (
+                0..8u8,
+                0..6u8,
+                0..3i32,
+                prop::collection::vec(condition, 0..2),
+            )
+                .prop_map(|(id, selector, sort, conditions)| RuleData {
+                    condition_data_list: conditions,
+                    ..rule(&format!("r{id}"), &format!("s{selector}"), sort)
+                });
+            let plugin = (select(vec!["divide", "contextPath"]), any::<bool>()).prop_map(
+                |(name, enabled)| PluginData {
+                    name: name.to_owned(),
+                    enabled,
+                    ..Default::default()
+                },
+            );
+            let payload = prop_oneof![
+                4 => prop::collection::vec(selector, 0..4).prop_map(P::Selector),
+                4 => prop::collection::vec(rule, 0..4).prop_map(P::Rule),
+                1 => prop::collection::vec(plugin, 0..3).prop_map(P::Plugin),
+            ];
+            (kind, payload).prop_map(|(kind, payload)| ev(kind, payload))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(500))]
+
+            /// After every event, the incrementally compiled snapshot equals one compiled
+            /// from scratch, and the running digest equals the digest of the whole data.
+            #[test]
+            fn incremental_equals_from_scratch(events in prop::collection::vec(event(), 1..25)) {
+                let mut d = ConfigData::default();
+                let mut snapshot = Snapshot::default();
+                for event in events {
+                    let changes = d.apply(event);
+                    snapshot = Snapshot::next(d.clone(), &changes, Some(&snapshot));
+                    let scratch = Snapshot::build(d.clone());
+                    prop_assert_eq!(tables(&snapshot), tables(&scratch));
+                    prop_assert_eq!(&snapshot.digest, &model::DigestReport::from(&config_set(&d)));
+                }
+            }
+        }
+
+        /// The property catches an increment that forgets a change: applying the rule
+        /// events without their changes leaves stale tables.
+        #[test]
+        fn a_forgotten_change_is_seen() {
+            let mut d = ConfigData::default();
+            d.apply(ev(
+                DataEventType::Myself,
+                P::Plugin(vec![PluginData {
+                    name: "divide".into(),
+                    enabled: true,
+                    ..Default::default()
+                }]),
+            ));
+            let changes = d.apply(ev(
+                DataEventType::Update,
+                P::Selector(vec![sel("s1", "divide", 1)]),
+            ));
+            let first = Snapshot::next(d.clone(), &changes, Some(&Snapshot::default()));
+            d.apply(ev(
+                DataEventType::Update,
+                P::Rule(vec![rule("r1", "s1", 1)]),
+            ));
+            let stale = Snapshot::next(d.clone(), &Changes::default(), Some(&first));
+            assert_ne!(tables(&stale), tables(&Snapshot::build(d)));
+        }
+    }
+}
