@@ -109,7 +109,12 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
         return Err(ApiError::field(field("paramValue"), "must not be blank"));
     }
     if operator == Operator::PathPattern && param_type == ParamType::Uri {
-        path_pattern(&field("paramValue"), param_value.trim())?;
+        // As the gateway parses it (Spring's `PathPatternParser`); what Spring cannot parse,
+        // ShenYu's gateway answers 400 to every request that reaches the condition.
+        let value = param_value.trim();
+        if let Err(e) = model::path_pattern::PathPattern::parse(value) {
+            return Err(ApiError::field(field("paramValue"), e));
+        }
     }
     if matches!(operator, Operator::TimeBefore | Operator::TimeAfter) {
         model::time::parse_time(param_value.trim())
@@ -139,8 +144,8 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
     })
 }
 
-/// A structural check of a Spring `PathPattern`: starts with `/`, braces balanced and not
-/// nested, no empty `{}`, and `**` / `{*var}` only as the last segment.
+/// A structural check of a metadata or app-auth path: starts with `/`, braces balanced and
+/// not nested, no empty `{}`, and `**` / `{*var}` only as the last segment.
 pub(crate) fn path_pattern(field: &str, pattern: &str) -> Result<(), ApiError> {
     let bad = |message: String| Err(ApiError::field(field, message));
     if !pattern.starts_with('/') {
@@ -609,6 +614,11 @@ mod tests {
         selector(dto, Some(&divide())).unwrap_err().to_string()
     }
 
+    /// The selector's error, if any.
+    fn condition_error(dto: SelectorDto) -> Option<String> {
+        selector(dto, Some(&divide())).err().map(|e| e.to_string())
+    }
+
     #[test]
     fn conditions_are_checked_field_by_field() {
         let ok = ConditionDto::new("uri", "=", "/", "/a");
@@ -825,8 +835,34 @@ mod tests {
                 "{bad}: {message}"
             );
         }
-        let condition = dto(vec![ConditionDto::new("uri", "pathPattern", "/", "/**/x")]);
-        assert!(error(condition).starts_with("selectorConditions[0].paramValue: path pattern"));
+    }
+
+    #[test]
+    fn path_pattern_conditions_are_refused_exactly_when_spring_cannot_parse_them() {
+        let check = |value: &str| {
+            let condition = dto(vec![ConditionDto::new("uri", "pathPattern", "/", value)]);
+            condition_error(condition)
+        };
+        for ok in ["/a/{}", "/a/{*}", "a/b", "/a/**", "/a/{id}/b", "/a/{*rest}"] {
+            assert_eq!(check(ok), None, "{ok}");
+        }
+        for bad in ["/**/x", "/{*rest}/a", "/a/{id", "/a/{id}/{id}", "/a/{1x}"] {
+            let message = check(bad).unwrap_or_else(|| panic!("{bad} is accepted"));
+            assert!(
+                message.starts_with(&format!(
+                    "selectorConditions[0].paramValue: invalid path pattern `{bad}`: "
+                )),
+                "{bad}: {message}"
+            );
+        }
+        // Other param types compare the value as text: nothing to parse.
+        let header = dto(vec![ConditionDto::new(
+            "header",
+            "pathPattern",
+            "x",
+            "/**/x",
+        )]);
+        assert_eq!(condition_error(header), None);
     }
 
     #[test]

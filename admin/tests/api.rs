@@ -1024,7 +1024,7 @@ async fn path_pattern_conditions_are_parsed() {
     assert_bad_request(
         status,
         &response,
-        "selectorConditions[0].paramValue: path pattern `/http/**/x`",
+        "selectorConditions[0].paramValue: invalid path pattern `/http/**/x`",
     );
     body["selectorConditions"][0]["paramValue"] = json!("/http/{id}/**");
     api.ok(Method::POST, "/selector", Some(body)).await;

@@ -20,6 +20,7 @@ mod gateway_error;
 mod handle;
 pub mod keyspace;
 mod meta;
+pub mod path_pattern;
 mod plugin;
 pub mod re2j;
 mod register;

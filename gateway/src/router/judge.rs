@@ -11,7 +11,7 @@ use regex::Regex;
 
 use super::MatchError;
 use super::ant_path::AntPattern;
-use super::path_pattern::PathPattern;
+use model::path_pattern::PathPattern;
 
 /// A compiled operator with its (trimmed) value.
 #[derive(Debug, Clone)]

@@ -2,14 +2,13 @@
 //! and selector → rule selection ([`select`]). Pure code: no I/O, no async, no locks.
 //!
 //! Module map: [`param`] reads a param type from the request, [`judge`] holds the operators,
-//! [`ant_path`] and [`path_pattern`] are Spring's two path matchers, [`select`] picks the
+//! [`ant_path`] and [`model::path_pattern`] are Spring's two path matchers, [`select`] picks the
 //! selector and the rule, narrowing the selectors with an [`index`] built per snapshot.
 
 pub(crate) mod ant_path;
 pub(crate) mod index;
 pub(crate) mod judge;
 pub(crate) mod param;
-pub(crate) mod path_pattern;
 pub(crate) mod select;
 
 use std::net::IpAddr;

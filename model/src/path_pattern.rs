@@ -1,5 +1,6 @@
 //! Spring 6.1's `PathPattern` (`PathPatternParser.defaultInstance`: case-sensitive, no optional
-//! trailing separator), used by `pathPattern` on `uri`.
+//! trailing separator): the gateway's `pathPattern` judge on `uri`, and the admin's check that such a
+//! condition value parses.
 //!
 //! The pattern is parsed the way `InternalPathPatternParser` does (one pass over the chars;
 //! a `PatternParseException` is an `IllegalArgumentException`, which ShenYu answers with HTTP
@@ -23,7 +24,7 @@ use regex::Regex;
 
 /// A parsed path pattern.
 #[derive(Debug, Clone)]
-pub(crate) struct PathPattern {
+pub struct PathPattern {
     elements: Vec<Element>,
 }
 
@@ -88,7 +89,7 @@ struct Parser<'a> {
 
 impl PathPattern {
     /// Parses a pattern like `PathPatternParser.parse`.
-    pub(crate) fn parse(pattern: &str) -> Result<PathPattern, String> {
+    pub fn parse(pattern: &str) -> Result<PathPattern, String> {
         let mut p = Parser {
             pattern,
             chars: pattern.chars().collect(),
@@ -103,7 +104,7 @@ impl PathPattern {
 
     /// `PathPattern.matches(PathContainer.parsePath(path))`; `Err` is Spring's
     /// `IllegalArgumentException` for a constraint regex with capturing groups.
-    pub(crate) fn matches(&self, path: &str) -> Result<bool, String> {
+    pub fn matches(&self, path: &str) -> Result<bool, String> {
         let Some(first) = self.elements.first() else {
             return Ok(path.is_empty());
         };
