@@ -231,7 +231,7 @@ impl<T> PageInfo<T> {
         let (start_row, end_row) = if size == 0 {
             (0, 0)
         } else {
-            (page.offset + 1, page.offset + size)
+            (page.offset + 1, page.offset.saturating_add(size))
         };
         let first_nav =
             (page_num - NAVIGATE_PAGES / 2).clamp(1, (pages - NAVIGATE_PAGES + 1).max(1));
@@ -307,6 +307,16 @@ pub(crate) struct PluginHandleVo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_page_numbers_and_sizes_give_an_empty_page() {
+        let page = PageInfo::new(i64::MAX, i64::MAX, vec![1, 2, 3]);
+        assert!(page.list.is_empty());
+        assert_eq!((page.start_row, page.end_row, page.pages), (0, 0, 1));
+        let page = PageInfo::new(1, i64::MAX, vec![1, 2, 3]);
+        assert_eq!(page.list, vec![1, 2, 3]);
+        assert_eq!((page.start_row, page.end_row), (1, 3));
+    }
 
     #[test]
     fn page_info_counts_like_pagehelper() {

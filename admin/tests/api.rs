@@ -356,6 +356,17 @@ async fn selector_crud() {
         .await;
     assert_eq!(page["data"]["page"]["totalPage"], 2);
     assert_eq!(page["data"]["dataList"].as_array().unwrap().len(), 1);
+    // A page far beyond the end, in pages of any size, is empty (no overflow).
+    let max = i64::MAX;
+    let page = api
+        .ok(
+            Method::GET,
+            &format!("/selector?pluginId=5&currentPage={max}&pageSize={max}"),
+            None,
+        )
+        .await;
+    assert_eq!(page["data"]["page"]["offset"], max);
+    assert_eq!(page["data"]["dataList"].as_array().unwrap().len(), 0);
 
     api.ok(Method::POST, "/rule", Some(rule_body(&id, "r")))
         .await;
@@ -702,6 +713,14 @@ async fn selector_and_rule_search_and_batch_enable() {
         )
         .await;
     assert_bad_request(status, &response, "pageNum: must be >= 1");
+    let far = api
+        .ok(
+            Method::POST,
+            "/selector/list/search",
+            Some(json!({"pageNum":i64::MAX,"pageSize":i64::MAX})),
+        )
+        .await;
+    assert_eq!(far["data"]["list"].as_array().map(Vec::len), Some(0));
 
     let rules = api
         .ok(

@@ -104,10 +104,14 @@ pub struct PageParameter {
 
 impl PageParameter {
     /// The page `current_page` (1-based) of `total_count` items in pages of `page_size`.
+    /// Arithmetic saturates: a page far beyond the last has offset `i64::MAX` (and no items).
     pub fn new(current_page: i64, page_size: i64, total_count: i64) -> Self {
         let page_size = page_size.max(1);
         let current_page = current_page.max(1);
-        let total_page = (total_count + page_size - 1) / page_size;
+        let total_page = match total_count {
+            ..=0 => 0,
+            n => (n - 1) / page_size + 1,
+        };
         Self {
             current_page,
             pre_page: (current_page - 1).max(1),
@@ -117,7 +121,7 @@ impl PageParameter {
                 current_page
             },
             page_size,
-            offset: (current_page - 1) * page_size,
+            offset: (current_page - 1).saturating_mul(page_size),
             total_page,
             total_count,
         }
@@ -390,4 +394,26 @@ pub struct BatchEnabled {
     /// Namespace id: accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_count_like_shenyu() {
+        let page = PageParameter::new(2, 5, 12);
+        assert_eq!((page.offset, page.total_page), (5, 3));
+        assert_eq!((page.pre_page, page.next_page), (1, 3));
+        assert_eq!(PageParameter::new(1, 12, 0).total_page, 0);
+    }
+
+    #[test]
+    fn huge_pages_saturate_instead_of_overflowing() {
+        let page = PageParameter::new(i64::MAX, i64::MAX, 5);
+        assert_eq!((page.offset, page.total_page), (i64::MAX, 1));
+        assert_eq!(page.next_page, i64::MAX);
+        let page = PageParameter::new(3, i64::MAX, i64::MAX);
+        assert_eq!((page.offset, page.total_page), (i64::MAX, 1));
+    }
 }
