@@ -166,6 +166,15 @@ fn registered_selector(plugin_id: &str, context_path: &str) -> SelectorDto {
     }
 }
 
+/// What one `register-metadata` writes: new selectors and rules, each with its plugin's name,
+/// and the metadata entry; validated before anything is written.
+#[derive(Debug, Default)]
+struct Registration {
+    selectors: Vec<(SelectorRecord, String)>,
+    rules: Vec<(RuleRecord, String)>,
+    meta: Option<MetaRecord>,
+}
+
 /// The rule a registration creates under `selector_id` (§9).
 fn registered_rule(
     selector_id: &str,
@@ -895,25 +904,10 @@ impl Admin {
         }
     }
 
-    /// Creates rule `dto` unless its selector already has a rule with that name.
-    async fn registered_rule_locked(&self, dto: RuleDto) -> Result<(), ApiError> {
-        let selector_id = dto.selector_id.clone().unwrap_or_default();
-        let name = dto.name.clone().unwrap_or_default();
-        let exists = self
-            .store
-            .rules()
-            .await?
-            .iter()
-            .any(|r| r.selector_id == selector_id && r.name == name);
-        if exists {
-            return Ok(());
-        }
-        self.create_rule_locked(dto).await
-    }
-
     /// `register-metadata` (§9): the divide selector and rule for the API, the contextPath
-    /// plugin's selector and rule, and the metadata when `registerMetaData` is set. Each
-    /// change is published.
+    /// plugin's selector and rule, and the metadata when `registerMetaData` is set. Everything
+    /// is validated first and written in one transaction; the changes are published after it
+    /// commits, so a refused registration leaves nothing behind.
     pub(crate) async fn register_metadata(&self, dto: MetaDataRegister) -> Result<(), ApiError> {
         let _write = self.write.lock().await;
         let rpc_type = dto.rpc_type.clone().unwrap_or_else(|| "http".to_owned());
@@ -935,75 +929,168 @@ impl Admin {
             .clone()
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| path.clone());
+        let mut plan = Registration::default();
+        if dto.register_meta_data == Some(true) {
+            plan.meta = Some(
+                self.registered_meta(&dto, &context, &path, &rpc_type, &rule_name)
+                    .await?,
+            );
+        }
         let divide = self
             .plugin_named("divide")
             .await?
             .ok_or_else(|| ApiError::BadRequest("the divide plugin does not exist".to_owned()))?;
         let (operator, value) = register::rule_condition(&path);
-        let selector = self.registered_selector_locked(&divide, &context).await?;
+        let selector = self.plan_selector(&divide, &context, &mut plan).await?;
         let divide_handle =
             serde_json::to_string(&DivideRuleHandle::default()).expect("handles serialise");
-        self.registered_rule_locked(registered_rule(
+        let rule = registered_rule(
             &selector.id,
             &rule_name,
             divide_handle,
             ConditionDto::new("uri", operator, "/", &value),
-        ))
-        .await?;
+        );
+        self.plan_rule(&selector, &divide.name, rule, &mut plan)
+            .await?;
         if let Some(plugin) = self.plugin_named("contextPath").await? {
-            let selector = self.registered_selector_locked(&plugin, &context).await?;
+            let selector = self.plan_selector(&plugin, &context, &mut plan).await?;
             let handle = serde_json::json!({
                 "contextPath": context,
                 "addPrefixed": dto.add_prefixed.unwrap_or(false),
             })
             .to_string();
-            self.registered_rule_locked(registered_rule(
+            let rule = registered_rule(
                 &selector.id,
                 &context,
                 handle,
                 ConditionDto::new("uri", "startsWith", "/", &format!("{context}/")),
-            ))
-            .await?;
+            );
+            self.plan_rule(&selector, &plugin.name, rule, &mut plan)
+                .await?;
         }
-        if dto.register_meta_data == Some(true) {
-            let existing = self
-                .store
-                .meta_data()
-                .await?
-                .into_iter()
-                .find(|m| m.path == path);
-            let mut record = validate::meta(MetaDataDto {
-                id: None,
-                app_name: dto.app_name,
-                context_path: Some(context),
-                path: Some(path),
-                path_desc: dto.path_desc,
-                rpc_type: Some(rpc_type),
-                service_name: dto.service_name,
-                method_name: dto.method_name,
-                parameter_types: dto.parameter_types,
-                rpc_ext: dto.rpc_ext,
-                rule_name: Some(rule_name),
-                enabled: Some(dto.enabled.unwrap_or(true)),
-            })?;
-            let stamp = now();
-            match existing {
-                Some(old) => {
-                    record.id = old.id;
-                    record.date_created = old.date_created;
-                }
-                None => {
-                    record.id = self.ids.next_id();
-                    record.date_created.clone_from(&stamp);
-                }
-            }
-            record.date_updated = stamp;
-            self.store.put_meta(&record).await?;
+        let Registration {
+            selectors,
+            rules,
+            meta,
+        } = plan;
+        let selector_records: Vec<SelectorRecord> =
+            selectors.iter().map(|(r, _)| r.clone()).collect();
+        let rule_records: Vec<RuleRecord> = rules.iter().map(|(r, _)| r.clone()).collect();
+        self.store
+            .put_registration(&selector_records, &rule_records, meta.as_ref())
+            .await?;
+        if !selectors.is_empty() {
+            let data = selectors
+                .iter()
+                .map(|(r, plugin)| selector_data(r, plugin))
+                .collect();
+            self.publish(DataEventType::Update, EventPayload::Selector(data));
+        }
+        if !rules.is_empty() {
+            let data = rules
+                .iter()
+                .map(|(r, plugin)| rule_data(r, plugin))
+                .collect();
+            self.publish(DataEventType::Update, EventPayload::Rule(data));
+        }
+        if let Some(record) = &meta {
             self.publish(
                 DataEventType::Update,
-                EventPayload::MetaData(vec![meta_data(&record)]),
+                EventPayload::MetaData(vec![meta_data(record)]),
             );
         }
+        Ok(())
+    }
+
+    /// The metadata record a registration writes (validated; the existing entry for the
+    /// path keeps its id and creation date).
+    async fn registered_meta(
+        &self,
+        dto: &MetaDataRegister,
+        context: &str,
+        path: &str,
+        rpc_type: &str,
+        rule_name: &str,
+    ) -> Result<MetaRecord, ApiError> {
+        let mut record = validate::meta(MetaDataDto {
+            id: None,
+            app_name: dto.app_name.clone(),
+            context_path: Some(context.to_owned()),
+            path: Some(path.to_owned()),
+            path_desc: dto.path_desc.clone(),
+            rpc_type: Some(rpc_type.to_owned()),
+            service_name: dto.service_name.clone(),
+            method_name: dto.method_name.clone(),
+            parameter_types: dto.parameter_types.clone(),
+            rpc_ext: dto.rpc_ext.clone(),
+            rule_name: Some(rule_name.to_owned()),
+            enabled: Some(dto.enabled.unwrap_or(true)),
+        })?;
+        let existing = self
+            .store
+            .meta_data()
+            .await?
+            .into_iter()
+            .find(|m| m.path == record.path);
+        let stamp = now();
+        match existing {
+            Some(old) => {
+                record.id = old.id;
+                record.date_created = old.date_created;
+            }
+            None => {
+                record.id = self.ids.next_id();
+                record.date_created.clone_from(&stamp);
+            }
+        }
+        record.date_updated = stamp;
+        Ok(record)
+    }
+
+    /// The selector named `context_path` of `plugin`: the stored one, or a new one (validated,
+    /// added to `plan`, not written).
+    async fn plan_selector(
+        &self,
+        plugin: &PluginRecord,
+        context_path: &str,
+        plan: &mut Registration,
+    ) -> Result<SelectorRecord, ApiError> {
+        if let Some(selector) = self.selector_named(plugin, context_path).await? {
+            return Ok(selector);
+        }
+        let mut record =
+            validate::selector(registered_selector(&plugin.id, context_path), Some(plugin))?;
+        record.id = self.ids.next_id();
+        record.date_created = now();
+        record.date_updated.clone_from(&record.date_created);
+        plan.selectors.push((record.clone(), plugin.name.clone()));
+        Ok(record)
+    }
+
+    /// Adds rule `dto` of `selector` to `plan` (validated, not written) unless the selector
+    /// already has a rule with that name.
+    async fn plan_rule(
+        &self,
+        selector: &SelectorRecord,
+        plugin_name: &str,
+        dto: RuleDto,
+        plan: &mut Registration,
+    ) -> Result<(), ApiError> {
+        let name = dto.name.clone().unwrap_or_default();
+        let exists = self
+            .store
+            .rules()
+            .await?
+            .iter()
+            .any(|r| r.selector_id == selector.id && r.name == name);
+        if exists {
+            return Ok(());
+        }
+        let mut record = validate::rule(dto, Some(selector), plugin_name)?;
+        record.id = self.ids.next_id();
+        record.date_created = now();
+        record.date_updated.clone_from(&record.date_created);
+        plan.rules.push((record, plugin_name.to_owned()));
         Ok(())
     }
 

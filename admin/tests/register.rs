@@ -194,3 +194,33 @@ async fn a_client_registers_its_apis_and_address() {
     assert!(text.contains("contextPath: "), "{text}");
     served.stop().await;
 }
+
+#[tokio::test]
+async fn a_refused_registration_leaves_nothing_behind() {
+    let served = Served::start(admin::Config {
+        sync: vec![SyncMode::Http],
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let client = Client::login(&served).await;
+    let mut body = metadata("/http/order/findById");
+    body.as_object_mut().unwrap().remove("serviceName");
+    let (status, text) = register(&client, "/shenyu-client/register-metadata", body).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("serviceName: "), "{text}");
+    // Neither the divide nor the contextPath selector (nor so their rules), nor the
+    // metadata, was written: the store is read directly.
+    let selectors = list(&client, "/selector?currentPage=1&pageSize=100").await;
+    assert_eq!(
+        selectors,
+        Vec::<Value>::new(),
+        "selectors after a refused registration"
+    );
+    let meta = list(&client, "/meta-data/queryList?currentPage=1&pageSize=100").await;
+    assert_eq!(
+        meta,
+        Vec::<Value>::new(),
+        "metadata after a refused registration"
+    );
+    served.stop().await;
+}

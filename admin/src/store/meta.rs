@@ -1,5 +1,7 @@
 //! Metadata: [`MetaRecord`] and its queries.
 
+use sqlx::AnyConnection;
+
 use super::database::{Flag, Unknown, delete_by_id, set_enabled};
 use super::{Batch, Store, StoreError};
 
@@ -57,35 +59,8 @@ impl Store {
 
     /// Inserts metadata, or replaces the entry with the same id (keeping its creation date).
     pub(crate) async fn put_meta(&self, m: &MetaRecord) -> Result<(), StoreError> {
-        sqlx::query(concat!(
-            "INSERT INTO meta_data (",
-            columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (id) DO UPDATE SET app_name = excluded.app_name, \
-             context_path = excluded.context_path, path = excluded.path, \
-             path_desc = excluded.path_desc, rpc_type = excluded.rpc_type, \
-             service_name = excluded.service_name, method_name = excluded.method_name, \
-             parameter_types = excluded.parameter_types, rpc_ext = excluded.rpc_ext, \
-             rule_name = excluded.rule_name, enabled = excluded.enabled, \
-             date_updated = excluded.date_updated"
-        ))
-        .bind(&m.id)
-        .bind(&m.app_name)
-        .bind(&m.context_path)
-        .bind(&m.path)
-        .bind(&m.path_desc)
-        .bind(&m.rpc_type)
-        .bind(&m.service_name)
-        .bind(&m.method_name)
-        .bind(&m.parameter_types)
-        .bind(&m.rpc_ext)
-        .bind(&m.rule_name)
-        .bind(Flag(m.enabled))
-        .bind(&m.date_created)
-        .bind(&m.date_updated)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        put_meta(&mut conn, m).await
     }
 
     /// Deletes metadata in one transaction; returns what was deleted (unknown ids are
@@ -123,4 +98,38 @@ impl Store {
         )
         .await
     }
+}
+
+/// Inserts MetaRecord `m`, or replaces the one with the same id (keeping its creation date),
+/// on `conn` (a pooled connection or a transaction).
+pub(super) async fn put_meta(conn: &mut AnyConnection, m: &MetaRecord) -> Result<(), StoreError> {
+    sqlx::query(concat!(
+        "INSERT INTO meta_data (",
+        columns!(),
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (id) DO UPDATE SET app_name = excluded.app_name, \
+         context_path = excluded.context_path, path = excluded.path, \
+         path_desc = excluded.path_desc, rpc_type = excluded.rpc_type, \
+         service_name = excluded.service_name, method_name = excluded.method_name, \
+         parameter_types = excluded.parameter_types, rpc_ext = excluded.rpc_ext, \
+         rule_name = excluded.rule_name, enabled = excluded.enabled, \
+         date_updated = excluded.date_updated"
+    ))
+    .bind(&m.id)
+    .bind(&m.app_name)
+    .bind(&m.context_path)
+    .bind(&m.path)
+    .bind(&m.path_desc)
+    .bind(&m.rpc_type)
+    .bind(&m.service_name)
+    .bind(&m.method_name)
+    .bind(&m.parameter_types)
+    .bind(&m.rpc_ext)
+    .bind(&m.rule_name)
+    .bind(Flag(m.enabled))
+    .bind(&m.date_created)
+    .bind(&m.date_updated)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

@@ -33,3 +33,26 @@ pub(crate) use users::UserRecord;
 /// The outcome of a batch change: the changed records, or the first unknown id (in which
 /// case nothing changed).
 pub(crate) type Batch<T> = Result<Vec<T>, String>;
+
+impl Store {
+    /// Writes what one client registration creates, in one transaction: all of it or none.
+    pub(crate) async fn put_registration(
+        &self,
+        selectors: &[SelectorRecord],
+        rules: &[RuleRecord],
+        meta: Option<&MetaRecord>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for s in selectors {
+            selectors::put_selector(&mut tx, s).await?;
+        }
+        for r in rules {
+            rules::put_rule(&mut tx, r).await?;
+        }
+        if let Some(m) = meta {
+            meta::put_meta(&mut tx, m).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

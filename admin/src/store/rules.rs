@@ -114,31 +114,8 @@ impl Store {
 
     /// Inserts a rule, or replaces the one with the same id (keeping its creation date).
     pub(crate) async fn put_rule(&self, r: &RuleRecord) -> Result<(), StoreError> {
-        sqlx::query(concat!(
-            "INSERT INTO rule (",
-            columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-             ON CONFLICT (id) DO UPDATE SET selector_id = excluded.selector_id, \
-             name = excluded.name, match_mode = excluded.match_mode, sort = excluded.sort, \
-             enabled = excluded.enabled, loged = excluded.loged, \
-             match_restful = excluded.match_restful, handle = excluded.handle, \
-             conditions = excluded.conditions, date_updated = excluded.date_updated"
-        ))
-        .bind(&r.id)
-        .bind(&r.selector_id)
-        .bind(&r.name)
-        .bind(r.match_mode)
-        .bind(r.sort)
-        .bind(Flag(r.enabled))
-        .bind(Flag(r.loged))
-        .bind(Flag(r.match_restful))
-        .bind(&r.handle)
-        .bind(list_json(&r.conditions))
-        .bind(&r.date_created)
-        .bind(&r.date_updated)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        put_rule(&mut conn, r).await
     }
 
     /// Deletes rules in one transaction; returns what was deleted (unknown ids are skipped).
@@ -175,4 +152,34 @@ impl Store {
         )
         .await
     }
+}
+
+/// Inserts RuleRecord `r`, or replaces the one with the same id (keeping its creation date),
+/// on `conn` (a pooled connection or a transaction).
+pub(super) async fn put_rule(conn: &mut AnyConnection, r: &RuleRecord) -> Result<(), StoreError> {
+    sqlx::query(concat!(
+        "INSERT INTO rule (",
+        columns!(),
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT (id) DO UPDATE SET selector_id = excluded.selector_id, \
+         name = excluded.name, match_mode = excluded.match_mode, sort = excluded.sort, \
+         enabled = excluded.enabled, loged = excluded.loged, \
+         match_restful = excluded.match_restful, handle = excluded.handle, \
+         conditions = excluded.conditions, date_updated = excluded.date_updated"
+    ))
+    .bind(&r.id)
+    .bind(&r.selector_id)
+    .bind(&r.name)
+    .bind(r.match_mode)
+    .bind(r.sort)
+    .bind(Flag(r.enabled))
+    .bind(Flag(r.loged))
+    .bind(Flag(r.match_restful))
+    .bind(&r.handle)
+    .bind(list_json(&r.conditions))
+    .bind(&r.date_created)
+    .bind(&r.date_updated)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

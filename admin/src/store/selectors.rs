@@ -126,35 +126,8 @@ impl Store {
 
     /// Inserts a selector, or replaces the one with the same id (keeping its creation date).
     pub(crate) async fn put_selector(&self, s: &SelectorRecord) -> Result<(), StoreError> {
-        sqlx::query(concat!(
-            "INSERT INTO selector (",
-            columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (id) DO UPDATE SET plugin_id = excluded.plugin_id, \
-             name = excluded.name, selector_type = excluded.selector_type, \
-             match_mode = excluded.match_mode, sort = excluded.sort, \
-             enabled = excluded.enabled, loged = excluded.loged, \
-             continued = excluded.continued, match_restful = excluded.match_restful, \
-             handle = excluded.handle, conditions = excluded.conditions, \
-             date_updated = excluded.date_updated"
-        ))
-        .bind(&s.id)
-        .bind(&s.plugin_id)
-        .bind(&s.name)
-        .bind(s.selector_type)
-        .bind(s.match_mode)
-        .bind(s.sort)
-        .bind(Flag(s.enabled))
-        .bind(Flag(s.loged))
-        .bind(Flag(s.continued))
-        .bind(Flag(s.match_restful))
-        .bind(&s.handle)
-        .bind(list_json(&s.conditions))
-        .bind(&s.date_created)
-        .bind(&s.date_updated)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        put_selector(&mut conn, s).await
     }
 
     /// Deletes selectors and their rules in one transaction; returns what was deleted
@@ -205,4 +178,41 @@ impl Store {
         )
         .await
     }
+}
+
+/// Inserts SelectorRecord `s`, or replaces the one with the same id (keeping its creation date),
+/// on `conn` (a pooled connection or a transaction).
+pub(super) async fn put_selector(
+    conn: &mut AnyConnection,
+    s: &SelectorRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(concat!(
+        "INSERT INTO selector (",
+        columns!(),
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (id) DO UPDATE SET plugin_id = excluded.plugin_id, \
+         name = excluded.name, selector_type = excluded.selector_type, \
+         match_mode = excluded.match_mode, sort = excluded.sort, \
+         enabled = excluded.enabled, loged = excluded.loged, \
+         continued = excluded.continued, match_restful = excluded.match_restful, \
+         handle = excluded.handle, conditions = excluded.conditions, \
+         date_updated = excluded.date_updated"
+    ))
+    .bind(&s.id)
+    .bind(&s.plugin_id)
+    .bind(&s.name)
+    .bind(s.selector_type)
+    .bind(s.match_mode)
+    .bind(s.sort)
+    .bind(Flag(s.enabled))
+    .bind(Flag(s.loged))
+    .bind(Flag(s.continued))
+    .bind(Flag(s.match_restful))
+    .bind(&s.handle)
+    .bind(list_json(&s.conditions))
+    .bind(&s.date_created)
+    .bind(&s.date_updated)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
