@@ -240,12 +240,6 @@ pub(crate) fn selector(
         "selectorConditions",
         dto.selector_conditions.unwrap_or_default(),
     )?;
-    if selector_type == 1 && conditions.is_empty() {
-        return Err(ApiError::field(
-            "selectorConditions",
-            "a custom selector (type 1) needs at least one condition",
-        ));
-    }
     let handle = blank_to_none(dto.handle);
     if let (DIVIDE, Some(handle)) = (plugin.name.as_str(), &handle) {
         divide_selector_handle(handle)?;
@@ -283,12 +277,6 @@ pub(crate) fn rule(
     let sort = required("sort", dto.sort)?;
     let match_mode = zero_or_one("matchMode", dto.match_mode.unwrap_or(0), "0 and, 1 or")?;
     let conditions = conditions("ruleConditions", dto.rule_conditions.unwrap_or_default())?;
-    if conditions.is_empty() {
-        return Err(ApiError::field(
-            "ruleConditions",
-            "a rule needs at least one condition",
-        ));
-    }
     let handle = blank_to_none(dto.handle);
     match (plugin_name, &handle) {
         (DIVIDE, Some(handle)) => {
@@ -707,7 +695,8 @@ mod tests {
             }),
             "sort: must not be null"
         );
-        assert!(error(dto(vec![])).starts_with("selectorConditions: a custom selector"));
+        // A custom selector without conditions is ShenYu's: it never matches.
+        assert!(selector(dto(vec![]), Some(&divide())).is_ok());
         assert!(
             error(SelectorDto {
                 match_mode: Some(2),

@@ -487,6 +487,26 @@ async fn rule_crud() {
     assert_eq!(api.rule_count().await, 0);
 }
 
+/// ShenYu defines these, so the admin takes them: a rule without conditions (`and`: every
+/// request, `or`: none) and a custom selector without conditions (never matches).
+#[tokio::test]
+async fn conditionless_rules_and_custom_selectors_are_accepted() {
+    let api = Api::new().await;
+    let mut body = selector_body("/never");
+    body["selectorConditions"] = json!([]);
+    let created = api.ok(Method::POST, "/selector", Some(body)).await;
+    assert_eq!(created["code"], 200, "{created}");
+    assert_eq!(api.selector_count().await, 1);
+    let selector = api.create_selector("/open").await;
+    for mode in [0, 1] {
+        let mut rule = rule_body(&selector, &format!("open{mode}"));
+        rule["ruleConditions"] = json!([]);
+        rule["matchMode"] = json!(mode);
+        api.ok(Method::POST, "/rule", Some(rule)).await;
+    }
+    assert_eq!(api.rule_count().await, 2);
+}
+
 #[tokio::test]
 async fn rejected_requests_store_and_publish_nothing() {
     let api = Api::new().await;
@@ -525,10 +545,6 @@ async fn rejected_requests_store_and_publish_nothing() {
             "sort: must not be null",
         ),
         (
-            with(&|b| b["selectorConditions"] = json!([])),
-            "selectorConditions: a custom selector",
-        ),
-        (
             with(&|b| b["selectorConditions"][0]["paramType"] = json!("form-data")),
             "selectorConditions[0].paramType: param type `form-data` is not supported",
         ),
@@ -559,14 +575,6 @@ async fn rejected_requests_store_and_publish_nothing() {
         .await;
     assert_bad_request(status, &response, "invalid JSON body: ");
 
-    let mut bad_rule = rule_body(&selector, "r");
-    bad_rule["ruleConditions"] = json!([]);
-    let (status, response) = api.call(Method::POST, "/rule", Some(bad_rule)).await;
-    assert_bad_request(
-        status,
-        &response,
-        "ruleConditions: a rule needs at least one condition",
-    );
     let (status, response) = api
         .call(Method::POST, "/rule", Some(rule_body("42", "r")))
         .await;
