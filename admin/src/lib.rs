@@ -1,5 +1,6 @@
-//! gantry's reference admin: a ShenYu-compatible REST API over SQLite, publishing every
-//! committed change to gateways through sync publishers (websocket for now).
+//! gantry's reference admin: a ShenYu-compatible REST API over SQLite or PostgreSQL,
+//! publishing every committed change to gateways through sync publishers (websocket, HTTP long
+//! polling, ZooKeeper, etcd).
 //!
 //! [`serve`] runs the whole admin on a listener until a shutdown future completes; [`app`]
 //! builds the router alone for in-process tests.

@@ -12,7 +12,8 @@ mod docker;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use harness::{Backend, ProcessEnv, RunOptions, Scenario};
+use harness::backend::docker::EngineCheck;
+use harness::{Backend, NotRun, Planned, ProcessEnv, RunOptions, Scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
 
@@ -20,15 +21,32 @@ const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
 const INVALID: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/invalid");
 const FAILING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/failing");
 
-/// Builds and locates the binaries once, on first use.
+/// One backend's options, prepared (binaries located, images built) once, on first use.
 #[derive(Debug)]
 struct Shared {
     opts: RunOptions,
+    /// The docker engine's answer; `None` on the host backend.
+    engine: Option<EngineCheck>,
     backend: OnceLock<Result<Backend, String>>,
 }
 
 impl Shared {
+    fn new(opts: RunOptions, engine: Option<EngineCheck>) -> Arc<Self> {
+        Arc::new(Self {
+            opts: RunOptions {
+                // Every mode a scenario declares is a trial; the plan says which do not run.
+                modes: SyncMode::ALL.to_vec(),
+                ..opts
+            },
+            engine,
+            backend: OnceLock::new(),
+        })
+    }
+
     fn backend(&self) -> Result<&Backend, Failed> {
+        if let Some(EngineCheck::Required(why) | EngineCheck::Skip(why)) = &self.engine {
+            return Err(why.into());
+        }
         self.backend
             .get_or_init(|| harness::prepare(&self.opts).map_err(|e| e.to_string()))
             .as_ref()
@@ -57,55 +75,52 @@ fn run(shared: &Shared, scenario: &Scenario, mode: SyncMode) -> Result<(), Faile
     Ok(())
 }
 
-fn scenario_trials(shared: &Arc<Shared>) -> Vec<Trial> {
+/// `<name>@<mode><suffix>` for every scenario × mode it declares, from the harness's own
+/// [`harness::plan`] (the CLI's enumeration): a case the plan skips (backend not declared,
+/// server missing) is an ignored trial with a note on stderr, never a passed one; a file that
+/// does not parse is a failing trial `<stem>@parse` when `with_parse_failures`.
+fn scenario_trials(shared: &Arc<Shared>, suffix: &str, with_parse_failures: bool) -> Vec<Trial> {
     let files = match harness::discover(&[PathBuf::from(SCENARIOS)]) {
         Ok(files) => files,
         Err(e) => return vec![Trial::test("discover", move || Err(e.to_string().into()))],
     };
+    let engine_skips = matches!(shared.engine, Some(EngineCheck::Skip(_)));
     let mut trials = Vec::new();
-    let mut skipped_modes = Vec::new();
-    for file in files {
-        match file.scenario {
-            Err(e) => trials.push(Trial::test(
-                format!(
-                    "{}@parse",
-                    file.path.file_stem().unwrap_or_default().display()
-                ),
-                move || Err(e.to_string().into()),
-            )),
-            Ok(s) if !s.backends.contains(&harness::BackendKind::Host) => {
-                // Listed, never passed: the scenario does not run on this backend.
-                eprintln!(
-                    "note: `{}@<mode>` trials are ignored: the scenario declares backends {:?}",
-                    s.name, s.backends
-                );
-                for mode in &s.modes {
-                    trials.push(
-                        Trial::test(format!("{}@{mode}", s.name), || Ok(()))
-                            .with_ignored_flag(true),
-                    );
-                }
+    // Ignored trials grouped by why, for one note per reason.
+    let mut notes: Vec<(String, Vec<String>)> = Vec::new();
+    for planned in harness::plan(&files, &shared.opts) {
+        match planned {
+            Planned::Broken(file, e) if with_parse_failures => {
+                let e = e.to_string();
+                trials.push(Trial::test(format!("{}@parse", file.stem()), move || {
+                    Err(e.into())
+                }));
             }
-            Ok(s) => {
-                let s = Arc::new(s);
-                for mode in s.modes.clone() {
-                    let (s, shared) = (Arc::clone(&s), Arc::clone(shared));
-                    // A mode whose server (ZooKeeper, etcd) is missing is ignored, not failed,
-                    // unless GANTRY_REQUIRE names it.
-                    let skip = harness::backend::middleware::skip_reason(&ProcessEnv, mode);
-                    if let Some(reason) = &skip
-                        && !skipped_modes.contains(&mode)
-                    {
-                        skipped_modes.push(mode);
-                        eprintln!("note: every `@{mode}` trial is ignored: {reason}");
+            Planned::Broken(..) | Planned::Case { skip: Some(NotRun::Mode { .. }), .. } => {}
+            Planned::Case {
+                scenario,
+                mode,
+                skip,
+                ..
+            } => {
+                let name = format!("{}@{mode}{suffix}", scenario.name);
+                let ignored = skip.is_some() || engine_skips;
+                if let Some(why) = skip {
+                    let why = why.to_string();
+                    match notes.iter_mut().find(|(w, _)| *w == why) {
+                        Some((_, names)) => names.push(name.clone()),
+                        None => notes.push((why, vec![name.clone()])),
                     }
-                    trials.push(
-                        Trial::test(format!("{}@{mode}", s.name), move || run(&shared, &s, mode))
-                            .with_ignored_flag(skip.is_some()),
-                    );
                 }
+                let (s, shared) = (scenario.clone(), Arc::clone(shared));
+                trials.push(
+                    Trial::test(name, move || run(&shared, &s, mode)).with_ignored_flag(ignored),
+                );
             }
         }
+    }
+    for (why, names) in notes {
+        eprintln!("note: ignored ({why}): {}", names.join(", "));
     }
     trials
 }
@@ -204,18 +219,18 @@ fn check_invalid(path: &Path, stem: &str) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let shared = Arc::new(Shared {
-        // `cargo test --workspace` has just built the binaries (admin and gateway have
-        // integration tests, so cargo builds their bins); a nested `cargo build` here would
-        // re-resolve features without dev-dependencies and rebuild dozens of crates.
-        opts: RunOptions {
+    // `cargo test --workspace` has just built the binaries (admin and gateway have
+    // integration tests, so cargo builds their bins); a nested `cargo build` here would
+    // re-resolve features without dev-dependencies and rebuild dozens of crates.
+    let shared = Shared::new(
+        RunOptions {
             build: false,
             ..RunOptions::from_env(&ProcessEnv)
         },
-        backend: OnceLock::new(),
-    });
-    let mut trials = scenario_trials(&shared);
-    trials.extend(docker::trials(SCENARIOS));
+        None,
+    );
+    let mut trials = scenario_trials(&shared, "", true);
+    trials.extend(scenario_trials(&docker::shared(), "@docker", false));
     trials.extend(invalid_trials());
     trials.extend(failing_trials(&shared));
     libtest_mimic::run(&args, trials).exit();

@@ -1,15 +1,18 @@
 //! The `gantry` command's exit codes besides 0 (success), named in one place (nextest's
 //! `nextest-metadata/src/exit_codes.rs`) and listed in README ("Exit codes").
 
-/// Something was judged and failed: a scenario file is invalid (`gantry validate`), or a case
-/// failed (`gantry run`, where a file that does not parse is a failed case).
+/// Something was judged and failed: a scenario file is invalid (`gantry validate`), a case
+/// failed (`gantry run`, where a file that does not parse is a failed case), or a bench's
+/// verdict failed (`gantry bench`).
 pub(crate) const FAILED: u8 = 1;
 
-/// The paths given cannot be read (`RunSetupError::Discover` in `gantry run`), so nothing was
-/// judged. clap's usage errors exit with 2 as well.
+/// Nothing could be judged: the paths given cannot be read (`RunSetupError::Discover` in
+/// `gantry run`), the async runtime or a bench cannot start, `gantry upstream` cannot bind.
+/// clap's usage errors exit with 2 as well.
 pub(crate) const SETUP: u8 = 2;
 
-/// The backend could not start: binaries or images missing or stale, no Docker engine.
+/// The backend could not start: binaries or images missing or stale, no Docker engine; or
+/// `gantry images` could not build them.
 pub(crate) const BACKEND: u8 = 3;
 
 /// A report could not be written.

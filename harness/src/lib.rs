@@ -186,7 +186,7 @@ pub enum Planned<'a> {
         /// The mode.
         mode: SyncMode,
         /// Why it does not run ([`not_run`]); `None` when it runs.
-        skip: Option<String>,
+        skip: Option<NotRun>,
     },
 }
 
@@ -264,7 +264,7 @@ pub async fn run_paths(
                 skip: Some(reason),
             } => {
                 let mut r = bare(scenario.name.clone(), file, mode.to_string());
-                r.skipped = Some(reason);
+                r.skipped = Some(reason.to_string());
                 r
             }
             Planned::Case {
@@ -286,25 +286,56 @@ pub async fn run_paths(
     Ok(results)
 }
 
+/// Why a scenario × mode is not run under some [`RunOptions`] ([`not_run`]). Such a case is
+/// reported as skipped, never as passed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRun {
+    /// The scenario does not declare the backend.
+    #[error("backend `{backend}` not declared (backends: [{declared}])")]
+    Backend {
+        /// The backend asked for.
+        backend: BackendKind,
+        /// The backends the scenario declares, comma-separated.
+        declared: String,
+    },
+    /// The scenario does not declare the mode.
+    #[error("mode `{mode}` not declared (modes: [{declared}])")]
+    Mode {
+        /// The mode asked for.
+        mode: SyncMode,
+        /// The modes the scenario declares, comma-separated.
+        declared: String,
+    },
+    /// The backend cannot run the mode here (its server is missing and not required).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
 /// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
-/// or the mode, or the mode's server is missing (and not required). Such a case is reported
-/// as skipped, never as passed.
-pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<String> {
+/// or the mode, or the backend cannot run the mode here (on the host backend, the mode's
+/// server is missing and `GANTRY_REQUIRE` does not name it). `None` when it runs.
+pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<NotRun> {
     let list = |items: Vec<String>| items.join(", ");
     if !scenario.backends.contains(&opts.backend) {
-        return Some(format!(
-            "backend `{}` not declared (backends: [{}])",
-            opts.backend,
-            list(scenario.backends.iter().map(ToString::to_string).collect())
-        ));
+        return Some(NotRun::Backend {
+            backend: opts.backend,
+            declared: list(scenario.backends.iter().map(ToString::to_string).collect()),
+        });
     }
     if !scenario.modes.contains(&mode) {
-        return Some(format!(
-            "mode `{mode}` not declared (modes: [{}])",
-            list(scenario.modes.iter().map(ToString::to_string).collect())
-        ));
+        return Some(NotRun::Mode {
+            mode,
+            declared: list(scenario.modes.iter().map(ToString::to_string).collect()),
+        });
     }
-    backend::middleware::skip_reason(&ProcessEnv, mode)
+    match opts.backend {
+        BackendKind::Host => {
+            backend::middleware::skip_reason(&ProcessEnv, mode).map(NotRun::Unavailable)
+        }
+        BackendKind::Docker => (!backend::docker::supports(mode)).then(|| {
+            NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))
+        }),
+    }
 }
 
 /// Why [`run_paths`] could not start running cases.
@@ -381,13 +412,14 @@ checks:
         let s = scenario::parse_str(Path::new("x.yaml"), src).unwrap();
         let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
         assert_eq!(not_run(&s, SyncMode::Websocket, &opts), None);
+        let why = |opts: &RunOptions, mode| not_run(&s, mode, opts).map(|n| n.to_string());
         assert_eq!(
-            not_run(&s, SyncMode::Etcd, &opts).as_deref(),
+            why(&opts, SyncMode::Etcd).as_deref(),
             Some("mode `etcd` not declared (modes: [websocket, http])")
         );
         opts.backend = BackendKind::Docker;
         assert_eq!(
-            not_run(&s, SyncMode::Websocket, &opts).as_deref(),
+            why(&opts, SyncMode::Websocket).as_deref(),
             Some("backend `docker` not declared (backends: [host])")
         );
         let files = vec![

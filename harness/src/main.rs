@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(exit_code::SETUP);
         }
     };
     match command {
@@ -82,7 +82,7 @@ async fn bench(which: cli::Bench) -> ExitCode {
         r = work => r,
         _ = tokio::signal::ctrl_c() => {
             eprintln!("interrupted");
-            return ExitCode::from(130);
+            return ExitCode::from(exit_code::INTERRUPTED);
         }
     };
     match outcome {
@@ -91,12 +91,12 @@ async fn bench(which: cli::Bench) -> ExitCode {
             if ok {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(exit_code::FAILED)
             }
         }
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(exit_code::SETUP)
         }
     }
 }
@@ -113,11 +113,11 @@ async fn images(args: cli::ImagesArgs) -> ExitCode {
                 Ok(Ok(dir)) => dir,
                 Ok(Err(e)) => {
                     eprintln!("error: {e}");
-                    return ExitCode::FAILURE;
+                    return ExitCode::from(exit_code::BACKEND);
                 }
                 Err(e) => {
                     eprintln!("error: the static build panicked: {e}");
-                    return ExitCode::FAILURE;
+                    return ExitCode::from(exit_code::BACKEND);
                 }
             }
         }
@@ -145,7 +145,7 @@ async fn images(args: cli::ImagesArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(exit_code::BACKEND)
         }
     }
 }
@@ -157,14 +157,14 @@ async fn upstream(args: cli::UpstreamArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: binding {addr}: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(exit_code::SETUP);
         }
     };
     match listener.local_addr() {
         Ok(a) => println!("listening on http://{a}"),
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(exit_code::SETUP);
         }
     }
     let shutdown = async {
@@ -185,7 +185,7 @@ async fn upstream(args: cli::UpstreamArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(exit_code::SETUP)
         }
     }
 }
@@ -222,7 +222,7 @@ fn list(args: &cli::RunArgs) -> ExitCode {
         Ok(files) => files,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit_code::SETUP);
         }
     };
     let plan = harness::plan(&files, &opts);
