@@ -34,13 +34,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use http::{HeaderName, HeaderValue};
 use model::SyncMode;
 
@@ -73,6 +72,8 @@ pub struct Config {
     /// A known ShenYu gateway bug to behave like (none normally): lets a test prove that a
     /// scenario or judge catches it.
     pub emulate_bug: Option<EmulatedBug>,
+    /// Client connection limits: request head read time, keep-alive idle time.
+    pub timeouts: netserve::Timeouts,
 }
 
 /// Known ShenYu gateway bugs the gateway can reproduce on request (`--emulate-bug`), so that
@@ -96,6 +97,7 @@ impl Config {
             zookeeper_url: None,
             etcd_url: None,
             emulate_bug: None,
+            timeouts: netserve::Timeouts::default(),
         }
     }
 
@@ -128,7 +130,8 @@ struct App {
 }
 
 /// Runs the gateway on `listener` until `shutdown` completes, then drains connections and
-/// stops the sync subscriber.
+/// stops the sync subscriber. Client connections are served by [`netserve::serve`] with
+/// `config.timeouts`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: Config,
@@ -177,22 +180,9 @@ pub async fn serve(
         .route("/metrics", get(actuator::metrics))
         .fallback(route)
         .with_state(app);
-    // TCP_NODELAY on every client connection: an answer written in two pieces (a head, then
-    // a body streamed from the upstream) must not wait for the client's delayed ACK (~40 ms).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
-        }
-    });
-    let result = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
-    .context("gateway server failed");
+    netserve::serve(listener, router, config.timeouts, shutdown).await;
     subscriber.abort();
-    result
+    Ok(())
 }
 
 /// Every non-actuator request: the plugin chain, then the proxy. The answer carries
