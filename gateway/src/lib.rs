@@ -10,6 +10,8 @@
 //!   new `snapshot::Snapshot` and swapping it in (`arc_swap`); requests never lock.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
+//! - `precheck.rs`: what is refused before routing (a missing or repeated `Host`, a path with
+//!   dot-segments).
 //! - `plugin/`: the chain (`paramMapping`, `contextPath`, `divide`), `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
 //!   `actuator.rs` (inspection endpoints).
@@ -24,6 +26,7 @@ mod balance;
 pub mod bench;
 mod metrics;
 mod plugin;
+mod precheck;
 mod proxy;
 mod router;
 mod snapshot;
@@ -185,7 +188,8 @@ pub async fn serve(
     Ok(())
 }
 
-/// Every non-actuator request: the plugin chain, then the proxy. The answer carries
+/// Every non-actuator request: the checks of `precheck` (Host, dot-segments), the plugin
+/// chain, then the proxy. The answer carries
 /// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
 /// the response head).
 async fn route(
@@ -194,7 +198,7 @@ async fn route(
     req: Request<Body>,
 ) -> Response {
     let started = Instant::now();
-    let decision = {
+    let decision = precheck::check(&req).and_then(|()| {
         let snapshot = app.sync.snapshot();
         let uri = req.uri();
         let view = RequestView {
@@ -210,7 +214,7 @@ async fn route(
             peer: peer.ip(),
         };
         app.chain.run(&snapshot, &view)
-    };
+    });
     let (mut response, outcome, upstream) = match decision {
         Ok(forward) => {
             let done = app.proxy.forward(req, forward, peer.ip()).await;
