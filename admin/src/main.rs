@@ -66,7 +66,7 @@ struct Cli {
         long,
         env = "GANTRY_ADMIN_HEADER_READ_TIMEOUT_MS",
         value_parser = clap::value_parser!(u64).range(1..),
-        default_value_t = 30_000
+        default_value_t = netserve::Timeouts::DEFAULT_HEADER_READ.as_millis() as u64
     )]
     header_read_timeout_ms: u64,
     /// Close a kept-alive client connection that sends no next request for this many
@@ -75,7 +75,7 @@ struct Cli {
         long,
         env = "GANTRY_ADMIN_IDLE_TIMEOUT_MS",
         value_parser = clap::value_parser!(u64).range(1..),
-        default_value_t = 75_000
+        default_value_t = netserve::Timeouts::DEFAULT_IDLE.as_millis() as u64
     )]
     idle_timeout_ms: u64,
 }

@@ -56,7 +56,7 @@ struct Args {
         long,
         env = "GANTRY_GATEWAY_HEADER_READ_TIMEOUT_MS",
         value_parser = clap::value_parser!(u64).range(1..),
-        default_value_t = 30_000
+        default_value_t = netserve::Timeouts::DEFAULT_HEADER_READ.as_millis() as u64
     )]
     header_read_timeout_ms: u64,
     /// Close a kept-alive client connection that sends no next request for this many
@@ -65,7 +65,7 @@ struct Args {
         long,
         env = "GANTRY_GATEWAY_IDLE_TIMEOUT_MS",
         value_parser = clap::value_parser!(u64).range(1..),
-        default_value_t = 75_000
+        default_value_t = netserve::Timeouts::DEFAULT_IDLE.as_millis() as u64
     )]
     idle_timeout_ms: u64,
 }
