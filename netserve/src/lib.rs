@@ -36,7 +36,7 @@ use tower::util::Oneshot;
 
 pub use signal::shutdown_signal;
 
-use crate::watchdog::{Activity, Busy, Tracked, Watched};
+use crate::watchdog::{Activity, Busy, Tracked, Watchdog, Watched};
 
 /// How long a client may keep a connection without making progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,13 +109,16 @@ pub async fn serve(
             let activity = Arc::clone(&service.activity);
             let io = TokioIo::new(Watched::new(nodelay(tcp), Arc::clone(&activity)));
             let conn = watcher.watch(builder.serve_connection_with_upgrades(io, service));
+            // Biased: the watchdog is polled after the connection, so it sees the phase
+            // changes this poll of the connection made.
             tokio::select! {
+                biased;
                 served = conn => {
                     if let Err(e) = served {
                         tracing::trace!(%peer, error = %e, "connection ended with an error");
                     }
                 }
-                expired = watchdog::expired(&activity, timeouts) => {
+                expired = Watchdog::new(&activity, timeouts) => {
                     tracing::debug!(%peer, "closing the connection: {expired}");
                 }
             }

@@ -1,7 +1,8 @@
 //! The per-connection watchdog behind [`Timeouts`].
 //!
 //! A connection is in one of three phases, tracked in [`Activity`] with relaxed atomics (one
-//! allocation per connection, nothing per request but an atomic add and subtract):
+//! allocation per connection; per request an atomic add and subtract, two clock reads and two
+//! moves of the connection's one timer, as hyper's own header timeout would do):
 //!
 //! ```text
 //!  accept ──▶ head ──(head parsed: Busy::begin)──▶ busy ──(last response body ends)──▶ idle
@@ -15,9 +16,14 @@
 //!
 //! [`Watched`] (the socket) notes the first byte read in the idle phase, [`Busy`] marks a
 //! request from its head until its response body ([`Tracked`]) ends or is dropped, and
-//! [`expired`] sleeps until the current phase's deadline and says which limit ran out.
+//! [`Watchdog`] completes when the current phase's deadline passes, saying which limit ran
+//! out. The watchdog is polled in the connection's own task right after the connection (a
+//! biased `select!`), so it sees every phase change the connection's poll made (a first byte,
+//! a response end) without any wake-up from the request path. HTTP/2 streams run in their own
+//! tasks: there the end of the last request is seen within `min(header_read, idle)`.
 
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,7 +34,7 @@ use axum::body::Body;
 use bytes::Bytes;
 use hyper::body::Frame;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use crate::Timeouts;
 
@@ -109,15 +115,50 @@ impl fmt::Display for Expired {
     }
 }
 
-/// Completes when the connection has spent longer than its limit in the head or idle phase.
-/// While busy it checks again every `min(header_read, idle)`, so it needs no wake-up from the
-/// request path.
-pub(crate) async fn expired(activity: &Activity, timeouts: Timeouts) -> Expired {
-    loop {
-        match activity.deadline(timeouts) {
-            Some((deadline, expired)) if deadline <= Instant::now() => return expired,
-            Some((deadline, _)) => tokio::time::sleep_until(deadline).await,
-            None => tokio::time::sleep(timeouts.header_read.min(timeouts.idle)).await,
+pin_project_lite::pin_project! {
+    /// Completes when the connection has spent longer than its limit in the head or idle
+    /// phase. Each poll re-reads the phase and moves its timer if the deadline changed; while
+    /// busy it looks again every `min(header_read, idle)`.
+    #[derive(Debug)]
+    pub(crate) struct Watchdog<'a> {
+        activity: &'a Activity,
+        timeouts: Timeouts,
+        #[pin]
+        sleep: Sleep,
+    }
+}
+
+impl<'a> Watchdog<'a> {
+    pub(crate) fn new(activity: &'a Activity, timeouts: Timeouts) -> Watchdog<'a> {
+        Watchdog {
+            activity,
+            timeouts,
+            sleep: tokio::time::sleep_until(activity.accepted + timeouts.header_read),
+        }
+    }
+}
+
+impl Future for Watchdog<'_> {
+    type Output = Expired;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Expired> {
+        let mut this = self.project();
+        loop {
+            match this.activity.deadline(*this.timeouts) {
+                Some((deadline, expired)) => {
+                    if this.sleep.deadline() != deadline {
+                        this.sleep.as_mut().reset(deadline);
+                    }
+                    return this.sleep.poll(cx).map(|()| expired);
+                }
+                None => {
+                    if this.sleep.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    let recheck = this.timeouts.header_read.min(this.timeouts.idle);
+                    this.sleep.as_mut().reset(Instant::now() + recheck);
+                }
+            }
         }
     }
 }
