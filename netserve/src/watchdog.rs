@@ -21,6 +21,10 @@
 //! biased `select!`), so it sees every phase change the connection's poll made (a first byte,
 //! a response end) without any wake-up from the request path. HTTP/2 streams run in their own
 //! tasks: there the end of the last request is seen within `min(header_read, idle)`.
+//!
+//! An HTTP/1.1 upgrade (websocket) ends the connection future, and the watchdog with it. An
+//! HTTP/2 extended CONNECT tunnel (websocket over h2c) does not keep its connection busy, so
+//! the limits would cut it; gantry's websocket clients use HTTP/1.1.
 
 use std::fmt;
 use std::future::Future;
