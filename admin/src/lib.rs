@@ -25,7 +25,6 @@ use axum::Router;
 use axum::extract::FromRef;
 use axum::middleware;
 use axum::routing::{delete, get, post};
-use axum::serve::ListenerExt;
 use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
@@ -66,6 +65,8 @@ pub struct Config {
     pub long_poll_hold: Duration,
     /// How often the http sync cache is rebuilt from the database regardless of events.
     pub long_poll_refresh: Duration,
+    /// Client connection limits: request head read time, keep-alive idle time.
+    pub timeouts: netserve::Timeouts,
 }
 
 impl fmt::Debug for Config {
@@ -84,13 +85,15 @@ impl fmt::Debug for Config {
             )
             .field("long_poll_hold", &self.long_poll_hold)
             .field("long_poll_refresh", &self.long_poll_refresh)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
 
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
-    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh) on the database `db`.
+    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, the default
+    /// [`netserve::Timeouts`]) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
             db: db.into(),
@@ -103,6 +106,7 @@ impl Config {
             sync_token: None,
             long_poll_hold: Duration::from_millis(60_000),
             long_poll_refresh: Duration::from_millis(300_000),
+            timeouts: netserve::Timeouts::default(),
         }
     }
 }
@@ -298,7 +302,8 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Runs the admin on `listener` until `shutdown` completes, then shuts down gracefully
-/// (websocket sessions are closed).
+/// (websocket sessions are closed). Client connections are served by [`netserve::serve`]
+/// with `config.timeouts`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: Config,
@@ -307,19 +312,11 @@ pub async fn serve(
     let state = AppState::new(&config).await?;
     let closing = state.clone();
     tracing::info!(addr = %listener.local_addr()?, db = %config.db, "gantry-admin serving");
-    // TCP_NODELAY: a streamed answer (the websocket pushes, long-poll answers) is not held back
-    // waiting for the client's delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
-        }
-    });
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down");
-            closing.close_sessions();
-        })
-        .await?;
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        closing.close_sessions();
+    };
+    netserve::serve(listener, app(state), config.timeouts, shutdown).await;
     Ok(())
 }

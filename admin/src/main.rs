@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use tokio::io::AsyncReadExt;
 
 /// gantry's reference admin: ShenYu-compatible REST API, SQLite storage, sync publishers.
 #[derive(Debug, Parser)]
@@ -61,6 +60,24 @@ struct Cli {
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
+    /// Close a client connection whose request head is not complete this many milliseconds
+    /// after the accept (or after the first byte of a next request).
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_HEADER_READ_TIMEOUT_MS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = netserve::Timeouts::DEFAULT_HEADER_READ.as_millis() as u64
+    )]
+    header_read_timeout_ms: u64,
+    /// Close a kept-alive client connection that sends no next request for this many
+    /// milliseconds.
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_IDLE_TIMEOUT_MS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = netserve::Timeouts::DEFAULT_IDLE.as_millis() as u64
+    )]
+    idle_timeout_ms: u64,
 }
 
 #[tokio::main]
@@ -84,6 +101,10 @@ async fn main() -> anyhow::Result<()> {
         sync_token: cli.sync_token,
         long_poll_hold: Duration::from_millis(cli.long_poll_hold_ms),
         long_poll_refresh: Duration::from_millis(cli.long_poll_refresh_ms.max(1)),
+        timeouts: netserve::Timeouts {
+            header_read: Duration::from_millis(cli.header_read_timeout_ms),
+            idle: Duration::from_millis(cli.idle_timeout_ms),
+        },
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
         .await
@@ -93,42 +114,10 @@ async fn main() -> anyhow::Result<()> {
     writeln!(stdout, "listening on http://{addr}")?;
     stdout.flush()?;
     drop(stdout);
-    admin::serve(listener, config, shutdown_signal(cli.exit_on_stdin_eof)).await
-}
-
-/// Completes on SIGINT, SIGTERM or, with `stdin_eof`, when stdin ends or fails.
-async fn shutdown_signal(stdin_eof: bool) {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    let eof = async {
-        if !stdin_eof {
-            return std::future::pending::<()>().await;
-        }
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0u8; 1024];
-        while let Ok(n @ 1..) = stdin.read(&mut buf).await {
-            tracing::trace!(bytes = n, "ignoring stdin input");
-        }
-        tracing::info!("stdin closed");
-    };
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received"),
-        () = terminate => tracing::info!("SIGTERM received"),
-        () = eof => {}
-    }
+    admin::serve(
+        listener,
+        config,
+        netserve::shutdown_signal(cli.exit_on_stdin_eof),
+    )
+    .await
 }

@@ -10,6 +10,8 @@
 //!   new `snapshot::Snapshot` and swapping it in (`arc_swap`); requests never lock.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
+//! - `precheck.rs`: what is refused before routing (a missing or repeated `Host`, a path with
+//!   dot-segments).
 //! - `plugin/`: the chain (`paramMapping`, `contextPath`, `divide`), `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
 //!   `actuator.rs` (inspection endpoints).
@@ -24,6 +26,7 @@ mod balance;
 pub mod bench;
 mod metrics;
 mod plugin;
+mod precheck;
 mod proxy;
 mod router;
 mod snapshot;
@@ -34,13 +37,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use http::{HeaderName, HeaderValue};
 use model::SyncMode;
 
@@ -73,6 +75,8 @@ pub struct Config {
     /// A known ShenYu gateway bug to behave like (none normally): lets a test prove that a
     /// scenario or judge catches it.
     pub emulate_bug: Option<EmulatedBug>,
+    /// Client connection limits: request head read time, keep-alive idle time.
+    pub timeouts: netserve::Timeouts,
 }
 
 /// Known ShenYu gateway bugs the gateway can reproduce on request (`--emulate-bug`), so that
@@ -96,6 +100,7 @@ impl Config {
             zookeeper_url: None,
             etcd_url: None,
             emulate_bug: None,
+            timeouts: netserve::Timeouts::default(),
         }
     }
 
@@ -128,7 +133,8 @@ struct App {
 }
 
 /// Runs the gateway on `listener` until `shutdown` completes, then drains connections and
-/// stops the sync subscriber.
+/// stops the sync subscriber. Client connections are served by [`netserve::serve`] with
+/// `config.timeouts`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: Config,
@@ -177,25 +183,13 @@ pub async fn serve(
         .route("/metrics", get(actuator::metrics))
         .fallback(route)
         .with_state(app);
-    // TCP_NODELAY on every client connection: an answer written in two pieces (a head, then
-    // a body streamed from the upstream) must not wait for the client's delayed ACK (~40 ms).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
-        }
-    });
-    let result = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
-    .context("gateway server failed");
+    netserve::serve(listener, router, config.timeouts, shutdown).await;
     subscriber.abort();
-    result
+    Ok(())
 }
 
-/// Every non-actuator request: the plugin chain, then the proxy. The answer carries
+/// Every non-actuator request: the checks of `precheck` (Host, dot-segments), the plugin
+/// chain, then the proxy. The answer carries
 /// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
 /// the response head).
 async fn route(
@@ -204,7 +198,7 @@ async fn route(
     req: Request<Body>,
 ) -> Response {
     let started = Instant::now();
-    let decision = {
+    let decision = precheck::check(&req).and_then(|()| {
         let snapshot = app.sync.snapshot();
         let uri = req.uri();
         let view = RequestView {
@@ -220,7 +214,7 @@ async fn route(
             peer: peer.ip(),
         };
         app.chain.run(&snapshot, &view)
-    };
+    });
     let (mut response, outcome, upstream) = match decision {
         Ok(forward) => {
             let done = app.proxy.forward(req, forward, peer.ip()).await;

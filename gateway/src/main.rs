@@ -4,11 +4,11 @@
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
 use model::SyncMode;
-use tokio::io::AsyncReadExt;
 
 /// gantry's reference gateway (ShenYu-compatible divide routing).
 #[derive(Debug, Parser)]
@@ -50,6 +50,24 @@ struct Args {
     /// Shut down gracefully when stdin reaches EOF or fails.
     #[arg(long, env = "GANTRY_GATEWAY_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
+    /// Close a client connection whose request head is not complete this many milliseconds
+    /// after the accept (or after the first byte of a next request).
+    #[arg(
+        long,
+        env = "GANTRY_GATEWAY_HEADER_READ_TIMEOUT_MS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = netserve::Timeouts::DEFAULT_HEADER_READ.as_millis() as u64
+    )]
+    header_read_timeout_ms: u64,
+    /// Close a kept-alive client connection that sends no next request for this many
+    /// milliseconds.
+    #[arg(
+        long,
+        env = "GANTRY_GATEWAY_IDLE_TIMEOUT_MS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = netserve::Timeouts::DEFAULT_IDLE.as_millis() as u64
+    )]
+    idle_timeout_ms: u64,
 }
 
 #[tokio::main]
@@ -75,6 +93,10 @@ async fn main() -> anyhow::Result<()> {
         zookeeper_url: args.zookeeper_url,
         etcd_url: args.etcd_url,
         emulate_bug: args.emulate_bug,
+        timeouts: netserve::Timeouts {
+            header_read: Duration::from_millis(args.header_read_timeout_ms),
+            idle: Duration::from_millis(args.idle_timeout_ms),
+        },
     };
     config.check()?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))
@@ -86,43 +108,10 @@ async fn main() -> anyhow::Result<()> {
         writeln!(stdout, "listening on http://{addr}")?;
         stdout.flush()?;
     }
-    gateway::serve(listener, config, shutdown_signal(args.exit_on_stdin_eof)).await
-}
-
-async fn shutdown_signal(watch_stdin: bool) {
-    let stdin_eof = async {
-        if watch_stdin {
-            let mut stdin = tokio::io::stdin();
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = stdin.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-            }
-            tracing::info!("stdin closed; shutting down");
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = stdin_eof => {}
-        () = ctrl_c => tracing::info!("SIGINT; shutting down"),
-        () = terminate => tracing::info!("SIGTERM; shutting down"),
-    }
+    gateway::serve(
+        listener,
+        config,
+        netserve::shutdown_signal(args.exit_on_stdin_eof),
+    )
+    .await
 }

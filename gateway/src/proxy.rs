@@ -4,7 +4,8 @@
 //! dropped both ways, `Host` becomes the upstream authority and the client address is
 //! appended to `X-Forwarded-For`. Bodies stream in both directions. The rule's `timeout`
 //! bounds the wait for the upstream's response head: 504 when exceeded, 502 (-103) when the
-//! upstream refuses or breaks the connection.
+//! upstream refuses or breaks the connection. A request body the client breaks (a bad chunk,
+//! fewer bytes than its `Content-Length`) is the client's fault: 400, not an upstream error.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -38,7 +39,7 @@ static RULE_ID: HeaderName = HeaderName::from_static("x-gantry-rule-id");
 /// The pooled upstream client.
 #[derive(Debug, Clone)]
 pub(crate) struct Proxy {
-    client: Client<HttpConnector, Body>,
+    client: Client<HttpConnector, Outgoing>,
 }
 
 impl Proxy {
@@ -84,8 +85,7 @@ impl Proxy {
             let bytes = match Limited::new(body, MAPPING_LIMIT).collect().await {
                 Ok(collected) => collected.to_bytes(),
                 Err(e) => {
-                    let body = GatewayError::new(400, format!("cannot read the request body: {e}"));
-                    let response = Rejection::new(StatusCode::BAD_REQUEST, body).into_response();
+                    let response = client_body_error(&ClientBodyError(e));
                     return Forwarded::failed(response, Duration::ZERO);
                 }
             };
@@ -113,10 +113,10 @@ impl Proxy {
         let mut upstream_time = Duration::ZERO;
         let mut responded = false;
         let mut response = loop {
-            let body = match &buffered {
+            let body = Outgoing(match &buffered {
                 Some(bytes) => Body::from(bytes.clone()),
                 None => streamed.take().unwrap_or_else(Body::empty),
-            };
+            });
             let upstream = lease.upstream();
             let mut req = Request::new(body);
             *req.method_mut() = parts.method.clone();
@@ -182,7 +182,7 @@ impl Proxy {
     /// error answer.
     async fn send(
         &self,
-        mut req: Request<Body>,
+        mut req: Request<Outgoing>,
         uri: &Uri,
         to: &Upstream,
         timeout_ms: u64,
@@ -215,9 +215,16 @@ impl Proxy {
                     retryable: true,
                 })
             }
-            Ok(Err(e)) => Err(Failure {
-                response: upstream_error(&error_chain(&e)),
-                retryable: true,
+            Ok(Err(e)) => Err(match client_fault(&e) {
+                // Nothing to retry: the client broke its own request.
+                Some(fault) => Failure {
+                    response: client_body_error(fault),
+                    retryable: false,
+                },
+                None => Failure {
+                    response: upstream_error(&error_chain(&e)),
+                    retryable: true,
+                },
             }),
             Ok(Ok(mut response)) => {
                 strip_hop_by_hop(response.headers_mut());
@@ -272,6 +279,58 @@ fn rewritten(path: &str, query: Option<&str>) -> Result<Uri, String> {
     text.parse::<PathAndQuery>()
         .map(Uri::from)
         .map_err(|e| format!("rewritten path `{path}`: {e}"))
+}
+
+/// The request body as sent upstream: the client's body, whose read errors become
+/// [`ClientBodyError`] so that the proxy can tell them from the upstream's (no allocation: it
+/// wraps the body it is given).
+#[derive(Debug)]
+pub(crate) struct Outgoing(Body);
+
+impl hyper::body::Body for Outgoing {
+    type Data = Bytes;
+    type Error = ClientBodyError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, ClientBodyError>>> {
+        std::pin::Pin::new(&mut self.0)
+            .poll_frame(cx)
+            .map_err(|e| ClientBodyError(e.into()))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.0.size_hint()
+    }
+}
+
+/// Reading the client's request body failed (a bad chunk, a body shorter than its
+/// `Content-Length`, the client gone).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the request body: {0}")]
+pub(crate) struct ClientBodyError(Box<dyn std::error::Error + Send + Sync>);
+
+/// The client body error that caused `e`, if one did.
+fn client_fault<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e ClientBodyError> {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if let Some(fault) = e.downcast_ref::<ClientBodyError>() {
+            return Some(fault);
+        }
+        cause = e.source();
+    }
+    None
+}
+
+/// 400 for a request body the client broke.
+fn client_body_error(e: &ClientBodyError) -> Response {
+    let detail = format!("cannot read the request body: {}", error_chain(&*e.0));
+    Rejection::new(StatusCode::BAD_REQUEST, GatewayError::new(400, detail)).into_response()
 }
 
 fn upstream_error(detail: &str) -> Response {
