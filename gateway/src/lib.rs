@@ -56,8 +56,9 @@ use crate::sync::websocket::WebsocketSubscriber;
 use crate::sync::zookeeper::ZookeeperSubscriber;
 use crate::sync::{Subscriber, SyncState};
 
-/// What the gateway needs besides its listener.
-#[derive(Debug, Clone)]
+/// What the gateway needs besides its listener. `Debug` hides the password and the sync
+/// token.
+#[derive(Clone)]
 pub struct Config {
     /// How config arrives: [`SyncMode::Websocket`] or [`SyncMode::Http`] (long polling).
     pub sync: SyncMode,
@@ -68,6 +69,10 @@ pub struct Config {
     pub username: String,
     /// Admin password for HTTP long polling.
     pub password: String,
+    /// Sent as `X-Shenyu-Sync-Token` on the websocket upgrade (an admin started with
+    /// `--sync-token` refuses upgrades without it). HTTP long polling does not use it: the
+    /// admin checks it on `/websocket` only.
+    pub sync_token: Option<String>,
     /// ZooKeeper connect string (`host:port[,host:port]`), for [`SyncMode::Zookeeper`].
     pub zookeeper_url: Option<String>,
     /// etcd endpoints (`http://host:port[,...]`), for [`SyncMode::Etcd`].
@@ -97,6 +102,7 @@ impl Config {
             admin_urls,
             username: "admin".to_owned(),
             password: "123456".to_owned(),
+            sync_token: None,
             zookeeper_url: None,
             etcd_url: None,
             emulate_bug: None,
@@ -119,7 +125,30 @@ impl Config {
         if self.admin_urls.iter().all(|u| u.trim().is_empty()) {
             bail!("at least one admin URL is needed");
         }
+        if let Some(token) = &self.sync_token
+            && HeaderValue::from_str(token).is_err()
+        {
+            bail!("--sync-token must be a valid header value (visible ASCII, no line breaks)");
+        }
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("sync", &self.sync)
+            .field("admin_urls", &self.admin_urls)
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .field(
+                "sync_token",
+                &self.sync_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("zookeeper_url", &self.zookeeper_url)
+            .field("etcd_url", &self.etcd_url)
+            .field("emulate_bug", &self.emulate_bug)
+            .finish()
     }
 }
 
@@ -163,7 +192,9 @@ pub async fn serve(
             tokio::spawn(EtcdSubscriber::new(url).run(sync.clone()))
         }
         SyncMode::Websocket => {
-            tokio::spawn(WebsocketSubscriber::new(&config.admin_urls).run(sync.clone()))
+            let subscriber =
+                WebsocketSubscriber::new(&config.admin_urls, config.sync_token.as_deref())?;
+            tokio::spawn(subscriber.run(sync.clone()))
         }
     };
     let app = Arc::new(App {

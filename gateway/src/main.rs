@@ -37,6 +37,10 @@ struct Args {
     /// Admin password (HTTP long polling).
     #[arg(long, env = "GANTRY_GATEWAY_PASSWORD", default_value = "123456")]
     password: String,
+    /// Sent as header `X-Shenyu-Sync-Token` on the websocket upgrade, for an admin started
+    /// with `--sync-token` (unset or empty: none is sent).
+    #[arg(long, env = "GANTRY_GATEWAY_SYNC_TOKEN", hide_env_values = true)]
+    sync_token: Option<String>,
     /// ZooKeeper connect string (`host:port[,host:port]`), for `--sync zookeeper`.
     #[arg(long, env = "GANTRY_GATEWAY_ZOOKEEPER_URL")]
     zookeeper_url: Option<String>,
@@ -90,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
             .collect(),
         username: args.username,
         password: args.password,
+        sync_token: args.sync_token.filter(|t| !t.is_empty()),
         zookeeper_url: args.zookeeper_url,
         etcd_url: args.etcd_url,
         emulate_bug: args.emulate_bug,

@@ -8,11 +8,15 @@ use crate::de::{null_default, null_true, r#true};
 /// How a list of conditions combines (ShenYu `MatchModeEnum`; on the wire an int).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MatchMode {
-    /// `0`: every condition must hold. Unknown codes read as `and`, as in ShenYu.
+    /// `0`: every condition must hold.
     #[default]
     And,
     /// `1`: any condition may hold.
     Or,
+    /// Any other code, kept as sent. ShenYu's gateway evaluates it as `and`
+    /// (`MatchModeEnum.getMatchModeByCode`) but, when several selectors or rules match,
+    /// scores it 0 like `or` (only code 0 scores its condition count).
+    Other(i32),
 }
 
 impl MatchMode {
@@ -21,22 +25,28 @@ impl MatchMode {
         match self {
             MatchMode::And => 0,
             MatchMode::Or => 1,
+            MatchMode::Other(code) => code,
         }
     }
 
-    /// The mode for a wire code; unknown codes are `and`, as in ShenYu.
+    /// The mode for a wire code; codes beyond `i32` (never a ShenYu `Integer`) saturate.
     pub fn from_code(code: i64) -> Self {
-        if code == 1 {
-            MatchMode::Or
-        } else {
-            MatchMode::And
+        match code {
+            0 => MatchMode::And,
+            1 => MatchMode::Or,
+            other => MatchMode::Other(other.clamp(i32::MIN.into(), i32::MAX.into()) as i32),
         }
     }
 
-    /// ShenYu's display name (`and` / `or`).
+    /// Whether every condition must hold (`and` and unknown codes) rather than any (`or`).
+    pub fn is_all(self) -> bool {
+        !matches!(self, MatchMode::Or)
+    }
+
+    /// ShenYu's display name (`and` / `or`; `and` for unknown codes).
     pub fn name(self) -> &'static str {
         match self {
-            MatchMode::And => "and",
+            MatchMode::And | MatchMode::Other(_) => "and",
             MatchMode::Or => "or",
         }
     }

@@ -72,10 +72,18 @@ fn missing_fields_read_as_defaults() {
     insta::assert_json_snapshot!(rule);
 }
 
+/// An unknown code is kept as sent (and re-sent unchanged); it evaluates as `and`.
 #[test]
-fn unknown_match_mode_codes_are_and() {
+fn unknown_match_mode_codes_are_kept_and_read_as_and() {
     let selector: SelectorData = serde_json::from_str(r#"{"id":"1","matchMode":7}"#).unwrap();
-    assert_eq!(selector.match_mode, MatchMode::And);
+    assert_eq!(selector.match_mode, MatchMode::Other(7));
+    assert!(selector.match_mode.is_all());
+    assert_eq!(selector.match_mode.name(), "and");
+    assert_eq!(serde_json::to_value(&selector).unwrap()["matchMode"], 7);
+    let huge: SelectorData = serde_json::from_str(r#"{"matchMode":-9999999999}"#).unwrap();
+    assert_eq!(huge.match_mode, MatchMode::Other(i32::MIN));
+    assert!(!MatchMode::Or.is_all());
+    assert!(MatchMode::And.is_all());
 }
 
 #[test]

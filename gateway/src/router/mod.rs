@@ -85,7 +85,8 @@ enum Op {
 #[derive(Debug, Clone)]
 pub(crate) struct Condition {
     label: String,
-    param: Result<Param, String>,
+    /// The extractor, or the error that evaluating this condition raises.
+    param: Result<Param, MatchError>,
     op: Op,
 }
 
@@ -96,11 +97,16 @@ impl Condition {
             "[{} {} {} {}]",
             c.param_type, c.operator, c.param_name, c.param_value
         );
-        let param = c
-            .param_type
-            .parse::<ParamType>()
-            .map(|t| Param::compile(t, &c.param_name))
-            .map_err(|e| e.to_string());
+        // ShenYu looks the param type up by name: a blank name throws a NullPointerException
+        // (`get join name is null`, HTTP 500), an unknown one an IllegalArgumentException (400).
+        let param = if is_blank(Some(&c.param_type)) {
+            Err(MatchError::internal("blank param type"))
+        } else {
+            c.param_type
+                .parse::<ParamType>()
+                .map(|t| Param::compile(t, &c.param_name))
+                .map_err(|e| MatchError::bad_request(e.to_string()))
+        };
         let op = if is_blank(Some(&c.operator)) {
             Op::Blank
         } else {
@@ -133,14 +139,14 @@ impl Condition {
         }
     }
 
-    /// Evaluates the condition in ShenYu's order: extract the value (unknown param type →
-    /// 400), blank operator → false, unknown operator → 400, blank value → false unless
-    /// `isBlank`, then judge.
+    /// Evaluates the condition in ShenYu's order: extract the value (blank param type → 500,
+    /// unknown → 400), blank operator → false, unknown operator → 400, blank value → false
+    /// unless `isBlank`, then judge.
     pub(crate) fn eval(&self, req: &RequestView<'_>) -> Result<bool, MatchError> {
         let param = self
             .param
             .as_ref()
-            .map_err(|e| MatchError::bad_request(e.as_str()).in_condition(&self.label))?;
+            .map_err(|e| e.clone().in_condition(&self.label))?;
         let real = param
             .extract(req)
             .map_err(|e| e.in_condition(&self.label))?;
@@ -159,30 +165,28 @@ impl Condition {
     }
 }
 
-/// Evaluates a condition list: `and` = all, `or` = any, left to right with short-circuit (a
-/// condition after the deciding one is never evaluated, so its errors never surface).
+/// Evaluates a condition list: `and` (and any unknown code) = all, `or` = any, left to right
+/// with short-circuit (a condition after the deciding one is never evaluated, so its errors
+/// never surface).
 pub(crate) fn eval_all(
     mode: MatchMode,
     conditions: &[Condition],
     req: &RequestView<'_>,
 ) -> Result<bool, MatchError> {
-    match mode {
-        MatchMode::And => {
-            for c in conditions {
-                if !c.eval(req)? {
-                    return Ok(false);
-                }
+    if mode.is_all() {
+        for c in conditions {
+            if !c.eval(req)? {
+                return Ok(false);
             }
-            Ok(true)
         }
-        MatchMode::Or => {
-            for c in conditions {
-                if c.eval(req)? {
-                    return Ok(true);
-                }
+        Ok(true)
+    } else {
+        for c in conditions {
+            if c.eval(req)? {
+                return Ok(true);
             }
-            Ok(false)
         }
+        Ok(false)
     }
 }
 
@@ -329,6 +333,10 @@ mod tests {
     #[case("form-data", "=", "/", "/x", 400)]
     #[case("uri", "pathPattern", "/", "/http/**/x", 400)]
     #[case("uri", "regex", "/", "(", 500)]
+    #[case("", "=", "/", "/x", 500)]
+    #[case(" \t", "=", "/", "/x", 500)]
+    #[case("", "", "/", "/x", 500)]
+    #[case("uri ", "=", "/", "/x", 400)]
     fn errors_name_the_condition(
         #[case] param_type: &str,
         #[case] op: &str,
@@ -363,11 +371,18 @@ mod tests {
         assert!(!eval_all(MatchMode::And, &[no.clone(), bad.clone()], &req).unwrap());
         assert!(eval_all(MatchMode::And, &[ok.clone(), bad.clone()], &req).is_err());
         assert!(eval_all(MatchMode::Or, &[ok.clone(), bad.clone()], &req).unwrap());
-        assert!(eval_all(MatchMode::Or, &[no.clone(), bad], &req).is_err());
+        assert!(eval_all(MatchMode::Or, &[no.clone(), bad.clone()], &req).is_err());
         assert!(eval_all(MatchMode::And, &[], &req).unwrap());
         assert!(!eval_all(MatchMode::Or, &[], &req).unwrap());
-        assert!(!eval_all(MatchMode::Or, &[no], &req).unwrap());
-        assert!(eval_all(MatchMode::And, &[ok], &req).unwrap());
+        assert!(!eval_all(MatchMode::Or, std::slice::from_ref(&no), &req).unwrap());
+        assert!(eval_all(MatchMode::And, std::slice::from_ref(&ok), &req).unwrap());
+        // An unknown code evaluates as `and` (ShenYu `MatchModeEnum.getMatchModeByCode`).
+        let seven = MatchMode::Other(7);
+        assert!(!eval_all(seven, &[ok.clone(), no.clone()], &req).unwrap());
+        assert!(!eval_all(seven, &[no, bad.clone()], &req).unwrap());
+        assert!(eval_all(seven, &[ok.clone(), bad], &req).is_err());
+        assert!(eval_all(seven, &[], &req).unwrap());
+        assert!(eval_all(MatchMode::Other(-1), &[ok], &req).unwrap());
     }
 
     /// A bad `%` escape anywhere in the query fails every evaluated `query` condition with

@@ -104,10 +104,7 @@ impl CompiledSelector {
     }
 
     fn score(&self) -> usize {
-        match self.match_mode {
-            MatchMode::And => self.conditions.len(),
-            MatchMode::Or => 0,
-        }
+        score(self.match_mode, &self.conditions)
     }
 
     /// Where the selector goes in the index: only where [`Self::matches`] is provably
@@ -118,11 +115,11 @@ impl CompiledSelector {
         }
         match self.selector_type {
             SelectorType::FullFlow => Entry::Always,
-            SelectorType::Custom => match (self.match_mode, self.conditions.first()) {
-                (_, None) => Entry::Never,
+            SelectorType::Custom => match self.conditions.first() {
+                None => Entry::Never,
                 // `and` stops at the first false condition: a false `uri` key hides nothing.
-                (MatchMode::And, Some(first)) => first.uri_key().unwrap_or(Entry::Always),
-                (MatchMode::Or, Some(_)) => Entry::Always,
+                Some(first) if self.match_mode.is_all() => first.uri_key().unwrap_or(Entry::Always),
+                Some(_) => Entry::Always,
             },
         }
     }
@@ -194,10 +191,17 @@ impl CompiledRule {
     }
 
     fn score(&self) -> usize {
-        match self.match_mode {
-            MatchMode::And => self.conditions.len(),
-            MatchMode::Or => 0,
-        }
+        score(self.match_mode, &self.conditions)
+    }
+}
+
+/// The score of a matching selector or rule among several (ShenYu `manyMatchSelector`): its
+/// condition count for code 0 (`and`), 0 for `or` and for every other code, although those
+/// are evaluated as `and` (ShenYu compares the code with 0 here).
+fn score(mode: MatchMode, conditions: &[Condition]) -> usize {
+    match mode {
+        MatchMode::And => conditions.len(),
+        MatchMode::Or | MatchMode::Other(_) => 0,
     }
 }
 
@@ -405,6 +409,42 @@ mod tests {
             pick(&compile_sorted(vec![c, d]), "/a/x").as_deref(),
             Some("D")
         );
+    }
+
+    /// An unknown match mode code is evaluated as `and` but scores 0 among several matches,
+    /// like `or` (ShenYu's `manyMatchSelector` / `manyMatchRule` score only code 0).
+    #[test]
+    fn unknown_match_mode_matches_as_and_and_scores_zero() {
+        let seven = MatchMode::Other(7);
+        let two = vec![uri("startsWith", "/a"), uri("endsWith", "x")];
+        let a = selector("A", 1, seven, two.clone());
+        let b = selector("B", 2, MatchMode::And, vec![uri("startsWith", "/a")]);
+        let table = compile_sorted(vec![a.clone(), b]);
+        assert_eq!(pick(&table, "/a/x").as_deref(), Some("B"));
+        // Evaluated as `and`: alone, it needs both conditions.
+        let alone = compile_sorted(vec![a]);
+        assert_eq!(pick(&alone, "/a/x").as_deref(), Some("A"));
+        assert_eq!(pick(&alone, "/a/y"), None);
+        // Against an `or` selector (score 0 too), the lower sort wins.
+        let c = selector("C", 0, MatchMode::Or, vec![uri("startsWith", "/a")]);
+        let d = selector("D", 1, seven, two.clone());
+        assert_eq!(
+            pick(&compile_sorted(vec![d, c]), "/a/x").as_deref(),
+            Some("C")
+        );
+        // Rules alike.
+        let s = selector("s", 1, MatchMode::And, vec![uri("startsWith", "/")]);
+        let r1 = rule("r1", 1, seven, two);
+        let r2 = rule("r2", 2, MatchMode::And, vec![uri("startsWith", "/a")]);
+        assert_eq!(
+            rule_pick(&s, vec![r1.clone(), r2], "/a/x").as_deref(),
+            Some("r2")
+        );
+        assert_eq!(
+            rule_pick(&s, vec![r1.clone()], "/a/x").as_deref(),
+            Some("r1")
+        );
+        assert_eq!(rule_pick(&s, vec![r1], "/a/y"), None);
     }
 
     #[test]
@@ -618,23 +658,22 @@ mod tests {
             (
                 prop::bool::weighted(0.85),
                 prop::bool::weighted(0.1),
-                prop::bool::weighted(0.75),
+                prop_oneof![
+                    6 => Just(MatchMode::And),
+                    2 => Just(MatchMode::Or),
+                    1 => Just(MatchMode::Other(7)),
+                ],
                 0..4i32,
                 prop::collection::vec(condition(), 0..4),
             )
-                .prop_map(|(enabled, full, and, sort, conditions)| SelectorData {
+                .prop_map(|(enabled, full, mode, sort, conditions)| SelectorData {
                     enabled,
                     selector_type: if full {
                         SelectorType::FullFlow
                     } else {
                         SelectorType::Custom
                     },
-                    ..selector(
-                        "",
-                        sort,
-                        if and { MatchMode::And } else { MatchMode::Or },
-                        conditions,
-                    )
+                    ..selector("", sort, mode, conditions)
                 })
         }
 

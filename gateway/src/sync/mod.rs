@@ -44,6 +44,22 @@ pub(crate) enum SyncError {
         /// What went wrong.
         source: tokio_tungstenite::tungstenite::Error,
     },
+    /// The admin refused the websocket upgrade with HTTP 401: it wants a sync token and got
+    /// none, or another one.
+    #[error(
+        "{url} refused the websocket upgrade with HTTP 401: {}",
+        if *token_sent {
+            "the X-Shenyu-Sync-Token given with --sync-token (GANTRY_GATEWAY_SYNC_TOKEN) is not the admin's"
+        } else {
+            "the admin requires X-Shenyu-Sync-Token; start the gateway with --sync-token (GANTRY_GATEWAY_SYNC_TOKEN) set to the admin's token"
+        }
+    )]
+    SyncTokenRefused {
+        /// The websocket URL.
+        url: String,
+        /// Whether a token was sent.
+        token_sent: bool,
+    },
     /// The websocket handshake did not finish in time.
     #[error("connection to {url} timed out")]
     ConnectTimeout {

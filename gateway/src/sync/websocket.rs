@@ -3,30 +3,71 @@
 //! with exponential backoff (100 ms doubling to 5 s, jittered) and sends `MYSELF` again; the
 //! admin's full sync replaces each group in one swap, so routes never vanish in between.
 //! Several admin URLs: the next one is tried after a failure.
+//!
+//! With a sync token (`--sync-token`), every upgrade carries it as `X-Shenyu-Sync-Token`; an
+//! admin that refuses the upgrade with HTTP 401 is reported as
+//! [`SyncError::SyncTokenRefused`], naming the flag, at every attempt.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::Message;
+use http::{HeaderName, HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{Backoff, Subscriber, SyncError, SyncState};
 
 const PING_EVERY: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The header carrying ShenYu's websocket sync token.
+static SYNC_TOKEN_HEADER: HeaderName = HeaderName::from_static("x-shenyu-sync-token");
+
 /// The websocket subscriber.
 #[derive(Debug)]
 pub(crate) struct WebsocketSubscriber {
     urls: Vec<String>,
+    /// `X-Shenyu-Sync-Token`, marked sensitive (its `Debug` is redacted).
+    sync_token: Option<HeaderValue>,
 }
 
 impl WebsocketSubscriber {
-    /// A subscriber for admin base URLs (`http://host:port`), at least one.
-    pub(crate) fn new(admin_urls: &[String]) -> WebsocketSubscriber {
-        WebsocketSubscriber {
+    /// A subscriber for admin base URLs (`http://host:port`), at least one, sending
+    /// `sync_token` on every upgrade when given.
+    pub(crate) fn new(
+        admin_urls: &[String],
+        sync_token: Option<&str>,
+    ) -> anyhow::Result<WebsocketSubscriber> {
+        let sync_token = sync_token
+            .map(|token| {
+                let mut value = HeaderValue::from_str(token)
+                    .context("--sync-token is not a valid header value")?;
+                value.set_sensitive(true);
+                anyhow::Ok(value)
+            })
+            .transpose()?;
+        Ok(WebsocketSubscriber {
             urls: admin_urls.iter().map(|u| websocket_url(u)).collect(),
+            sync_token,
+        })
+    }
+
+    /// The upgrade request for `url`, with the sync token when one is set.
+    fn request(&self, url: &str) -> Result<tungstenite::handshake::client::Request, SyncError> {
+        let mut request = url
+            .into_client_request()
+            .map_err(|source| SyncError::Connection {
+                url: url.to_owned(),
+                source,
+            })?;
+        if let Some(token) = &self.sync_token {
+            request
+                .headers_mut()
+                .insert(SYNC_TOKEN_HEADER.clone(), token.clone());
         }
+        Ok(request)
     }
 
     /// One connection. The outer error: the connection could not be opened; the inner
@@ -40,12 +81,24 @@ impl WebsocketSubscriber {
             url: url.to_owned(),
             source,
         };
-        let (ws, _) = tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url))
-            .await
-            .map_err(|_| SyncError::ConnectTimeout {
-                url: url.to_owned(),
-            })?
-            .map_err(conn_err)?;
+        let request = self.request(url)?;
+        let (ws, _) =
+            tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(request))
+                .await
+                .map_err(|_| SyncError::ConnectTimeout {
+                    url: url.to_owned(),
+                })?
+                .map_err(|e| match e {
+                    tungstenite::Error::Http(response)
+                        if response.status() == StatusCode::UNAUTHORIZED =>
+                    {
+                        SyncError::SyncTokenRefused {
+                            url: url.to_owned(),
+                            token_sent: self.sync_token.is_some(),
+                        }
+                    }
+                    other => conn_err(other),
+                })?;
         let (mut tx, mut rx) = ws.split();
         tx.send(Message::text("MYSELF")).await.map_err(conn_err)?;
         let connected = state.connected();
@@ -89,6 +142,11 @@ impl Subscriber for WebsocketSubscriber {
                         Err(e) => tracing::warn!(error = %e, "websocket sync broke; reconnecting"),
                     }
                     backoff.reset();
+                }
+                Err(e @ SyncError::SyncTokenRefused { .. }) => {
+                    // A configuration error: retrying only helps once someone fixes a token.
+                    tracing::error!(error = %e, "websocket sync refused; trying again");
+                    index += 1;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "websocket sync failed; trying again");

@@ -30,7 +30,7 @@ use futures_util::StreamExt;
 use model::SyncMode;
 use rand::Rng;
 
-use super::StoreKind;
+use super::{StoreKind, SyncToken};
 use crate::error::BackendError;
 use crate::images::{self, ImageSpec};
 use crate::wait::{WaitPolicy, await_convergence};
@@ -350,6 +350,7 @@ impl DockerBackend {
             network,
             keep,
             gateway_args: self.gateway_args.clone(),
+            sync_token: SyncToken::random(),
             store: Mutex::new(None),
         };
         run.docker
@@ -493,6 +494,8 @@ pub struct DockerRun {
     keep: bool,
     /// Extra arguments for every gateway.
     pub(crate) gateway_args: Vec<String>,
+    /// Given to the run's admin and gateways.
+    sync_token: SyncToken,
     /// The ZooKeeper or etcd container admin and gateway use, once started.
     store: Mutex<Option<Box<ContainerSpec>>>,
 }
@@ -514,6 +517,11 @@ impl DockerRun {
             .expect("never poisoned")
             .as_deref()
             .cloned()
+    }
+
+    /// The sync token the run's admin requires and its gateways send.
+    pub fn sync_token(&self) -> &SyncToken {
+        &self.sync_token
     }
 
     /// The run id.

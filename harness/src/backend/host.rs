@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use model::SyncMode;
 
-use super::StoreServer;
+use super::{StoreServer, SyncToken};
 use crate::error::BackendError;
 use crate::wait::{WaitPolicy, await_convergence};
 
@@ -27,6 +27,8 @@ pub struct HostBackend {
     bin_dir: PathBuf,
     /// Extra arguments for every gateway ([`super::Backend::with_gateway_args`]).
     pub(crate) gateway_args: Vec<String>,
+    /// Given to every admin and gateway (fresh for each run, see [`HostBackend::for_run`]).
+    sync_token: SyncToken,
 }
 
 /// The directory holding the binaries: `GANTRY_BIN_DIR` if given, else the directory of the
@@ -161,6 +163,7 @@ impl HostBackend {
         let backend = Self {
             bin_dir,
             gateway_args: Vec::new(),
+            sync_token: SyncToken::random(),
         };
         for name in ["gantry-admin", "gantry-gateway"] {
             let path = backend.binary(name);
@@ -172,6 +175,19 @@ impl HostBackend {
             }
         }
         Ok(backend)
+    }
+
+    /// The same backend with a fresh sync token, for one run.
+    pub(crate) fn for_run(&self) -> Self {
+        Self {
+            sync_token: SyncToken::random(),
+            ..self.clone()
+        }
+    }
+
+    /// The sync token its admins require and its gateways send.
+    pub fn sync_token(&self) -> &SyncToken {
+        &self.sync_token
     }
 
     fn binary(&self, name: &str) -> PathBuf {
@@ -194,7 +210,8 @@ impl HostBackend {
             mode.to_string(),
         ];
         args.extend(store_args(store));
-        self.spawn("admin", "gantry-admin", args, dir).await
+        let env = ("GANTRY_ADMIN_SYNC_TOKEN", self.sync_token.as_str());
+        self.spawn("admin", "gantry-admin", args, env, dir).await
     }
 
     /// Starts `gantry-gateway` subscribed to `admin_url`, or to `store` if given.
@@ -213,14 +230,19 @@ impl HostBackend {
         ];
         args.extend(store_args(store));
         args.extend(self.gateway_args.iter().cloned());
-        self.spawn("gateway", "gantry-gateway", args, dir).await
+        let env = ("GANTRY_GATEWAY_SYNC_TOKEN", self.sync_token.as_str());
+        self.spawn("gateway", "gantry-gateway", args, env, dir)
+            .await
     }
 
+    /// Starts `bin` with `args` and the variable `env` (the sync token: in the environment,
+    /// not on the command line other users can read).
     async fn spawn(
         &self,
         name: &str,
         bin: &str,
         args: Vec<String>,
+        env: (&str, &str),
         dir: &Path,
     ) -> Result<Service, BackendError> {
         let io = |what: String| move |source| BackendError::Io { what, source };
@@ -232,6 +254,7 @@ impl HostBackend {
             .args(["--port", "0", "--exit-on-stdin-eof"])
             .args(&args)
             .env("NO_COLOR", "1")
+            .env(env.0, env.1)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -9,6 +9,7 @@ pub mod middleware;
 
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use model::SyncMode;
 
@@ -77,11 +78,41 @@ impl Backend {
     }
 
     /// Opens a run for one topology under `mode`; `keep` leaves docker containers behind.
+    /// Each run has its own random [`SyncToken`].
     pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<Run, BackendError> {
         match self {
-            Backend::Host(h) => Ok(Run::Host(h.clone())),
+            Backend::Host(h) => Ok(Run::Host(h.for_run())),
             Backend::Docker(d) => d.begin(mode, keep).await.map(Run::Docker),
         }
+    }
+}
+
+/// The websocket sync token of one run: its admins start with `--sync-token` and its
+/// gateways send it, so every websocket scenario goes through the token check. Random per
+/// run; `Debug` redacts it.
+#[derive(Clone)]
+pub struct SyncToken(Arc<str>);
+
+impl SyncToken {
+    /// A fresh token: 32 random hex digits.
+    pub fn random() -> Self {
+        use rand::Rng;
+        let mut rng = rand::rng();
+        let token: String = (0..32)
+            .map(|_| char::from(b"0123456789abcdef"[rng.random_range(0..16)]))
+            .collect();
+        Self(Arc::from(token))
+    }
+
+    /// The token.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SyncToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SyncToken(<redacted>)")
     }
 }
 
@@ -95,6 +126,14 @@ pub enum Run {
 }
 
 impl Run {
+    /// The run's websocket sync token (admins require it, gateways send it).
+    pub fn sync_token(&self) -> &SyncToken {
+        match self {
+            Run::Host(h) => h.sync_token(),
+            Run::Docker(d) => d.sync_token(),
+        }
+    }
+
     /// The docker run id, for docker runs.
     pub fn docker_id(&self) -> Option<&str> {
         match self {
@@ -135,10 +174,12 @@ impl Run {
         match self {
             Run::Host(h) => h.start_admin(mode, store, dir).await.map(Service::Host),
             Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
-            Run::Docker(d) => d
-                .start(&docker::admin_spec(&d.prefix(), mode, d.store().as_ref()))
-                .await
-                .map(Service::Docker),
+            Run::Docker(d) => {
+                let mut spec = docker::admin_spec(&d.prefix(), mode, d.store().as_ref());
+                spec.cmd
+                    .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
+                d.start(&spec).await.map(Service::Docker)
+            }
         }
     }
 
@@ -160,6 +201,8 @@ impl Run {
             Run::Docker(d) => {
                 let mut spec =
                     docker::gateway_spec(&d.prefix(), mode, &admin.peer_url(), d.store().as_ref());
+                spec.cmd
+                    .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
                 spec.cmd.extend(d.gateway_args.iter().cloned());
                 d.start(&spec).await.map(Service::Docker)
             }

@@ -4,8 +4,8 @@
 //! or `--sync http`, SQLite) and that many lightweight simulated subscribers in this process,
 //! each on its own TCP connection:
 //!
-//! - `websocket`: connect to `/websocket`, send `MYSELF`, read the five full-sync frames, then
-//!   read increment frames.
+//! - `websocket`: connect to `/websocket` with the run's `X-Shenyu-Sync-Token`, send `MYSELF`,
+//!   read the five full-sync frames, then read increment frames.
 //! - `http`: as the gateway's long-poll subscriber does (docs/interfaces.md): one login (the
 //!   token is shared), `GET /configs/fetch` of the five groups, then `POST /configs/listener`
 //!   with the form body `GROUP=md5%2ClastModifyTime&…`; a non-empty answer → fetch those groups
@@ -38,6 +38,7 @@ use model::SyncMode;
 use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use super::procstat;
 use super::{Header, RawAdmin, median, ms, table};
@@ -445,15 +446,19 @@ async fn one_run(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let gate = Arc::new(Semaphore::new(opts.connect_concurrency.max(1)));
     let token: Arc<str> = Arc::from(raw.token());
+    let sync_token: Arc<str> = Arc::from(run.sync_token().as_str());
     let cpu0 = read();
     let t = Instant::now();
     let tasks = AbortOnDrop(
         (0..size)
             .map(|_| {
                 let (tx, gate, token) = (tx.clone(), Arc::clone(&gate), Arc::clone(&token));
+                let sync_token = Arc::clone(&sync_token);
                 tokio::spawn(async move {
                     match kind {
-                        FanoutKind::Websocket => websocket_subscriber(addr, gate, tx).await,
+                        FanoutKind::Websocket => {
+                            websocket_subscriber(addr, &sync_token, gate, tx).await
+                        }
                         FanoutKind::Http => long_poll_subscriber(addr, token, gate, tx).await,
                     }
                 })
@@ -630,12 +635,27 @@ impl Drop for AbortOnDrop {
 /// reads the five full-sync frames, then reports every change it sees.
 async fn websocket_subscriber(
     addr: SocketAddr,
+    sync_token: &str,
     gate: Arc<Semaphore>,
     tx: mpsc::UnboundedSender<Note>,
 ) {
     let permit = gate.acquire_owned().await;
-    let url = format!("ws://{addr}/websocket");
-    let mut ws = match tokio_tungstenite::connect_async(url.as_str()).await {
+    let request = format!("ws://{addr}/websocket")
+        .into_client_request()
+        .map_err(|e| e.to_string())
+        .and_then(|mut request| {
+            let token = sync_token.parse().map_err(|e| format!("sync token: {e}"))?;
+            request.headers_mut().insert("X-Shenyu-Sync-Token", token);
+            Ok(request)
+        });
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => {
+            let _ = tx.send(Note::Lost(format!("request: {e}")));
+            return;
+        }
+    };
+    let mut ws = match tokio_tungstenite::connect_async(request).await {
         Ok((ws, _)) => ws,
         Err(e) => {
             let _ = tx.send(Note::Lost(format!("connect: {e}")));

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use super::Failure;
+use super::java;
 use super::query;
 use super::request::Request;
 
@@ -51,6 +52,10 @@ pub(crate) fn extract(
             n if CONTEXT_FIELDS.contains(&n) => Ok(req.context.get(n).cloned()),
             _ => Ok(None),
         },
+        // The SPI lookup throws a NullPointerException for a blank name.
+        blank if java::is_blank(Some(blank)) => Err(Failure::internal(
+            "NullPointerException: get join name is null".to_owned(),
+        )),
         // `path` and `form-data` are listed by ShenYu but have no extension; anything else
         // is an unknown SPI name too.
         other => Err(Failure::bad_request(format!(

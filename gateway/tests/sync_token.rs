@@ -1,0 +1,228 @@
+//! The websocket sync token against the real admin, both served in-process on port 0: an
+//! admin started with a sync token syncs a gateway that sends it, and refuses one that does
+//! not (or sends another), which logs why at every attempt. HTTP long polling does not use the
+//! token (the admin checks it on `/websocket` only). Every wait polls a condition until a
+//! deadline.
+
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use model::SyncMode;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const DEADLINE: Duration = Duration::from_secs(15);
+const TOKEN: &str = "s3cret-sync-token";
+
+/// Everything logged by this test binary (one global subscriber; tests run in parallel, so
+/// each looks for its own message).
+fn logs() -> &'static Mutex<Vec<u8>> {
+    static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_env_filter("info")
+            .with_writer(move || LogWriter(logs))
+            .init();
+        logs
+    })
+}
+
+struct LogWriter(&'static Mutex<Vec<u8>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn logged() -> String {
+    String::from_utf8_lossy(&logs().lock().unwrap()).into_owned()
+}
+
+/// Polls `check` until it gives `Some`, failing after the deadline.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}; logs:\n{}",
+            logged()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A server task on port 0, stopped by dropping `stop`.
+struct Served {
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Served {
+    async fn admin(sync_token: Option<&str>) -> Served {
+        let config = admin::Config {
+            sync: vec![SyncMode::Websocket, SyncMode::Http],
+            sync_token: sync_token.map(str::to_owned),
+            long_poll_hold: Duration::from_millis(200),
+            ..admin::Config::new(":memory:")
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(admin::serve(listener, config, async {
+            let _ = stopped.await;
+        }));
+        Served { addr, stop, task }
+    }
+
+    async fn gateway(admin: &Served, sync: SyncMode, sync_token: Option<&str>) -> Served {
+        let config = gateway::Config {
+            sync_token: sync_token.map(str::to_owned),
+            ..gateway::Config::new(sync, vec![format!("http://{}", admin.addr)])
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(gateway::serve(listener, config, async {
+            let _ = stopped.await;
+        }));
+        Served { addr, stop, task }
+    }
+
+    /// The gateway's `sync` health.
+    async fn sync_health(&self) -> Value {
+        let health: Value = reqwest::get(format!("http://{}/actuator/health", self.addr))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        health["sync"].clone()
+    }
+
+    /// Waits until the gateway holds the admin's full config (five groups, divide among the
+    /// plugins a new admin database has).
+    async fn synced(&self) {
+        eventually("the full sync", || async {
+            let sync = self.sync_health().await;
+            (sync["connected"] == true && sync["fullSyncs"].as_u64() >= Some(5)).then_some(())
+        })
+        .await;
+        let plugins: Value = reqwest::get(format!("http://{}/actuator/plugins", self.addr))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(plugins.to_string().contains("divide"), "{plugins}");
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(DEADLINE, self.task)
+            .await
+            .expect("stops in time")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
+    logs();
+    let admin = Served::admin(Some(TOKEN)).await;
+    let with = Served::gateway(&admin, SyncMode::Websocket, Some(TOKEN)).await;
+    let without = Served::gateway(&admin, SyncMode::Websocket, None).await;
+    let wrong = Served::gateway(&admin, SyncMode::Websocket, Some("another-token")).await;
+
+    with.synced().await;
+
+    // Refused, and said so in terms of the flag to set (not just a retry loop).
+    let missing = "refused the websocket upgrade with HTTP 401: the admin requires \
+                   X-Shenyu-Sync-Token; start the gateway with --sync-token";
+    let rejected = "refused the websocket upgrade with HTTP 401: the X-Shenyu-Sync-Token \
+                    given with --sync-token (GANTRY_GATEWAY_SYNC_TOKEN) is not the admin's";
+    eventually("both refusals logged", || async {
+        let logs = logged();
+        (logs.contains(missing) && logs.contains(rejected)).then_some(())
+    })
+    .await;
+    for refused in [&without, &wrong] {
+        let sync = refused.sync_health().await;
+        assert_eq!(sync["connected"], false, "{sync}");
+        assert_eq!(sync["fullSyncs"], 0, "{sync}");
+        assert_eq!(sync["eventsApplied"], 0, "{sync}");
+    }
+    let logs = logged();
+    assert!(
+        !logs.contains(TOKEN),
+        "the token must not be logged:\n{logs}"
+    );
+
+    for served in [with, without, wrong, admin] {
+        served.stop().await;
+    }
+}
+
+/// The admin checks the sync token on `/websocket` only: long polling logs in with the user
+/// name and password and syncs whether or not a sync token is set on either side.
+#[tokio::test]
+async fn http_long_polling_does_not_need_the_sync_token() {
+    logs();
+    let admin = Served::admin(Some(TOKEN)).await;
+    let gateway = Served::gateway(&admin, SyncMode::Http, None).await;
+    gateway.synced().await;
+    gateway.stop().await;
+    admin.stop().await;
+}
+
+#[test]
+fn the_sync_token_is_redacted_in_debug_output() {
+    let config = gateway::Config {
+        sync_token: Some(TOKEN.to_owned()),
+        ..gateway::Config::new(
+            SyncMode::Websocket,
+            vec!["http://127.0.0.1:9095".to_owned()],
+        )
+    };
+    let shown = format!("{config:?}");
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(!shown.contains("123456"), "{shown}");
+    assert!(
+        shown.contains("sync_token: Some(\"<redacted>\")"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_sync_token_that_cannot_be_a_header_is_refused_at_start() {
+    let config = gateway::Config {
+        sync_token: Some("line\nbreak".to_owned()),
+        ..gateway::Config::new(
+            SyncMode::Websocket,
+            vec!["http://127.0.0.1:9095".to_owned()],
+        )
+    };
+    let err = config.check().unwrap_err().to_string();
+    assert!(err.contains("--sync-token"), "{err}");
+}
