@@ -579,10 +579,26 @@ async fn rejected_requests_store_and_publish_nothing() {
         .call(Method::POST, "/rule", Some(rule_body("42", "r")))
         .await;
     assert_bad_request(status, &response, "selectorId: unknown selector `42`");
-    let mut bad_handle = rule_body(&selector, "r");
-    bad_handle["handle"] = json!("{\"loadBalance\":\"nope\"}");
-    let (status, response) = api.call(Method::POST, "/rule", Some(bad_handle)).await;
-    assert_bad_request(status, &response, "handle: invalid divide rule handle");
+    for (handle, message) in [
+        (
+            "{\"loadBalance\":\"nope\"}",
+            "handle.loadBalance: unknown load balancer `nope`",
+        ),
+        (
+            "{\"retry\":2147483647}",
+            "handle.retry: must be within 0..=10, got 2147483647",
+        ),
+        (
+            "{\"timeout\":-1}",
+            "handle.timeout: must be within 0..=600000, got -1",
+        ),
+        ("{\"retry\":", "handle: invalid divide rule handle: "),
+    ] {
+        let mut bad_handle = rule_body(&selector, "r");
+        bad_handle["handle"] = json!(handle);
+        let (status, response) = api.call(Method::POST, "/rule", Some(bad_handle)).await;
+        assert_bad_request(status, &response, message);
+    }
 
     assert_eq!(api.selector_count().await, 1, "nothing stored");
     assert_eq!(api.rule_count().await, 0, "nothing stored");
