@@ -145,6 +145,20 @@ pub fn parse_sync_modes(list: &str) -> Result<Vec<SyncMode>, StartError> {
     Ok(modes)
 }
 
+/// What is unsafe in `config`, one warning each, logged at start.
+fn config_warnings(config: &Config) -> Vec<&'static str> {
+    let mut warnings = Vec::new();
+    let open_websocket = config.sync.contains(&SyncMode::Websocket)
+        && config.sync_token.as_deref().is_none_or(str::is_empty);
+    if open_websocket {
+        warnings.push(
+            "!!! /websocket is open to anyone: every full sync hands out the app-auth \
+             appSecrets in clear; set --sync-token or GANTRY_ADMIN_SYNC_TOKEN !!!",
+        );
+    }
+    warnings
+}
+
 /// Everything the handlers share.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -172,6 +186,9 @@ impl AppState {
     pub async fn new(config: &Config) -> Result<Self, StartError> {
         if config.sync.is_empty() {
             return Err(StartError::NoSync);
+        }
+        for warning in config_warnings(config) {
+            tracing::warn!("{warning}");
         }
         for mode in &config.sync {
             sync::check_supported(*mode, config)?;
@@ -321,4 +338,35 @@ pub async fn serve(
         })
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_websocket_is_warned_about() {
+        let websocket = Config::new(":memory:");
+        let warnings = config_warnings(&websocket);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("--sync-token"), "{warnings:?}");
+        let empty_token = Config {
+            sync_token: Some(String::new()),
+            ..Config::new(":memory:")
+        };
+        assert_eq!(config_warnings(&empty_token), warnings, "an empty token is none");
+        let with_token = Config {
+            sync_token: Some("s3cret".to_owned()),
+            ..Config::new(":memory:")
+        };
+        assert!(config_warnings(&with_token).is_empty());
+        let no_websocket = Config {
+            sync: vec![SyncMode::Http],
+            ..Config::new(":memory:")
+        };
+        assert!(
+            config_warnings(&no_websocket).is_empty(),
+            "long polling needs a login token"
+        );
+    }
 }
