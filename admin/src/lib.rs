@@ -65,6 +65,8 @@ pub struct Config {
     pub long_poll_hold: Duration,
     /// How often the http sync cache is rebuilt from the database regardless of events.
     pub long_poll_refresh: Duration,
+    /// The least time between two full syncs (`MYSELF` answers) on one websocket session.
+    pub full_sync_interval: Duration,
 }
 
 impl fmt::Debug for Config {
@@ -83,13 +85,15 @@ impl fmt::Debug for Config {
             )
             .field("long_poll_hold", &self.long_poll_hold)
             .field("long_poll_refresh", &self.long_poll_refresh)
+            .field("full_sync_interval", &self.full_sync_interval)
             .finish()
     }
 }
 
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
-    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh) on the database `db`.
+    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
+    /// second per websocket session) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
             db: db.into(),
@@ -102,6 +106,7 @@ impl Config {
             sync_token: None,
             long_poll_hold: Duration::from_millis(60_000),
             long_poll_refresh: Duration::from_millis(300_000),
+            full_sync_interval: Duration::from_millis(1000),
         }
     }
 }

@@ -58,6 +58,10 @@ struct Cli {
         default_value_t = 300_000
     )]
     long_poll_refresh_ms: u64,
+    /// The least time between two full syncs (`MYSELF` answers) on one websocket session; a
+    /// `MYSELF` arriving sooner is answered when the interval ends (0: no limit).
+    #[arg(long, env = "GANTRY_ADMIN_FULL_SYNC_INTERVAL_MS", default_value_t = 1000)]
+    full_sync_interval_ms: u64,
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -84,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         sync_token: cli.sync_token,
         long_poll_hold: Duration::from_millis(cli.long_poll_hold_ms),
         long_poll_refresh: Duration::from_millis(cli.long_poll_refresh_ms.max(1)),
+        full_sync_interval: Duration::from_millis(cli.full_sync_interval_ms),
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
         .await
