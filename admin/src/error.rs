@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Multipart, Query, Request};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use model::{AdminResult, admin_code};
@@ -33,6 +33,14 @@ pub(crate) enum ApiError {
     /// A request body over the admin's limit: HTTP 413, code 413.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// Too many failed logins: HTTP 429, code 429, with a `Retry-After` header (seconds).
+    #[error("{message}")]
+    TooManyRequests {
+        /// What is refused and for how long.
+        message: String,
+        /// Whole seconds until a new attempt can succeed (at least 1).
+        retry_after_secs: u64,
+    },
     /// Storage failure: HTTP 500, code 500.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -48,7 +56,7 @@ impl ApiError {
     }
 }
 
-/// The envelope `code` of a 413: ShenYu defines none, so the HTTP status itself.
+/// The envelope `code` of a 413 or 429: ShenYu defines none, so the HTTP status itself.
 fn status_code(status: StatusCode) -> i32 {
     i32::from(status.as_u16())
 }
@@ -87,6 +95,12 @@ impl From<axum::extract::multipart::MultipartError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = match &self {
+            ApiError::TooManyRequests {
+                retry_after_secs, ..
+            } => Some(HeaderValue::from(*retry_after_secs)),
+            _ => None,
+        };
         let (status, code) = match &self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, admin_code::ERROR),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, admin_code::TOKEN_ERROR),
@@ -95,6 +109,10 @@ impl IntoResponse for ApiError {
             ApiError::PayloadTooLarge(_) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 status_code(StatusCode::PAYLOAD_TOO_LARGE),
+            ),
+            ApiError::TooManyRequests { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                status_code(StatusCode::TOO_MANY_REQUESTS),
             ),
             ApiError::Store(e) => {
                 tracing::error!(error = %e, "storage failure");
@@ -105,11 +123,15 @@ impl IntoResponse for ApiError {
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
             }
         };
-        (
+        let mut response = (
             status,
             Json(AdminResult::<()>::error(code, self.to_string())),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, seconds);
+        }
+        response
     }
 }
 

@@ -9,6 +9,7 @@ mod auth;
 mod dto;
 mod error;
 mod id;
+mod login_throttle;
 mod openapi;
 mod register;
 mod service;
@@ -17,6 +18,7 @@ mod sync;
 mod validate;
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +31,7 @@ use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
 pub use auth::PasswordError;
+pub use login_throttle::LoginThrottle;
 pub use store::StoreError;
 
 use crate::auth::Auth;
@@ -67,6 +70,8 @@ pub struct Config {
     pub long_poll_refresh: Duration,
     /// The least time between two full syncs (`MYSELF` answers) on one websocket session.
     pub full_sync_interval: Duration,
+    /// How failed logins are throttled.
+    pub login_throttle: LoginThrottle,
 }
 
 impl fmt::Debug for Config {
@@ -86,6 +91,7 @@ impl fmt::Debug for Config {
             .field("long_poll_hold", &self.long_poll_hold)
             .field("long_poll_refresh", &self.long_poll_refresh)
             .field("full_sync_interval", &self.full_sync_interval)
+            .field("login_throttle", &self.login_throttle)
             .finish()
     }
 }
@@ -93,7 +99,7 @@ impl fmt::Debug for Config {
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
     /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
-    /// second per websocket session) on the database `db`.
+    /// second per websocket session, [`LoginThrottle::default`]) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
             db: db.into(),
@@ -107,6 +113,7 @@ impl Config {
             long_poll_hold: Duration::from_millis(60_000),
             long_poll_refresh: Duration::from_millis(300_000),
             full_sync_interval: Duration::from_millis(1000),
+            login_throttle: LoginThrottle::default(),
         }
     }
 }
@@ -211,6 +218,7 @@ impl AppState {
             &config.username,
             config.password.as_deref(),
             config.token_ttl,
+            config.login_throttle,
         )
         .await?;
         let (closing, _) = watch::channel(false);
@@ -335,7 +343,11 @@ pub async fn serve(
             tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
         }
     });
-    axum::serve(listener, app(state))
+    // Connect info: login throttling counts failures per client address.
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
         .with_graceful_shutdown(async move {
             shutdown.await;
             tracing::info!("shutting down");
