@@ -6,8 +6,8 @@ use axum::body::Bytes;
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Multipart, Query, Request};
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use model::{AdminResult, admin_code};
 use serde::de::DeserializeOwned;
@@ -67,13 +67,16 @@ impl From<BytesRejection> for ApiError {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge(format!("request body too large: {}", rejection.body_text()))
         } else {
-            ApiError::BadRequest(format!("cannot read the request body: {}", rejection.body_text()))
+            ApiError::BadRequest(format!(
+                "cannot read the request body: {}",
+                rejection.body_text()
+            ))
         }
     }
 }
 
 /// A multipart failure with `status` (axum's own, 413 for a body over the limit) as an error.
-fn multipart_error(status: StatusCode, text: String) -> ApiError {
+fn multipart_error(status: StatusCode, text: &str) -> ApiError {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::PayloadTooLarge(format!("request body too large: {text}"))
     } else {
@@ -83,13 +86,13 @@ fn multipart_error(status: StatusCode, text: String) -> ApiError {
 
 impl From<MultipartRejection> for ApiError {
     fn from(rejection: MultipartRejection) -> Self {
-        multipart_error(rejection.status(), rejection.body_text())
+        multipart_error(rejection.status(), &rejection.body_text())
     }
 }
 
 impl From<axum::extract::multipart::MultipartError> for ApiError {
     fn from(e: axum::extract::multipart::MultipartError) -> Self {
-        multipart_error(e.status(), e.body_text())
+        multipart_error(e.status(), &e.body_text())
     }
 }
 

@@ -348,12 +348,12 @@ pub async fn serve(
         listener,
         app(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down");
-            closing.close_sessions();
-        })
-        .await?;
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        closing.close_sessions();
+    })
+    .await?;
     Ok(())
 }
 
@@ -371,7 +371,11 @@ mod tests {
             sync_token: Some(String::new()),
             ..Config::new(":memory:")
         };
-        assert_eq!(config_warnings(&empty_token), warnings, "an empty token is none");
+        assert_eq!(
+            config_warnings(&empty_token),
+            warnings,
+            "an empty token is none"
+        );
         let with_token = Config {
             sync_token: Some("s3cret".to_owned()),
             ..Config::new(":memory:")

@@ -137,10 +137,10 @@ impl Throttle {
             }
             failures.count = failures.count.saturating_add(1);
             failures.last = now;
-            failures.locked_until = self
-                .config
-                .lockout_after(failures.count)
-                .map(|lockout| now.checked_add(lockout).unwrap_or(now + self.config.max_lockout));
+            failures.locked_until = self.config.lockout_after(failures.count).map(|lockout| {
+                now.checked_add(lockout)
+                    .unwrap_or(now + self.config.max_lockout)
+            });
         }
         Ok(())
     }

@@ -60,7 +60,11 @@ struct Cli {
     long_poll_refresh_ms: u64,
     /// The least time between two full syncs (`MYSELF` answers) on one websocket session; a
     /// `MYSELF` arriving sooner is answered when the interval ends (0: no limit).
-    #[arg(long, env = "GANTRY_ADMIN_FULL_SYNC_INTERVAL_MS", default_value_t = 1000)]
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_FULL_SYNC_INTERVAL_MS",
+        default_value_t = 1000
+    )]
     full_sync_interval_ms: u64,
     /// Failed logins allowed per user name and per client address before a lockout (0:
     /// no throttling).
@@ -70,7 +74,11 @@ struct Cli {
     #[arg(long, env = "GANTRY_ADMIN_LOGIN_LOCKOUT_MS", default_value_t = 1000)]
     login_lockout_ms: u64,
     /// The longest login lockout in milliseconds; failures older than this are forgotten.
-    #[arg(long, env = "GANTRY_ADMIN_LOGIN_LOCKOUT_MAX_MS", default_value_t = 300_000)]
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_LOGIN_LOCKOUT_MAX_MS",
+        default_value_t = 300_000
+    )]
     login_lockout_max_ms: u64,
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]

@@ -1276,9 +1276,7 @@ mod tests {
 
         let (snapshot, second) = {
             let mut full = pin!(admin.snapshot_for(&mut events));
-            let poll = full
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()));
+            let poll = full.as_mut().poll(&mut Context::from_waker(Waker::noop()));
             assert!(poll.is_pending(), "the full sync is waiting for the store");
             let second = tokio::time::timeout(
                 Duration::from_secs(10),

@@ -255,9 +255,8 @@ fn rule_handle<T: DeserializeOwned>(plugin: &str, handle: &str) -> Result<T, Api
             )
         }
     })?;
-    de.end().map_err(|e| {
-        ApiError::field("handle", format!("invalid {plugin} rule handle: {e}"))
-    })?;
+    de.end()
+        .map_err(|e| ApiError::field("handle", format!("invalid {plugin} rule handle: {e}")))?;
     Ok(parsed)
 }
 
@@ -849,7 +848,9 @@ mod tests {
             error(with(r#"[{"upstreamUrl":"x:80","weight":-1}]"#)).starts_with("handle[0].weight:")
         );
         assert_eq!(
-            error(with(r#"[{"upstreamUrl":"x:80"},{"upstreamUrl":"y:80","warmup":-1}]"#)),
+            error(with(
+                r#"[{"upstreamUrl":"x:80"},{"upstreamUrl":"y:80","warmup":-1}]"#
+            )),
             "handle[1].warmup: must be >= 0, got -1"
         );
         assert!(error(with("{")).starts_with("handle: invalid divide upstream list"));
@@ -895,9 +896,7 @@ mod tests {
             message("contextPath", r#"{"contextPath":1}"#),
             "handle.contextPath: invalid type: integer `1`, expected a string"
         );
-        assert!(
-            message("contextPath", "{").starts_with("handle: invalid contextPath rule handle")
-        );
+        assert!(message("contextPath", "{").starts_with("handle: invalid contextPath rule handle"));
         assert_eq!(
             message("divide", r#"{"retry":"x"}"#),
             r#"handle.retry: invalid type: string "x", expected i32"#
@@ -921,7 +920,9 @@ mod tests {
                 handle: Some(h.to_owned()),
                 ..Default::default()
             };
-            rule(dto, Some(&sel), DIVIDE).map(drop).map_err(|e| e.to_string())
+            rule(dto, Some(&sel), DIVIDE)
+                .map(drop)
+                .map_err(|e| e.to_string())
         };
         let full = r#"{"loadBalance":"roundRobin","retryStrategy":"failover","retry":10,"timeout":600000,"headerMaxSize":0,"requestMaxSize":102400}"#;
         assert_eq!(check(full), Ok(()));
@@ -931,8 +932,14 @@ mod tests {
                 r#"{"retry":2147483647}"#,
                 "handle.retry: must be within 0..=10, got 2147483647",
             ),
-            (r#"{"retry":-1}"#, "handle.retry: must be within 0..=10, got -1"),
-            (r#"{"retry":11}"#, "handle.retry: must be within 0..=10, got 11"),
+            (
+                r#"{"retry":-1}"#,
+                "handle.retry: must be within 0..=10, got -1",
+            ),
+            (
+                r#"{"retry":11}"#,
+                "handle.retry: must be within 0..=10, got 11",
+            ),
             (
                 r#"{"timeout":-5}"#,
                 "handle.timeout: must be within 0..=600000, got -5",

@@ -1366,14 +1366,31 @@ async fn a_body_over_the_limit_is_413() {
     const LIMIT: usize = 2 * 1024 * 1024;
     let big = "a".repeat(LIMIT);
     let json_body = || Body::from(json!({ "name": big }).to_string());
-    let multipart = format!(
-        "--b\r\ncontent-disposition: form-data; name=\"role\"\r\n\r\n{big}\r\n--b--\r\n"
-    );
+    let multipart =
+        format!("--b\r\ncontent-disposition: form-data; name=\"role\"\r\n\r\n{big}\r\n--b--\r\n");
     let token = api.token.clone();
     let calls = [
-        (Method::POST, "/platform/login", "application/json", json_body(), None),
-        (Method::POST, "/selector", "application/json", json_body(), token.as_deref()),
-        (Method::PUT, "/plugin/5", "application/json", json_body(), token.as_deref()),
+        (
+            Method::POST,
+            "/platform/login",
+            "application/json",
+            json_body(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/selector",
+            "application/json",
+            json_body(),
+            token.as_deref(),
+        ),
+        (
+            Method::PUT,
+            "/plugin/5",
+            "application/json",
+            json_body(),
+            token.as_deref(),
+        ),
         (
             Method::PUT,
             "/plugin/5",

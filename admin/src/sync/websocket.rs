@@ -202,9 +202,10 @@ async fn session(
                 Some(message) => match message? {
                     Message::Text(text) => match text.as_str().trim() {
                         "MYSELF" => {
-                            if full_syncs.request(Instant::now())
-                                && !full_sync(&mut socket, admin, &mut events, &mut full_syncs).await?
-                            {
+                            // Owed (not answered now) or answered: either way the session goes on.
+                            let goes_on = !full_syncs.request(Instant::now())
+                                || full_sync(&mut socket, admin, &mut events, &mut full_syncs).await?;
+                            if !goes_on {
                                 return close(socket, close_code::ERROR, "storage failure").await;
                             }
                         }
