@@ -1,14 +1,16 @@
 //! Login and the `X-Access-Token` check.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::Json;
-use axum::extract::{FromRef, FromRequestParts, Query, Request, State};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Uri};
 use axum::middleware::Next;
@@ -18,6 +20,7 @@ use subtle::ConstantTimeEq;
 
 use crate::error::{AdminJson, ApiError, ok};
 use crate::id::IdGenerator;
+use crate::login_throttle::{LoginThrottle, Throttle};
 use crate::store::{Store, UserRecord};
 use crate::{DEFAULT_PASSWORD, StartError};
 use model::time::now;
@@ -34,6 +37,7 @@ pub(crate) struct Auth {
     /// Verified when no enabled user has the name given, so a wrong name takes as long as a
     /// wrong password.
     decoy_hash: String,
+    throttle: Throttle,
 }
 
 /// Why the admin's password cannot be used.
@@ -164,12 +168,14 @@ impl fmt::Debug for Auth {
 
 impl Auth {
     /// Provisions dashboard user `username` with `password` (see [`provision`]) and returns
-    /// an authenticator over the users in `store`; tokens live `ttl`.
+    /// an authenticator over the users in `store`; tokens live `ttl`, failed logins are
+    /// throttled as `throttle` says.
     pub(crate) async fn start(
         store: Arc<Store>,
         username: &str,
         password: Option<&str>,
         ttl: Duration,
+        throttle: LoginThrottle,
     ) -> Result<Self, StartError> {
         provision(&store, username, password).await?;
         let decoy_hash = password_hash_blocking(hex::encode(rand::random::<[u8; 16]>())).await?;
@@ -178,6 +184,7 @@ impl Auth {
             ttl,
             tokens: Mutex::new(HashMap::new()),
             decoy_hash,
+            throttle: Throttle::new(throttle),
         })
     }
 
@@ -222,16 +229,57 @@ impl Auth {
     }
 }
 
-/// `POST /platform/login`.
+/// The client's IP address, when the server records it ([`ConnectInfo`]); a router driven
+/// in process has none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddress(Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
+        Ok(ClientAddress(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(addr)| addr.ip()),
+        ))
+    }
+}
+
+/// `POST /platform/login`. While the user name or the client address is locked out after
+/// failed logins, answers 429 with `Retry-After` without checking the password.
 pub(crate) async fn login(
     State(auth): State<Arc<Auth>>,
+    ClientAddress(address): ClientAddress,
     AdminJson(request): AdminJson<LoginRequest>,
 ) -> Result<Json<AdminResult<LoginResponse>>, ApiError> {
     let user_name = request.user_name.clone();
+    let shown = address.map_or_else(|| "unknown".to_owned(), |a| a.to_string());
+    if let Err(wait) = auth.throttle.begin(&user_name, address, Instant::now()) {
+        // Whole seconds, rounded up: retrying after them succeeds.
+        let retry_after_secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        tracing::warn!(
+            user = %user_name,
+            address = %shown,
+            retry_after_secs,
+            "login refused: too many failed logins"
+        );
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "too many failed logins for this user or address; try again in \
+                 {retry_after_secs} s"
+            ),
+            retry_after_secs,
+        });
+    }
     match auth.login(request).await? {
-        Some(response) => Ok(ok("login dashboard user success", response)),
+        Some(response) => {
+            auth.throttle.succeeded(&user_name, address);
+            Ok(ok("login dashboard user success", response))
+        }
         None => {
-            tracing::warn!(user = %user_name, "failed login");
+            tracing::warn!(user = %user_name, address = %shown, "failed login");
             Err(ApiError::Unauthorized(
                 "user name or password is wrong".to_owned(),
             ))
@@ -302,9 +350,15 @@ mod tests {
     }
 
     async fn start(store: &Arc<Store>, password: Option<&str>, ttl: Duration) -> Auth {
-        Auth::start(Arc::clone(store), "admin", password, ttl)
-            .await
-            .unwrap()
+        Auth::start(
+            Arc::clone(store),
+            "admin",
+            password,
+            ttl,
+            LoginThrottle::default(),
+        )
+        .await
+        .unwrap()
     }
 
     async fn logs_in(auth: &Auth, user: &str, password: &str) -> bool {
@@ -342,9 +396,15 @@ mod tests {
         assert_eq!(again.password, stored.password);
         assert!(logs_in(&hashed, "admin", "s3cret!").await);
         assert!(
-            Auth::start(store, "admin", Some("$argon2id$nope"), Duration::ZERO)
-                .await
-                .is_err()
+            Auth::start(
+                store,
+                "admin",
+                Some("$argon2id$nope"),
+                Duration::ZERO,
+                LoginThrottle::default()
+            )
+            .await
+            .is_err()
         );
     }
 

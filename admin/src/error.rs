@@ -3,9 +3,11 @@
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Multipart, Query, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use model::{AdminResult, admin_code};
 use serde::de::DeserializeOwned;
@@ -28,6 +30,17 @@ pub(crate) enum ApiError {
     /// A known path with the wrong method: HTTP 405, code 500.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// A request body over the admin's limit: HTTP 413, code 413.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// Too many failed logins: HTTP 429, code 429, with a `Retry-After` header (seconds).
+    #[error("{message}")]
+    TooManyRequests {
+        /// What is refused and for how long.
+        message: String,
+        /// Whole seconds until a new attempt can succeed (at least 1).
+        retry_after_secs: u64,
+    },
     /// Storage failure: HTTP 500, code 500.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -43,13 +56,67 @@ impl ApiError {
     }
 }
 
+/// The envelope `code` of a 413 or 429: ShenYu defines none, so the HTTP status itself.
+fn status_code(status: StatusCode) -> i32 {
+    i32::from(status.as_u16())
+}
+
+impl From<BytesRejection> for ApiError {
+    /// An unreadable body is bad input, unless it is over the size limit (413).
+    fn from(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(format!("request body too large: {}", rejection.body_text()))
+        } else {
+            ApiError::BadRequest(format!(
+                "cannot read the request body: {}",
+                rejection.body_text()
+            ))
+        }
+    }
+}
+
+/// A multipart failure with `status` (axum's own, 413 for a body over the limit) as an error.
+fn multipart_error(status: StatusCode, text: &str) -> ApiError {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge(format!("request body too large: {text}"))
+    } else {
+        ApiError::BadRequest(format!("invalid multipart body: {text}"))
+    }
+}
+
+impl From<MultipartRejection> for ApiError {
+    fn from(rejection: MultipartRejection) -> Self {
+        multipart_error(rejection.status(), &rejection.body_text())
+    }
+}
+
+impl From<axum::extract::multipart::MultipartError> for ApiError {
+    fn from(e: axum::extract::multipart::MultipartError) -> Self {
+        multipart_error(e.status(), &e.body_text())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = match &self {
+            ApiError::TooManyRequests {
+                retry_after_secs, ..
+            } => Some(HeaderValue::from(*retry_after_secs)),
+            _ => None,
+        };
         let (status, code) = match &self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, admin_code::ERROR),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, admin_code::TOKEN_ERROR),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, admin_code::NOT_FOUND),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, admin_code::ERROR),
+            ApiError::PayloadTooLarge(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                status_code(StatusCode::PAYLOAD_TOO_LARGE),
+            ),
+            ApiError::TooManyRequests { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                status_code(StatusCode::TOO_MANY_REQUESTS),
+            ),
             ApiError::Store(e) => {
                 tracing::error!(error = %e, "storage failure");
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
@@ -59,11 +126,15 @@ impl IntoResponse for ApiError {
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
             }
         };
-        (
+        let mut response = (
             status,
             Json(AdminResult::<()>::error(code, self.to_string())),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, seconds);
+        }
+        response
     }
 }
 
@@ -85,9 +156,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::BadRequest(format!("cannot read the request body: {e}")))?;
+        let bytes = Bytes::from_request(req, state).await?;
         parse_json(&bytes).map(AdminJson)
     }
 }
@@ -101,13 +170,19 @@ fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
-fn json_error(path: &str, inner: &serde_json::Error) -> ApiError {
-    // serde_json ends its messages with the position; the field path is more useful.
+/// A serde_json error's message; for a data error (wrong type, unknown name) without the
+/// position serde_json ends it with, since the field path says more.
+pub(crate) fn json_message(inner: &serde_json::Error) -> String {
     let mut message = inner.to_string();
     let position = format!(" at line {} column {}", inner.line(), inner.column());
     if inner.is_data() && message.ends_with(&position) {
         message.truncate(message.len() - position.len());
     }
+    message
+}
+
+fn json_error(path: &str, inner: &serde_json::Error) -> ApiError {
+    let message = json_message(inner);
     if inner.is_data() && path != "." {
         ApiError::BadRequest(format!("{path}: {message}"))
     } else {
@@ -136,15 +211,9 @@ where
             .unwrap_or("")
             .to_ascii_lowercase();
         if content_type.starts_with("multipart/form-data") {
-            let mut multipart = Multipart::from_request(req, state)
-                .await
-                .map_err(|e| ApiError::BadRequest(format!("invalid multipart body: {e}")))?;
+            let mut multipart = Multipart::from_request(req, state).await?;
             let mut fields = Vec::new();
-            while let Some(field) = multipart
-                .next_field()
-                .await
-                .map_err(|e| ApiError::BadRequest(format!("invalid multipart body: {e}")))?
-            {
+            while let Some(field) = multipart.next_field().await? {
                 let name = field.name().unwrap_or_default().to_owned();
                 if field.file_name().is_some() {
                     return Err(ApiError::field(
@@ -152,19 +221,20 @@ where
                         "file uploads are not supported (gantry loads no plugin jars)",
                     ));
                 }
-                let text = field
-                    .text()
-                    .await
-                    .map_err(|e| ApiError::field(&name, format!("unreadable part: {e}")))?;
+                let text = field.text().await.map_err(|e| {
+                    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                        ApiError::from(e)
+                    } else {
+                        ApiError::field(&name, format!("unreadable part: {e}"))
+                    }
+                })?;
                 fields.push((name, text));
             }
             let encoded = serde_urlencoded::to_string(&fields)
                 .map_err(|e| ApiError::BadRequest(format!("invalid multipart body: {e}")))?;
             return parse_form(encoded.as_bytes()).map(AdminForm);
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::BadRequest(format!("cannot read the request body: {e}")))?;
+        let bytes = Bytes::from_request(req, state).await?;
         if content_type.starts_with("application/x-www-form-urlencoded") {
             parse_form(&bytes).map(AdminForm)
         } else {

@@ -10,6 +10,7 @@ mod auth;
 mod dto;
 mod error;
 mod id;
+mod login_throttle;
 mod openapi;
 mod register;
 mod service;
@@ -29,6 +30,7 @@ use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
 pub use auth::PasswordError;
+pub use login_throttle::LoginThrottle;
 pub use store::StoreError;
 
 use crate::auth::Auth;
@@ -67,6 +69,10 @@ pub struct Config {
     pub long_poll_refresh: Duration,
     /// Client connection limits: request head read time, keep-alive idle time.
     pub timeouts: netserve::Timeouts,
+    /// The least time between two full syncs (`MYSELF` answers) on one websocket session.
+    pub full_sync_interval: Duration,
+    /// How failed logins are throttled.
+    pub login_throttle: LoginThrottle,
 }
 
 impl fmt::Debug for Config {
@@ -86,13 +92,16 @@ impl fmt::Debug for Config {
             .field("long_poll_hold", &self.long_poll_hold)
             .field("long_poll_refresh", &self.long_poll_refresh)
             .field("timeouts", &self.timeouts)
+            .field("full_sync_interval", &self.full_sync_interval)
+            .field("login_throttle", &self.login_throttle)
             .finish()
     }
 }
 
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
-    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, the default
+    /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
+    /// second per websocket session, [`LoginThrottle::default`], the default
     /// [`netserve::Timeouts`]) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
@@ -107,6 +116,8 @@ impl Config {
             long_poll_hold: Duration::from_millis(60_000),
             long_poll_refresh: Duration::from_millis(300_000),
             timeouts: netserve::Timeouts::default(),
+            full_sync_interval: Duration::from_millis(1000),
+            login_throttle: LoginThrottle::default(),
         }
     }
 }
@@ -150,6 +161,20 @@ pub fn parse_sync_modes(list: &str) -> Result<Vec<SyncMode>, StartError> {
     Ok(modes)
 }
 
+/// What is unsafe in `config`, one warning each, logged at start.
+fn config_warnings(config: &Config) -> Vec<&'static str> {
+    let mut warnings = Vec::new();
+    let open_websocket = config.sync.contains(&SyncMode::Websocket)
+        && config.sync_token.as_deref().is_none_or(str::is_empty);
+    if open_websocket {
+        warnings.push(
+            "!!! /websocket is open to anyone: every full sync hands out the app-auth \
+             appSecrets in clear; set --sync-token or GANTRY_ADMIN_SYNC_TOKEN !!!",
+        );
+    }
+    warnings
+}
+
 /// Everything the handlers share.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -178,6 +203,9 @@ impl AppState {
         if config.sync.is_empty() {
             return Err(StartError::NoSync);
         }
+        for warning in config_warnings(config) {
+            tracing::warn!("{warning}");
+        }
         for mode in &config.sync {
             sync::check_supported(*mode, config)?;
         }
@@ -194,6 +222,7 @@ impl AppState {
             &config.username,
             config.password.as_deref(),
             config.token_ttl,
+            config.login_throttle,
         )
         .await?;
         let (closing, _) = watch::channel(false);
@@ -319,4 +348,39 @@ pub async fn serve(
     };
     netserve::serve(listener, app(state), config.timeouts, shutdown).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_websocket_is_warned_about() {
+        let websocket = Config::new(":memory:");
+        let warnings = config_warnings(&websocket);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("--sync-token"), "{warnings:?}");
+        let empty_token = Config {
+            sync_token: Some(String::new()),
+            ..Config::new(":memory:")
+        };
+        assert_eq!(
+            config_warnings(&empty_token),
+            warnings,
+            "an empty token is none"
+        );
+        let with_token = Config {
+            sync_token: Some("s3cret".to_owned()),
+            ..Config::new(":memory:")
+        };
+        assert!(config_warnings(&with_token).is_empty());
+        let no_websocket = Config {
+            sync: vec![SyncMode::Http],
+            ..Config::new(":memory:")
+        };
+        assert!(
+            config_warnings(&no_websocket).is_empty(),
+            "long polling needs a login token"
+        );
+    }
 }

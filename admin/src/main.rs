@@ -57,6 +57,28 @@ struct Cli {
         default_value_t = 300_000
     )]
     long_poll_refresh_ms: u64,
+    /// The least time between two full syncs (`MYSELF` answers) on one websocket session; a
+    /// `MYSELF` arriving sooner is answered when the interval ends (0: no limit).
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_FULL_SYNC_INTERVAL_MS",
+        default_value_t = 1000
+    )]
+    full_sync_interval_ms: u64,
+    /// Failed logins allowed per user name and per client address before a lockout (0:
+    /// no throttling).
+    #[arg(long, env = "GANTRY_ADMIN_LOGIN_MAX_FAILURES", default_value_t = 5)]
+    login_max_failures: u32,
+    /// The first login lockout in milliseconds; each further failure doubles it.
+    #[arg(long, env = "GANTRY_ADMIN_LOGIN_LOCKOUT_MS", default_value_t = 1000)]
+    login_lockout_ms: u64,
+    /// The longest login lockout in milliseconds; failures older than this are forgotten.
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_LOGIN_LOCKOUT_MAX_MS",
+        default_value_t = 300_000
+    )]
+    login_lockout_max_ms: u64,
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -104,6 +126,12 @@ async fn main() -> anyhow::Result<()> {
         timeouts: netserve::Timeouts {
             header_read: Duration::from_millis(cli.header_read_timeout_ms),
             idle: Duration::from_millis(cli.idle_timeout_ms),
+        },
+        full_sync_interval: Duration::from_millis(cli.full_sync_interval_ms),
+        login_throttle: admin::LoginThrottle {
+            max_failures: cli.login_max_failures,
+            lockout: Duration::from_millis(cli.login_lockout_ms),
+            max_lockout: Duration::from_millis(cli.login_lockout_max_ms),
         },
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))

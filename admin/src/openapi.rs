@@ -1180,17 +1180,33 @@ impl Operation {
                 ),
             ),
         };
+        let takes_body = !matches!(self.input, Input::Nothing | Input::Query(_));
         if takes_input {
             operation = operation.response(
                 "400",
                 json_response("Bad input; the message names the field", error.clone()),
             );
         }
-        if self.path == "/platform/login" {
+        if takes_body {
             operation = operation.response(
-                "401",
-                json_response("Wrong user name or password (code 600)", error.clone()),
+                "413",
+                json_response("Body over the 2 MiB limit (code 413)", error.clone()),
             );
+        }
+        if self.path == "/platform/login" {
+            operation = operation
+                .response(
+                    "401",
+                    json_response("Wrong user name or password (code 600)", error.clone()),
+                )
+                .response(
+                    "429",
+                    json_response(
+                        "Too many failed logins for this user name or client address (code \
+                         429); the `Retry-After` header gives the seconds to wait",
+                        error.clone(),
+                    ),
+                );
         }
         if self.path.contains("{id}")
             || self.path.ends_with("Enabled")

@@ -9,7 +9,7 @@ use model::{
     DivideRuleHandle, DivideUpstream, EventPayload, MatchMode, MetaData, PluginData, RuleData,
     RuleDto, SelectorData, SelectorDto, SelectorType,
 };
-use tokio::sync::{Mutex, broadcast};
+use tokio::sync::{Mutex, MutexGuard, broadcast, watch};
 
 use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto, PluginHandleDto};
 use crate::error::ApiError;
@@ -24,14 +24,38 @@ use model::time::now;
 /// How many events a slow session may fall behind before it is closed.
 const DISPATCH_CAPACITY: usize = 1024;
 
+/// How many times a snapshot is read without the write lock before, writes having changed
+/// the data under every read, it takes the lock for one read.
+const OPTIMISTIC_READS: usize = 3;
+
 /// The admin's core: storage plus the change dispatcher.
 #[derive(Debug)]
 pub(crate) struct Admin {
     store: Arc<Store>,
     events: broadcast::Sender<DataEvent>,
-    /// Held across every write and its publish, so events leave in commit order.
+    /// Held across every write and its publish, so events leave in commit order. Taken only
+    /// through [`Admin::write_lock`].
     write: Mutex<()>,
+    /// Counts the times `write` was taken and released: odd while a write is in progress,
+    /// even otherwise. Snapshots read without the lock and check it did not move
+    /// ([`Admin::snapshot_for`]).
+    writes: watch::Sender<u64>,
     ids: IdGenerator,
+}
+
+/// The write lock, held by one write (store and publish) at a time. [`Admin::writes`] is odd
+/// from when it is taken until it is dropped, after the write's events are published.
+struct WriteGuard<'a> {
+    _lock: MutexGuard<'a, ()>,
+    writes: &'a watch::Sender<u64>,
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        // Runs before `_lock` is released: the count is even again only once the write and
+        // its publish are done.
+        self.writes.send_modify(|n| *n += 1);
+    }
 }
 
 /// A plugin as synced.
@@ -235,6 +259,7 @@ impl Admin {
             store,
             events,
             write: Mutex::new(()),
+            writes: watch::Sender::new(0),
             ids: IdGenerator::default(),
         })
     }
@@ -323,21 +348,63 @@ impl Admin {
         Ok(Snapshot { config, app_auth })
     }
 
+    /// Takes the write lock; every write (store, then publish) holds it.
+    async fn write_lock(&self) -> WriteGuard<'_> {
+        let lock = self.write.lock().await;
+        self.writes.send_modify(|n| *n += 1);
+        WriteGuard {
+            _lock: lock,
+            writes: &self.writes,
+        }
+    }
+
     /// A consistent snapshot of everything committed.
     pub(crate) async fn snapshot(&self) -> Result<Snapshot, StoreError> {
-        let _write = self.write.lock().await;
-        self.read_snapshot().await
+        self.consistent_snapshot(|| {}).await
     }
 
     /// A snapshot for a sync session subscribed with `events`: the events already queued are
     /// dropped because the snapshot contains them, so the queue then holds exactly the
     /// changes committed after the snapshot.
+    ///
+    /// Read without the write lock, so full syncs never hold up writes: the events are
+    /// drained and the snapshot read while no write is in progress, and the read is kept
+    /// only if no write started meanwhile (the write counter did not move). Every write
+    /// counted before is then published (drained) and in the snapshot, and every later one
+    /// is neither. After [`OPTIMISTIC_READS`] reads spoiled by writes, one read takes the lock.
     pub(crate) async fn snapshot_for(
         &self,
         events: &mut broadcast::Receiver<DataEvent>,
     ) -> Result<Snapshot, StoreError> {
+        self.consistent_snapshot(|| {
+            while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
+        })
+        .await
+    }
+
+    /// Reads a snapshot consistent with the writes (see [`Self::snapshot_for`]); `drain` runs
+    /// just before each read.
+    async fn consistent_snapshot(&self, mut drain: impl FnMut()) -> Result<Snapshot, StoreError> {
+        let mut writes = self.writes.subscribe();
+        for _ in 0..OPTIMISTIC_READS {
+            let before = *writes.borrow_and_update();
+            if before % 2 == 1 {
+                // A write is in progress: try again once it is done.
+                if writes.changed().await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            drain();
+            let snapshot = self.read_snapshot().await?;
+            if *writes.borrow() == before {
+                return Ok(snapshot);
+            }
+            tracing::debug!("a write changed the data during a snapshot read; reading again");
+        }
+        // Not through `write_lock`: a read leaves the write counter alone.
         let _write = self.write.lock().await;
-        while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
+        drain();
         self.read_snapshot().await
     }
 
@@ -347,7 +414,7 @@ impl Admin {
         ids: &[String],
         enabled: bool,
     ) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let batch = self.store.set_plugins_enabled(ids, enabled, &now()).await?;
         let updated = all_found("plugin", batch)?;
         self.publish(
@@ -359,7 +426,7 @@ impl Admin {
 
     /// Updates plugin `id` (role, sort, enabled, config); publishes PLUGIN/UPDATE.
     pub(crate) async fn update_plugin(&self, id: &str, dto: PluginDto) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let old = self
             .store
             .plugin(id)
@@ -379,7 +446,7 @@ impl Admin {
 
     /// Creates a plugin (the name must be free); publishes PLUGIN/CREATE.
     pub(crate) async fn create_plugin(&self, dto: PluginDto) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let mut record = validate::new_plugin(dto)?;
         if self
             .store
@@ -408,7 +475,7 @@ impl Admin {
     /// unknown id is a 404 and deletes nothing); publishes SELECTOR, RULE and PLUGIN
     /// DELETE events. Answers how many plugins went.
     pub(crate) async fn delete_plugins(&self, ids: &[String]) -> Result<usize, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let (plugins, selectors, rules) = self
             .store
             .delete_plugins(ids)
@@ -431,7 +498,7 @@ impl Admin {
         id: Option<&str>,
         dto: PluginHandleDto,
     ) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let plugin = match dto.plugin_id.as_deref() {
             Some(plugin_id) => self.store.plugin(plugin_id.trim()).await?,
             None => None,
@@ -466,7 +533,7 @@ impl Admin {
 
     /// Deletes plugin handle definitions, all or none; answers how many went.
     pub(crate) async fn delete_plugin_handles(&self, ids: &[String]) -> Result<usize, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let deleted = all_found(
             "plugin handle",
             self.store.delete_plugin_handles(ids).await?,
@@ -480,7 +547,7 @@ impl Admin {
         ids: &[String],
         enabled: bool,
     ) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let names = self.plugin_names().await?;
         let batch = self
             .store
@@ -512,7 +579,7 @@ impl Admin {
 
     /// Enables or disables rules (all must exist); publishes RULE/UPDATE.
     pub(crate) async fn enable_rules(&self, ids: &[String], enabled: bool) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let selector_plugin = self.selector_plugins().await?;
         let batch = self.store.set_rules_enabled(ids, enabled, &now()).await?;
         let updated = all_found("rule", batch)?;
@@ -530,7 +597,7 @@ impl Admin {
     /// Creates metadata (no or blank `id`) or replaces it; publishes META_DATA/UPDATE. Paths
     /// are unique. Returns the id.
     pub(crate) async fn save_meta(&self, dto: MetaDataDto) -> Result<String, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let mut record = validate::meta(dto)?;
         let all = self.store.meta_data().await?;
         if let Some(clash) = all
@@ -566,7 +633,7 @@ impl Admin {
 
     /// Deletes metadata; publishes META_DATA/DELETE. Returns the number deleted.
     pub(crate) async fn delete_meta(&self, ids: &[String]) -> Result<usize, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let deleted = self.store.delete_meta(ids).await?;
         if !deleted.is_empty() {
             self.publish(
@@ -579,7 +646,7 @@ impl Admin {
 
     /// Enables or disables metadata (all must exist); publishes META_DATA/UPDATE.
     pub(crate) async fn enable_meta(&self, ids: &[String], enabled: bool) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let batch = self.store.set_meta_enabled(ids, enabled, &now()).await?;
         let updated = all_found("metadata", batch)?;
         self.publish(
@@ -609,7 +676,7 @@ impl Admin {
         &self,
         dto: AuthApplyDto,
     ) -> Result<AppAuthRecord, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let mut record = validate::apply(dto)?;
         record.id = self.ids.next_id();
         if record.app_key.is_empty() {
@@ -630,7 +697,7 @@ impl Admin {
     /// Replaces app auth entry `dto.id`; publishes APP_AUTH/UPDATE (and APP_AUTH/DELETE of
     /// the old key when the key changed).
     pub(crate) async fn update_app_auth(&self, dto: AppAuthDto) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let id = dto
             .id
             .clone()
@@ -660,7 +727,7 @@ impl Admin {
 
     /// Deletes app auth entries; publishes APP_AUTH/DELETE. Returns the number deleted.
     pub(crate) async fn delete_app_auths(&self, ids: &[String]) -> Result<usize, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let deleted = self.store.delete_app_auths(ids).await?;
         if !deleted.is_empty() {
             self.publish(
@@ -677,7 +744,7 @@ impl Admin {
         ids: &[String],
         enabled: bool,
     ) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let batch = self
             .store
             .set_app_auths_enabled(ids, enabled, &now())
@@ -699,7 +766,7 @@ impl Admin {
 
     /// Creates a selector; publishes SELECTOR/UPDATE. Returns the new id.
     pub(crate) async fn create_selector(&self, dto: SelectorDto) -> Result<String, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         Ok(self.create_selector_locked(dto).await?.id)
     }
 
@@ -720,7 +787,7 @@ impl Admin {
     /// Replaces selector `id`; publishes SELECTOR/UPDATE with the old conditions as
     /// `beforeConditionList`.
     pub(crate) async fn update_selector(&self, id: &str, dto: SelectorDto) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         self.update_selector_locked(id, dto).await
     }
 
@@ -747,7 +814,7 @@ impl Admin {
     /// Deletes selectors with their rules; publishes SELECTOR/DELETE, then RULE/DELETE when
     /// rules went too. Returns the number of selectors deleted.
     pub(crate) async fn delete_selectors(&self, ids: &[String]) -> Result<usize, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let names = self.plugin_names().await?;
         let (selectors, rules) = self.store.delete_selectors(ids).await?;
         self.publish_deleted_selectors(&selectors, &rules, &names);
@@ -807,7 +874,7 @@ impl Admin {
 
     /// Creates a rule; publishes RULE/UPDATE.
     pub(crate) async fn create_rule(&self, dto: RuleDto) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         self.create_rule_locked(dto).await
     }
 
@@ -828,7 +895,7 @@ impl Admin {
     /// Replaces rule `id`; publishes RULE/UPDATE with the old conditions as
     /// `beforeConditionDataList`.
     pub(crate) async fn update_rule(&self, id: &str, dto: RuleDto) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let old = self
             .store
             .rule(id)
@@ -847,7 +914,7 @@ impl Admin {
 
     /// Deletes rules; publishes RULE/DELETE. Returns the number deleted.
     pub(crate) async fn delete_rules(&self, ids: &[String]) -> Result<usize, ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let selector_plugin = self.selector_plugins().await?;
         let rules = self.store.delete_rules(ids).await?;
         if !rules.is_empty() {
@@ -909,7 +976,7 @@ impl Admin {
     /// is validated first and written in one transaction; the changes are published after it
     /// commits, so a refused registration leaves nothing behind.
     pub(crate) async fn register_metadata(&self, dto: MetaDataRegister) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         let rpc_type = dto.rpc_type.clone().unwrap_or_else(|| "http".to_owned());
         if rpc_type.trim() != "http" {
             return Err(ApiError::field(
@@ -1098,7 +1165,7 @@ impl Admin {
     /// the upstream list of the divide selector named by its context path (or app name),
     /// creating the selector on a first registration. Publishes SELECTOR/UPDATE on a change.
     pub(crate) async fn register_uri(&self, dto: UriRegister, add: bool) -> Result<(), ApiError> {
-        let _write = self.write.lock().await;
+        let _write = self.write_lock().await;
         if let Some(rpc_type) = dto.rpc_type.as_deref().map(str::trim)
             && !rpc_type.is_empty()
             && rpc_type != "http"
@@ -1165,5 +1232,94 @@ impl Admin {
         let mut request = selector_dto(&selector);
         request.handle = Some(serde_json::to_string(&upstreams).expect("upstreams serialise"));
         self.update_selector_locked(&selector.id, request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::{Context, Waker};
+    use std::time::Duration;
+
+    use super::*;
+
+    fn selector(name: &str) -> SelectorDto {
+        SelectorDto {
+            plugin_id: Some("5".to_owned()),
+            name: Some(name.to_owned()),
+            selector_type: Some(0),
+            sort: Some(1),
+            ..Default::default()
+        }
+    }
+
+    fn selector_ids(snapshot: &Snapshot) -> Vec<&str> {
+        snapshot
+            .config
+            .selectors
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect()
+    }
+
+    /// A full sync being read holds nothing a write needs (it used to hold the write lock),
+    /// and what it returns is still exact: the snapshot has every write whose event it
+    /// drained, and the queue every later one.
+    #[tokio::test]
+    async fn a_write_completes_while_a_full_sync_is_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("admin.db");
+        let store = crate::store::open(db.to_str().unwrap()).await.unwrap();
+        let admin = Admin::new(store).await.unwrap();
+        let mut events = admin.subscribe();
+        let first = admin.create_selector(selector("/first")).await.unwrap();
+
+        let (snapshot, second) = {
+            let mut full = pin!(admin.snapshot_for(&mut events));
+            let poll = full.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            assert!(poll.is_pending(), "the full sync is waiting for the store");
+            let second = tokio::time::timeout(
+                Duration::from_secs(10),
+                admin.create_selector(selector("/second")),
+            )
+            .await
+            .expect("a write completes while a full sync is being read")
+            .unwrap();
+            (full.await.unwrap(), second)
+        };
+        assert_eq!(selector_ids(&snapshot), [first.as_str(), second.as_str()]);
+        assert!(
+            matches!(
+                events.try_recv(),
+                Err(broadcast::error::TryRecvError::Empty)
+            ),
+            "the events of writes in the snapshot are dropped"
+        );
+        let third = admin.create_selector(selector("/third")).await.unwrap();
+        let event = events.try_recv().expect("a later write is queued");
+        let EventPayload::Selector(data) = event.payload else {
+            panic!("a selector event");
+        };
+        assert_eq!(data[0].id, third);
+    }
+
+    /// The write counter is odd exactly while a write holds the lock, also when the write
+    /// fails.
+    #[tokio::test]
+    async fn the_write_counter_brackets_every_write() {
+        let store = crate::store::open(":memory:").await.unwrap();
+        let admin = Admin::new(store).await.unwrap();
+        assert_eq!(*admin.writes.borrow(), 0);
+        {
+            let _write = admin.write_lock().await;
+            assert_eq!(*admin.writes.borrow(), 1);
+        }
+        assert_eq!(*admin.writes.borrow(), 2);
+        admin.create_selector(selector("/a")).await.unwrap();
+        assert_eq!(*admin.writes.borrow(), 4);
+        assert!(admin.create_selector(selector(" ")).await.is_err());
+        assert_eq!(*admin.writes.borrow() % 2, 0);
+        admin.snapshot().await.unwrap();
+        assert_eq!(*admin.writes.borrow() % 2, 0, "a read does not count");
     }
 }

@@ -8,8 +8,11 @@ use model::{
     DivideRuleHandle, DivideUpstream, Operator, ParamType, RuleDto, SelectorDto,
 };
 
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
 use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto, PluginHandleDto};
-use crate::error::ApiError;
+use crate::error::{ApiError, json_message};
 use crate::store::{
     AppAuthRecord, MetaRecord, PluginHandleRecord, PluginRecord, RuleRecord, SelectorRecord,
     data_type, handle_type,
@@ -30,6 +33,18 @@ const EXTRACTABLE: &[ParamType] = &[
 
 const DIVIDE: &str = "divide";
 const CONTEXT_PATH: &str = "contextPath";
+const PARAM_MAPPING: &str = "paramMapping";
+
+// Bounds of a divide rule handle's numbers. ShenYu's dashboard (`plugin_handle` seed rows)
+// gives them no range (`"rule":""`) and its admin stores any integer; these keep one request
+// from retrying forever (`retry: 2147483647` spins a core) and refuse negatives.
+
+/// `retry`: retries after the first attempt.
+const RETRY_BOUNDS: RangeInclusive<i64> = 0..=10;
+/// `timeout` in ms; 0 takes the default 3000 (as the gateway reads it); at most 10 min.
+const TIMEOUT_MS_BOUNDS: RangeInclusive<i64> = 0..=600_000;
+/// `headerMaxSize` and `requestMaxSize` in bytes; 0 = unlimited.
+const MAX_SIZE_BOUNDS: RangeInclusive<i64> = 0..=i64::MAX;
 
 fn non_blank(field: &str, value: Option<String>) -> Result<String, ApiError> {
     match value {
@@ -215,6 +230,97 @@ fn divide_selector_handle(handle: &str) -> Result<(), ApiError> {
                 format!("must be >= 0, got {}", upstream.weight),
             ));
         }
+        if upstream.warmup < 0 {
+            return Err(ApiError::field(
+                format!("handle[{i}].warmup"),
+                format!("must be >= 0, got {}", upstream.warmup),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Parses a rule handle of `plugin`; an error names the field inside it (`handle.retry: ...`).
+fn rule_handle<T: DeserializeOwned>(plugin: &str, handle: &str) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_str(handle);
+    let parsed: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        if e.inner().is_data() && path != "." {
+            let separator = if path.starts_with('[') { "" } else { "." };
+            ApiError::field(format!("handle{separator}{path}"), json_message(e.inner()))
+        } else {
+            ApiError::field(
+                "handle",
+                format!("invalid {plugin} rule handle: {}", json_message(e.inner())),
+            )
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::field("handle", format!("invalid {plugin} rule handle: {e}")))?;
+    Ok(parsed)
+}
+
+/// `value` of handle field `field` within `range`.
+fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<(), ApiError> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    let expected = if *range.end() == i64::MAX {
+        format!(">= {}", range.start())
+    } else {
+        format!("within {range:?}")
+    };
+    Err(ApiError::field(
+        format!("handle.{field}"),
+        format!("must be {expected}, got {value}"),
+    ))
+}
+
+/// A divide rule handle: readable (known `loadBalance` and `retryStrategy` names) and its
+/// numbers within `RETRY_BOUNDS`, `TIMEOUT_MS_BOUNDS` and `MAX_SIZE_BOUNDS`.
+fn divide_rule_handle(handle: &str) -> Result<(), ApiError> {
+    let h: DivideRuleHandle = rule_handle(DIVIDE, handle)?;
+    within("retry", i64::from(h.retry), &RETRY_BOUNDS)?;
+    within("timeout", h.timeout, &TIMEOUT_MS_BOUNDS)?;
+    within("headerMaxSize", h.header_max_size, &MAX_SIZE_BOUNDS)?;
+    within("requestMaxSize", h.request_max_size, &MAX_SIZE_BOUNDS)
+}
+
+/// A paramMapping rule handle (ShenYu `ParamMappingRuleHandle`) as the gateway reads it: an
+/// object whose `addParameterKeys` / `replaceParameterKeys` are lists of `{path, key, value}`
+/// strings and whose `removeParameterKeys` is a list of strings (a `null` list is empty).
+fn param_mapping_handle(handle: &str) -> Result<(), ApiError> {
+    let value: Value = rule_handle(PARAM_MAPPING, handle)?;
+    let Value::Object(fields) = value else {
+        return Err(ApiError::field("handle", "must be a JSON object"));
+    };
+    let list = |name: &str| -> Result<&[Value], ApiError> {
+        match fields.get(name) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(_) => Err(ApiError::field(format!("handle.{name}"), "must be a list")),
+        }
+    };
+    for name in ["addParameterKeys", "replaceParameterKeys"] {
+        for (i, item) in list(name)?.iter().enumerate() {
+            let at = format!("handle.{name}[{i}]");
+            let Value::Object(info) = item else {
+                return Err(ApiError::field(at, "must be an object {path, key, value}"));
+            };
+            for key in ["path", "key", "value"] {
+                if info.get(key).is_some_and(|v| !v.is_string()) {
+                    return Err(ApiError::field(format!("{at}.{key}"), "must be a string"));
+                }
+            }
+        }
+    }
+    for (i, item) in list("removeParameterKeys")?.iter().enumerate() {
+        if !item.is_string() {
+            return Err(ApiError::field(
+                format!("handle.removeParameterKeys[{i}]"),
+                "must be a string",
+            ));
+        }
     }
     Ok(())
 }
@@ -279,19 +385,13 @@ pub(crate) fn rule(
     let conditions = conditions("ruleConditions", dto.rule_conditions.unwrap_or_default())?;
     let handle = blank_to_none(dto.handle);
     match (plugin_name, &handle) {
-        (DIVIDE, Some(handle)) => {
-            DivideRuleHandle::parse(handle).map_err(|e| {
-                ApiError::field("handle", format!("invalid divide rule handle: {e}"))
-            })?;
-        }
+        (DIVIDE, Some(handle)) => divide_rule_handle(handle)?,
         (CONTEXT_PATH, Some(handle)) => {
-            ContextMappingRuleHandle::parse(handle)
-                .map_err(|e| {
-                    ApiError::field("handle", format!("invalid contextPath rule handle: {e}"))
-                })?
+            rule_handle::<ContextMappingRuleHandle>(CONTEXT_PATH, handle)?
                 .check()
                 .map_err(|(field, message)| ApiError::field(format!("handle.{field}"), message))?;
         }
+        (PARAM_MAPPING, Some(handle)) => param_mapping_handle(handle)?,
         _ => {}
     }
     Ok(RuleRecord {
@@ -454,6 +554,11 @@ pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, ApiError> {
             format!("`{context_path}` must start with `/` and not end with `/`"),
         ));
     }
+    let rpc_ext = blank_to_none(dto.rpc_ext);
+    if let Some(rpc_ext) = &rpc_ext {
+        serde_json::from_str::<serde::de::IgnoredAny>(rpc_ext)
+            .map_err(|e| ApiError::field("rpcExt", format!("invalid JSON: {e}")))?;
+    }
     Ok(MetaRecord {
         id: dto.id.map(|id| id.trim().to_owned()).unwrap_or_default(),
         app_name: Some(app_name),
@@ -464,7 +569,7 @@ pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, ApiError> {
         service_name: Some(service_name),
         method_name: Some(method_name),
         parameter_types: blank_to_none(dto.parameter_types),
-        rpc_ext: blank_to_none(dto.rpc_ext),
+        rpc_ext,
         rule_name: blank_to_none(dto.rule_name),
         enabled,
         date_created: String::new(),
@@ -742,6 +847,12 @@ mod tests {
         assert!(
             error(with(r#"[{"upstreamUrl":"x:80","weight":-1}]"#)).starts_with("handle[0].weight:")
         );
+        assert_eq!(
+            error(with(
+                r#"[{"upstreamUrl":"x:80"},{"upstreamUrl":"y:80","warmup":-1}]"#
+            )),
+            "handle[1].warmup: must be >= 0, got -1"
+        );
         assert!(error(with("{")).starts_with("handle: invalid divide upstream list"));
     }
 
@@ -780,20 +891,131 @@ mod tests {
             .to_string(),
             "handle.percentage: must be within 0..=100, got 101"
         );
-        assert!(
-            check("contextPath", r#"{"contextPath":1}"#)
-                .unwrap_err()
-                .to_string()
-                .starts_with("handle: invalid contextPath rule handle")
+        let message = |plugin: &str, h: &str| check(plugin, h).unwrap_err().to_string();
+        assert_eq!(
+            message("contextPath", r#"{"contextPath":1}"#),
+            "handle.contextPath: invalid type: integer `1`, expected a string"
         );
-        assert!(
-            check("divide", r#"{"retry":"x"}"#)
-                .unwrap_err()
-                .to_string()
-                .starts_with("handle: invalid divide rule handle")
+        assert!(message("contextPath", "{").starts_with("handle: invalid contextPath rule handle"));
+        assert_eq!(
+            message("divide", r#"{"retry":"x"}"#),
+            r#"handle.retry: invalid type: string "x", expected i32"#
         );
+        assert!(message("divide", "{").starts_with("handle: invalid divide rule handle"));
         // Other plugins' handles are theirs to read.
         assert!(check("waf", "not json").is_ok());
+    }
+
+    #[test]
+    fn divide_rule_handles_are_bounded() {
+        let sel = SelectorRecord {
+            id: "s".to_owned(),
+            ..selector(dto(vec![]), Some(&divide())).unwrap()
+        };
+        let check = |h: &str| {
+            let dto = RuleDto {
+                selector_id: Some("s".to_owned()),
+                name: Some("r".to_owned()),
+                sort: Some(1),
+                handle: Some(h.to_owned()),
+                ..Default::default()
+            };
+            rule(dto, Some(&sel), DIVIDE)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        };
+        let full = r#"{"loadBalance":"roundRobin","retryStrategy":"failover","retry":10,"timeout":600000,"headerMaxSize":0,"requestMaxSize":102400}"#;
+        assert_eq!(check(full), Ok(()));
+        assert_eq!(check(r#"{"retry":0,"timeout":0}"#), Ok(()));
+        for (handle, error) in [
+            (
+                r#"{"retry":2147483647}"#,
+                "handle.retry: must be within 0..=10, got 2147483647",
+            ),
+            (
+                r#"{"retry":-1}"#,
+                "handle.retry: must be within 0..=10, got -1",
+            ),
+            (
+                r#"{"retry":11}"#,
+                "handle.retry: must be within 0..=10, got 11",
+            ),
+            (
+                r#"{"timeout":-5}"#,
+                "handle.timeout: must be within 0..=600000, got -5",
+            ),
+            (
+                r#"{"timeout":600001}"#,
+                "handle.timeout: must be within 0..=600000, got 600001",
+            ),
+            (
+                r#"{"headerMaxSize":-1}"#,
+                "handle.headerMaxSize: must be >= 0, got -1",
+            ),
+            (
+                r#"{"requestMaxSize":-1}"#,
+                "handle.requestMaxSize: must be >= 0, got -1",
+            ),
+        ] {
+            assert_eq!(check(handle), Err(error.to_owned()), "{handle}");
+        }
+        for (handle, field) in [
+            (r#"{"loadBalance":"fastest"}"#, "handle.loadBalance: "),
+            (r#"{"retryStrategy":"again"}"#, "handle.retryStrategy: "),
+            (r#"{"retry":4294967296}"#, "handle.retry: "),
+        ] {
+            let error = check(handle).unwrap_err();
+            assert!(error.starts_with(field), "{handle}: {error}");
+        }
+    }
+
+    #[test]
+    fn param_mapping_handles_are_read_as_the_gateway_reads_them() {
+        let sel = SelectorRecord {
+            id: "s".to_owned(),
+            ..selector(dto(vec![]), Some(&divide())).unwrap()
+        };
+        let check = |h: &str| {
+            let dto = RuleDto {
+                selector_id: Some("s".to_owned()),
+                name: Some("r".to_owned()),
+                sort: Some(1),
+                handle: Some(h.to_owned()),
+                ..Default::default()
+            };
+            rule(dto, Some(&sel), PARAM_MAPPING)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        };
+        let ok = r#"{"addParameterKeys":[{"path":"$","key":"k","value":"v"}],"replaceParameterKeys":null,"removeParameterKeys":["$.a"]}"#;
+        assert_eq!(check(ok), Ok(()));
+        assert_eq!(check("{}"), Ok(()));
+        for (handle, error) in [
+            ("[1]", "handle: must be a JSON object"),
+            (
+                r#"{"addParameterKeys":{}}"#,
+                "handle.addParameterKeys: must be a list",
+            ),
+            (
+                r#"{"replaceParameterKeys":[{"path":"$","key":1}]}"#,
+                "handle.replaceParameterKeys[0].key: must be a string",
+            ),
+            (
+                r#"{"addParameterKeys":["k"]}"#,
+                "handle.addParameterKeys[0]: must be an object {path, key, value}",
+            ),
+            (
+                r#"{"removeParameterKeys":["$.a",2]}"#,
+                "handle.removeParameterKeys[1]: must be a string",
+            ),
+        ] {
+            assert_eq!(check(handle), Err(error.to_owned()), "{handle}");
+        }
+        assert!(
+            check("{nope")
+                .unwrap_err()
+                .starts_with("handle: invalid paramMapping rule handle: ")
+        );
     }
 
     #[test]
@@ -895,5 +1117,17 @@ mod tests {
             })
             .starts_with("contextPath: ")
         );
+        assert!(
+            err(MetaDataDto {
+                rpc_ext: Some("{\"loadbalance\":".to_owned()),
+                ..good()
+            })
+            .starts_with("rpcExt: invalid JSON: ")
+        );
+        let with_ext = meta(MetaDataDto {
+            rpc_ext: Some(r#"{"loadbalance":"random"}"#.to_owned()),
+            ..good()
+        });
+        assert!(with_ext.is_ok());
     }
 }

@@ -286,3 +286,97 @@ async fn the_password_lives_in_the_database_as_a_hash() {
         );
     }
 }
+
+/// `config` whose logins lock out after `max_failures` failures for `lockout` (doubling).
+fn throttled(max_failures: u32, lockout: Duration) -> admin::Config {
+    admin::Config {
+        login_throttle: admin::LoginThrottle {
+            max_failures,
+            lockout,
+            max_lockout: lockout * 8,
+        },
+        ..config(Duration::from_secs(60))
+    }
+}
+
+/// A login sent from loopback address `local`: status, body and `Retry-After`.
+async fn login_from(
+    served: &Served,
+    local: &str,
+    user: &str,
+    password: &str,
+) -> (u16, Value, Option<String>) {
+    let response = reqwest::Client::builder()
+        .local_address(local.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+        .post(served.url("/platform/login"))
+        .json(&json!({"userName": user, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, response.json().await.unwrap(), retry_after)
+}
+
+#[tokio::test]
+async fn failed_logins_lock_out_the_user_and_the_address() {
+    let served = Served::start(throttled(3, Duration::from_secs(60))).await;
+    for _ in 0..3 {
+        let (status, ..) = login_from(&served, "127.0.0.2", "admin", "wrong").await;
+        assert_eq!(status, 401);
+    }
+    // The right password, from another address: the user is locked out.
+    let (status, body, retry_after) = login_from(&served, "127.0.0.3", "admin", "123456").await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(
+        body,
+        json!({
+            "code": 429,
+            "message": "too many failed logins for this user or address; try again in 60 s",
+            "data": null
+        })
+    );
+    assert_eq!(retry_after.as_deref(), Some("60"));
+    // The address is locked out for any user; another user elsewhere is not.
+    let (status, ..) = login_from(&served, "127.0.0.2", "root", "123456").await;
+    assert_eq!(status, 429);
+    let (status, ..) = login_from(&served, "127.0.0.3", "root", "123456").await;
+    assert_eq!(status, 401, "root does not exist: a plain wrong login");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_lockout_ends_and_a_success_starts_over() {
+    // Long enough to outlast the second failure's password check on a loaded machine.
+    let served = Served::start(throttled(2, Duration::from_secs(3))).await;
+    for _ in 0..2 {
+        let (status, ..) = login_from(&served, "127.0.0.4", "admin", "wrong").await;
+        assert_eq!(status, 401);
+    }
+    let (status, _, retry_after) = login_from(&served, "127.0.0.4", "admin", "123456").await;
+    assert_eq!(status, 429);
+    let retry_after: u64 = retry_after.unwrap().parse().unwrap();
+    assert!((1..=3).contains(&retry_after), "{retry_after}");
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let (status, body, _) = login_from(&served, "127.0.0.4", "admin", "123456").await;
+        match status {
+            429 => assert!(Instant::now() < deadline, "the lockout never ended"),
+            200 => break,
+            other => panic!("unexpected status {other}: {body}"),
+        }
+        // Poll the condition without busy-spinning the server.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The success cleared the count: one failure is again just a failure.
+    let (status, ..) = login_from(&served, "127.0.0.4", "admin", "wrong").await;
+    assert_eq!(status, 401);
+    let (status, ..) = login_from(&served, "127.0.0.4", "admin", "123456").await;
+    assert_eq!(status, 200);
+    served.stop().await;
+}

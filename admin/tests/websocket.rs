@@ -200,3 +200,93 @@ async fn every_session_gets_every_change() {
     }
     served.stop().await;
 }
+
+/// Frames up to the `RUNNING_MODE` reply, which answers the last request sent.
+async fn frames_until_running_mode(socket: &mut Socket) -> Vec<Value> {
+    let mut frames = Vec::new();
+    loop {
+        let frame = next_json(socket).await;
+        if frame["eventType"] == "RUNNING_MODE" {
+            return frames;
+        }
+        frames.push(frame);
+    }
+}
+
+fn full_sync_frames(frames: &[Value]) -> usize {
+    frames
+        .iter()
+        .filter(|frame| frame["eventType"] == "MYSELF")
+        .count()
+}
+
+#[tokio::test]
+async fn myself_requests_are_rate_limited_per_session() {
+    let served = Served::start(admin::Config {
+        full_sync_interval: std::time::Duration::from_secs(3600),
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let client = Client::login(&served).await;
+    let mut a = connect(&served).await;
+    for _ in 0..20 {
+        send(&mut a, "MYSELF").await;
+    }
+    send(&mut a, "RUNNING_MODE").await;
+    // Requests are handled in order: all twenty MYSELFs before RUNNING_MODE.
+    let frames = frames_until_running_mode(&mut a).await;
+    assert_eq!(
+        full_sync_frames(&frames),
+        5,
+        "one full sync (five groups) for twenty MYSELFs"
+    );
+
+    // Increments keep flowing while a full sync is owed.
+    client
+        .send(Method::POST, "/selector", Some(selector_body("/owed")))
+        .await;
+    let frame = next_json(&mut a).await;
+    assert_eq!(kind(&frame), ("SELECTOR", "UPDATE"));
+
+    // The limit is per session: another one is answered at once.
+    let mut b = connect(&served).await;
+    send(&mut b, "MYSELF").await;
+    send(&mut b, "RUNNING_MODE").await;
+    let frames = frames_until_running_mode(&mut b).await;
+    assert_eq!(full_sync_frames(&frames), 5);
+    assert_eq!(frames[1]["data"][0]["name"], "/owed");
+    served.stop().await;
+}
+
+/// A `MYSELF` within the interval is owed, not dropped: it is answered when the interval
+/// ends, with the config as it is then.
+#[tokio::test]
+async fn an_owed_myself_is_answered_when_the_interval_ends() {
+    let served = Served::start(admin::Config {
+        full_sync_interval: std::time::Duration::from_millis(300),
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let client = Client::login(&served).await;
+    let mut socket = connect(&served).await;
+    send(&mut socket, "MYSELF").await;
+    for _ in 0..5 {
+        assert_eq!(next_json(&mut socket).await["eventType"], "MYSELF");
+    }
+    client
+        .send(Method::POST, "/selector", Some(selector_body("/later")))
+        .await;
+    send(&mut socket, "MYSELF").await;
+    let mut frames = Vec::new();
+    while frames.len() < 5 {
+        let frame = next_json(&mut socket).await;
+        // The increment may come first (or be folded into the full sync).
+        if kind(&frame) != ("SELECTOR", "UPDATE") {
+            frames.push(frame);
+        }
+    }
+    assert_eq!(full_sync_frames(&frames), 5, "{frames:?}");
+    assert_eq!(kind(&frames[1]), ("SELECTOR", "MYSELF"));
+    assert_eq!(frames[1]["data"][0]["name"], "/later");
+    served.stop().await;
+}

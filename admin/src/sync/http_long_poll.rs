@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -357,8 +358,9 @@ async fn listener(
     State(state): State<AppState>,
     Extension(poll): Extension<Arc<LongPoll>>,
     RawQuery(query): RawQuery,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let body = body?;
     let mut params = pairs(query.unwrap_or_default().as_bytes())?;
     params.extend(pairs(&body)?);
     let wanted = wanted_groups(params)?;

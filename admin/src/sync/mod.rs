@@ -48,6 +48,7 @@ pub(crate) fn publisher(
     Ok(match mode {
         SyncMode::Websocket => Box::new(websocket::WebsocketPublisher::new(
             config.sync_token.as_deref().filter(|t| !t.is_empty()),
+            config.full_sync_interval,
         )),
         SyncMode::Http => Box::new(http_long_poll::HttpLongPollPublisher::start(
             admin,

@@ -1,8 +1,14 @@
 //! Websocket sync (`GET /websocket`): `MYSELF` gets the full config, `RUNNING_MODE` the
 //! standalone reply, and every committed change goes to every session as one frame. With a
 //! sync token configured, the upgrade needs `X-Shenyu-Sync-Token` equal to it.
+//!
+//! A session answers at most one `MYSELF` per full-sync interval: one arriving sooner is not
+//! dropped but owed, and all those owed are answered by one full sync when the interval ends
+//! (it reflects the config at that time). Increments keep flowing meanwhile, and a full sync
+//! is never reordered against them (see [`Admin::snapshot_for`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -13,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use model::{DataEvent, DataEventType, EventPayload, SyncMode};
 use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
 
 use super::{Publisher, closed};
 use crate::AppState;
@@ -30,6 +37,8 @@ const RUNNING_MODE_REPLY: &str = r#"{"eventType":"RUNNING_MODE","runningMode":"S
 #[derive(Debug, Clone)]
 pub(crate) struct WebsocketPublisher {
     sync_token: SyncToken,
+    /// The least time between two full syncs on one session.
+    full_sync_interval: Duration,
 }
 
 /// The sync token a websocket upgrade must carry, if any (ShenYu 2.6 has none: open).
@@ -44,10 +53,12 @@ impl std::fmt::Debug for SyncToken {
 }
 
 impl WebsocketPublisher {
-    /// A publisher requiring `sync_token` on upgrades when it is set.
-    pub(crate) fn new(sync_token: Option<&str>) -> Self {
+    /// A publisher requiring `sync_token` on upgrades when it is set, answering at most one
+    /// `MYSELF` per `full_sync_interval` on each session.
+    pub(crate) fn new(sync_token: Option<&str>, full_sync_interval: Duration) -> Self {
         Self {
             sync_token: SyncToken(sync_token.map(Arc::from)),
+            full_sync_interval,
         }
     }
 }
@@ -60,22 +71,22 @@ impl Publisher for WebsocketPublisher {
     fn routes(&self) -> Router<AppState> {
         Router::new()
             .route("/websocket", get(upgrade))
-            .layer(Extension(self.sync_token.clone()))
+            .layer(Extension(self.clone()))
     }
 }
 
 async fn upgrade(
     State(state): State<AppState>,
-    Extension(SyncToken(expected)): Extension<SyncToken>,
+    Extension(publisher): Extension<WebsocketPublisher>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    if let Some(expected) = expected {
+    if let SyncToken(Some(expected)) = &publisher.sync_token {
         let given = headers
             .get(SYNC_TOKEN_HEADER)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        if !secrets_equal(given, &expected) {
+        if !secrets_equal(given, expected) {
             tracing::warn!("websocket upgrade without a valid {SYNC_TOKEN_HEADER}");
             return ApiError::Unauthorized("sync token is error".to_owned()).into_response();
         }
@@ -90,7 +101,8 @@ async fn upgrade(
     let admin = Arc::clone(&state.admin);
     ws.on_upgrade(move |socket| async move {
         tracing::info!("websocket sync session opened");
-        match session(socket, &admin, events, closing).await {
+        let full_syncs = FullSyncs::new(publisher.full_sync_interval);
+        match session(socket, &admin, events, closing, full_syncs).await {
             Ok(()) => tracing::info!("websocket sync session closed"),
             Err(e) => tracing::warn!(error = %e, "websocket sync session failed"),
         }
@@ -112,28 +124,89 @@ fn full_sync_frames(snapshot: Snapshot) -> Vec<String> {
     .collect()
 }
 
+/// A session's full-sync rate limit: when the next `MYSELF` may be answered, and whether one
+/// is owed.
+#[derive(Debug)]
+struct FullSyncs {
+    interval: Duration,
+    next: Instant,
+    owed: bool,
+}
+
+impl FullSyncs {
+    /// The first `MYSELF` is answered at once.
+    fn new(interval: Duration) -> Self {
+        Self {
+            interval,
+            next: Instant::now(),
+            owed: false,
+        }
+    }
+
+    /// A `MYSELF` arrived: whether to answer it now (otherwise it is owed until
+    /// [`Self::next`]).
+    fn request(&mut self, now: Instant) -> bool {
+        if self.owed || now < self.next {
+            if !self.owed {
+                tracing::debug!(
+                    interval_ms = self.interval.as_millis(),
+                    "MYSELF within the full-sync interval; answered when it ends"
+                );
+            }
+            self.owed = true;
+            return false;
+        }
+        true
+    }
+
+    /// A full sync was sent at `now`.
+    fn sent(&mut self, now: Instant) {
+        self.owed = false;
+        self.next = now + self.interval;
+    }
+}
+
+/// Sends a full sync; `Ok(false)` when the config cannot be read (the session must end).
+async fn full_sync(
+    socket: &mut WebSocket,
+    admin: &Admin,
+    events: &mut broadcast::Receiver<DataEvent>,
+    full_syncs: &mut FullSyncs,
+) -> Result<bool, axum::Error> {
+    full_syncs.sent(Instant::now());
+    let snapshot = match admin.snapshot_for(events).await {
+        Ok(snapshot) => snapshot,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the full config");
+            return Ok(false);
+        }
+    };
+    for frame in full_sync_frames(snapshot) {
+        socket.send(Message::text(frame)).await?;
+    }
+    Ok(true)
+}
+
 async fn session(
     mut socket: WebSocket,
     admin: &Admin,
     mut events: broadcast::Receiver<DataEvent>,
     mut closing: watch::Receiver<bool>,
+    mut full_syncs: FullSyncs,
 ) -> Result<(), axum::Error> {
     loop {
+        let owed = full_syncs.owed;
         tokio::select! {
             message = socket.recv() => match message {
                 None => return Ok(()),
                 Some(message) => match message? {
                     Message::Text(text) => match text.as_str().trim() {
                         "MYSELF" => {
-                            let snapshot = match admin.snapshot_for(&mut events).await {
-                                Ok(snapshot) => snapshot,
-                                Err(e) => {
-                                    tracing::error!(error = %e, "cannot read the full config");
-                                    return close(socket, close_code::ERROR, "storage failure").await;
-                                }
-                            };
-                            for frame in full_sync_frames(snapshot) {
-                                socket.send(Message::text(frame)).await?;
+                            // Owed (not answered now) or answered: either way the session goes on.
+                            let goes_on = !full_syncs.request(Instant::now())
+                                || full_sync(&mut socket, admin, &mut events, &mut full_syncs).await?;
+                            if !goes_on {
+                                return close(socket, close_code::ERROR, "storage failure").await;
                             }
                         }
                         "RUNNING_MODE" => socket.send(Message::text(RUNNING_MODE_REPLY)).await?,
@@ -154,6 +227,11 @@ async fn session(
                     return close(socket, close_code::AWAY, "admin shutting down").await;
                 }
             },
+            () = tokio::time::sleep_until(full_syncs.next), if owed => {
+                if !full_sync(&mut socket, admin, &mut events, &mut full_syncs).await? {
+                    return close(socket, close_code::ERROR, "storage failure").await;
+                }
+            }
             () = closed(&mut closing) => {
                 return close(socket, close_code::AWAY, "admin shutting down").await;
             }
