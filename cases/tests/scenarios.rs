@@ -96,7 +96,11 @@ fn scenario_trials(shared: &Arc<Shared>, suffix: &str, with_parse_failures: bool
                     Err(e.into())
                 }));
             }
-            Planned::Broken(..) | Planned::Case { skip: Some(NotRun::Mode { .. }), .. } => {}
+            Planned::Broken(..)
+            | Planned::Case {
+                skip: Some(NotRun::Mode { .. }),
+                ..
+            } => {}
             Planned::Case {
                 scenario,
                 mode,

@@ -332,9 +332,8 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
         BackendKind::Host => {
             backend::middleware::skip_reason(&ProcessEnv, mode).map(NotRun::Unavailable)
         }
-        BackendKind::Docker => (!backend::docker::supports(mode)).then(|| {
-            NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))
-        }),
+        BackendKind::Docker => (!backend::docker::supports(mode))
+            .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),
     }
 }
 
