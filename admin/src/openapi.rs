@@ -1,7 +1,7 @@
 //! `GET /v3/api-docs`: an OpenAPI 3.1 description of the admin's HTTP API, built from one
 //! table of operations, [`OPERATIONS`]. Each entry names its request (a JSON or form body
 //! type, or typed query parameters) and its success response type; every schema they need
-//! becomes a component. Tests (here and in `tests/openapi.rs`) check that every operation
+//! becomes a component. Tests (here and in `tests/it/openapi.rs`) check that every operation
 //! listed is routed, that every schema reference resolves, and that the schemas' field names
 //! are the ones serde reads and writes.
 //!

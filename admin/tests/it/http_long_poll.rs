@@ -1,12 +1,10 @@
 //! HTTP long-polling sync (protocol §4) driven directly: fetch, listener (query and form
 //! parameters), holds, wake-ups, and the §4.5 stale-admin reload between two admins.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{Client, DEADLINE, Served, rule_body, selector_body};
+use crate::common::{Client, DEADLINE, Served, rule_body, selector_body};
 use md5::{Digest, Md5};
 use model::SyncMode;
 use reqwest::Method;

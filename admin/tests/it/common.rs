@@ -1,7 +1,5 @@
 //! Helpers shared by the integration tests: a served admin on port 0 and a logged-in client.
 
-#![allow(dead_code, unreachable_pub)]
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -10,17 +8,17 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// How long any single wait in a test may take.
-pub const DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
 
 /// An admin served on a free port.
-pub struct Served {
+pub(crate) struct Served {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
 }
 
 impl Served {
-    pub async fn start(config: admin::Config) -> Served {
+    pub(crate) async fn start(config: admin::Config) -> Served {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -34,12 +32,12 @@ impl Served {
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Shuts the server down and waits until it has stopped.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         self.stop.take().unwrap().send(()).unwrap();
         let task = self.task.take().unwrap();
         tokio::time::timeout(DEADLINE, task)
@@ -51,14 +49,14 @@ impl Served {
 }
 
 /// A client holding a token for `served`.
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
     token: String,
 }
 
 impl Client {
-    pub async fn login(served: &Served) -> Client {
+    pub(crate) async fn login(served: &Served) -> Client {
         let http = reqwest::Client::builder()
             .timeout(DEADLINE)
             .build()
@@ -81,13 +79,13 @@ impl Client {
     }
 
     /// A request to `path` carrying the token.
-    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.base))
             .header("X-Access-Token", &self.token)
     }
 
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -106,7 +104,7 @@ impl Client {
 }
 
 /// A valid divide selector body.
-pub fn selector_body(name: &str) -> Value {
+pub(crate) fn selector_body(name: &str) -> Value {
     json!({
         "pluginId": "5", "name": name, "type": 1, "matchMode": 0, "sort": 1,
         "enabled": true, "loged": false, "continued": true, "matchRestful": false,
@@ -118,7 +116,7 @@ pub fn selector_body(name: &str) -> Value {
 }
 
 /// A valid divide rule body for `selector_id`.
-pub fn rule_body(selector_id: &str, name: &str) -> Value {
+pub(crate) fn rule_body(selector_id: &str, name: &str) -> Value {
     json!({
         "selectorId": selector_id, "name": name, "matchMode": 0, "sort": 1,
         "enabled": true, "loged": false, "matchRestful": false,

@@ -4,11 +4,9 @@
 //! reported as ignored, with the reason (admin/build.rs); `GANTRY_REQUIRE=postgres` makes them
 //! fail instead.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Client, DEADLINE, Served, rule_body, selector_body};
+use crate::common::{Client, DEADLINE, Served, rule_body, selector_body};
 use model::SyncMode;
 use reqwest::Method;
 use serde_json::{Value, json};

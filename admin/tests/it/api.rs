@@ -1,11 +1,9 @@
 //! The REST API in process: `app()` on an in-memory store, driven with `oneshot`.
 
-mod common;
-
+use crate::common::{rule_body, selector_body};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use common::{rule_body, selector_body};
 use http_body_util::BodyExt;
 use model::{ConfigGroup, DataEvent, DataEventType, EventPayload};
 use serde_json::{Value, json};

@@ -1,8 +1,6 @@
 //! Websocket sync against a served admin: full sync, increments, running mode, pings.
 
-mod common;
-
-use common::{Client, DEADLINE, Served, rule_body, selector_body};
+use crate::common::{Client, DEADLINE, Served, rule_body, selector_body};
 use futures_util::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};

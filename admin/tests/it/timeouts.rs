@@ -2,11 +2,9 @@
 //! a slow-header client is disconnected and the server still stops gracefully. The limits
 //! themselves are tested in `netserve`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{DEADLINE, Served};
+use crate::common::{DEADLINE, Served};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

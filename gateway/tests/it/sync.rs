@@ -1,13 +1,12 @@
 //! End to end: the gateway's `serve` against an in-test fake admin (websocket) and an in-test
 //! upstream. Every wait polls a condition until a deadline; nothing sleeps a fixed time.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
@@ -18,68 +17,11 @@ use model::{
     SelectorData,
 };
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
-use tokio_tungstenite::WebSocketStream;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 
-const DEADLINE: Duration = Duration::from_secs(10);
-
-type AdminConn = WebSocketStream<TcpStream>;
-
-/// Polls `check` until it gives `Some`, failing after the deadline.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A fake admin: every accepted websocket connection is handed to the test.
-async fn fake_admin() -> (SocketAddr, mpsc::UnboundedReceiver<AdminConn>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            if let Ok(ws) = tokio_tungstenite::accept_async(stream).await
-                && tx.send(ws).is_err()
-            {
-                break;
-            }
-        }
-    });
-    (addr, rx)
-}
-
-/// The next connection from the gateway, after it has sent `MYSELF`.
-async fn next_session(rx: &mut mpsc::UnboundedReceiver<AdminConn>) -> AdminConn {
-    let mut conn = tokio::time::timeout(DEADLINE, rx.recv())
-        .await
-        .expect("gateway connects")
-        .unwrap();
-    loop {
-        let msg = tokio::time::timeout(DEADLINE, conn.next())
-            .await
-            .expect("gateway sends MYSELF");
-        if let Some(Ok(Message::Text(t))) = msg
-            && t.as_str() == "MYSELF"
-        {
-            return conn;
-        }
-    }
-}
+use crate::common::{AdminConn, DEADLINE, eventually, fake_admin, next_session};
 
 /// An upstream echoing what it received; `/api/slow` never answers.
 async fn upstream() -> SocketAddr {

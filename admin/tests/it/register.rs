@@ -1,11 +1,9 @@
 //! The HTTP registration center (protocol §9): a client registers metadata and its address;
 //! the admin creates the selector, rules, upstreams and metadata and publishes them.
 
-mod common;
-
 use std::time::Instant;
 
-use common::{Client, DEADLINE, Served};
+use crate::common::{Client, DEADLINE, Served};
 use model::SyncMode;
 use reqwest::Method;
 use serde_json::{Value, json};

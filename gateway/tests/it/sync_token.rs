@@ -4,10 +4,7 @@
 //! token (the admin checks it on `/websocket` only). Every wait polls a condition until a
 //! deadline.
 
-use std::future::Future;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use model::SyncMode;
@@ -16,60 +13,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-const DEADLINE: Duration = Duration::from_secs(15);
+use crate::common::{DEADLINE, capture_logs, eventually, logged};
+
 const TOKEN: &str = "s3cret-sync-token";
-
-/// Everything logged by this test binary (one global subscriber; tests run in parallel, so
-/// each looks for its own message).
-fn logs() -> &'static Mutex<Vec<u8>> {
-    static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
-        tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_env_filter("info")
-            .with_writer(move || LogWriter(logs))
-            .init();
-        logs
-    })
-}
-
-struct LogWriter(&'static Mutex<Vec<u8>>);
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn logged() -> String {
-    String::from_utf8_lossy(&logs().lock().unwrap()).into_owned()
-}
-
-/// Polls `check` until it gives `Some`, failing after the deadline.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}; logs:\n{}",
-            logged()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// A server task on port 0, stopped by dropping `stop`.
 struct Served {
@@ -149,7 +95,7 @@ impl Served {
 
 #[tokio::test]
 async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
-    logs();
+    capture_logs();
     let admin = Served::admin(Some(TOKEN)).await;
     let with = Served::gateway(&admin, SyncMode::Websocket, Some(TOKEN)).await;
     let without = Served::gateway(&admin, SyncMode::Websocket, None).await;
@@ -188,7 +134,7 @@ async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
 /// name and password and syncs whether or not a sync token is set on either side.
 #[tokio::test]
 async fn http_long_polling_does_not_need_the_sync_token() {
-    logs();
+    capture_logs();
     let admin = Served::admin(Some(TOKEN)).await;
     let gateway = Served::gateway(&admin, SyncMode::Http, None).await;
     gateway.synced().await;

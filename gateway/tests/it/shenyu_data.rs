@@ -8,62 +8,15 @@
 //! blank request values and padded values behave as ShenYu's judges. A frame that is not JSON
 //! leaves the gateway on its last good config. Every wait polls a condition until a deadline.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
-use tokio_tungstenite::WebSocketStream;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 
-const DEADLINE: Duration = Duration::from_secs(10);
-
-type AdminConn = WebSocketStream<TcpStream>;
-
-/// Polls `check` until it gives `Some`, failing after the deadline.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A fake admin accepting one websocket session, handed over once the gateway sent `MYSELF`.
-async fn fake_admin() -> (SocketAddr, mpsc::UnboundedReceiver<AdminConn>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
-                continue;
-            };
-            while let Some(Ok(msg)) = ws.next().await {
-                if msg.to_text().is_ok_and(|t| t == "MYSELF") {
-                    break;
-                }
-            }
-            if tx.send(ws).is_err() {
-                break;
-            }
-        }
-    });
-    (addr, rx)
-}
+use crate::common::{DEADLINE, eventually, fake_admin, next_session};
 
 /// An upstream answering 200 to everything.
 async fn upstream() -> SocketAddr {
@@ -227,10 +180,7 @@ async fn shenyu_data_routes_with_shenyus_runtime_meaning() {
         addr,
         http: reqwest::Client::new(),
     };
-    let mut conn = tokio::time::timeout(DEADLINE, sessions.recv())
-        .await
-        .expect("the gateway connects")
-        .unwrap();
+    let mut conn = next_session(&mut sessions).await;
     let plugin = json!([{"id": "5", "name": "divide", "enabled": true, "sort": 200}]);
     conn.send(Message::text(frame("PLUGIN", &plugin)))
         .await

@@ -1,11 +1,9 @@
 //! Authentication: every REST and long-polling endpoint needs a valid, unexpired token; the
 //! websocket needs the sync token when one is configured.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Client, DEADLINE, Served};
+use crate::common::{Client, DEADLINE, Served};
 use futures_util::{SinkExt, StreamExt};
 use model::SyncMode;
 use reqwest::Method;

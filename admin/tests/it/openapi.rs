@@ -2,11 +2,9 @@
 //! request and response carries a schema, and whose schemas name the fields serde writes and
 //! reads (checked on sample values and on the admin's live answers).
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::{Client, Served, rule_body, selector_body};
+use crate::common::{Client, Served, rule_body, selector_body};
 use model::{
     AppAuthData, AuthParamData, AuthPathData, BatchEnabled, BatchIds, ConditionData, ConditionDto,
     ConfigGroup, DataEventType, DigestReport, LoginRequest, LoginResponse, MatchMode, MetaData,

@@ -3,7 +3,6 @@
 //! condition until a deadline; nothing sleeps a fixed time.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,28 +20,10 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
-const DEADLINE: Duration = Duration::from_secs(15);
+use crate::common::{DEADLINE, eventually};
+
 /// How long the fake admin holds a listener request with no change (ShenYu: 60 s).
 const HOLD: Duration = Duration::from_millis(500);
-
-/// Polls `check` until it gives `Some`, failing after the deadline.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// One group as the fake admin serves it.
 #[derive(Debug, Clone)]

@@ -1,8 +1,6 @@
 //! A file database survives a restart: same selector, same digest.
 
-mod common;
-
-use common::{Client, Served, selector_body};
+use crate::common::{Client, Served, selector_body};
 use reqwest::Method;
 use serde_json::Value;
 

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
-const DEADLINE: Duration = Duration::from_secs(10);
+use crate::common::{DEADLINE, eventually, fake_admin, next_session};
 
 /// A gateway routing `/g/**` to an echo upstream (which counts requests), with `timeouts`.
 struct Gateway {
@@ -30,16 +30,9 @@ struct Gateway {
 impl Gateway {
     async fn start(timeouts: netserve::Timeouts) -> Gateway {
         let (upstream, upstream_hits) = upstream().await;
-        let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let admin_addr = admin.local_addr().unwrap();
+        let (admin_addr, mut sessions) = fake_admin().await;
         tokio::spawn(async move {
-            let (stream, _) = admin.accept().await.unwrap();
-            let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
-            while let Some(Ok(msg)) = ws.next().await {
-                if msg.to_text().is_ok_and(|t| t == "MYSELF") {
-                    break;
-                }
-            }
+            let mut ws = next_session(&mut sessions).await;
             for payload in config(upstream) {
                 let event = DataEvent::new(DataEventType::Myself, payload);
                 ws.send(Message::text(event.to_websocket_text()))
@@ -63,11 +56,10 @@ impl Gateway {
             addr,
             upstream_hits,
         };
-        let deadline = Instant::now() + DEADLINE;
-        while gateway.get("/g/ready").await.0 != 200 {
-            assert!(Instant::now() < deadline, "the route never went live");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually("the route to go live", || async {
+            (gateway.get("/g/ready").await.0 == 200).then_some(())
+        })
+        .await;
         gateway
     }
 

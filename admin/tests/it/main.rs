@@ -1,0 +1,13 @@
+//! The admin's integration tests, one binary with a module per area (each test binary links
+//! the whole admin, so one binary instead of nine saves that link eight times).
+
+mod api;
+mod common;
+mod http_long_poll;
+mod openapi;
+mod postgres;
+mod register;
+mod restart;
+mod security;
+mod timeouts;
+mod websocket;

@@ -1,0 +1,112 @@
+//! Helpers shared by the gateway's integration tests: the deadline every wait polls against,
+//! a fake websocket admin, and the captured logs of this test binary.
+
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+/// How long any single wait in a test may take.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(15);
+
+/// Polls `check` until it gives `Some`, failing after [`DEADLINE`] (with the captured logs,
+/// when a test turned capturing on).
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}{}",
+            LOGS.get()
+                .map(|_| format!("; logs:\n{}", logged()))
+                .unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One websocket session of a [`fake_admin`], seen from the admin's side.
+pub(crate) type AdminConn = WebSocketStream<TcpStream>;
+
+/// A fake admin: every accepted websocket connection is handed to the test.
+pub(crate) async fn fake_admin() -> (SocketAddr, mpsc::UnboundedReceiver<AdminConn>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            if let Ok(ws) = tokio_tungstenite::accept_async(stream).await
+                && tx.send(ws).is_err()
+            {
+                break;
+            }
+        }
+    });
+    (addr, rx)
+}
+
+/// The next connection from the gateway, after it has sent `MYSELF`.
+pub(crate) async fn next_session(rx: &mut mpsc::UnboundedReceiver<AdminConn>) -> AdminConn {
+    let mut conn = tokio::time::timeout(DEADLINE, rx.recv())
+        .await
+        .expect("gateway connects")
+        .unwrap();
+    loop {
+        let msg = tokio::time::timeout(DEADLINE, conn.next())
+            .await
+            .expect("gateway sends MYSELF");
+        if let Some(Ok(Message::Text(t))) = msg
+            && t.as_str() == "MYSELF"
+        {
+            return conn;
+        }
+    }
+}
+
+static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+
+/// Everything logged by this test binary from the first call on (one global subscriber;
+/// tests run in parallel, so each looks for its own message).
+pub(crate) fn capture_logs() -> &'static Mutex<Vec<u8>> {
+    LOGS.get_or_init(|| {
+        let logs: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_env_filter("info")
+            .with_writer(move || LogWriter(logs))
+            .init();
+        logs
+    })
+}
+
+/// What [`capture_logs`] captured so far.
+pub(crate) fn logged() -> String {
+    String::from_utf8_lossy(&capture_logs().lock().unwrap()).into_owned()
+}
+
+struct LogWriter(&'static Mutex<Vec<u8>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,9 @@
+//! The gateway's integration tests, one binary with a module per area (each test binary
+//! links the whole gateway, and these the admin too).
+
+mod common;
+mod edge;
+mod http_sync;
+mod shenyu_data;
+mod sync;
+mod sync_token;
