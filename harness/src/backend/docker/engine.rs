@@ -44,19 +44,27 @@ pub(super) fn docker_err(
 }
 
 /// Runs `fut` to completion on a fresh current-thread runtime on its own thread, so it works
-/// from synchronous code, from inside another runtime and from destructors.
+/// from synchronous code, from inside another runtime and from destructors. Never panics: a
+/// thread or runtime that cannot start, or a panic in `fut`, is an error.
 pub(super) fn block_on_fresh<T: Send + 'static>(
     fut: impl std::future::Future<Output = T> + Send + 'static,
-) -> T {
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a current-thread runtime builds")
-            .block_on(fut)
-    })
-    .join()
-    .expect("the docker helper thread does not panic")
+) -> Result<T, BackendError> {
+    let io = |what: &str| {
+        let what = what.to_owned();
+        move |source| BackendError::Io { what, source }
+    };
+    std::thread::Builder::new()
+        .spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| rt.block_on(fut))
+        })
+        .map_err(io("starting the docker helper thread"))?
+        .join()
+        .map_err(|_| std::io::Error::other("it panicked"))
+        .map_err(io("running the docker helper thread"))?
+        .map_err(io("building the docker helper thread's runtime"))
 }
 
 /// Whether docker-backed tests run here: the engine answers, or not (and then whether that
@@ -81,7 +89,8 @@ impl EngineCheck {
                     "the engine did not answer within 5 s".into(),
                 )),
             }
-        });
+        })
+        .and_then(|r| r);
         match answer {
             Ok(()) => Self::Available,
             Err(e) if require => Self::Required(format!("{e} (GANTRY_REQUIRE_DOCKER=1)")),
@@ -124,7 +133,7 @@ impl DockerBackend {
                     .map(drop),
                 None => images::preflight(&docker, &needed).await,
             }
-        })?;
+        })??;
         Ok(Self {
             gateway_args: Vec::new(),
         })
@@ -140,5 +149,25 @@ impl DockerBackend {
         let docker = connect().await?;
         images::preflight(&docker, &needed).await?;
         DockerRun::create(docker, keep, self.gateway_args.clone()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_on_fresh_runs_the_future_and_reports_a_panic_as_an_error() {
+        assert_eq!(block_on_fresh(async { 7 }).unwrap(), 7);
+        let e = block_on_fresh(async {
+            if std::process::id() > 0 {
+                panic!("a future that panics");
+            }
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "running the docker helper thread: it panicked"
+        );
     }
 }

@@ -153,10 +153,12 @@ impl Drop for DockerRun {
             return;
         }
         let id = self.id.clone();
+        // No panic here: a panic while unwinding would abort the process.
         let result = block_on_fresh(async move {
             let docker = connect().await?;
             remove_run(&docker, &id).await
-        });
+        })
+        .and_then(|r| r);
         if let Err(e) = result {
             tracing::error!("cleaning up docker run {}: {e}", self.id);
         }
