@@ -193,6 +193,28 @@ struct Watched {
     pid: u32,
 }
 
+impl Watched {
+    /// Ends the server: EOF on the watchdog's stdin makes it kill and reap the server, then
+    /// exit. Waits for that up to [`STOP_TIMEOUT`], then kills both. Blocks the thread (async
+    /// code goes through [`StoreServer::stop`]).
+    fn end(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            match self.watchdog.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        // The watchdog is stuck: kill both.
+        let _ = Command::new("kill")
+            .args(["-9", &self.pid.to_string()])
+            .status();
+        let _ = self.watchdog.kill();
+        let _ = self.watchdog.wait();
+    }
+}
+
 impl StoreServer {
     /// Starts a server of `kind` with its files under `dir` (created), and waits until it
     /// answers.
@@ -249,32 +271,20 @@ impl StoreServer {
             .unwrap_or_default()
     }
 
-    /// Kills the server (SIGKILL) and reaps it. Its data stays.
-    pub fn stop(&mut self) {
-        let Some(mut p) = self.process.take() else {
+    /// Kills the server (SIGKILL) and reaps it, waiting on a blocking thread. Its data stays.
+    pub async fn stop(&mut self) {
+        let Some(process) = self.process.take() else {
             return;
         };
-        // EOF on the watchdog's stdin: it kills and reaps the server, then exits.
-        drop(p.stdin.take());
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline {
-            match p.watchdog.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
+        if let Err(e) = tokio::task::spawn_blocking(move || process.end()).await {
+            tracing::error!(server = self.kind.name(), "stopping the server: {e}");
         }
-        // The watchdog is stuck: kill both.
-        let _ = Command::new("kill")
-            .args(["-9", &p.pid.to_string()])
-            .status();
-        let _ = p.watchdog.kill();
-        let _ = p.watchdog.wait();
     }
 
     /// Kills the server and starts it again on the same ports and data, waiting until it
     /// answers.
     pub async fn restart(&mut self) -> Result<(), BackendError> {
-        self.stop();
+        self.stop().await;
         self.launch().await
     }
 
@@ -395,7 +405,7 @@ impl StoreServer {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let waited_ms = started.elapsed().as_millis();
-        self.stop();
+        self.stop().await;
         Err(BackendError::Unhealthy {
             service: self.kind.name().to_owned(),
             waited_ms,
@@ -434,7 +444,9 @@ pub(crate) fn srvr(port: u16) -> Result<(), String> {
 
 impl Drop for StoreServer {
     fn drop(&mut self) {
-        self.stop();
+        if let Some(process) = self.process.take() {
+            process.end();
+        }
     }
 }
 
