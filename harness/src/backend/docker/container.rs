@@ -10,8 +10,8 @@ use futures_util::StreamExt;
 
 use super::engine::docker_err;
 use super::specs::{ContainerSpec, Probe};
+use crate::backend::ready::{self, ReadyWait};
 use crate::error::BackendError;
-use crate::wait::{WaitPolicy, await_convergence};
 
 /// How long a container may take to answer its health endpoint.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -111,30 +111,20 @@ impl Container {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_default();
-        let policy = WaitPolicy {
-            consecutive: 1,
+        let wait = ReadyWait {
+            service: format!("{} (container {})", self.role, self.name),
             interval: Duration::from_millis(100),
             timeout: HEALTH_TIMEOUT,
         };
-        await_convergence(policy, || async {
-            if probe == Probe::Srvr {
-                return tokio::task::spawn_blocking(move || crate::backend::middleware::srvr(port))
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
-            }
-            match http.get(&url).send().await {
-                Ok(r) if r.status() == 200 => Ok(()),
-                Ok(r) => Err(format!("HTTP {}", r.status())),
-                Err(e) => Err(e.to_string()),
+        wait.until(|| async {
+            match probe {
+                Probe::Srvr => ready::zookeeper_srvr(port).await,
+                Probe::Http(_) => ready::http_200(&http, &url).await,
             }
         })
         .await
-        .map(drop)
-        .map_err(|t| BackendError::Unhealthy {
-            service: format!("{} (container {})", self.role, self.name),
-            waited_ms: t.waited.as_millis(),
-            last: format!("{}; log:\n{}", t.last, self.log_tail(40)),
-        })
+        .map_err(|u| u.with_log(&self.log_tail(40)))?;
+        Ok(())
     }
 }
 
