@@ -219,7 +219,7 @@ async fn server_restart_converges(kind: StoreKind) -> Result<(), Failed> {
     let first = create_route(&admin, "before").await?;
     converge(&setup, &admin, &gateway, 1, "before the restart").await?;
     // Down: the admin commits changes it cannot publish yet.
-    setup.store.stop();
+    setup.store.stop().await;
     create_route(&admin, "while-down").await?;
     admin.delete_selectors(&[first]).await?;
     setup.store.restart().await?;

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use model::SyncMode;
 
+use super::ready::{self, ReadyWait};
 use super::{StoreServer, SyncToken};
 use crate::error::BackendError;
-use crate::wait::{WaitPolicy, await_convergence};
 
 /// How long a child may take to print its `listening on` line.
 const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -155,6 +155,15 @@ fn store_args(store: Option<&StoreServer>) -> Vec<String> {
 pub(crate) fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// `program` in the first directory on `PATH` that holds it, if any.
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
 }
 
 impl HostBackend {
@@ -344,25 +353,13 @@ impl Service {
     async fn await_healthy(&self) -> Result<(), BackendError> {
         let http = crate::client::http();
         let url = format!("{}/actuator/health", self.url);
-        let policy = WaitPolicy {
-            consecutive: 1,
+        let wait = ReadyWait {
+            service: self.name.clone(),
             interval: Duration::from_millis(50),
             timeout: HEALTH_TIMEOUT,
         };
-        await_convergence(policy, || async {
-            match http.get(&url).send().await {
-                Ok(r) if r.status() == 200 => Ok(()),
-                Ok(r) => Err(format!("HTTP {}", r.status())),
-                Err(e) => Err(e.to_string()),
-            }
-        })
-        .await
-        .map(drop)
-        .map_err(|t| BackendError::Unhealthy {
-            service: self.name.clone(),
-            waited_ms: t.waited.as_millis(),
-            last: t.last,
-        })
+        wait.until(|| ready::http_200(&http, &url)).await?;
+        Ok(())
     }
 }
 

@@ -15,14 +15,16 @@
 //! When the server cannot run on this machine the mode is skipped ([`skip_reason`]), unless
 //! `GANTRY_REQUIRE` (a comma list of modes) names it.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use model::SyncMode;
 
+use super::host::find_on_path;
+use super::ready::{self, NotReady, ReadyWait};
 use crate::Env;
 use crate::error::BackendError;
 
@@ -155,14 +157,6 @@ pub fn skip_reason(env: &dyn Env, mode: SyncMode) -> Option<String> {
     }
 }
 
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-}
-
 /// A free loopback port (bound, then released for the server).
 fn free_port() -> Result<u16, BackendError> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -191,6 +185,28 @@ struct Watched {
     watchdog: Child,
     stdin: Option<ChildStdin>,
     pid: u32,
+}
+
+impl Watched {
+    /// Ends the server: EOF on the watchdog's stdin makes it kill and reap the server, then
+    /// exit. Waits for that up to [`STOP_TIMEOUT`], then kills both. Blocks the thread (async
+    /// code goes through [`StoreServer::stop`]).
+    fn end(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            match self.watchdog.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        // The watchdog is stuck: kill both.
+        let _ = Command::new("kill")
+            .args(["-9", &self.pid.to_string()])
+            .status();
+        let _ = self.watchdog.kill();
+        let _ = self.watchdog.wait();
+    }
 }
 
 impl StoreServer {
@@ -249,32 +265,20 @@ impl StoreServer {
             .unwrap_or_default()
     }
 
-    /// Kills the server (SIGKILL) and reaps it. Its data stays.
-    pub fn stop(&mut self) {
-        let Some(mut p) = self.process.take() else {
+    /// Kills the server (SIGKILL) and reaps it, waiting on a blocking thread. Its data stays.
+    pub async fn stop(&mut self) {
+        let Some(process) = self.process.take() else {
             return;
         };
-        // EOF on the watchdog's stdin: it kills and reaps the server, then exits.
-        drop(p.stdin.take());
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline {
-            match p.watchdog.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
+        if let Err(e) = tokio::task::spawn_blocking(move || process.end()).await {
+            tracing::error!(server = self.kind.name(), "stopping the server: {e}");
         }
-        // The watchdog is stuck: kill both.
-        let _ = Command::new("kill")
-            .args(["-9", &p.pid.to_string()])
-            .status();
-        let _ = p.watchdog.kill();
-        let _ = p.watchdog.wait();
     }
 
     /// Kills the server and starts it again on the same ports and data, waiting until it
     /// answers.
     pub async fn restart(&mut self) -> Result<(), BackendError> {
-        self.stop();
+        self.stop().await;
         self.launch().await
     }
 
@@ -356,51 +360,39 @@ impl StoreServer {
         self.await_ready().await
     }
 
-    /// Polls the server until it answers, it dies, or [`READY_TIMEOUT`] passes.
+    /// Polls the server until it answers, it dies, or [`READY_TIMEOUT`] passes; stops it
+    /// when it does not answer.
     async fn await_ready(&mut self) -> Result<(), BackendError> {
-        let started = Instant::now();
         let http = crate::client::http();
-        let mut last = String::from("no answer yet");
-        while started.elapsed() < READY_TIMEOUT {
-            if !self.pid().is_some_and(process_alive) {
-                last = format!("the server exited; log:\n{}", self.log_tail(30));
-                break;
-            }
-            let answer = match self.kind {
-                StoreKind::Zookeeper => {
-                    let port = self.port;
-                    tokio::task::spawn_blocking(move || srvr(port))
-                        .await
-                        .unwrap_or_else(|e| Err(e.to_string()))
-                }
-                StoreKind::Etcd => {
-                    let url = format!("{}/health", self.url());
-                    match http.get(&url).send().await {
-                        Ok(r) => match r.text().await {
-                            Ok(body) if body.contains(r#""health":"true""#) => Ok(()),
-                            Ok(body) => Err(format!("GET /health: {body}")),
-                            Err(e) => Err(e.to_string()),
-                        },
-                        Err(e) => Err(e.to_string()),
-                    }
-                }
-            };
-            match answer {
-                Ok(()) => {
-                    tracing::debug!(server = self.kind.name(), url = %self.url(), ms = started.elapsed().as_millis(), "store server ready");
-                    return Ok(());
-                }
-                Err(e) => last = e,
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let waited_ms = started.elapsed().as_millis();
-        self.stop();
-        Err(BackendError::Unhealthy {
+        let wait = ReadyWait {
             service: self.kind.name().to_owned(),
-            waited_ms,
-            last,
-        })
+            interval: Duration::from_millis(100),
+            timeout: READY_TIMEOUT,
+        };
+        let server = &*self;
+        let answered = wait
+            .until(|| async {
+                if !server.pid().is_some_and(process_alive) {
+                    let log = server.log_tail(30);
+                    return Err(NotReady::Gone(format!("the server exited; log:\n{log}")));
+                }
+                match server.kind {
+                    StoreKind::Zookeeper => ready::zookeeper_srvr(server.port).await,
+                    StoreKind::Etcd => ready::etcd_health(&http, &server.url()).await,
+                }
+                .map_err(NotReady::Yet)
+            })
+            .await;
+        match answered {
+            Ok(took) => {
+                tracing::debug!(server = self.kind.name(), url = %self.url(), ms = took.as_millis(), "store server ready");
+                Ok(())
+            }
+            Err(unready) => {
+                self.stop().await;
+                Err(unready.into())
+            }
+        }
     }
 }
 
@@ -412,29 +404,11 @@ pub fn process_alive(pid: u32) -> bool {
     })
 }
 
-/// Sends `srvr` to ZooKeeper on loopback `port`; `Ok` when it reports its mode.
-pub(crate) fn srvr(port: u16) -> Result<(), String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .map_err(|e| e.to_string())?;
-    stream.write_all(b"srvr").map_err(|e| e.to_string())?;
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .map_err(|e| e.to_string())?;
-    if answer.contains("Mode:") {
-        Ok(())
-    } else {
-        Err(format!("srvr answered {answer:?}"))
-    }
-}
-
 impl Drop for StoreServer {
     fn drop(&mut self) {
-        self.stop();
+        if let Some(process) = self.process.take() {
+            process.end();
+        }
     }
 }
 

@@ -2,10 +2,13 @@
 //! upstreams) and `docker` (containers on a private network). A [`Backend`] is prepared once;
 //! each topology opens a [`Run`] on it and starts its services through the run, which owns
 //! whatever the services share (for docker, the network) and cleans it up on drop.
+//! Both wait for a service they started the same way (`ready`: poll a probe until it
+//! answers, with a deadline).
 
 pub mod docker;
 pub mod host;
 pub mod middleware;
+mod ready;
 
 use std::path::Path;
 use std::path::PathBuf;

@@ -27,12 +27,8 @@ exit 0"#;
 
 /// The nginx binary, if installed.
 pub fn locate() -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("nginx"))
-        .chain([PathBuf::from(DEBIAN_NGINX)])
-        .find(|p| p.is_file())
+    crate::backend::host::find_on_path("nginx")
+        .or_else(|| Some(PathBuf::from(DEBIAN_NGINX)).filter(|p| p.is_file()))
 }
 
 /// What the config says.

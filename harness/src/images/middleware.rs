@@ -16,6 +16,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::ImageSource;
+use crate::backend::host::find_on_path;
 use crate::error::BackendError;
 
 /// Debian's etcd binary.
@@ -152,14 +153,6 @@ fn zookeeper() -> Result<Rootfs, String> {
         ]),
         jdk: Some(jdk),
     })
-}
-
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
 }
 
 /// The absolute paths of the shared libraries (and loader) `objects` need, except those under

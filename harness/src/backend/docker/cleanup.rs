@@ -1,0 +1,153 @@
+//! Cleanup by label: the labels every object of a run carries ([`RUN_LABEL`], [`PID_LABEL`],
+//! [`HOST_LABEL`]), listing what carries a label ([`labelled`]), removing one run
+//! ([`remove_run`]) and sweeping the runs of harness processes that are gone
+//! ([`sweep_stale`]).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use bollard::Docker;
+use bollard::query_parameters::{
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
+};
+
+use super::engine::docker_err;
+use crate::error::BackendError;
+
+/// Label: the run id.
+pub const RUN_LABEL: &str = "gantry.run";
+/// Label: the pid of the harness that made the object.
+pub const PID_LABEL: &str = "gantry.pid";
+/// Label: the hostname of the harness that made the object.
+pub const HOST_LABEL: &str = "gantry.host";
+
+/// The labels of everything run `run_id` creates.
+pub(super) fn labels(run_id: &str) -> HashMap<String, String> {
+    HashMap::from([
+        (RUN_LABEL.to_owned(), run_id.to_owned()),
+        (PID_LABEL.to_owned(), std::process::id().to_string()),
+        (HOST_LABEL.to_owned(), hostname()),
+    ])
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Whether the process `pid` on this host still exists.
+fn pid_alive(pid: &str) -> bool {
+    !pid.is_empty() && Path::new("/proc").join(pid).exists()
+}
+
+/// The containers and networks labelled `filter` (`key` or `key=value`).
+pub async fn labelled(
+    docker: &Docker,
+    filter: &str,
+) -> Result<(Vec<Labelled>, Vec<Labelled>), BackendError> {
+    let filters = HashMap::from([("label", vec![filter])]);
+    let containers = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(docker_err("listing containers"))?
+        .into_iter()
+        .map(|c| Labelled {
+            name: c
+                .names
+                .and_then(|n| n.into_iter().next())
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_owned(),
+            labels: c.labels.unwrap_or_default(),
+        })
+        .collect();
+    let networks = docker
+        .list_networks(Some(
+            ListNetworksOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(docker_err("listing networks"))?
+        .into_iter()
+        .map(|n| Labelled {
+            name: n.name.unwrap_or_default(),
+            labels: n.labels.unwrap_or_default(),
+        })
+        .collect();
+    Ok((containers, networks))
+}
+
+/// A container or network and its labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Labelled {
+    /// Its name.
+    pub name: String,
+    /// Its labels.
+    pub labels: HashMap<String, String>,
+}
+
+/// Force-removes the containers, then the networks, labelled `filter` for which `pick` holds.
+async fn remove_labelled(
+    docker: &Docker,
+    filter: &str,
+    pick: impl Fn(&Labelled) -> bool,
+) -> Result<(), BackendError> {
+    let (containers, networks) = labelled(docker, filter).await?;
+    for c in containers.iter().filter(|c| pick(c)) {
+        let opts = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match docker.remove_container(&c.name, Some(opts)).await {
+            Ok(()) => {}
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(e) => return Err(docker_err(format!("removing container {}", c.name))(e)),
+        }
+    }
+    for n in networks.iter().filter(|n| pick(n)) {
+        match docker.remove_network(&n.name).await {
+            Ok(()) => {}
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(e) => return Err(docker_err(format!("removing network {}", n.name))(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Removes the containers and networks of runs whose harness process on this host is gone.
+pub async fn sweep_stale(docker: &Docker) -> Result<(), BackendError> {
+    let host = hostname();
+    remove_labelled(docker, RUN_LABEL, |o| {
+        o.labels.get(HOST_LABEL) == Some(&host)
+            && !pid_alive(o.labels.get(PID_LABEL).map_or("", String::as_str))
+    })
+    .await
+}
+
+/// Removes every container and the network of run `id`.
+pub async fn remove_run(docker: &Docker, id: &str) -> Result<(), BackendError> {
+    remove_labelled(docker, &format!("{RUN_LABEL}={id}"), |_| true).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_pid_is_alive_and_garbage_is_not() {
+        assert!(pid_alive(&std::process::id().to_string()));
+        assert!(!pid_alive(""));
+        assert!(!pid_alive("999999999"));
+    }
+}

@@ -1,0 +1,41 @@
+//! The docker backend: admin, gateway and echo upstreams as containers of the `gantry/*:dev`
+//! images (see [`crate::images`]) on one private network per run.
+//!
+//! A run (one topology) has an id; its network is `gantry-<id>` and its containers
+//! `gantry-<id>-<role>`, so they resolve each other by name. Everything it creates carries the
+//! labels `gantry.run=<id>`, `gantry.pid=<harness pid>` and `gantry.host=<hostname>`. Cleanup
+//! never depends on a reaper container:
+//!
+//! - dropping a [`DockerRun`] (end of a case, a failed start, a panic unwinding, the future
+//!   dropped by Ctrl-C) force-removes every container labelled with its id, then its network;
+//! - opening the backend removes what earlier harness processes on this host left behind when
+//!   their pid is gone (a `kill -9`, a crash in a destructor).
+//!
+//! The services are reached from the harness through ports published on `127.0.0.1`; the
+//! gateway reaches the admin and the upstreams by container name. [`ContainerSpec`] is the one
+//! description of each service, used both here and by [`crate::compose`].
+//!
+//! The modules, one concept each:
+//!
+//! - `specs`: what each service is as a container ([`ContainerSpec`], ports, commands);
+//! - `engine`: connecting to the engine ([`connect`], [`EngineCheck`]), the images a mode
+//!   needs and the [`DockerBackend`] opened on them;
+//! - `cleanup`: the labels every object carries, listing and removing by label, the sweep of
+//!   stale runs;
+//! - `run`: one topology's network and the containers started on it ([`DockerRun`]);
+//! - `container`: one running container ([`Container`]): its address, logs and readiness.
+
+mod cleanup;
+mod container;
+mod engine;
+mod run;
+mod specs;
+
+pub use cleanup::{HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, labelled, remove_run, sweep_stale};
+pub use container::Container;
+pub use engine::{DockerBackend, EngineCheck, connect, supports};
+pub use run::DockerRun;
+pub use specs::{
+    ADMIN_PORT, ContainerSpec, ENV, ETCD_PORT, GATEWAY_PORT, Probe, UPSTREAM_PORT, ZOOKEEPER_PORT,
+    admin_spec, gateway_spec, store_spec, upstream_spec,
+};

@@ -1,0 +1,222 @@
+//! What each service is as a container: the [`ContainerSpec`] of the admin, the gateway, an
+//! echo upstream and the ZooKeeper or etcd server, with the ports and commands they run with.
+//! The backend starts these, and [`crate::compose`] writes them into compose files.
+
+use model::SyncMode;
+
+use crate::backend::StoreKind;
+use crate::images;
+
+/// The admin's port inside its container.
+pub const ADMIN_PORT: u16 = 9095;
+/// The gateway's port inside its container.
+pub const GATEWAY_PORT: u16 = 9195;
+/// An echo upstream's port inside its container.
+pub const UPSTREAM_PORT: u16 = 8080;
+/// The environment of every container (backend and compose files alike).
+pub const ENV: &[(&str, &str)] = &[("NO_COLOR", "1")];
+
+/// One service as a container: what both the backend and the compose files start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerSpec {
+    /// `admin`, `gateway` or `upstream`.
+    pub role: &'static str,
+    /// The container (and DNS) name.
+    pub name: String,
+    /// The image.
+    pub image: &'static str,
+    /// Arguments after the image's entrypoint.
+    pub cmd: Vec<String>,
+    /// The HTTP port it listens on inside the network.
+    pub port: u16,
+    /// How to tell it is ready.
+    pub probe: Probe,
+}
+
+/// How the backend tells a container is ready, through its published port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// `GET <path>` answers 200.
+    Http(&'static str),
+    /// ZooKeeper's `srvr` four-letter word reports a mode.
+    Srvr,
+}
+
+/// The etcd client port inside its container.
+pub const ETCD_PORT: u16 = 2379;
+/// The ZooKeeper client port inside its container.
+pub const ZOOKEEPER_PORT: u16 = 2181;
+
+/// The ZooKeeper or etcd server, named `<prefix><store>`.
+pub fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
+    let name = format!("{prefix}{}", kind.name());
+    match kind {
+        StoreKind::Etcd => {
+            let client = format!("http://{name}:{ETCD_PORT}");
+            let peer = "http://127.0.0.1:2380";
+            let mut cmd = args(&["--name", "gantry", "--data-dir", "/data"]);
+            cmd.extend([
+                "--listen-client-urls".into(),
+                format!("http://0.0.0.0:{ETCD_PORT}"),
+            ]);
+            cmd.extend(["--advertise-client-urls".into(), client]);
+            cmd.extend(args(&["--listen-peer-urls", peer]));
+            cmd.extend(args(&["--initial-advertise-peer-urls", peer]));
+            cmd.extend(["--initial-cluster".into(), format!("gantry={peer}")]);
+            ContainerSpec {
+                role: images::ETCD.role,
+                name,
+                image: images::ETCD.tag,
+                cmd,
+                port: ETCD_PORT,
+                probe: Probe::Http("/health"),
+            }
+        }
+        StoreKind::Zookeeper => ContainerSpec {
+            role: images::ZOOKEEPER.role,
+            name,
+            image: images::ZOOKEEPER.tag,
+            // The image's entrypoint runs the baked-in /conf/zoo.cfg.
+            cmd: Vec::new(),
+            port: ZOOKEEPER_PORT,
+            probe: Probe::Srvr,
+        },
+    }
+}
+
+/// `[--zookeeper-url <name>:2181]` or `[--etcd-url http://<name>:2379]` for the store
+/// container `store`.
+fn store_args(store: Option<&ContainerSpec>) -> Vec<String> {
+    match store {
+        Some(s) if s.role == images::ZOOKEEPER.role => vec![
+            StoreKind::Zookeeper.url_flag().to_owned(),
+            format!("{}:{}", s.name, s.port),
+        ],
+        Some(s) => vec![StoreKind::Etcd.url_flag().to_owned(), s.peer_url()],
+        None => Vec::new(),
+    }
+}
+
+impl ContainerSpec {
+    /// `http://<name>:<port>`: how other containers reach it.
+    pub fn peer_url(&self) -> String {
+        format!("http://{}:{}", self.name, self.port)
+    }
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The admin, named `<prefix>admin`, publishing with `mode` (to the `store` container, if
+/// any), on an in-container SQLite file.
+pub fn admin_spec(prefix: &str, mode: SyncMode, store: Option<&ContainerSpec>) -> ContainerSpec {
+    let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
+    cmd.extend([ADMIN_PORT.to_string(), "--db".into(), "/admin.db".into()]);
+    cmd.extend(["--sync".into(), mode.to_string()]);
+    cmd.extend(store_args(store));
+    ContainerSpec {
+        role: images::ADMIN.role,
+        name: format!("{prefix}admin"),
+        image: images::ADMIN.tag,
+        cmd,
+        port: ADMIN_PORT,
+        probe: Probe::Http("/actuator/health"),
+    }
+}
+
+/// The gateway, named `<prefix>gateway`, subscribing with `mode` to the admin at `admin_url`
+/// (or to the `store` container, if any).
+pub fn gateway_spec(
+    prefix: &str,
+    mode: SyncMode,
+    admin_url: &str,
+    store: Option<&ContainerSpec>,
+) -> ContainerSpec {
+    let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
+    cmd.extend([GATEWAY_PORT.to_string(), "--sync".into(), mode.to_string()]);
+    cmd.extend(["--admin-url".into(), admin_url.to_owned()]);
+    cmd.extend(store_args(store));
+    ContainerSpec {
+        role: images::GATEWAY.role,
+        name: format!("{prefix}gateway"),
+        image: images::GATEWAY.tag,
+        cmd,
+        port: GATEWAY_PORT,
+        probe: Probe::Http("/actuator/health"),
+    }
+}
+
+/// The echo upstream `name`, named `<prefix>upstream-<name>`.
+pub fn upstream_spec(prefix: &str, name: &str) -> ContainerSpec {
+    let mut cmd = args(&["--name", name, "--bind", "0.0.0.0", "--port"]);
+    cmd.push(UPSTREAM_PORT.to_string());
+    ContainerSpec {
+        role: images::UPSTREAM.role,
+        name: format!("{prefix}upstream-{}", dns_safe(name)),
+        image: images::UPSTREAM.tag,
+        cmd,
+        port: UPSTREAM_PORT,
+        // The echo answers every path with 200.
+        probe: Probe::Http("/"),
+    }
+}
+
+/// `name` with every character a container name cannot hold replaced by `-`.
+fn dns_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_wire_the_gateway_to_the_admin_by_name() {
+        let admin = admin_spec("gantry-abc-", SyncMode::Websocket, None);
+        let gateway = gateway_spec("gantry-abc-", SyncMode::Websocket, &admin.peer_url(), None);
+        assert_eq!(admin.name, "gantry-abc-admin");
+        assert_eq!(
+            gateway.cmd.join(" "),
+            "--bind 0.0.0.0 --port 9195 --sync websocket --admin-url http://gantry-abc-admin:9095"
+        );
+        let up = upstream_spec("gantry-abc-", "Alpha_1");
+        assert_eq!(up.name, "gantry-abc-upstream-alpha-1");
+        assert_eq!(
+            up.cmd.join(" "),
+            "--name Alpha_1 --bind 0.0.0.0 --port 8080"
+        );
+    }
+
+    #[test]
+    fn store_containers_are_reached_by_name() {
+        let zk = store_spec("gantry-abc-", StoreKind::Zookeeper);
+        let admin = admin_spec("gantry-abc-", SyncMode::Zookeeper, Some(&zk));
+        assert!(
+            admin
+                .cmd
+                .join(" ")
+                .ends_with("--sync zookeeper --zookeeper-url gantry-abc-zookeeper:2181"),
+            "{:?}",
+            admin.cmd
+        );
+        let etcd = store_spec("gantry-abc-", StoreKind::Etcd);
+        let gateway = gateway_spec("gantry-abc-", SyncMode::Etcd, "http://a:1", Some(&etcd));
+        assert!(
+            gateway
+                .cmd
+                .join(" ")
+                .ends_with("--etcd-url http://gantry-abc-etcd:2379"),
+            "{:?}",
+            gateway.cmd
+        );
+    }
+}
