@@ -12,7 +12,9 @@ use axum::response::{IntoResponse, Response};
 use model::{AdminResult, admin_code};
 use serde::de::DeserializeOwned;
 
+use crate::service::ServiceError;
 use crate::store::StoreError;
+use crate::validate::json_message;
 
 /// A failed REST call. Its response is ShenYu's `{code, message, data: null}` envelope with a
 /// real HTTP status.
@@ -53,6 +55,19 @@ impl ApiError {
     /// A bad-input error for `field`.
     pub(crate) fn field(field: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
         ApiError::BadRequest(format!("{field}: {message}"))
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    /// Invalid or unsatisfiable requests are bad input (400), missing records 404.
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(_) | ServiceError::Unsatisfiable(_) => {
+                ApiError::BadRequest(e.to_string())
+            }
+            ServiceError::NotFound(message) => ApiError::NotFound(message),
+            ServiceError::Store(e) => ApiError::Store(e),
+        }
     }
 }
 
@@ -168,17 +183,6 @@ fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         .map_err(|e| json_error(&e.path().to_string(), e.inner()))?;
     de.end().map_err(|e| json_error(".", &e))?;
     Ok(value)
-}
-
-/// A serde_json error's message; for a data error (wrong type, unknown name) without the
-/// position serde_json ends it with, since the field path says more.
-pub(crate) fn json_message(inner: &serde_json::Error) -> String {
-    let mut message = inner.to_string();
-    let position = format!(" at line {} column {}", inner.line(), inner.column());
-    if inner.is_data() && message.ends_with(&position) {
-        message.truncate(message.len() - position.len());
-    }
-    message
 }
 
 fn json_error(path: &str, inner: &serde_json::Error) -> ApiError {

@@ -1,9 +1,7 @@
 //! HTTP registration center (protocol §9): `/shenyu-client/register-metadata`,
 //! `/shenyu-client/register-uri` and `/shenyu-client/offline`. Each needs a token and answers
-//! the bare text `success`. Registration creates or updates the divide selector named by the
-//! context path (condition `uri startsWith {contextPath}/`), a rule per API path, the
-//! contextPath plugin's selector and rule, the selector's upstreams and (on request) metadata,
-//! and publishes every change.
+//! the bare text `success`; the registration itself is the service's
+//! (`crate::service::register`).
 
 use std::sync::Arc;
 
@@ -12,36 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::{AdminJson, ApiError};
 use crate::service::Admin;
-pub(crate) use model::{MetaDataRegister, UriRegister};
-
-/// The operator and value of a registered rule's `uri` condition for API `path` (§9): path
-/// variables become `**`; then a trailing `/` gives `startsWith`, a trailing `/**`
-/// `pathPattern`, any other `*` after the first character `match`, and anything else `=`.
-pub(crate) fn rule_condition(path: &str) -> (&'static str, String) {
-    let mut value = String::with_capacity(path.len());
-    let mut in_variable = false;
-    for c in path.chars() {
-        match (c, in_variable) {
-            ('{', false) => in_variable = true,
-            ('}', true) => {
-                in_variable = false;
-                value.push_str("**");
-            }
-            (_, true) => {}
-            (c, false) => value.push(c),
-        }
-    }
-    let operator = if value.ends_with('/') {
-        "startsWith"
-    } else if value.ends_with("/**") {
-        "pathPattern"
-    } else if value.get(1..).is_some_and(|rest| rest.contains('*')) {
-        "match"
-    } else {
-        "="
-    };
-    (operator, value)
-}
+use model::{MetaDataRegister, UriRegister};
 
 /// The bare `success` ShenYu's registration endpoints answer.
 fn success() -> Response {
@@ -83,37 +52,4 @@ pub(crate) async fn offline(
 ) -> Result<Response, ApiError> {
     admin.register_uri(dto, false).await?;
     Ok(success())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_operator_follows_the_path() {
-        assert_eq!(
-            rule_condition("/http/order/findById"),
-            ("=", "/http/order/findById".to_owned())
-        );
-        assert_eq!(
-            rule_condition("/http/order/"),
-            ("startsWith", "/http/order/".to_owned())
-        );
-        assert_eq!(
-            rule_condition("/http/order/**"),
-            ("pathPattern", "/http/order/**".to_owned())
-        );
-        assert_eq!(
-            rule_condition("/http/order/{id}"),
-            ("pathPattern", "/http/order/**".to_owned())
-        );
-        assert_eq!(
-            rule_condition("/http/{id}/name"),
-            ("match", "/http/**/name".to_owned())
-        );
-        assert_eq!(
-            rule_condition("/http/a*b"),
-            ("match", "/http/a*b".to_owned())
-        );
-    }
 }
