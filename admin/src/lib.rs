@@ -12,7 +12,6 @@ mod error;
 mod id;
 mod login_throttle;
 mod openapi;
-mod register;
 mod service;
 mod store;
 mod sync;
@@ -305,10 +304,13 @@ pub fn app(state: AppState) -> Router {
         .route("/appAuth/batchEnabled", post(api::app_auth::batch_enabled))
         .route(
             "/shenyu-client/register-metadata",
-            post(register::register_metadata),
+            post(api::register::register_metadata),
         )
-        .route("/shenyu-client/register-uri", post(register::register_uri))
-        .route("/shenyu-client/offline", post(register::offline))
+        .route(
+            "/shenyu-client/register-uri",
+            post(api::register::register_uri),
+        )
+        .route("/shenyu-client/offline", post(api::register::offline))
         .route("/rule/{id}", get(api::rule::detail).put(api::rule::update))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

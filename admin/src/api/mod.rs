@@ -5,6 +5,7 @@ pub(crate) mod app_auth;
 pub(crate) mod meta;
 pub(crate) mod plugin;
 pub(crate) mod plugin_handle;
+pub(crate) mod register;
 pub(crate) mod rule;
 pub(crate) mod selector;
 
