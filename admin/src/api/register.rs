@@ -8,7 +8,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::{AdminJson, ApiError};
+use super::extract::AdminJson;
+use crate::error::ApiError;
 use crate::service::Admin;
 use model::{MetaDataRegister, UriRegister};
 
