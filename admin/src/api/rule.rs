@@ -1,4 +1,4 @@
-//! `/rule`: create, update, detail, list, batch delete.
+//! `/rule`: create, update, detail, paged list, `list/search`, batch delete and batch enable.
 
 use std::sync::Arc;
 

@@ -1,4 +1,5 @@
-//! `/selector`: create, update, detail, list, batch delete.
+//! `/selector`: create, update, detail, paged list, `list/search`, batch delete (with the
+//! selectors' rules) and batch enable.
 
 use std::sync::Arc;
 
