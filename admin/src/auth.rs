@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use argon2::Argon2;
@@ -18,7 +18,8 @@ use axum::response::Response;
 use model::{AdminResult, LoginRequest, LoginResponse};
 use subtle::ConstantTimeEq;
 
-use crate::error::{AdminJson, ApiError, ok};
+use crate::api::extract::AdminJson;
+use crate::error::{ApiError, ok};
 use crate::id::IdGenerator;
 use crate::login_throttle::{LoginThrottle, Throttle};
 use crate::store::{Store, UserRecord};
@@ -33,6 +34,8 @@ const TOKEN_HEADER: &str = "X-Access-Token";
 pub(crate) struct Auth {
     store: Arc<Store>,
     ttl: Duration,
+    /// Token to expiry. Every change under the lock is a single map operation, so a panic
+    /// elsewhere leaves it whole: a poisoned lock is taken over, not propagated.
     tokens: Mutex<HashMap<String, Instant>>,
     /// Verified when no enabled user has the name given, so a wrong name takes as long as a
     /// wrong password.
@@ -78,6 +81,7 @@ async fn password_hash_blocking(password: String) -> Result<String, PasswordErro
 /// 4 MiB single pass. Verification always uses the parameters recorded in the hash.
 fn hasher() -> Argon2<'static> {
     let params = if cfg!(debug_assertions) {
+        // Infallible: constant parameters within Argon2's bounds (m >= 8 p, t >= 1, p >= 1).
         argon2::Params::new(4096, 1, 1, None).expect("valid Argon2 parameters")
     } else {
         argon2::Params::default()
@@ -208,7 +212,7 @@ impl Auth {
         };
         let token = hex::encode(rand::random::<[u8; 32]>());
         let now = Instant::now();
-        let mut tokens = self.tokens.lock().expect("token table lock");
+        let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
         tokens.retain(|_, expiry| *expiry > now);
         tokens.insert(token.clone(), now + self.ttl);
         Ok(Some(LoginResponse {
@@ -222,7 +226,7 @@ impl Auth {
     }
 
     fn is_valid(&self, token: &str) -> bool {
-        let tokens = self.tokens.lock().expect("token table lock");
+        let tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
         tokens
             .get(token)
             .is_some_and(|expiry| *expiry > Instant::now())

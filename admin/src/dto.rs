@@ -1,5 +1,5 @@
 //! Request and response shapes of the REST endpoints that `model` does not cover: plugin
-//! update, metadata, app auth and the `list/search` pages. Field names are ShenYu's; unknown
+//! writes, plugin handle definitions, metadata, app auth and the `list/search` pages. Field names are ShenYu's; unknown
 //! fields (such as `namespaceId`) are accepted and ignored.
 
 use model::PageParameter;

@@ -12,7 +12,6 @@ mod error;
 mod id;
 mod login_throttle;
 mod openapi;
-mod register;
 mod service;
 mod store;
 mod sync;
@@ -24,8 +23,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::FromRef;
-use axum::middleware;
-use axum::routing::{delete, get, post};
 use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
@@ -34,7 +31,6 @@ pub use login_throttle::LoginThrottle;
 pub use store::StoreError;
 
 use crate::auth::Auth;
-use crate::error::ApiError;
 use crate::service::Admin;
 use crate::sync::Publisher;
 
@@ -248,86 +244,7 @@ impl AppState {
 /// The admin's router: REST API (behind the token check), login, actuator and the sync
 /// publishers' endpoints.
 pub fn app(state: AppState) -> Router {
-    let protected = Router::new()
-        .route("/plugin", get(api::plugin::list).post(api::plugin::create))
-        .route("/plugin/all", get(api::plugin::all))
-        .route("/plugin/enabled", post(api::plugin::enabled))
-        .route("/plugin/batch", delete(api::plugin::delete_batch))
-        .route(
-            "/plugin/{id}",
-            get(api::plugin::detail).put(api::plugin::update),
-        )
-        .route(
-            "/plugin-handle",
-            get(api::plugin_handle::list).post(api::plugin_handle::create),
-        )
-        .route(
-            "/plugin-handle/all/{pluginId}/{type}",
-            get(api::plugin_handle::all),
-        )
-        .route(
-            "/plugin-handle/batch",
-            delete(api::plugin_handle::delete_batch),
-        )
-        .route(
-            "/plugin-handle/{id}",
-            get(api::plugin_handle::detail).put(api::plugin_handle::update),
-        )
-        .route(
-            "/selector",
-            get(api::selector::list).post(api::selector::create),
-        )
-        .route("/selector/batch", delete(api::selector::delete_batch))
-        .route("/selector/list/search", post(api::selector::search))
-        .route("/selector/batchEnabled", post(api::selector::batch_enabled))
-        .route(
-            "/selector/{id}",
-            get(api::selector::detail).put(api::selector::update),
-        )
-        .route("/rule", get(api::rule::list).post(api::rule::create))
-        .route("/rule/batch", delete(api::rule::delete_batch))
-        .route("/rule/list/search", post(api::rule::search))
-        .route("/rule/batchEnabled", post(api::rule::batch_enabled))
-        .route("/meta-data/queryList", get(api::meta::query_list))
-        .route("/meta-data/findAll", get(api::meta::find_all))
-        .route(
-            "/meta-data/createOrUpdate",
-            post(api::meta::create_or_update),
-        )
-        .route("/meta-data/batchDeleted", delete(api::meta::batch_deleted))
-        .route("/meta-data/batchEnabled", post(api::meta::batch_enabled))
-        .route("/meta-data/{id}", get(api::meta::detail))
-        .route("/appAuth/apply", post(api::app_auth::apply))
-        .route("/appAuth/findPageByQuery", get(api::app_auth::find_page))
-        .route("/appAuth/detail", get(api::app_auth::detail))
-        .route("/appAuth/updateDetail", post(api::app_auth::update_detail))
-        .route("/appAuth/batchDelete", post(api::app_auth::batch_delete))
-        .route("/appAuth/batchEnabled", post(api::app_auth::batch_enabled))
-        .route(
-            "/shenyu-client/register-metadata",
-            post(register::register_metadata),
-        )
-        .route("/shenyu-client/register-uri", post(register::register_uri))
-        .route("/shenyu-client/offline", post(register::offline))
-        .route("/rule/{id}", get(api::rule::detail).put(api::rule::update))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ));
-    let mut router = Router::new()
-        .merge(protected)
-        .route("/platform/login", post(auth::login))
-        .route("/actuator/health", get(api::actuator::health))
-        .route("/actuator/digest", get(api::actuator::digest))
-        .route("/v3/api-docs", get(openapi::api_docs));
-    for publisher in state.publishers.iter() {
-        tracing::debug!(mode = %publisher.mode(), "sync publisher enabled");
-        router = router.merge(publisher.routes());
-    }
-    router
-        .fallback(|| async { ApiError::NotFound("no such endpoint".to_owned()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .with_state(state)
+    api::routes(state)
 }
 
 /// Runs the admin on `listener` until `shutdown` completes, then shuts down gracefully

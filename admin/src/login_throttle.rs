@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How many users and addresses the table remembers; past that, forgotten entries are swept
@@ -67,6 +67,7 @@ struct Failures {
 #[derive(Debug)]
 pub(crate) struct Throttle {
     config: LoginThrottle,
+    /// Failures per key; a poisoned lock is taken over, as each change leaves the map whole.
     table: Mutex<HashMap<Key, Failures>>,
 }
 
@@ -114,7 +115,7 @@ impl Throttle {
         if self.config.max_failures == 0 {
             return Ok(());
         }
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         let wait = Self::keys(user, address)
             .filter_map(|key| table.get(&key)?.locked_until)
             .filter_map(|until| until.checked_duration_since(now))
@@ -147,7 +148,7 @@ impl Throttle {
 
     /// The attempt begun for `user` from `address` had the right password: both start over.
     pub(crate) fn succeeded(&self, user: &str, address: Option<IpAddr>) {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         for key in Self::keys(user, address) {
             table.remove(&key);
         }

@@ -1,4 +1,6 @@
-//! Validation of selector and rule requests. Each error names the field it is about, e.g.
+//! Validation of every write request (plugins and their config, plugin handle definitions,
+//! selectors, rules and their per-plugin handles, metadata, app auth entries) into the records
+//! the store keeps. Each error is a [`FieldError`] naming the field it is about, e.g.
 //! `selectorConditions[2].operator: ...`.
 
 use std::ops::RangeInclusive;
@@ -12,11 +14,39 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto, PluginHandleDto};
-use crate::error::{ApiError, json_message};
 use crate::store::{
     AppAuthRecord, MetaRecord, PluginHandleRecord, PluginRecord, RuleRecord, SelectorRecord,
     data_type, handle_type,
 };
+
+/// A request field that is not valid: `{field}: {message}`.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub(crate) struct FieldError {
+    field: String,
+    message: String,
+}
+
+impl FieldError {
+    /// The error that `field` is not valid, saying why.
+    pub(crate) fn new(field: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
+        Self {
+            field: field.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// A serde_json error's message; for a data error (wrong type, unknown name) without the
+/// position serde_json ends it with, since the field path says more.
+pub(crate) fn json_message(inner: &serde_json::Error) -> String {
+    let mut message = inner.to_string();
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    if inner.is_data() && message.ends_with(&position) {
+        message.truncate(message.len() - position.len());
+    }
+    message
+}
 
 /// The param types a gantry gateway can extract from a request.
 const EXTRACTABLE: &[ParamType] = &[
@@ -46,22 +76,22 @@ const TIMEOUT_MS_BOUNDS: RangeInclusive<i64> = 0..=600_000;
 /// `headerMaxSize` and `requestMaxSize` in bytes; 0 = unlimited.
 const MAX_SIZE_BOUNDS: RangeInclusive<i64> = 0..=i64::MAX;
 
-fn non_blank(field: &str, value: Option<String>) -> Result<String, ApiError> {
+fn non_blank(field: &str, value: Option<String>) -> Result<String, FieldError> {
     match value {
         Some(v) if !v.trim().is_empty() => Ok(v),
-        _ => Err(ApiError::field(field, "must not be blank")),
+        _ => Err(FieldError::new(field, "must not be blank")),
     }
 }
 
-fn required<T>(field: &str, value: Option<T>) -> Result<T, ApiError> {
-    value.ok_or_else(|| ApiError::field(field, "must not be null"))
+fn required<T>(field: &str, value: Option<T>) -> Result<T, FieldError> {
+    value.ok_or_else(|| FieldError::new(field, "must not be null"))
 }
 
-fn zero_or_one(field: &str, value: i32, meaning: &str) -> Result<i32, ApiError> {
+fn zero_or_one(field: &str, value: i32, meaning: &str) -> Result<i32, FieldError> {
     if value == 0 || value == 1 {
         Ok(value)
     } else {
-        Err(ApiError::field(
+        Err(FieldError::new(
             field,
             format!("must be 0 or 1 ({meaning}), got {value}"),
         ))
@@ -73,23 +103,23 @@ fn blank_to_none(handle: Option<String>) -> Option<String> {
 }
 
 /// Validates a condition list; `list` is the JSON field name (`selectorConditions`).
-fn conditions(list: &str, dtos: Vec<ConditionDto>) -> Result<Vec<ConditionData>, ApiError> {
+fn conditions(list: &str, dtos: Vec<ConditionDto>) -> Result<Vec<ConditionData>, FieldError> {
     dtos.into_iter()
         .enumerate()
         .map(|(i, dto)| condition(&format!("{list}[{i}]"), dto))
         .collect()
 }
 
-fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
+fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, FieldError> {
     let field = |name: &str| format!("{at}.{name}");
     let param_type_text = non_blank(&field("paramType"), dto.param_type)?;
     let param_type: ParamType = param_type_text
         .trim()
         .parse()
-        .map_err(|e| ApiError::field(field("paramType"), e))?;
+        .map_err(|e| FieldError::new(field("paramType"), e))?;
     if !EXTRACTABLE.contains(&param_type) {
         let supported: Vec<&str> = EXTRACTABLE.iter().map(|p| p.as_str()).collect();
-        return Err(ApiError::field(
+        return Err(FieldError::new(
             field("paramType"),
             format!(
                 "param type `{param_type}` is not supported by the gateway (supported: {})",
@@ -101,9 +131,9 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
     let operator: Operator = operator_text
         .trim()
         .parse()
-        .map_err(|e| ApiError::field(field("operator"), e))?;
+        .map_err(|e| FieldError::new(field("operator"), e))?;
     if !operator.is_supported() {
-        return Err(ApiError::field(
+        return Err(FieldError::new(
             field("operator"),
             format!("operator `{operator}` is not supported (ShenYu has no judge for it)"),
         ));
@@ -114,26 +144,26 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
         ParamType::Header | ParamType::Query | ParamType::Cookie
     ) && param_name.trim().is_empty()
     {
-        return Err(ApiError::field(
+        return Err(FieldError::new(
             field("paramName"),
             format!("must not be blank for param type `{param_type}`"),
         ));
     }
     let param_value = required(&field("paramValue"), dto.param_value)?;
     if param_value.trim().is_empty() && operator != Operator::IsBlank {
-        return Err(ApiError::field(field("paramValue"), "must not be blank"));
+        return Err(FieldError::new(field("paramValue"), "must not be blank"));
     }
     if operator == Operator::PathPattern && param_type == ParamType::Uri {
         // As the gateway parses it (Spring's `PathPatternParser`); what Spring cannot parse,
         // ShenYu's gateway answers 400 to every request that reaches the condition.
         let value = param_value.trim();
         if let Err(e) = model::path_pattern::PathPattern::parse(value) {
-            return Err(ApiError::field(field("paramValue"), e));
+            return Err(FieldError::new(field("paramValue"), e));
         }
     }
     if matches!(operator, Operator::TimeBefore | Operator::TimeAfter) {
         model::time::parse_time(param_value.trim())
-            .map_err(|e| ApiError::field(field("paramValue"), e))?;
+            .map_err(|e| FieldError::new(field("paramValue"), e))?;
     }
     if operator == Operator::Regex {
         // As the gateway compiles it: trimmed like Java's `String.trim()`, read as re2j reads
@@ -145,7 +175,7 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
                 .map_err(|e| e.to_string())
         });
         if let Err(e) = checked {
-            return Err(ApiError::field(
+            return Err(FieldError::new(
                 field("paramValue"),
                 format!("invalid regex: {e}"),
             ));
@@ -161,8 +191,8 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, ApiError> {
 
 /// A structural check of a metadata or app-auth path: starts with `/`, braces balanced and
 /// not nested, no empty `{}`, and `**` / `{*var}` only as the last segment.
-pub(crate) fn path_pattern(field: &str, pattern: &str) -> Result<(), ApiError> {
-    let bad = |message: String| Err(ApiError::field(field, message));
+pub(crate) fn path_pattern(field: &str, pattern: &str) -> Result<(), FieldError> {
+    let bad = |message: String| Err(FieldError::new(field, message));
     if !pattern.starts_with('/') {
         return bad(format!("path pattern `{pattern}` must start with `/`"));
     }
@@ -214,24 +244,24 @@ fn is_host_port(url: &str) -> bool {
     }
 }
 
-fn divide_selector_handle(handle: &str) -> Result<(), ApiError> {
+fn divide_selector_handle(handle: &str) -> Result<(), FieldError> {
     let upstreams = DivideUpstream::parse_list(handle)
-        .map_err(|e| ApiError::field("handle", format!("invalid divide upstream list: {e}")))?;
+        .map_err(|e| FieldError::new("handle", format!("invalid divide upstream list: {e}")))?;
     for (i, upstream) in upstreams.iter().enumerate() {
         if !is_host_port(&upstream.upstream_url) {
-            return Err(ApiError::field(
+            return Err(FieldError::new(
                 format!("handle[{i}].upstreamUrl"),
                 format!("expected `host:port`, got `{}`", upstream.upstream_url),
             ));
         }
         if upstream.weight < 0 {
-            return Err(ApiError::field(
+            return Err(FieldError::new(
                 format!("handle[{i}].weight"),
                 format!("must be >= 0, got {}", upstream.weight),
             ));
         }
         if upstream.warmup < 0 {
-            return Err(ApiError::field(
+            return Err(FieldError::new(
                 format!("handle[{i}].warmup"),
                 format!("must be >= 0, got {}", upstream.warmup),
             ));
@@ -241,27 +271,27 @@ fn divide_selector_handle(handle: &str) -> Result<(), ApiError> {
 }
 
 /// Parses a rule handle of `plugin`; an error names the field inside it (`handle.retry: ...`).
-fn rule_handle<T: DeserializeOwned>(plugin: &str, handle: &str) -> Result<T, ApiError> {
+fn rule_handle<T: DeserializeOwned>(plugin: &str, handle: &str) -> Result<T, FieldError> {
     let mut de = serde_json::Deserializer::from_str(handle);
     let parsed: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         if e.inner().is_data() && path != "." {
             let separator = if path.starts_with('[') { "" } else { "." };
-            ApiError::field(format!("handle{separator}{path}"), json_message(e.inner()))
+            FieldError::new(format!("handle{separator}{path}"), json_message(e.inner()))
         } else {
-            ApiError::field(
+            FieldError::new(
                 "handle",
                 format!("invalid {plugin} rule handle: {}", json_message(e.inner())),
             )
         }
     })?;
     de.end()
-        .map_err(|e| ApiError::field("handle", format!("invalid {plugin} rule handle: {e}")))?;
+        .map_err(|e| FieldError::new("handle", format!("invalid {plugin} rule handle: {e}")))?;
     Ok(parsed)
 }
 
 /// `value` of handle field `field` within `range`.
-fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<(), ApiError> {
+fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<(), FieldError> {
     if range.contains(&value) {
         return Ok(());
     }
@@ -270,7 +300,7 @@ fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<(), Ap
     } else {
         format!("within {range:?}")
     };
-    Err(ApiError::field(
+    Err(FieldError::new(
         format!("handle.{field}"),
         format!("must be {expected}, got {value}"),
     ))
@@ -278,7 +308,7 @@ fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<(), Ap
 
 /// A divide rule handle: readable (known `loadBalance` and `retryStrategy` names) and its
 /// numbers within `RETRY_BOUNDS`, `TIMEOUT_MS_BOUNDS` and `MAX_SIZE_BOUNDS`.
-fn divide_rule_handle(handle: &str) -> Result<(), ApiError> {
+fn divide_rule_handle(handle: &str) -> Result<(), FieldError> {
     let h: DivideRuleHandle = rule_handle(DIVIDE, handle)?;
     within("retry", i64::from(h.retry), &RETRY_BOUNDS)?;
     within("timeout", h.timeout, &TIMEOUT_MS_BOUNDS)?;
@@ -289,34 +319,34 @@ fn divide_rule_handle(handle: &str) -> Result<(), ApiError> {
 /// A paramMapping rule handle (ShenYu `ParamMappingRuleHandle`) as the gateway reads it: an
 /// object whose `addParameterKeys` / `replaceParameterKeys` are lists of `{path, key, value}`
 /// strings and whose `removeParameterKeys` is a list of strings (a `null` list is empty).
-fn param_mapping_handle(handle: &str) -> Result<(), ApiError> {
+fn param_mapping_handle(handle: &str) -> Result<(), FieldError> {
     let value: Value = rule_handle(PARAM_MAPPING, handle)?;
     let Value::Object(fields) = value else {
-        return Err(ApiError::field("handle", "must be a JSON object"));
+        return Err(FieldError::new("handle", "must be a JSON object"));
     };
-    let list = |name: &str| -> Result<&[Value], ApiError> {
+    let list = |name: &str| -> Result<&[Value], FieldError> {
         match fields.get(name) {
             None | Some(Value::Null) => Ok(&[]),
             Some(Value::Array(items)) => Ok(items),
-            Some(_) => Err(ApiError::field(format!("handle.{name}"), "must be a list")),
+            Some(_) => Err(FieldError::new(format!("handle.{name}"), "must be a list")),
         }
     };
     for name in ["addParameterKeys", "replaceParameterKeys"] {
         for (i, item) in list(name)?.iter().enumerate() {
             let at = format!("handle.{name}[{i}]");
             let Value::Object(info) = item else {
-                return Err(ApiError::field(at, "must be an object {path, key, value}"));
+                return Err(FieldError::new(at, "must be an object {path, key, value}"));
             };
             for key in ["path", "key", "value"] {
                 if info.get(key).is_some_and(|v| !v.is_string()) {
-                    return Err(ApiError::field(format!("{at}.{key}"), "must be a string"));
+                    return Err(FieldError::new(format!("{at}.{key}"), "must be a string"));
                 }
             }
         }
     }
     for (i, item) in list("removeParameterKeys")?.iter().enumerate() {
         if !item.is_string() {
-            return Err(ApiError::field(
+            return Err(FieldError::new(
                 format!("handle.removeParameterKeys[{i}]"),
                 "must be a string",
             ));
@@ -325,15 +355,22 @@ fn param_mapping_handle(handle: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Validates a selector request for `plugin` (the plugin its `pluginId` names, if any). The
-/// record has no id or dates yet.
+/// The plugin a selector request's `pluginId` names: `plugin` is the stored plugin with that
+/// id, if any.
+pub(crate) fn selector_plugin<'a>(
+    plugin_id: Option<&str>,
+    plugin: Option<&'a PluginRecord>,
+) -> Result<&'a PluginRecord, FieldError> {
+    let plugin_id = non_blank("pluginId", plugin_id.map(str::to_owned))?;
+    plugin.ok_or_else(|| FieldError::new("pluginId", format!("unknown plugin `{plugin_id}`")))
+}
+
+/// Validates a selector request for `plugin`, the plugin its `pluginId` names (found with
+/// [`selector_plugin`]). The record has no id or dates yet.
 pub(crate) fn selector(
     dto: SelectorDto,
-    plugin: Option<&PluginRecord>,
-) -> Result<SelectorRecord, ApiError> {
-    let plugin_id = non_blank("pluginId", dto.plugin_id)?;
-    let plugin = plugin
-        .ok_or_else(|| ApiError::field("pluginId", format!("unknown plugin `{plugin_id}`")))?;
+    plugin: &PluginRecord,
+) -> Result<SelectorRecord, FieldError> {
     let name = non_blank("name", dto.name)?;
     let sort = required("sort", dto.sort)?;
     let selector_type = zero_or_one(
@@ -374,10 +411,10 @@ pub(crate) fn rule(
     dto: RuleDto,
     selector: Option<&SelectorRecord>,
     plugin_name: &str,
-) -> Result<RuleRecord, ApiError> {
+) -> Result<RuleRecord, FieldError> {
     let selector_id = non_blank("selectorId", dto.selector_id)?;
     let selector = selector.ok_or_else(|| {
-        ApiError::field("selectorId", format!("unknown selector `{selector_id}`"))
+        FieldError::new("selectorId", format!("unknown selector `{selector_id}`"))
     })?;
     let name = non_blank("name", dto.name)?;
     let sort = required("sort", dto.sort)?;
@@ -389,7 +426,7 @@ pub(crate) fn rule(
         (CONTEXT_PATH, Some(handle)) => {
             rule_handle::<ContextMappingRuleHandle>(CONTEXT_PATH, handle)?
                 .check()
-                .map_err(|(field, message)| ApiError::field(format!("handle.{field}"), message))?;
+                .map_err(|(field, message)| FieldError::new(format!("handle.{field}"), message))?;
         }
         (PARAM_MAPPING, Some(handle)) => param_mapping_handle(handle)?,
         _ => {}
@@ -411,7 +448,7 @@ pub(crate) fn rule(
 }
 
 /// A plugin's `config`: blank means none, otherwise a JSON object.
-fn plugin_config(config: Option<String>) -> Result<Option<String>, ApiError> {
+fn plugin_config(config: Option<String>) -> Result<Option<String>, FieldError> {
     let config = blank_to_none(config);
     if let Some(config) = &config {
         json_object("config", config)?;
@@ -420,20 +457,20 @@ fn plugin_config(config: Option<String>) -> Result<Option<String>, ApiError> {
 }
 
 /// `value` is a JSON object.
-fn json_object(field: &str, value: &str) -> Result<(), ApiError> {
+fn json_object(field: &str, value: &str) -> Result<(), FieldError> {
     match serde_json::from_str::<serde_json::Value>(value) {
         Ok(serde_json::Value::Object(_)) => Ok(()),
-        Ok(_) => Err(ApiError::field(field, "must be a JSON object")),
-        Err(e) => Err(ApiError::field(field, format!("invalid JSON: {e}"))),
+        Ok(_) => Err(FieldError::new(field, "must be a JSON object")),
+        Err(e) => Err(FieldError::new(field, format!("invalid JSON: {e}"))),
     }
 }
 
 /// Validates a plugin update against the stored plugin `old`: the name cannot change.
-pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord, ApiError> {
+pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord, FieldError> {
     if let Some(name) = dto.name.as_deref().map(str::trim)
         && name != old.name
     {
-        return Err(ApiError::field(
+        return Err(FieldError::new(
             "name",
             format!(
                 "a plugin cannot be renamed (gateways key plugins by name): `{}` != `{name}`",
@@ -452,7 +489,7 @@ pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord,
 
 /// Validates a new plugin (`enabled` defaults to false). The record has no id or dates yet;
 /// the caller checks that the name is free.
-pub(crate) fn new_plugin(dto: PluginDto) -> Result<PluginRecord, ApiError> {
+pub(crate) fn new_plugin(dto: PluginDto) -> Result<PluginRecord, FieldError> {
     Ok(PluginRecord {
         id: String::new(),
         name: non_blank("name", dto.name)?,
@@ -470,16 +507,16 @@ pub(crate) fn new_plugin(dto: PluginDto) -> Result<PluginRecord, ApiError> {
 pub(crate) fn plugin_handle(
     dto: PluginHandleDto,
     plugin: Option<&PluginRecord>,
-) -> Result<PluginHandleRecord, ApiError> {
+) -> Result<PluginHandleRecord, FieldError> {
     let plugin_id = non_blank("pluginId", dto.plugin_id)?;
     let plugin = plugin
-        .ok_or_else(|| ApiError::field("pluginId", format!("unknown plugin `{plugin_id}`")))?;
+        .ok_or_else(|| FieldError::new("pluginId", format!("unknown plugin `{plugin_id}`")))?;
     let one_of = |field: &str, value: Option<i32>, range: RangeInclusive<i32>, meaning: &str| {
         let value = required(field, value)?;
         if range.contains(&value) {
             Ok(value)
         } else {
-            Err(ApiError::field(
+            Err(FieldError::new(
                 field,
                 format!("must be one of {range:?} ({meaning}), got {value}"),
             ))
@@ -528,13 +565,13 @@ const RPC_TYPES: &[&str] = &[
 
 /// Validates a metadata request. The record keeps the request's id (possibly empty) and has no
 /// dates yet.
-pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, ApiError> {
+pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, FieldError> {
     let app_name = non_blank("appName", dto.app_name)?;
     let path = non_blank("path", dto.path)?.trim().to_owned();
     path_pattern("path", &path)?;
     let rpc_type = non_blank("rpcType", dto.rpc_type)?.trim().to_owned();
     if !RPC_TYPES.contains(&rpc_type.as_str()) {
-        return Err(ApiError::field(
+        return Err(FieldError::new(
             "rpcType",
             format!(
                 "unknown rpc type `{rpc_type}` (expected one of: {})",
@@ -549,7 +586,7 @@ pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, ApiError> {
     if let Some(context_path) = &context_path
         && (!context_path.starts_with('/') || context_path.len() > 1 && context_path.ends_with('/'))
     {
-        return Err(ApiError::field(
+        return Err(FieldError::new(
             "contextPath",
             format!("`{context_path}` must start with `/` and not end with `/`"),
         ));
@@ -557,7 +594,7 @@ pub(crate) fn meta(dto: MetaDataDto) -> Result<MetaRecord, ApiError> {
     let rpc_ext = blank_to_none(dto.rpc_ext);
     if let Some(rpc_ext) = &rpc_ext {
         serde_json::from_str::<serde::de::IgnoredAny>(rpc_ext)
-            .map_err(|e| ApiError::field("rpcExt", format!("invalid JSON: {e}")))?;
+            .map_err(|e| FieldError::new("rpcExt", format!("invalid JSON: {e}")))?;
     }
     Ok(MetaRecord {
         id: dto.id.map(|id| id.trim().to_owned()).unwrap_or_default(),
@@ -582,7 +619,7 @@ fn auth_path(
     app_name: String,
     path: &str,
     enabled: bool,
-) -> Result<AuthPathData, ApiError> {
+) -> Result<AuthPathData, FieldError> {
     let path = path.trim();
     path_pattern(field, path)?;
     Ok(AuthPathData {
@@ -594,7 +631,7 @@ fn auth_path(
 
 /// Validates an app auth application. The record has no id, key (unless given), secret or
 /// dates yet.
-pub(crate) fn apply(dto: AuthApplyDto) -> Result<AppAuthRecord, ApiError> {
+pub(crate) fn apply(dto: AuthApplyDto) -> Result<AppAuthRecord, FieldError> {
     let app_name = non_blank("appName", dto.app_name)?;
     let paths = dto
         .path_list
@@ -629,7 +666,7 @@ pub(crate) fn apply(dto: AuthApplyDto) -> Result<AppAuthRecord, ApiError> {
 }
 
 /// Validates an app auth update of `old`.
-pub(crate) fn app_auth(dto: AppAuthDto, old: &AppAuthRecord) -> Result<AppAuthRecord, ApiError> {
+pub(crate) fn app_auth(dto: AppAuthDto, old: &AppAuthRecord) -> Result<AppAuthRecord, FieldError> {
     let app_key = non_blank("appKey", dto.app_key)?.trim().to_owned();
     let app_secret = non_blank("appSecret", dto.app_secret)?.trim().to_owned();
     let params = dto
@@ -643,7 +680,7 @@ pub(crate) fn app_auth(dto: AppAuthDto, old: &AppAuthRecord) -> Result<AppAuthRe
                 app_param: p.app_param.unwrap_or_default(),
             })
         })
-        .collect::<Result<Vec<_>, ApiError>>()?;
+        .collect::<Result<Vec<_>, FieldError>>()?;
     let paths = dto
         .auth_path_list
         .unwrap_or_default()
@@ -660,7 +697,7 @@ pub(crate) fn app_auth(dto: AppAuthDto, old: &AppAuthRecord) -> Result<AppAuthRe
                 p.enabled.unwrap_or(true),
             )
         })
-        .collect::<Result<Vec<_>, ApiError>>()?;
+        .collect::<Result<Vec<_>, FieldError>>()?;
     Ok(AppAuthRecord {
         app_key,
         app_secret,
@@ -704,12 +741,12 @@ mod tests {
     }
 
     fn error(dto: SelectorDto) -> String {
-        selector(dto, Some(&divide())).unwrap_err().to_string()
+        selector(dto, &divide()).unwrap_err().to_string()
     }
 
     /// The selector's error, if any.
     fn condition_error(dto: SelectorDto) -> Option<String> {
-        selector(dto, Some(&divide())).err().map(|e| e.to_string())
+        selector(dto, &divide()).err().map(|e| e.to_string())
     }
 
     #[test]
@@ -757,7 +794,7 @@ mod tests {
         // re2j syntax Rust's regex refuses on its own.
         for re2j_valid in [r"\Qa.b\E", r"\012", "a{,3}", "[a[b]"] {
             let ok = dto(vec![ConditionDto::new("header", "regex", "x", re2j_valid)]);
-            assert!(selector(ok, Some(&divide())).is_ok(), "{re2j_valid}");
+            assert!(selector(ok, &divide()).is_ok(), "{re2j_valid}");
         }
         assert!(
             bad(ConditionDto::new("uri", "=", "/", "")).ends_with("paramValue: must not be blank")
@@ -786,9 +823,9 @@ mod tests {
             "",
             "2099-02-30 00:00:00",
         )]);
-        assert!(selector(dated, Some(&divide())).is_ok());
+        assert!(selector(dated, &divide()).is_ok());
         let blank_ok = dto(vec![ConditionDto::new("header", "isBlank", "x", "")]);
-        assert!(selector(blank_ok, Some(&divide())).is_ok());
+        assert!(selector(blank_ok, &divide()).is_ok());
     }
 
     #[test]
@@ -801,7 +838,7 @@ mod tests {
             "sort: must not be null"
         );
         // A custom selector without conditions is ShenYu's: it never matches.
-        assert!(selector(dto(vec![]), Some(&divide())).is_ok());
+        assert!(selector(dto(vec![]), &divide()).is_ok());
         assert!(
             error(SelectorDto {
                 match_mode: Some(2),
@@ -809,22 +846,22 @@ mod tests {
             })
             .starts_with("matchMode:")
         );
-        let unknown = selector(
-            SelectorDto {
-                plugin_id: Some("99".to_owned()),
-                ..dto(vec![])
-            },
-            None,
-        );
+        let unknown = selector_plugin(Some("99"), None);
         assert_eq!(
             unknown.unwrap_err().to_string(),
             "pluginId: unknown plugin `99`"
+        );
+        assert_eq!(
+            selector_plugin(Some(" "), Some(&divide()))
+                .unwrap_err()
+                .to_string(),
+            "pluginId: must not be blank"
         );
         let full = SelectorDto {
             selector_type: Some(0),
             ..dto(vec![])
         };
-        assert!(selector(full, Some(&divide())).is_ok());
+        assert!(selector(full, &divide()).is_ok());
     }
 
     #[test]
@@ -837,7 +874,7 @@ mod tests {
         assert!(
             selector(
                 with(r#"[{"upstreamUrl":"127.0.0.1:80","weight":50}]"#),
-                Some(&divide())
+                &divide()
             )
             .is_ok()
         );
@@ -863,7 +900,7 @@ mod tests {
                 selector_type: Some(0),
                 ..dto(vec![])
             },
-            Some(&divide()),
+            &divide(),
         )
         .unwrap();
         let with = |h: &str| RuleDto {
@@ -910,7 +947,7 @@ mod tests {
     fn divide_rule_handles_are_bounded() {
         let sel = SelectorRecord {
             id: "s".to_owned(),
-            ..selector(dto(vec![]), Some(&divide())).unwrap()
+            ..selector(dto(vec![]), &divide()).unwrap()
         };
         let check = |h: &str| {
             let dto = RuleDto {
@@ -973,7 +1010,7 @@ mod tests {
     fn param_mapping_handles_are_read_as_the_gateway_reads_them() {
         let sel = SelectorRecord {
             id: "s".to_owned(),
-            ..selector(dto(vec![]), Some(&divide())).unwrap()
+            ..selector(dto(vec![]), &divide()).unwrap()
         };
         let check = |h: &str| {
             let dto = RuleDto {

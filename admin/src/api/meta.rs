@@ -7,9 +7,10 @@ use axum::extract::{Path, State};
 use model::{AdminResult, BatchEnabled, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID};
 use serde::Deserialize;
 
+use super::extract::{AdminJson, AdminQuery};
 use super::{Paging, batch_ids, enable_success, name_matches};
 use crate::dto::{MetaDataDto, MetaDataVo};
-use crate::error::{AdminJson, AdminQuery, ApiError, ok};
+use crate::error::{ApiError, ok};
 use crate::service::Admin;
 use crate::store::MetaRecord;
 

@@ -1,19 +1,100 @@
-//! The REST API: one module per resource, merged here.
+//! The REST API: one module per resource, the extractors handlers take their input through
+//! ([`extract`]), the route table ([`routes`]) and helpers the resources share (paging,
+//! batch requests, list filters).
 
 pub(crate) mod actuator;
 pub(crate) mod app_auth;
+pub(crate) mod extract;
 pub(crate) mod meta;
 pub(crate) mod plugin;
 pub(crate) mod plugin_handle;
+pub(crate) mod register;
 pub(crate) mod rule;
 pub(crate) mod selector;
 
-use axum::Json;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router, middleware};
 use model::{AdminResult, BatchEnabled, CommonPager, ConditionData, ConditionDto, PageParameter};
 use serde::Deserialize;
 
+use self::extract::query_param;
+use crate::AppState;
 use crate::dto::{PageInfo, SearchRequest};
-use crate::error::{ApiError, query_param};
+use crate::error::ApiError;
+
+/// The route table: the REST API (behind the token check), login, actuator, the OpenAPI
+/// document and the enabled sync publishers' endpoints; unknown paths answer 404 and known
+/// paths with the wrong method 405, in ShenYu's envelope.
+pub(crate) fn routes(state: AppState) -> Router {
+    let protected = Router::new()
+        .route("/plugin", get(plugin::list).post(plugin::create))
+        .route("/plugin/all", get(plugin::all))
+        .route("/plugin/enabled", post(plugin::enabled))
+        .route("/plugin/batch", delete(plugin::delete_batch))
+        .route("/plugin/{id}", get(plugin::detail).put(plugin::update))
+        .route(
+            "/plugin-handle",
+            get(plugin_handle::list).post(plugin_handle::create),
+        )
+        .route(
+            "/plugin-handle/all/{pluginId}/{type}",
+            get(plugin_handle::all),
+        )
+        .route("/plugin-handle/batch", delete(plugin_handle::delete_batch))
+        .route(
+            "/plugin-handle/{id}",
+            get(plugin_handle::detail).put(plugin_handle::update),
+        )
+        .route("/selector", get(selector::list).post(selector::create))
+        .route("/selector/batch", delete(selector::delete_batch))
+        .route("/selector/list/search", post(selector::search))
+        .route("/selector/batchEnabled", post(selector::batch_enabled))
+        .route(
+            "/selector/{id}",
+            get(selector::detail).put(selector::update),
+        )
+        .route("/rule", get(rule::list).post(rule::create))
+        .route("/rule/batch", delete(rule::delete_batch))
+        .route("/rule/list/search", post(rule::search))
+        .route("/rule/batchEnabled", post(rule::batch_enabled))
+        .route("/meta-data/queryList", get(meta::query_list))
+        .route("/meta-data/findAll", get(meta::find_all))
+        .route("/meta-data/createOrUpdate", post(meta::create_or_update))
+        .route("/meta-data/batchDeleted", delete(meta::batch_deleted))
+        .route("/meta-data/batchEnabled", post(meta::batch_enabled))
+        .route("/meta-data/{id}", get(meta::detail))
+        .route("/appAuth/apply", post(app_auth::apply))
+        .route("/appAuth/findPageByQuery", get(app_auth::find_page))
+        .route("/appAuth/detail", get(app_auth::detail))
+        .route("/appAuth/updateDetail", post(app_auth::update_detail))
+        .route("/appAuth/batchDelete", post(app_auth::batch_delete))
+        .route("/appAuth/batchEnabled", post(app_auth::batch_enabled))
+        .route(
+            "/shenyu-client/register-metadata",
+            post(register::register_metadata),
+        )
+        .route("/shenyu-client/register-uri", post(register::register_uri))
+        .route("/shenyu-client/offline", post(register::offline))
+        .route("/rule/{id}", get(rule::detail).put(rule::update))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::require_token,
+        ));
+    let mut router = Router::new()
+        .merge(protected)
+        .route("/platform/login", post(crate::auth::login))
+        .route("/actuator/health", get(actuator::health))
+        .route("/actuator/digest", get(actuator::digest))
+        .route("/v3/api-docs", get(crate::openapi::api_docs));
+    for publisher in state.publishers.iter() {
+        tracing::debug!(mode = %publisher.mode(), "sync publisher enabled");
+        router = router.merge(publisher.routes());
+    }
+    router
+        .fallback(|| async { ApiError::NotFound("no such endpoint".to_owned()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .with_state(state)
+}
 
 /// ShenYu's default page size.
 const DEFAULT_PAGE_SIZE: i64 = 12;

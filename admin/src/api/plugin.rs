@@ -8,9 +8,10 @@ use axum::extract::{Path, State};
 use model::{AdminResult, BatchEnabled, CommonPager, PluginVo};
 use serde::Deserialize;
 
+use super::extract::{AdminForm, AdminJson, AdminQuery, query_param};
 use super::{Paging, enable_success, name_matches};
 use crate::dto::PluginDto;
-use crate::error::{AdminForm, AdminJson, AdminQuery, ApiError, ok, query_param};
+use crate::error::{ApiError, ok};
 use crate::service::Admin;
 use crate::store::PluginRecord;
 

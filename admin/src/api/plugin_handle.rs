@@ -10,9 +10,10 @@ use axum::extract::{Path, State};
 use model::{AdminResult, CommonPager};
 use serde::Deserialize;
 
+use super::extract::{AdminJson, AdminQuery};
 use super::{Paging, batch_ids};
 use crate::dto::{PluginHandleDto, PluginHandleVo};
-use crate::error::{AdminJson, AdminQuery, ApiError, ok};
+use crate::error::{ApiError, ok};
 use crate::service::Admin;
 use crate::store::PluginHandleRecord;
 

@@ -1,4 +1,5 @@
-//! `/selector`: create, update, detail, list, batch delete.
+//! `/selector`: create, update, detail, paged list, `list/search`, batch delete (with the
+//! selectors' rules) and batch enable.
 
 use std::sync::Arc;
 
@@ -10,9 +11,10 @@ use model::{
 };
 use serde::Deserialize;
 
+use super::extract::{AdminJson, AdminQuery};
 use super::{Paging, batch_ids, condition_vo, enable_success, id_in, name_matches, search_page};
 use crate::dto::{PageInfo, SearchRequest};
-use crate::error::{AdminJson, AdminQuery, ApiError, ok};
+use crate::error::{ApiError, ok};
 use crate::service::Admin;
 use crate::store::SelectorRecord;
 

@@ -1,0 +1,455 @@
+//! The HTTP registration center's logic (protocol §9): `register-metadata` creates or updates
+//! the divide selector named by the client's context path (condition
+//! `uri startsWith {contextPath}/`), a rule per API path, the contextPath plugin's selector
+//! and rule and (on request) the metadata; `register-uri` and `offline` add or remove the
+//! client in that selector's upstream list. Every change is published.
+
+use model::{
+    ConditionDto, DataEventType, DivideRuleHandle, DivideUpstream, EventPayload, MetaDataRegister,
+    RuleDto, SelectorDto, UriRegister,
+};
+
+use super::Admin;
+use super::error::ServiceError;
+use super::meta::meta_data;
+use super::rule::rule_data;
+use super::selector::{selector_data, selector_dto};
+use crate::dto::MetaDataDto;
+use crate::store::{MetaRecord, PluginRecord, RuleRecord, SelectorRecord, StoreError};
+use crate::validate;
+use model::time::now;
+
+/// The operator and value of a registered rule's `uri` condition for API `path` (§9): path
+/// variables become `**`; then a trailing `/` gives `startsWith`, a trailing `/**`
+/// `pathPattern`, any other `*` after the first character `match`, and anything else `=`.
+fn rule_condition(path: &str) -> (&'static str, String) {
+    let mut value = String::with_capacity(path.len());
+    let mut in_variable = false;
+    for c in path.chars() {
+        match (c, in_variable) {
+            ('{', false) => in_variable = true,
+            ('}', true) => {
+                in_variable = false;
+                value.push_str("**");
+            }
+            (_, true) => {}
+            (c, false) => value.push(c),
+        }
+    }
+    let operator = if value.ends_with('/') {
+        "startsWith"
+    } else if value.ends_with("/**") {
+        "pathPattern"
+    } else if value.get(1..).is_some_and(|rest| rest.contains('*')) {
+        "match"
+    } else {
+        "="
+    };
+    (operator, value)
+}
+
+/// The selector a registration creates for `context_path` under `plugin_id` (§9).
+fn registered_selector(plugin_id: &str, context_path: &str) -> SelectorDto {
+    SelectorDto {
+        plugin_id: Some(plugin_id.to_owned()),
+        name: Some(context_path.to_owned()),
+        selector_type: Some(1),
+        match_mode: Some(0),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(true),
+        continued: Some(true),
+        match_restful: Some(false),
+        selector_conditions: Some(vec![ConditionDto::new(
+            "uri",
+            "startsWith",
+            "/",
+            &format!("{context_path}/"),
+        )]),
+        ..Default::default()
+    }
+}
+
+/// What one `register-metadata` writes: new selectors and rules, each with its plugin's name,
+/// and the metadata entry; validated before anything is written.
+#[derive(Debug, Default)]
+struct Registration {
+    selectors: Vec<(SelectorRecord, String)>,
+    rules: Vec<(RuleRecord, String)>,
+    meta: Option<MetaRecord>,
+}
+
+/// The rule a registration creates under `selector_id` (§9).
+fn registered_rule(
+    selector_id: &str,
+    name: &str,
+    handle: String,
+    condition: ConditionDto,
+) -> RuleDto {
+    RuleDto {
+        selector_id: Some(selector_id.to_owned()),
+        name: Some(name.to_owned()),
+        match_mode: Some(0),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(true),
+        match_restful: Some(false),
+        handle: Some(handle),
+        rule_conditions: Some(vec![condition]),
+        ..Default::default()
+    }
+}
+
+/// A registered context path: non-blank, starting with `/`, without a trailing `/`.
+fn context_path(field: &str, value: Option<&str>) -> Result<String, ServiceError> {
+    let value = value.map(str::trim).unwrap_or_default();
+    let trimmed = value.trim_end_matches('/');
+    if trimmed.is_empty() || !trimmed.starts_with('/') {
+        return Err(ServiceError::field(
+            field,
+            format!("`{value}` must be a path like `/http`"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+impl Admin {
+    async fn plugin_named(&self, name: &str) -> Result<Option<PluginRecord>, StoreError> {
+        Ok(self
+            .store
+            .plugins()
+            .await?
+            .into_iter()
+            .find(|p| p.name == name))
+    }
+
+    async fn selector_named(
+        &self,
+        plugin: &PluginRecord,
+        name: &str,
+    ) -> Result<Option<SelectorRecord>, StoreError> {
+        Ok(self
+            .store
+            .selectors()
+            .await?
+            .into_iter()
+            .find(|s| s.plugin_id == plugin.id && s.name == name))
+    }
+
+    /// The selector of `plugin` named `context_path`, created as §9 says when absent.
+    async fn registered_selector_locked(
+        &self,
+        plugin: &PluginRecord,
+        context_path: &str,
+    ) -> Result<SelectorRecord, ServiceError> {
+        match self.selector_named(plugin, context_path).await? {
+            Some(selector) => Ok(selector),
+            None => {
+                self.create_selector_locked(registered_selector(&plugin.id, context_path))
+                    .await
+            }
+        }
+    }
+
+    /// `register-metadata` (§9): the divide selector and rule for the API, the contextPath
+    /// plugin's selector and rule, and the metadata when `registerMetaData` is set. Everything
+    /// is validated first and written in one transaction; the changes are published after it
+    /// commits, so a refused registration leaves nothing behind.
+    pub(crate) async fn register_metadata(
+        &self,
+        dto: MetaDataRegister,
+    ) -> Result<(), ServiceError> {
+        let _write = self.write_lock().await;
+        let rpc_type = dto.rpc_type.clone().unwrap_or_else(|| "http".to_owned());
+        if rpc_type.trim() != "http" {
+            return Err(ServiceError::field(
+                "rpcType",
+                format!("only `http` clients can register (got `{rpc_type}`)"),
+            ));
+        }
+        let context = context_path("contextPath", dto.context_path.as_deref())?;
+        let path = dto
+            .path
+            .clone()
+            .filter(|p| !p.trim().is_empty())
+            .ok_or_else(|| ServiceError::field("path", "must not be blank"))?;
+        let path = path.trim().to_owned();
+        let rule_name = dto
+            .rule_name
+            .clone()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| path.clone());
+        let mut plan = Registration::default();
+        if dto.register_meta_data == Some(true) {
+            plan.meta = Some(
+                self.registered_meta(&dto, &context, &path, &rpc_type, &rule_name)
+                    .await?,
+            );
+        }
+        let divide = self.plugin_named("divide").await?.ok_or_else(|| {
+            ServiceError::Unsatisfiable("the divide plugin does not exist".to_owned())
+        })?;
+        let (operator, value) = rule_condition(&path);
+        let selector = self.plan_selector(&divide, &context, &mut plan).await?;
+        // Infallible: a struct of strings and numbers always serialises.
+        let divide_handle =
+            serde_json::to_string(&DivideRuleHandle::default()).expect("handles serialise");
+        let rule = registered_rule(
+            &selector.id,
+            &rule_name,
+            divide_handle,
+            ConditionDto::new("uri", operator, "/", &value),
+        );
+        self.plan_rule(&selector, &divide.name, rule, &mut plan)
+            .await?;
+        if let Some(plugin) = self.plugin_named("contextPath").await? {
+            let selector = self.plan_selector(&plugin, &context, &mut plan).await?;
+            let handle = serde_json::json!({
+                "contextPath": context,
+                "addPrefixed": dto.add_prefixed.unwrap_or(false),
+            })
+            .to_string();
+            let rule = registered_rule(
+                &selector.id,
+                &context,
+                handle,
+                ConditionDto::new("uri", "startsWith", "/", &format!("{context}/")),
+            );
+            self.plan_rule(&selector, &plugin.name, rule, &mut plan)
+                .await?;
+        }
+        let Registration {
+            selectors,
+            rules,
+            meta,
+        } = plan;
+        let selector_records: Vec<SelectorRecord> =
+            selectors.iter().map(|(r, _)| r.clone()).collect();
+        let rule_records: Vec<RuleRecord> = rules.iter().map(|(r, _)| r.clone()).collect();
+        self.store
+            .put_registration(&selector_records, &rule_records, meta.as_ref())
+            .await?;
+        if !selectors.is_empty() {
+            let data = selectors
+                .iter()
+                .map(|(r, plugin)| selector_data(r, plugin))
+                .collect();
+            self.publish(DataEventType::Update, EventPayload::Selector(data));
+        }
+        if !rules.is_empty() {
+            let data = rules
+                .iter()
+                .map(|(r, plugin)| rule_data(r, plugin))
+                .collect();
+            self.publish(DataEventType::Update, EventPayload::Rule(data));
+        }
+        if let Some(record) = &meta {
+            self.publish(
+                DataEventType::Update,
+                EventPayload::MetaData(vec![meta_data(record)]),
+            );
+        }
+        Ok(())
+    }
+
+    /// The metadata record a registration writes (validated; the existing entry for the
+    /// path keeps its id and creation date).
+    async fn registered_meta(
+        &self,
+        dto: &MetaDataRegister,
+        context: &str,
+        path: &str,
+        rpc_type: &str,
+        rule_name: &str,
+    ) -> Result<MetaRecord, ServiceError> {
+        let mut record = validate::meta(MetaDataDto {
+            id: None,
+            app_name: dto.app_name.clone(),
+            context_path: Some(context.to_owned()),
+            path: Some(path.to_owned()),
+            path_desc: dto.path_desc.clone(),
+            rpc_type: Some(rpc_type.to_owned()),
+            service_name: dto.service_name.clone(),
+            method_name: dto.method_name.clone(),
+            parameter_types: dto.parameter_types.clone(),
+            rpc_ext: dto.rpc_ext.clone(),
+            rule_name: Some(rule_name.to_owned()),
+            enabled: Some(dto.enabled.unwrap_or(true)),
+        })?;
+        let existing = self
+            .store
+            .meta_data()
+            .await?
+            .into_iter()
+            .find(|m| m.path == record.path);
+        let stamp = now();
+        match existing {
+            Some(old) => {
+                record.id = old.id;
+                record.date_created = old.date_created;
+            }
+            None => {
+                record.id = self.ids.next_id();
+                record.date_created.clone_from(&stamp);
+            }
+        }
+        record.date_updated = stamp;
+        Ok(record)
+    }
+
+    /// The selector named `context_path` of `plugin`: the stored one, or a new one (validated,
+    /// added to `plan`, not written).
+    async fn plan_selector(
+        &self,
+        plugin: &PluginRecord,
+        context_path: &str,
+        plan: &mut Registration,
+    ) -> Result<SelectorRecord, ServiceError> {
+        if let Some(selector) = self.selector_named(plugin, context_path).await? {
+            return Ok(selector);
+        }
+        let mut record = validate::selector(registered_selector(&plugin.id, context_path), plugin)?;
+        record.id = self.ids.next_id();
+        record.date_created = now();
+        record.date_updated.clone_from(&record.date_created);
+        plan.selectors.push((record.clone(), plugin.name.clone()));
+        Ok(record)
+    }
+
+    /// Adds rule `dto` of `selector` to `plan` (validated, not written) unless the selector
+    /// already has a rule with that name.
+    async fn plan_rule(
+        &self,
+        selector: &SelectorRecord,
+        plugin_name: &str,
+        dto: RuleDto,
+        plan: &mut Registration,
+    ) -> Result<(), ServiceError> {
+        let name = dto.name.clone().unwrap_or_default();
+        let exists = self
+            .store
+            .rules()
+            .await?
+            .iter()
+            .any(|r| r.selector_id == selector.id && r.name == name);
+        if exists {
+            return Ok(());
+        }
+        let mut record = validate::rule(dto, Some(selector), plugin_name)?;
+        record.id = self.ids.next_id();
+        record.date_created = now();
+        record.date_updated.clone_from(&record.date_created);
+        plan.rules.push((record, plugin_name.to_owned()));
+        Ok(())
+    }
+
+    /// `register-uri` / `offline` (§9): adds (`add`) or removes the client's `host:port` in
+    /// the upstream list of the divide selector named by its context path (or app name),
+    /// creating the selector on a first registration. Publishes SELECTOR/UPDATE on a change.
+    pub(crate) async fn register_uri(
+        &self,
+        dto: UriRegister,
+        add: bool,
+    ) -> Result<(), ServiceError> {
+        let _write = self.write_lock().await;
+        if let Some(rpc_type) = dto.rpc_type.as_deref().map(str::trim)
+            && !rpc_type.is_empty()
+            && rpc_type != "http"
+        {
+            return Err(ServiceError::field(
+                "rpcType",
+                format!("only `http` clients can register (got `{rpc_type}`)"),
+            ));
+        }
+        let name = match (&dto.context_path, &dto.app_name) {
+            (Some(context), _) if !context.trim().is_empty() => {
+                context_path("contextPath", Some(context))?
+            }
+            (_, Some(app)) if !app.trim().is_empty() => {
+                context_path("appName", Some(&format!("/{}", app.trim())))?
+            }
+            _ => return Err(ServiceError::field("contextPath", "must not be blank")),
+        };
+        let host = dto
+            .host
+            .as_deref()
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| ServiceError::field("host", "must not be blank"))?;
+        let port = dto
+            .port
+            .filter(|p| *p != 0)
+            .ok_or_else(|| ServiceError::field("port", "must be a port number"))?;
+        let url = format!("{host}:{port}");
+        let divide = self.plugin_named("divide").await?.ok_or_else(|| {
+            ServiceError::Unsatisfiable("the divide plugin does not exist".to_owned())
+        })?;
+        let selector = match self.selector_named(&divide, &name).await? {
+            Some(selector) => selector,
+            None if add => self.registered_selector_locked(&divide, &name).await?,
+            None => return Ok(()),
+        };
+        let mut upstreams = DivideUpstream::parse_list(selector.handle.as_deref().unwrap_or(""))
+            .map_err(|e| ServiceError::field("handle", format!("stored upstream list: {e}")))?;
+        let before = upstreams.clone();
+        upstreams.retain(|u| u.upstream_url != url);
+        if add {
+            upstreams.push(DivideUpstream {
+                protocol: dto.protocol.clone().unwrap_or_else(|| "http://".to_owned()),
+                upstream_host: Some("localhost".to_owned()),
+                upstream_url: url,
+                weight: 50,
+                warmup: 600_000,
+                status: true,
+                timestamp: chrono::Utc::now().timestamp_millis(),
+                ..DivideUpstream::default()
+            });
+        }
+        let same = |a: &[DivideUpstream], b: &[DivideUpstream]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.upstream_url == y.upstream_url && x.protocol == y.protocol)
+        };
+        if same(&before, &upstreams) {
+            return Ok(());
+        }
+        let mut request = selector_dto(&selector);
+        // Infallible: a list of structs of strings and numbers always serialises.
+        request.handle = Some(serde_json::to_string(&upstreams).expect("upstreams serialise"));
+        self.update_selector_locked(&selector.id, request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_operator_follows_the_path() {
+        assert_eq!(
+            rule_condition("/http/order/findById"),
+            ("=", "/http/order/findById".to_owned())
+        );
+        assert_eq!(
+            rule_condition("/http/order/"),
+            ("startsWith", "/http/order/".to_owned())
+        );
+        assert_eq!(
+            rule_condition("/http/order/**"),
+            ("pathPattern", "/http/order/**".to_owned())
+        );
+        assert_eq!(
+            rule_condition("/http/order/{id}"),
+            ("pathPattern", "/http/order/**".to_owned())
+        );
+        assert_eq!(
+            rule_condition("/http/{id}/name"),
+            ("match", "/http/**/name".to_owned())
+        );
+        assert_eq!(
+            rule_condition("/http/a*b"),
+            ("match", "/http/a*b".to_owned())
+        );
+    }
+}
