@@ -14,7 +14,8 @@
 //!   dot-segments).
 //! - `plugin/`: the chain (`paramMapping`, `contextPath`, `divide`), `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
-//!   `actuator.rs` (inspection endpoints).
+//!   `actuator.rs` (inspection endpoints), `java.rs` (Java's string renderings the router,
+//!   proxy and balancers share).
 //!
 //! Endpoints: `/actuator/{health,digest,plugins,pluginData,selectorData,ruleData,metadata}`,
 //! `/metrics` (Prometheus);
@@ -24,6 +25,7 @@ mod actuator;
 mod balance;
 #[doc(hidden)]
 pub mod bench;
+mod java;
 mod metrics;
 mod plugin;
 mod precheck;

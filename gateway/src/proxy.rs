@@ -24,8 +24,8 @@ use hyper_util::rt::TokioExecutor;
 use model::{GatewayError, RetryStrategy};
 
 use crate::balance::{Upstream, now_ms};
+use crate::java::java_ip;
 use crate::plugin::{Forward, Rejection};
-use crate::router::param::java_ip;
 
 /// Bodies up to this size (known in advance) are buffered so that retries can resend them.
 const REPLAY_LIMIT: u64 = 1024 * 1024;

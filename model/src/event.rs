@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app_auth::AppAuthData;
-use crate::condition::wire_enum;
 use crate::meta::MetaData;
 use crate::plugin::PluginData;
 use crate::rule::RuleData;
 use crate::selector::SelectorData;
+use crate::wire_enum::wire_enum;
 
 wire_enum! {
     /// A config group (ShenYu `ConfigGroupEnum`), in ShenYu's iteration order.

@@ -28,13 +28,14 @@ mod rule;
 mod selector;
 mod sync_mode;
 pub mod time;
+mod wire_enum;
 
 pub use admin_api::{
     AdminResult, BatchEnabled, BatchIds, CommonPager, ConditionDto, LoginRequest, LoginResponse,
     PageParameter, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo, admin_code,
 };
 pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
-pub use condition::{ConditionData, Operator, ParamType, UnknownName};
+pub use condition::{ConditionData, Operator, ParamType};
 pub use context_mapping::ContextMappingRuleHandle;
 pub use digest::{AppliedDigest, ConfigDigest, ConfigSet, DigestItem, DigestReport};
 pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketData};
@@ -46,6 +47,7 @@ pub use register::{MetaDataRegister, UriRegister};
 pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};
 pub use sync_mode::SyncMode;
+pub use wire_enum::UnknownName;
 
 /// ShenYu's default namespace id (`SYS_DEFAULT_NAMESPACE_ID`). gantry follows ShenYu 2.6.0 and
 /// has no namespaces; data carries this id where a shape has the field.
