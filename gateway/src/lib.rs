@@ -6,8 +6,10 @@
 //! `gantry-gateway` binary is a thin wrapper around it).
 //!
 //! Module map:
-//! - `sync/`: subscribers (`websocket.rs`, `http_long_poll.rs`) and `SyncState`, which applies events by building a
-//!   new `snapshot::Snapshot` and swapping it in (`arc_swap`); requests never lock.
+//! - `sync/`: one subscriber per sync mode (`websocket.rs`, `http_long_poll.rs`,
+//!   `zookeeper.rs`, `etcd.rs`; the last two share the key layout's `keyspace.rs`) and
+//!   `SyncState`, which applies events by building a new `snapshot::Snapshot` and swapping it
+//!   in (`arc_swap`); requests never lock.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
 //! - `precheck.rs`: what is refused before routing (a missing or repeated `Host`, a path with

@@ -3,6 +3,8 @@
 //! ```text
 //!   admin ──frames──▶ Subscriber (websocket.rs) ──text──▶ SyncState::apply_text
 //!   admin ──groups──▶ Subscriber (http_long_poll.rs) ───▶ SyncState::apply_group
+//!   store ──nodes───▶ Subscriber (zookeeper.rs, etcd.rs)
+//!                      └ keyspace.rs: node → DataEvent ──▶ SyncState::apply, apply_all
 //!                                                         │ parse → DataEvent
 //!                                                         │ copy data, apply, compile the change
 //!                                                         ▼
