@@ -28,6 +28,7 @@ mod rule;
 mod selector;
 mod sync_mode;
 pub mod time;
+pub mod url_codec;
 mod wire_enum;
 
 pub use admin_api::{
