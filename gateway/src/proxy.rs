@@ -422,8 +422,7 @@ mod tests {
 
         use axum::extract::Request as AxumRequest;
         use model::{
-            ConditionData, DataEvent, DataEventType, EventPayload, PluginData, RuleData,
-            SelectorData,
+            ConditionData, ConfigSet, DataEvent, DataEventType, PluginData, RuleData, SelectorData,
         };
         use serde_json::{Value, json};
         use tokio::net::TcpListener;
@@ -504,11 +503,16 @@ mod tests {
             selectors: Vec<SelectorData>,
             rules: Vec<RuleData>,
         ) -> Snapshot {
+            let config = ConfigSet {
+                plugins,
+                selectors,
+                rules,
+                meta_data: Vec::new(),
+            };
             let mut d = ConfigData::default();
-            let t = DataEventType::Myself;
-            d.apply(DataEvent::new(t, EventPayload::Plugin(plugins)));
-            d.apply(DataEvent::new(t, EventPayload::Selector(selectors)));
-            d.apply(DataEvent::new(t, EventPayload::Rule(rules)));
+            for event in DataEvent::full_sync(DataEventType::Myself, config, Vec::new()) {
+                d.apply(event);
+            }
             Snapshot::build(d)
         }
 

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app_auth::AppAuthData;
+use crate::digest::ConfigSet;
 use crate::meta::MetaData;
 use crate::plugin::PluginData;
 use crate::rule::RuleData;
@@ -102,6 +103,24 @@ impl DataEvent {
             event_type,
             payload,
         }
+    }
+
+    /// A whole config as a full sync carries it: one `event_type` event per group, in
+    /// ShenYu's sync order (PLUGIN, SELECTOR, RULE, META_DATA, APP_AUTH), empty groups
+    /// included.
+    pub fn full_sync(
+        event_type: DataEventType,
+        config: ConfigSet,
+        app_auth: Vec<AppAuthData>,
+    ) -> [DataEvent; 5] {
+        [
+            EventPayload::Plugin(config.plugins),
+            EventPayload::Selector(config.selectors),
+            EventPayload::Rule(config.rules),
+            EventPayload::MetaData(config.meta_data),
+            EventPayload::AppAuth(app_auth),
+        ]
+        .map(|payload| DataEvent::new(event_type, payload))
     }
 
     /// The event's config group.
@@ -205,6 +224,29 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(again, event);
+    }
+
+    #[test]
+    fn full_sync_sends_every_group_in_shenyus_order() {
+        let config = ConfigSet {
+            rules: vec![RuleData::default()],
+            ..Default::default()
+        };
+        let events = DataEvent::full_sync(DataEventType::Myself, config, Vec::new());
+        let groups: Vec<ConfigGroup> = events.iter().map(DataEvent::group).collect();
+        assert_eq!(
+            groups,
+            [
+                ConfigGroup::Plugin,
+                ConfigGroup::Selector,
+                ConfigGroup::Rule,
+                ConfigGroup::MetaData,
+                ConfigGroup::AppAuth
+            ]
+        );
+        let sizes: Vec<usize> = events.iter().map(DataEvent::len).collect();
+        assert_eq!(sizes, [0, 0, 1, 0, 0]);
+        assert!(events.iter().all(|e| e.event_type == DataEventType::Myself));
     }
 
     #[test]

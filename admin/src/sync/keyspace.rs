@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use model::keyspace::{self, NodeKey};
-use model::{DataEvent, DataEventType, EventPayload, SyncMode};
+use model::{DataEvent, DataEventType, SyncMode};
 use tokio::sync::broadcast;
 
 use crate::service::{Admin, Snapshot};
@@ -102,26 +102,15 @@ where
     }
 }
 
-/// The snapshot as one full event per group.
-fn full_events(snapshot: &Snapshot) -> [DataEvent; 5] {
-    let config = &snapshot.config;
-    [
-        EventPayload::Plugin(config.plugins.clone()),
-        EventPayload::Selector(config.selectors.clone()),
-        EventPayload::Rule(config.rules.clone()),
-        EventPayload::MetaData(config.meta_data.clone()),
-        EventPayload::AppAuth(snapshot.app_auth.clone()),
-    ]
-    .map(|payload| DataEvent::new(DataEventType::Refresh, payload))
-}
-
 /// Writes every item and deletes every key that holds no committed item. Returns the number
 /// of items written.
 async fn full_write<S: NodeStore>(store: &mut S, snapshot: &Snapshot) -> anyhow::Result<usize> {
-    let nodes: Vec<(NodeKey, Vec<u8>)> = full_events(snapshot)
-        .iter()
-        .flat_map(keyspace::item_nodes)
-        .collect();
+    let events = DataEvent::full_sync(
+        DataEventType::Refresh,
+        snapshot.config.clone(),
+        snapshot.app_auth.clone(),
+    );
+    let nodes: Vec<(NodeKey, Vec<u8>)> = events.iter().flat_map(keyspace::item_nodes).collect();
     replace(store, &nodes, &keyspace::PARENTS).await?;
     Ok(nodes.len())
 }
@@ -217,7 +206,7 @@ async fn write_event<S: NodeStore>(store: &mut S, event: &DataEvent) -> anyhow::
 mod tests {
     use std::collections::BTreeMap;
 
-    use model::{PluginData, RuleData, SelectorData};
+    use model::{EventPayload, PluginData, RuleData, SelectorData};
 
     use super::*;
 
