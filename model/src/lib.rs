@@ -11,6 +11,7 @@
 
 mod admin_api;
 mod app_auth;
+mod backoff;
 mod condition;
 mod context_mapping;
 mod de;
@@ -36,6 +37,7 @@ pub use admin_api::{
     PageParameter, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo, admin_code,
 };
 pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
+pub use backoff::Backoff;
 pub use condition::{ConditionData, Operator, ParamType};
 pub use context_mapping::ContextMappingRuleHandle;
 pub use digest::{AppliedDigest, ConfigDigest, ConfigSet, DigestItem, DigestReport};

@@ -29,7 +29,7 @@ use model::{AdminResult, ConfigGroup, LoginRequest, LoginResponse, admin_code, u
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::{Backoff, Subscriber, SyncError, SyncState};
+use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
 
 /// The groups gantry asks for, in ShenYu's fetch order.
 const GROUPS: [ConfigGroup; 5] = [
@@ -149,7 +149,7 @@ impl HttpLongPollSubscriber {
                 token = None;
             }
             tracing::warn!(error = %e, "http sync: trying again");
-            backoff.wait().await;
+            back_off(&mut backoff).await;
         }
     }
 
@@ -177,7 +177,7 @@ impl HttpLongPollSubscriber {
                 backoff.reset();
             } else {
                 tracing::debug!(%admin, ?changed, "http sync: nothing newer; backing off");
-                backoff.wait().await;
+                back_off(backoff).await;
             }
         }
     }
