@@ -203,9 +203,17 @@ impl DataEvent {
         serde_json::to_string(&frame).expect("model types always serialise")
     }
 
-    /// Parses a websocket data frame. `Ok(None)` for groups gantry does not model.
+    /// Parses a websocket text frame, as the gateway's subscriber reads every frame.
+    /// `Ok(None)` for running-mode frames (an admin's answer to a `RUNNING_MODE` query, which
+    /// has no group) and for groups gantry does not model.
     pub fn from_websocket_text(text: &str) -> Result<Option<DataEvent>, serde_json::Error> {
-        let frame: WebsocketData = serde_json::from_str(text)?;
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if value.get("eventType").and_then(|v| v.as_str())
+            == Some(DataEventType::RunningMode.as_str())
+        {
+            return Ok(None);
+        }
+        let frame: WebsocketData = serde_json::from_value(value)?;
         DataEvent::from_wire(frame.group_type, frame.event_type, frame.data)
     }
 }
@@ -253,6 +261,8 @@ mod tests {
     fn unmodelled_groups_are_ignored_and_bad_frames_error() {
         let text = r#"{"groupType":"DISCOVER_UPSTREAM","eventType":"UPDATE","data":[{}]}"#;
         assert_eq!(DataEvent::from_websocket_text(text).unwrap(), None);
+        let running = r#"{"eventType":"RUNNING_MODE","runningMode":"STANDALONE"}"#;
+        assert_eq!(DataEvent::from_websocket_text(running).unwrap(), None);
         assert!(
             DataEvent::from_websocket_text(r#"{"groupType":"NOPE","eventType":"UPDATE"}"#).is_err()
         );

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use model::{Backoff, ConfigGroup, DataEvent, DataEventType, SyncMode, WebsocketData};
+use model::{Backoff, ConfigGroup, DataEvent, DataEventType, SyncMode};
 use rand::Rng;
 use serde::Serialize;
 
@@ -218,8 +218,7 @@ impl SyncState {
     /// Reads and applies one websocket text frame; a malformed frame is counted and
     /// leaves the snapshot untouched.
     pub(crate) fn apply_text(&self, text: &str) -> Result<Applied, SyncError> {
-        let result = parse_frame(text);
-        match result {
+        match DataEvent::from_websocket_text(text) {
             Ok(Some(event)) => {
                 self.apply(event);
                 Ok(Applied::Event)
@@ -227,7 +226,7 @@ impl SyncState {
             Ok(None) => Ok(Applied::Ignored),
             Err(e) => {
                 self.reject();
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -280,20 +279,6 @@ impl Drop for ConnectedGuard<'_> {
 pub(crate) async fn back_off(backoff: &mut Backoff) {
     let wait = backoff.next_jittered(|max| rand::rng().random_range(0..=max));
     tokio::time::sleep(wait).await;
-}
-
-/// A frame as an event: `Ok(None)` for running-mode replies and groups gantry does not model.
-fn parse_frame(text: &str) -> Result<Option<DataEvent>, SyncError> {
-    let value: serde_json::Value = serde_json::from_str(text)?;
-    if value.get("eventType").and_then(|v| v.as_str()) == Some("RUNNING_MODE") {
-        return Ok(None);
-    }
-    let frame: WebsocketData = serde_json::from_value(value)?;
-    Ok(DataEvent::from_wire(
-        frame.group_type,
-        frame.event_type,
-        frame.data,
-    )?)
 }
 
 #[cfg(test)]
