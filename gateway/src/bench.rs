@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use http::{HeaderMap, Method};
-use model::{ConfigSet, DataEvent, DataEventType, EventPayload, LoadBalance};
+use model::{ConfigSet, DataEvent, DataEventType, LoadBalance};
 
 use crate::balance::{PickContext, Pool, now_ms};
 use crate::plugin::Chain;
@@ -50,11 +50,9 @@ impl Matcher {
 /// The snapshot a full sync of `config` compiles.
 fn full_sync(config: ConfigSet) -> Snapshot {
     let mut data = ConfigData::default();
-    let t = DataEventType::Myself;
-    data.apply(DataEvent::new(t, EventPayload::Plugin(config.plugins)));
-    data.apply(DataEvent::new(t, EventPayload::Selector(config.selectors)));
-    data.apply(DataEvent::new(t, EventPayload::Rule(config.rules)));
-    data.apply(DataEvent::new(t, EventPayload::MetaData(config.meta_data)));
+    for event in DataEvent::full_sync(DataEventType::Myself, config, Vec::new()) {
+        data.apply(event);
+    }
     Snapshot::build(data)
 }
 

@@ -6,15 +6,18 @@
 //! `gantry-gateway` binary is a thin wrapper around it).
 //!
 //! Module map:
-//! - `sync/`: subscribers (`websocket.rs`, `http_long_poll.rs`) and `SyncState`, which applies events by building a
-//!   new `snapshot::Snapshot` and swapping it in (`arc_swap`); requests never lock.
+//! - `sync/`: one subscriber per sync mode (`websocket.rs`, `http_long_poll.rs`,
+//!   `zookeeper.rs`, `etcd.rs`; the last two share the key layout's `keyspace.rs`) and
+//!   `SyncState`, which applies events by building a new `snapshot::Snapshot` and swapping it
+//!   in (`arc_swap`); requests never lock.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
 //! - `precheck.rs`: what is refused before routing (a missing or repeated `Host`, a path with
 //!   dot-segments).
 //! - `plugin/`: the chain (`paramMapping`, `contextPath`, `divide`), `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
-//!   `actuator.rs` (inspection endpoints).
+//!   `actuator.rs` (inspection endpoints), `java.rs` (Java's string renderings the router,
+//!   proxy and balancers share).
 //!
 //! Endpoints: `/actuator/{health,digest,plugins,pluginData,selectorData,ruleData,metadata}`,
 //! `/metrics` (Prometheus);
@@ -24,6 +27,7 @@ mod actuator;
 mod balance;
 #[doc(hidden)]
 pub mod bench;
+mod java;
 mod metrics;
 mod plugin;
 mod precheck;

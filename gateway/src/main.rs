@@ -20,7 +20,7 @@ struct Args {
     /// Port to bind (0 picks a free one).
     #[arg(long, env = "GANTRY_GATEWAY_PORT", default_value_t = 9195)]
     port: u16,
-    /// Sync mode: websocket or http (long polling).
+    /// Sync mode: websocket, http (long polling), zookeeper or etcd.
     #[arg(long, env = "GANTRY_GATEWAY_SYNC", default_value = "websocket")]
     sync: SyncMode,
     /// Admin base URLs, comma-separated.

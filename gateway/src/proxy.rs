@@ -24,8 +24,8 @@ use hyper_util::rt::TokioExecutor;
 use model::{GatewayError, RetryStrategy};
 
 use crate::balance::{Upstream, now_ms};
+use crate::java::java_ip;
 use crate::plugin::{Forward, Rejection};
-use crate::router::param::java_ip;
 
 /// Bodies up to this size (known in advance) are buffered so that retries can resend them.
 const REPLAY_LIMIT: u64 = 1024 * 1024;
@@ -422,8 +422,7 @@ mod tests {
 
         use axum::extract::Request as AxumRequest;
         use model::{
-            ConditionData, DataEvent, DataEventType, EventPayload, PluginData, RuleData,
-            SelectorData,
+            ConditionData, ConfigSet, DataEvent, DataEventType, PluginData, RuleData, SelectorData,
         };
         use serde_json::{Value, json};
         use tokio::net::TcpListener;
@@ -504,11 +503,16 @@ mod tests {
             selectors: Vec<SelectorData>,
             rules: Vec<RuleData>,
         ) -> Snapshot {
+            let config = ConfigSet {
+                plugins,
+                selectors,
+                rules,
+                meta_data: Vec::new(),
+            };
             let mut d = ConfigData::default();
-            let t = DataEventType::Myself;
-            d.apply(DataEvent::new(t, EventPayload::Plugin(plugins)));
-            d.apply(DataEvent::new(t, EventPayload::Selector(selectors)));
-            d.apply(DataEvent::new(t, EventPayload::Rule(rules)));
+            for event in DataEvent::full_sync(DataEventType::Myself, config, Vec::new()) {
+                d.apply(event);
+            }
             Snapshot::build(d)
         }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::de::null_default;
+use crate::wire_enum::wire_enum;
 
 /// One predicate of a selector or rule (ShenYu `ConditionData`).
 ///
@@ -37,106 +38,6 @@ impl ConditionData {
         }
     }
 }
-
-/// A name that is not one of an enum's ShenYu names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {kind} `{name}` (expected one of: {expected})")]
-pub struct UnknownName {
-    /// What kind of name it was (`operator`, `param type`, ...).
-    pub kind: &'static str,
-    /// The name as given.
-    pub name: String,
-    /// The accepted names, comma-separated.
-    pub expected: String,
-}
-
-macro_rules! wire_enum {
-    (
-        $(#[$meta:meta])*
-        $name:ident, $kind:literal {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal $(| $alias:literal)* ),+ $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $( $(#[$vmeta])* $variant ),+
-        }
-
-        impl $name {
-            /// Every variant, in ShenYu's enum order.
-            pub const ALL: &'static [$name] = &[ $( $name::$variant ),+ ];
-
-            /// The ShenYu wire name.
-            pub fn as_str(self) -> &'static str {
-                match self { $( $name::$variant => $wire ),+ }
-            }
-        }
-
-        impl ::std::str::FromStr for $name {
-            type Err = $crate::UnknownName;
-            fn from_str(s: &str) -> Result<Self, $crate::UnknownName> {
-                match s {
-                    $( $wire $(| $alias)* => Ok($name::$variant), )+
-                    _ => Err($crate::UnknownName {
-                        kind: $kind,
-                        name: s.to_owned(),
-                        expected: [$( $wire ),+].join(", "),
-                    }),
-                }
-            }
-        }
-
-        impl ::std::fmt::Display for $name {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl ::serde::Serialize for $name {
-            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> ::serde::Deserialize<'de> for $name {
-            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = <String as ::serde::Deserialize>::deserialize(d)?;
-                s.parse().map_err(::serde::de::Error::custom)
-            }
-        }
-
-        /// In the OpenAPI document: a string, one of the wire names.
-        #[cfg(feature = "openapi")]
-        impl ::utoipa::PartialSchema for $name {
-            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
-                ::utoipa::openapi::schema::ObjectBuilder::new()
-                    .schema_type(::utoipa::openapi::schema::Type::String)
-                    .enum_values(Some($name::ALL.iter().map(|v| v.as_str())))
-                    .into()
-            }
-        }
-
-        #[cfg(feature = "openapi")]
-        impl ::utoipa::ToSchema for $name {}
-
-        /// In the scenario schema: a string, one of the names `from_str` accepts (aliases too).
-        #[cfg(feature = "schema")]
-        impl ::schemars::JsonSchema for $name {
-            fn schema_name() -> ::std::borrow::Cow<'static, str> {
-                stringify!($name).into()
-            }
-
-            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
-                ::schemars::json_schema!({
-                    "type": "string",
-                    "enum": [$( $wire $(, $alias)* ),+],
-                })
-            }
-        }
-    };
-}
-pub(crate) use wire_enum;
 
 wire_enum! {
     /// Where a condition reads its value from (ShenYu `ParamTypeEnum`).

@@ -4,11 +4,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app_auth::AppAuthData;
-use crate::condition::wire_enum;
+use crate::digest::ConfigSet;
 use crate::meta::MetaData;
 use crate::plugin::PluginData;
 use crate::rule::RuleData;
 use crate::selector::SelectorData;
+use crate::wire_enum::wire_enum;
 
 wire_enum! {
     /// A config group (ShenYu `ConfigGroupEnum`), in ShenYu's iteration order.
@@ -104,6 +105,24 @@ impl DataEvent {
         }
     }
 
+    /// A whole config as a full sync carries it: one `event_type` event per group, in
+    /// ShenYu's sync order (PLUGIN, SELECTOR, RULE, META_DATA, APP_AUTH), empty groups
+    /// included.
+    pub fn full_sync(
+        event_type: DataEventType,
+        config: ConfigSet,
+        app_auth: Vec<AppAuthData>,
+    ) -> [DataEvent; 5] {
+        [
+            EventPayload::Plugin(config.plugins),
+            EventPayload::Selector(config.selectors),
+            EventPayload::Rule(config.rules),
+            EventPayload::MetaData(config.meta_data),
+            EventPayload::AppAuth(app_auth),
+        ]
+        .map(|payload| DataEvent::new(event_type, payload))
+    }
+
     /// The event's config group.
     pub fn group(&self) -> ConfigGroup {
         match &self.payload {
@@ -184,9 +203,17 @@ impl DataEvent {
         serde_json::to_string(&frame).expect("model types always serialise")
     }
 
-    /// Parses a websocket data frame. `Ok(None)` for groups gantry does not model.
+    /// Parses a websocket text frame, as the gateway's subscriber reads every frame.
+    /// `Ok(None)` for running-mode frames (an admin's answer to a `RUNNING_MODE` query, which
+    /// has no group) and for groups gantry does not model.
     pub fn from_websocket_text(text: &str) -> Result<Option<DataEvent>, serde_json::Error> {
-        let frame: WebsocketData = serde_json::from_str(text)?;
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if value.get("eventType").and_then(|v| v.as_str())
+            == Some(DataEventType::RunningMode.as_str())
+        {
+            return Ok(None);
+        }
+        let frame: WebsocketData = serde_json::from_value(value)?;
         DataEvent::from_wire(frame.group_type, frame.event_type, frame.data)
     }
 }
@@ -208,9 +235,34 @@ mod tests {
     }
 
     #[test]
+    fn full_sync_sends_every_group_in_shenyus_order() {
+        let config = ConfigSet {
+            rules: vec![RuleData::default()],
+            ..Default::default()
+        };
+        let events = DataEvent::full_sync(DataEventType::Myself, config, Vec::new());
+        let groups: Vec<ConfigGroup> = events.iter().map(DataEvent::group).collect();
+        assert_eq!(
+            groups,
+            [
+                ConfigGroup::Plugin,
+                ConfigGroup::Selector,
+                ConfigGroup::Rule,
+                ConfigGroup::MetaData,
+                ConfigGroup::AppAuth
+            ]
+        );
+        let sizes: Vec<usize> = events.iter().map(DataEvent::len).collect();
+        assert_eq!(sizes, [0, 0, 1, 0, 0]);
+        assert!(events.iter().all(|e| e.event_type == DataEventType::Myself));
+    }
+
+    #[test]
     fn unmodelled_groups_are_ignored_and_bad_frames_error() {
         let text = r#"{"groupType":"DISCOVER_UPSTREAM","eventType":"UPDATE","data":[{}]}"#;
         assert_eq!(DataEvent::from_websocket_text(text).unwrap(), None);
+        let running = r#"{"eventType":"RUNNING_MODE","runningMode":"STANDALONE"}"#;
+        assert_eq!(DataEvent::from_websocket_text(running).unwrap(), None);
         assert!(
             DataEvent::from_websocket_text(r#"{"groupType":"NOPE","eventType":"UPDATE"}"#).is_err()
         );

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::condition::wire_enum;
 use crate::de::{null_default, null_true};
+use crate::wire_enum::wire_enum;
 
 /// One upstream in a divide selector's `handle` (ShenYu `DivideUpstream`, 2.6.0 model).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,6 +19,7 @@ use crate::meta::MetaData;
 use crate::plugin::PluginData;
 use crate::rule::RuleData;
 use crate::selector::SelectorData;
+use crate::url_codec;
 
 /// The root of every key.
 pub const ROOT: &str = "/shenyu";
@@ -127,7 +128,7 @@ impl NodeKey {
                 })
             }
             ("metaData", [encoded]) => Some(NodeKey::MetaData {
-                path: url_decode(encoded)?,
+                path: url_codec::decode(encoded).ok()?.into_owned(),
             }),
             ("auth", [app_key]) => Some(NodeKey::AppAuth {
                 app_key: (*app_key).to_owned(),
@@ -146,7 +147,7 @@ impl NodeKey {
                 selector_id,
                 id,
             } => format!("{RULE_PARENT}/{plugin}/{selector_id}-{id}"),
-            NodeKey::MetaData { path } => format!("{META_DATA_PARENT}/{}", url_encode(path)),
+            NodeKey::MetaData { path } => format!("{META_DATA_PARENT}/{}", url_codec::encode(path)),
             NodeKey::AppAuth { app_key } => format!("{APP_AUTH_PARENT}/{app_key}"),
         }
     }
@@ -277,42 +278,6 @@ fn app_auth_key(a: &AppAuthData) -> NodeKey {
     }
 }
 
-/// Java `URLEncoder.encode(s, UTF_8)`: `A-Za-z0-9.-*_` stay, space becomes `+`, every other
-/// byte `%XX` (upper case).
-pub fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
-                out.push(char::from(b));
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// Java `URLDecoder.decode(s, UTF_8)`; `None` for a bad escape or invalid UTF-8.
-pub fn url_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,7 +333,7 @@ mod tests {
             "/shenyu/selector/divide/1/2",
             "/shenyu/plugin/",
             "/shenyu/metaData/%zz",
-            "/shenyu/metaData/%C3",
+            "/shenyu/metaData/%2",
             "/shenyu/proxySelectorData/divide/1",
             "/other/plugin/divide",
             "/shenyux/plugin/divide",
@@ -377,12 +342,20 @@ mod tests {
         }
     }
 
+    /// The metadata segment is read as ShenYu's subscriber reads a deleted node's name
+    /// (`URLDecoder.decode`): any case of hex, and bytes that are not UTF-8 as U+FFFD.
     #[test]
-    fn url_encoding_is_javas() {
-        assert_eq!(url_encode("/a b/ü*._-~"), "%2Fa+b%2F%C3%BC*._-%7E");
-        assert_eq!(url_decode("%2Fa+b%2F%C3%BC*._-%7E").unwrap(), "/a b/ü*._-~");
-        assert_eq!(url_decode("%2fx").unwrap(), "/x");
-        assert_eq!(url_decode("%2"), None);
+    fn meta_data_segments_decode_like_java() {
+        for (path, want) in [
+            ("/shenyu/metaData/%2fx", "/x"),
+            ("/shenyu/metaData/%C3", "\u{fffd}"),
+        ] {
+            assert_eq!(
+                NodeKey::parse(path),
+                Some(NodeKey::MetaData { path: want.into() }),
+                "{path}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 mod admin_api;
 mod app_auth;
+mod backoff;
 mod condition;
 mod context_mapping;
 mod de;
@@ -28,13 +29,16 @@ mod rule;
 mod selector;
 mod sync_mode;
 pub mod time;
+pub mod url_codec;
+mod wire_enum;
 
 pub use admin_api::{
     AdminResult, BatchEnabled, BatchIds, CommonPager, ConditionDto, LoginRequest, LoginResponse,
     PageParameter, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo, admin_code,
 };
 pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
-pub use condition::{ConditionData, Operator, ParamType, UnknownName};
+pub use backoff::Backoff;
+pub use condition::{ConditionData, Operator, ParamType};
 pub use context_mapping::ContextMappingRuleHandle;
 pub use digest::{AppliedDigest, ConfigDigest, ConfigSet, DigestItem, DigestReport};
 pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketData};
@@ -46,6 +50,7 @@ pub use register::{MetaDataRegister, UriRegister};
 pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};
 pub use sync_mode::SyncMode;
+pub use wire_enum::UnknownName;
 
 /// ShenYu's default namespace id (`SYS_DEFAULT_NAMESPACE_ID`). gantry follows ShenYu 2.6.0 and
 /// has no namespaces; data carries this id where a shape has the field.

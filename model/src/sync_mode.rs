@@ -1,6 +1,6 @@
 //! [`SyncMode`]: how config travels from admin to gateway.
 
-use crate::condition::wire_enum;
+use crate::wire_enum::wire_enum;
 
 wire_enum! {
     /// A sync mode: one (admin publisher, gateway subscriber) pair.

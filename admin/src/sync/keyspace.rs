@@ -15,11 +15,10 @@
 
 use std::collections::BTreeSet;
 use std::sync::Weak;
-use std::time::Duration;
 
 use anyhow::Context;
 use model::keyspace::{self, NodeKey};
-use model::{DataEvent, DataEventType, EventPayload, SyncMode};
+use model::{Backoff, DataEvent, DataEventType, SyncMode};
 use tokio::sync::broadcast;
 
 use crate::service::{Admin, Snapshot};
@@ -40,20 +39,6 @@ pub(crate) trait NodeStore: Send {
     fn lost(&mut self) -> impl Future<Output = String> + Send;
 }
 
-/// Back-off between attempts: 100 ms doubling to 5 s.
-#[derive(Debug)]
-struct Backoff(Duration);
-
-impl Backoff {
-    const START: Duration = Duration::from_millis(100);
-    const CAP: Duration = Duration::from_secs(5);
-
-    async fn wait(&mut self) {
-        tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(Self::CAP);
-    }
-}
-
 /// Runs a publisher until the admin is gone: `connect` opens a store session.
 pub(crate) async fn run<S, C, F>(mode: SyncMode, admin: Weak<Admin>, mut connect: C)
 where
@@ -61,7 +46,8 @@ where
     C: FnMut() -> F + Send,
     F: Future<Output = anyhow::Result<S>> + Send,
 {
-    let mut backoff = Backoff(Backoff::START);
+    // Whole steps, not jittered (the gateway's subscribers jitter theirs).
+    let mut backoff = Backoff::new();
     loop {
         let Some(mut events) = admin.upgrade().map(|admin| admin.subscribe()) else {
             return;
@@ -78,7 +64,7 @@ where
             drop(current);
             let written = full_write(&mut store, &snapshot).await?;
             tracing::info!(%mode, items = written, "sync store written in full");
-            backoff = Backoff(Backoff::START);
+            backoff.reset();
             loop {
                 tokio::select! {
                     event = events.recv() => match event {
@@ -98,30 +84,19 @@ where
                 tracing::warn!(%mode, error = format!("{e:#}"), "sync publisher failed; writing everything again after a back-off")
             }
         }
-        backoff.wait().await;
+        tokio::time::sleep(backoff.next_step()).await;
     }
-}
-
-/// The snapshot as one full event per group.
-fn full_events(snapshot: &Snapshot) -> [DataEvent; 5] {
-    let config = &snapshot.config;
-    [
-        EventPayload::Plugin(config.plugins.clone()),
-        EventPayload::Selector(config.selectors.clone()),
-        EventPayload::Rule(config.rules.clone()),
-        EventPayload::MetaData(config.meta_data.clone()),
-        EventPayload::AppAuth(snapshot.app_auth.clone()),
-    ]
-    .map(|payload| DataEvent::new(DataEventType::Refresh, payload))
 }
 
 /// Writes every item and deletes every key that holds no committed item. Returns the number
 /// of items written.
 async fn full_write<S: NodeStore>(store: &mut S, snapshot: &Snapshot) -> anyhow::Result<usize> {
-    let nodes: Vec<(NodeKey, Vec<u8>)> = full_events(snapshot)
-        .iter()
-        .flat_map(keyspace::item_nodes)
-        .collect();
+    let events = DataEvent::full_sync(
+        DataEventType::Refresh,
+        snapshot.config.clone(),
+        snapshot.app_auth.clone(),
+    );
+    let nodes: Vec<(NodeKey, Vec<u8>)> = events.iter().flat_map(keyspace::item_nodes).collect();
     replace(store, &nodes, &keyspace::PARENTS).await?;
     Ok(nodes.len())
 }
@@ -217,7 +192,7 @@ async fn write_event<S: NodeStore>(store: &mut S, event: &DataEvent) -> anyhow::
 mod tests {
     use std::collections::BTreeMap;
 
-    use model::{PluginData, RuleData, SelectorData};
+    use model::{EventPayload, PluginData, RuleData, SelectorData};
 
     use super::*;
 

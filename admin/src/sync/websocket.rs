@@ -17,7 +17,7 @@ use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use model::{DataEvent, DataEventType, EventPayload, SyncMode};
+use model::{DataEvent, DataEventType, SyncMode};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
@@ -111,17 +111,10 @@ async fn upgrade(
 
 /// The frames answering `MYSELF`: one per group, in order, even when a group is empty.
 fn full_sync_frames(snapshot: Snapshot) -> Vec<String> {
-    let config = snapshot.config;
-    [
-        EventPayload::Plugin(config.plugins),
-        EventPayload::Selector(config.selectors),
-        EventPayload::Rule(config.rules),
-        EventPayload::MetaData(config.meta_data),
-        EventPayload::AppAuth(snapshot.app_auth),
-    ]
-    .into_iter()
-    .map(|payload| DataEvent::new(DataEventType::Myself, payload).to_websocket_text())
-    .collect()
+    DataEvent::full_sync(DataEventType::Myself, snapshot.config, snapshot.app_auth)
+        .iter()
+        .map(DataEvent::to_websocket_text)
+        .collect()
 }
 
 /// A session's full-sync rate limit: when the next `MYSELF` may be answered, and whether one

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use md5::{Digest, Md5};
 
 use super::Upstream;
-use crate::router::param::java_ip;
+use crate::java::java_ip;
 
 const VIRTUAL_NODES: usize = 5;
 

@@ -11,11 +11,13 @@
 //! replace renames `key` to `value` there; remove deletes the member a path names. Paths are
 //! the simple JsonPath subset `$`, `$.a.b`. JSON bodies (`application/json`) and form bodies
 //! (`application/x-www-form-urlencoded`: fields by name, path ignored for add/replace, the
-//! last segment for remove) are rewritten; other bodies, and bodies that do not parse, pass
+//! last segment for remove, added values encoded with `URLEncoder` as ShenYu's
+//! `FormDataOperator` does) are rewritten; other bodies, and bodies that do not parse, pass
 //! unchanged (ShenYu answers a JSON parse failure with an error).
 
 use std::sync::Arc;
 
+use model::url_codec;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -23,7 +25,6 @@ use super::{Outcome, Plugin, matched_rule};
 use crate::router::RequestView;
 use crate::router::select::{PluginHandle, RuleChoice};
 use crate::snapshot::CompiledPlugin;
-use crate::sync::http_long_poll::form_escape;
 
 /// The plugin name.
 pub(crate) const NAME: &str = "paramMapping";
@@ -113,7 +114,7 @@ impl BodyMapping {
             .collect();
         for add in &self.add_parameter_keys {
             fields.retain(|(k, _)| *k != add.key);
-            fields.push((add.key.clone(), form_escape(&add.value)));
+            fields.push((add.key.clone(), url_codec::encode(&add.value)));
         }
         for rename in &self.replace_parameter_keys {
             for (k, _) in &mut fields {
@@ -211,7 +212,7 @@ mod tests {
     #[test]
     fn form_bodies() {
         let m = BodyMapping::parse(
-            r#"{"addParameterKeys":[{"path":"$","key":"role","value":"a b"}],
+            r#"{"addParameterKeys":[{"path":"$","key":"role","value":"a b~*"}],
                 "replaceParameterKeys":[{"path":"$","key":"id","value":"userId"}],
                 "removeParameterKeys":["$.password"]}"#,
         )
@@ -224,7 +225,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "userId=7&name=x&role=a%20b"
+            "userId=7&name=x&role=a+b%7E*"
         );
     }
 

@@ -8,8 +8,10 @@ use std::net::IpAddr;
 
 use http::HeaderName;
 use model::ParamType;
+use model::url_codec::{self, IllegalEscape};
 
 use super::{MatchError, RequestView};
+use crate::java::java_ip;
 
 /// Where a compiled condition reads its value from.
 #[derive(Debug, Clone)]
@@ -230,7 +232,7 @@ fn domain<'r>(req: &'r RequestView<'_>) -> &'r str {
 pub(crate) fn query_param<'q>(
     query: Option<&'q str>,
     name: &str,
-) -> Result<Option<Cow<'q, str>>, String> {
+) -> Result<Option<Cow<'q, str>>, IllegalEscape> {
     let Some(query) = query else { return Ok(None) };
     // The first match's raw value (`Some(None)`: the name without `=`).
     let mut found: Option<Option<&'q str>> = None;
@@ -244,82 +246,18 @@ pub(crate) fn query_param<'q>(
             Some((n, v)) => (n, Some(v)),
             None => (segment, None),
         };
-        if found.is_none() && url_decode(raw_name)? == name {
+        if found.is_none() && url_codec::decode(raw_name)? == name {
             found = Some(raw_value);
         } else {
-            check_escapes(raw_name)?;
+            url_codec::check(raw_name)?;
         }
         if let Some(v) = raw_value {
-            check_escapes(v)?;
+            url_codec::check(v)?;
         }
     }
     match found {
-        Some(Some(v)) => Ok(Some(url_decode(v)?)),
+        Some(Some(v)) => Ok(Some(url_codec::decode(v)?)),
         _ => Ok(None),
-    }
-}
-
-/// The byte of the `%XX` escape at `bytes[i]` (a `%`) as Java's `URLDecoder` reads it
-/// (`Integer.parseInt(s, i + 1, i + 3, 16)`, so a leading `+` is taken), `None` when invalid.
-fn escape_at(bytes: &[u8], i: usize) -> Option<u8> {
-    let hex = bytes.get(i + 1..i + 3)?;
-    u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
-}
-
-/// Whether Java's `URLDecoder.decode` would accept `s` (every `%` starts a valid escape).
-fn check_escapes(s: &str) -> Result<(), String> {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while let Some(at) = bytes[i..].iter().position(|&b| b == b'%') {
-        i += at;
-        if escape_at(bytes, i).is_none() {
-            return Err(format!("illegal escape in `{s}`"));
-        }
-        i += 3;
-    }
-    Ok(())
-}
-
-/// Java `URLDecoder.decode(s, UTF_8)`: `+` → space, `%XX` → byte, bad escapes are errors.
-/// Borrows `s` when there is nothing to decode.
-pub(crate) fn url_decode(s: &str) -> Result<Cow<'_, str>, String> {
-    if !s.contains(['%', '+']) {
-        return Ok(Cow::Borrowed(s));
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                match escape_at(bytes, i) {
-                    Some(b) => out.push(b),
-                    None => return Err(format!("illegal escape in `{s}`")),
-                }
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    Ok(Cow::Owned(String::from_utf8(out).unwrap_or_else(|e| {
-        String::from_utf8_lossy(e.as_bytes()).into_owned()
-    })))
-}
-
-/// Java's `InetAddress.getHostAddress()`: IPv4-mapped IPv6 as dotted IPv4, other IPv6 as eight
-/// uncompressed lower-case hex groups.
-pub(crate) fn java_ip(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let groups: Vec<String> = v6.segments().iter().map(|g| format!("{g:x}")).collect();
-                groups.join(":")
-            }
-        },
     }
 }
 
@@ -374,14 +312,5 @@ mod tests {
             query_param(Some("r=x%41&q=abc"), "q").unwrap(),
             Some(Cow::Borrowed("abc"))
         ));
-    }
-
-    #[rstest]
-    #[case("127.0.0.1", "127.0.0.1")]
-    #[case("::1", "0:0:0:0:0:0:0:1")]
-    #[case("::ffff:10.0.0.1", "10.0.0.1")]
-    #[case("2001:db8::1", "2001:db8:0:0:0:0:0:1")]
-    fn java_renders_addresses(#[case] ip: &str, #[case] want: &str) {
-        assert_eq!(java_ip(ip.parse().unwrap()), want);
     }
 }

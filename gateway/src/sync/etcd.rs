@@ -13,7 +13,7 @@ use anyhow::Context;
 use etcd_client as etcd;
 use model::keyspace;
 
-use super::{Backoff, Subscriber, SyncState, keyspace as nodes};
+use super::{Backoff, Subscriber, SyncState, back_off, keyspace as nodes};
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,7 +112,7 @@ impl Subscriber for EtcdSubscriber {
             if let Err(e) = self.session(&state, &mut backoff).await {
                 tracing::warn!(error = format!("{e:#}"), "etcd sync failed; reconnecting");
             }
-            backoff.wait().await;
+            back_off(&mut backoff).await;
         }
     }
 }

@@ -25,11 +25,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use model::{AdminResult, ConfigGroup, LoginRequest, LoginResponse, admin_code};
+use model::{AdminResult, ConfigGroup, LoginRequest, LoginResponse, admin_code, url_codec};
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::{Backoff, Subscriber, SyncError, SyncState};
+use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
 
 /// The groups gantry asks for, in ShenYu's fetch order.
 const GROUPS: [ConfigGroup; 5] = [
@@ -77,31 +77,18 @@ impl GroupCache {
             .is_none_or(|held| held.md5 != md5 && last_modify_time > held.last_modify_time)
     }
 
-    /// The listener's form body.
+    /// The listener's form body, values encoded as ShenYu's `RestTemplate` form writer does
+    /// (`URLEncoder`; an md5 is hex, but the admin's text is not trusted).
     fn listener_form(&self) -> String {
         GROUPS
             .iter()
             .map(|g| match self.groups.get(g) {
-                Some(h) => format!("{g}={}%2C{}", form_escape(&h.md5), h.last_modify_time),
+                Some(h) => format!("{g}={}%2C{}", url_codec::encode(&h.md5), h.last_modify_time),
                 None => format!("{g}={NO_MD5}%2C0"),
             })
             .collect::<Vec<_>>()
             .join("&")
     }
-}
-
-/// Percent-encodes everything but unreserved characters (an md5 is hex, but the admin's
-/// text is not trusted).
-pub(crate) fn form_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// One group of a `/configs/fetch` answer.
@@ -162,7 +149,7 @@ impl HttpLongPollSubscriber {
                 token = None;
             }
             tracing::warn!(error = %e, "http sync: trying again");
-            backoff.wait().await;
+            back_off(&mut backoff).await;
         }
     }
 
@@ -190,7 +177,7 @@ impl HttpLongPollSubscriber {
                 backoff.reset();
             } else {
                 tracing::debug!(%admin, ?changed, "http sync: nothing newer; backing off");
-                backoff.wait().await;
+                back_off(backoff).await;
             }
         }
     }
@@ -441,7 +428,6 @@ mod tests {
              &META_DATA=00000000000000000000000000000000%2C0\
              &APP_AUTH=00000000000000000000000000000000%2C0"
         );
-        assert_eq!(form_escape("a b&c"), "a%20b%26c");
     }
 
     #[test]

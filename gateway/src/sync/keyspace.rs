@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 
 use model::keyspace::NodeKey;
 use model::{
-    AppAuthData, DataEvent, DataEventType, EventPayload, PluginData, RuleData, SelectorData,
+    AppAuthData, ConfigSet, DataEvent, DataEventType, EventPayload, PluginData, RuleData,
+    SelectorData,
 };
 
 use super::SyncState;
@@ -46,32 +47,23 @@ pub(super) fn replace_all(
     state: &SyncState,
     nodes: impl IntoIterator<Item = (String, Vec<u8>)>,
 ) -> usize {
-    let (mut plugins, mut selectors, mut rules, mut meta_data, mut app_auth) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut config = ConfigSet::default();
+    let mut app_auth = Vec::new();
     for (path, value) in nodes {
         let Some(event) = read_node(state, &path, &value) else {
             continue;
         };
         match event.payload {
-            EventPayload::Plugin(items) => plugins.extend(items),
-            EventPayload::Selector(items) => selectors.extend(items),
-            EventPayload::Rule(items) => rules.extend(items),
-            EventPayload::MetaData(items) => meta_data.extend(items),
+            EventPayload::Plugin(items) => config.plugins.extend(items),
+            EventPayload::Selector(items) => config.selectors.extend(items),
+            EventPayload::Rule(items) => config.rules.extend(items),
+            EventPayload::MetaData(items) => config.meta_data.extend(items),
             EventPayload::AppAuth(items) => app_auth.extend(items),
         }
     }
-    let items = plugins.len() + selectors.len() + rules.len() + meta_data.len() + app_auth.len();
-    let events = [
-        EventPayload::Plugin(plugins),
-        EventPayload::Selector(selectors),
-        EventPayload::Rule(rules),
-        EventPayload::MetaData(meta_data),
-        EventPayload::AppAuth(app_auth),
-    ]
-    .into_iter()
-    .map(|payload| DataEvent::new(DataEventType::Refresh, payload))
-    .collect();
-    state.apply_all(events);
+    let events = DataEvent::full_sync(DataEventType::Refresh, config, app_auth);
+    let items = events.iter().map(DataEvent::len).sum();
+    state.apply_all(events.into());
     items
 }
 

@@ -3,6 +3,8 @@
 //! ```text
 //!   admin ──frames──▶ Subscriber (websocket.rs) ──text──▶ SyncState::apply_text
 //!   admin ──groups──▶ Subscriber (http_long_poll.rs) ───▶ SyncState::apply_group
+//!   store ──nodes───▶ Subscriber (zookeeper.rs, etcd.rs)
+//!                      └ keyspace.rs: node → DataEvent ──▶ SyncState::apply, apply_all
 //!                                                         │ parse → DataEvent
 //!                                                         │ copy data, apply, compile the change
 //!                                                         ▼
@@ -21,10 +23,9 @@ pub(crate) mod zookeeper;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use model::{ConfigGroup, DataEvent, DataEventType, SyncMode, WebsocketData};
+use model::{Backoff, ConfigGroup, DataEvent, DataEventType, SyncMode};
 use rand::Rng;
 use serde::Serialize;
 
@@ -217,8 +218,7 @@ impl SyncState {
     /// Reads and applies one websocket text frame; a malformed frame is counted and
     /// leaves the snapshot untouched.
     pub(crate) fn apply_text(&self, text: &str) -> Result<Applied, SyncError> {
-        let result = parse_frame(text);
-        match result {
+        match DataEvent::from_websocket_text(text) {
             Ok(Some(event)) => {
                 self.apply(event);
                 Ok(Applied::Event)
@@ -226,7 +226,7 @@ impl SyncState {
             Ok(None) => Ok(Applied::Ignored),
             Err(e) => {
                 self.reject();
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -275,54 +275,10 @@ impl Drop for ConnectedGuard<'_> {
     }
 }
 
-/// Reconnect back-off: starts at 100 ms, doubles to a 5 s cap; each wait is jittered to
-/// between half and all of the current step. (ShenYu's long-poll client waits 5 s ten times,
-/// then 5 min; gantry retries faster so a restarted admin is picked up within seconds.)
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    step: Duration,
-}
-
-impl Backoff {
-    const START: Duration = Duration::from_millis(100);
-    const CAP: Duration = Duration::from_secs(5);
-
-    /// A back-off at its first step.
-    pub(crate) fn new() -> Backoff {
-        Backoff { step: Self::START }
-    }
-
-    /// Back to the first step (after a success).
-    pub(crate) fn reset(&mut self) {
-        self.step = Self::START;
-    }
-
-    /// The next wait; the step doubles up to the cap.
-    pub(crate) fn next_wait(&mut self) -> Duration {
-        let half = self.step / 2;
-        let jitter = rand::rng().random_range(0..=half.as_millis() as u64);
-        self.step = (self.step * 2).min(Self::CAP);
-        half + Duration::from_millis(jitter)
-    }
-
-    /// Sleeps for [`Backoff::next_wait`].
-    pub(crate) async fn wait(&mut self) {
-        tokio::time::sleep(self.next_wait()).await;
-    }
-}
-
-/// A frame as an event: `Ok(None)` for running-mode replies and groups gantry does not model.
-fn parse_frame(text: &str) -> Result<Option<DataEvent>, SyncError> {
-    let value: serde_json::Value = serde_json::from_str(text)?;
-    if value.get("eventType").and_then(|v| v.as_str()) == Some("RUNNING_MODE") {
-        return Ok(None);
-    }
-    let frame: WebsocketData = serde_json::from_value(value)?;
-    Ok(DataEvent::from_wire(
-        frame.group_type,
-        frame.event_type,
-        frame.data,
-    )?)
+/// Sleeps for `backoff`'s next wait, jittered to between half and all of its step.
+pub(crate) async fn back_off(backoff: &mut Backoff) {
+    let wait = backoff.next_jittered(|max| rand::rng().random_range(0..=max));
+    tokio::time::sleep(wait).await;
 }
 
 #[cfg(test)]
@@ -375,16 +331,6 @@ mod tests {
             (h.events_rejected, h.events_applied, h.full_syncs),
             (5, 1, 1)
         );
-    }
-
-    #[test]
-    fn backoff_doubles_to_the_cap_with_jitter() {
-        let mut b = Backoff::new();
-        let waits: Vec<Duration> = (0..10).map(|_| b.next_wait()).collect();
-        assert!(waits[0] >= Duration::from_millis(50) && waits[0] <= Duration::from_millis(100));
-        assert!(waits[9] >= Duration::from_millis(2500) && waits[9] <= Duration::from_secs(5));
-        b.reset();
-        assert!(b.next_wait() <= Duration::from_millis(100));
     }
 
     #[test]

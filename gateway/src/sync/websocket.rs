@@ -17,7 +17,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use super::{Backoff, Subscriber, SyncError, SyncState};
+use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
 
 const PING_EVERY: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -153,7 +153,7 @@ impl Subscriber for WebsocketSubscriber {
                     index += 1;
                 }
             }
-            backoff.wait().await;
+            back_off(&mut backoff).await;
         }
     }
 }

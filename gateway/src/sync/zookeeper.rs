@@ -14,7 +14,7 @@ use anyhow::Context;
 use model::keyspace;
 use zookeeper_client as zk;
 
-use super::{Backoff, Subscriber, SyncState, keyspace as nodes};
+use super::{Backoff, Subscriber, SyncState, back_off, keyspace as nodes};
 
 /// ZooKeeper session timeout asked for.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -121,7 +121,7 @@ impl Subscriber for ZookeeperSubscriber {
                     "ZooKeeper sync failed; reconnecting"
                 );
             }
-            backoff.wait().await;
+            back_off(&mut backoff).await;
         }
     }
 }

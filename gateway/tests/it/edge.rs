@@ -12,7 +12,7 @@ use axum::extract::Request;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::BodyExt;
 use model::{
-    ConditionData, DataEvent, DataEventType, EventPayload, PluginData, RuleData, SelectorData,
+    ConditionData, ConfigSet, DataEvent, DataEventType, PluginData, RuleData, SelectorData,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -33,8 +33,7 @@ impl Gateway {
         let (admin_addr, mut sessions) = fake_admin().await;
         tokio::spawn(async move {
             let mut ws = next_session(&mut sessions).await;
-            for payload in config(upstream) {
-                let event = DataEvent::new(DataEventType::Myself, payload);
+            for event in config(upstream) {
                 ws.send(Message::text(event.to_websocket_text()))
                     .await
                     .unwrap();
@@ -138,7 +137,7 @@ async fn upstream() -> (SocketAddr, Arc<AtomicUsize>) {
 }
 
 /// divide with one selector (`/g/` prefix) and one rule (`/g/**`, no retries) to `upstream`.
-fn config(upstream: SocketAddr) -> Vec<EventPayload> {
+fn config(upstream: SocketAddr) -> [DataEvent; 5] {
     let plugin = PluginData {
         id: "5".into(),
         name: "divide".into(),
@@ -171,13 +170,13 @@ fn config(upstream: SocketAddr) -> Vec<EventPayload> {
         condition_data_list: vec![ConditionData::new("uri", "match", "/", "/g/**")],
         ..Default::default()
     };
-    vec![
-        EventPayload::Plugin(vec![plugin]),
-        EventPayload::Selector(vec![selector]),
-        EventPayload::Rule(vec![rule]),
-        EventPayload::MetaData(Vec::new()),
-        EventPayload::AppAuth(Vec::new()),
-    ]
+    let config = ConfigSet {
+        plugins: vec![plugin],
+        selectors: vec![selector],
+        rules: vec![rule],
+        meta_data: Vec::new(),
+    };
+    DataEvent::full_sync(DataEventType::Myself, config, Vec::new())
 }
 
 #[tokio::test]

@@ -114,28 +114,9 @@ async fn send(conn: &mut AdminConn, event: DataEvent) {
 
 /// Answers `MYSELF` the way gantry's admin does: all five groups, even empty ones.
 async fn full_sync(conn: &mut AdminConn, config: &ConfigSet) {
-    let t = DataEventType::Myself;
-    send(
-        conn,
-        DataEvent::new(t, EventPayload::Plugin(config.plugins.clone())),
-    )
-    .await;
-    send(
-        conn,
-        DataEvent::new(t, EventPayload::Selector(config.selectors.clone())),
-    )
-    .await;
-    send(
-        conn,
-        DataEvent::new(t, EventPayload::Rule(config.rules.clone())),
-    )
-    .await;
-    send(
-        conn,
-        DataEvent::new(t, EventPayload::MetaData(config.meta_data.clone())),
-    )
-    .await;
-    send(conn, DataEvent::new(t, EventPayload::AppAuth(Vec::new()))).await;
+    for event in DataEvent::full_sync(DataEventType::Myself, config.clone(), Vec::new()) {
+        send(conn, event).await;
+    }
 }
 
 #[tokio::test]
