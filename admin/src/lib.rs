@@ -67,6 +67,10 @@ pub struct Config {
     pub timeouts: netserve::Timeouts,
     /// The least time between two full syncs (`MYSELF` answers) on one websocket session.
     pub full_sync_interval: Duration,
+    /// How often a SQLite database is read for commits of other admins sharing it (a
+    /// PostgreSQL one notifies at once); `None` turns noticing them off, leaving only a
+    /// comparison every minute. Their changes are published like this admin's own.
+    pub peer_watch: Option<Duration>,
     /// How failed logins are throttled.
     pub login_throttle: LoginThrottle,
 }
@@ -89,6 +93,7 @@ impl fmt::Debug for Config {
             .field("long_poll_refresh", &self.long_poll_refresh)
             .field("timeouts", &self.timeouts)
             .field("full_sync_interval", &self.full_sync_interval)
+            .field("peer_watch", &self.peer_watch)
             .field("login_throttle", &self.login_throttle)
             .finish()
     }
@@ -97,7 +102,8 @@ impl fmt::Debug for Config {
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
     /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
-    /// second per websocket session, [`LoginThrottle::default`], the default
+    /// second per websocket session, other admins' commits noticed within 100 ms,
+    /// [`LoginThrottle::default`], the default
     /// [`netserve::Timeouts`]) on the database `db`.
     pub fn new(db: impl Into<String>) -> Self {
         Self {
@@ -113,6 +119,7 @@ impl Config {
             long_poll_refresh: Duration::from_millis(300_000),
             timeouts: netserve::Timeouts::default(),
             full_sync_interval: Duration::from_millis(1000),
+            peer_watch: Some(Duration::from_millis(100)),
             login_throttle: LoginThrottle::default(),
         }
     }
@@ -207,6 +214,8 @@ impl AppState {
         }
         let store = store::open(&config.db).await?;
         let admin = Arc::new(Admin::new(Arc::clone(&store)).await?);
+        // Off: no feed, so only the periodic comparison remains.
+        service::spawn_watch(&admin, config.peer_watch);
         let mut publishers: Vec<Box<dyn Publisher>> = Vec::new();
         for mode in &config.sync {
             if !publishers.iter().any(|p| p.mode() == *mode) {

@@ -65,6 +65,12 @@ struct Cli {
         default_value_t = 1000
     )]
     full_sync_interval_ms: u64,
+    /// How often a SQLite database is checked for commits of other admins sharing it, in
+    /// milliseconds (PostgreSQL notifies instead); their changes are then published like this
+    /// admin's own. 0 turns noticing them off, leaving a comparison every minute (a switch
+    /// for tests that prove the notification is needed).
+    #[arg(long, env = "GANTRY_ADMIN_PEER_WATCH_MS", default_value_t = 100)]
+    peer_watch_ms: u64,
     /// Failed logins allowed per user name and per client address before a lockout (0:
     /// no throttling).
     #[arg(long, env = "GANTRY_ADMIN_LOGIN_MAX_FAILURES", default_value_t = 5)]
@@ -128,6 +134,7 @@ async fn main() -> anyhow::Result<()> {
             idle: Duration::from_millis(cli.idle_timeout_ms),
         },
         full_sync_interval: Duration::from_millis(cli.full_sync_interval_ms),
+        peer_watch: (cli.peer_watch_ms > 0).then(|| Duration::from_millis(cli.peer_watch_ms)),
         login_throttle: admin::LoginThrottle {
             max_failures: cli.login_max_failures,
             lockout: Duration::from_millis(cli.login_lockout_ms),

@@ -9,6 +9,7 @@
 mod app_auth;
 mod error;
 mod meta;
+mod peers;
 mod plugin;
 mod plugin_handle;
 mod register;
@@ -16,7 +17,7 @@ mod rule;
 mod selector;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use model::{AppAuthData, ConfigSet, DataEvent, DataEventType, EventPayload};
 use tokio::sync::{Mutex, MutexGuard, broadcast, watch};
@@ -24,6 +25,8 @@ use tokio::sync::{Mutex, MutexGuard, broadcast, watch};
 use self::app_auth::app_auth_data;
 pub(crate) use self::error::ServiceError;
 use self::meta::meta_data;
+use self::peers::Published;
+pub(crate) use self::peers::spawn_watch;
 use self::plugin::plugin_data;
 use self::rule::rule_data;
 use self::selector::selector_data;
@@ -49,6 +52,8 @@ pub(crate) struct Admin {
     /// even otherwise. Snapshots read without the lock and check it did not move
     /// ([`Admin::snapshot_for`]).
     writes: watch::Sender<u64>,
+    /// What the events sent so far add up to; changed only under the write lock.
+    published: std::sync::Mutex<Published>,
     ids: IdGenerator,
 }
 
@@ -79,13 +84,18 @@ impl Admin {
     pub(crate) async fn new(store: Arc<Store>) -> Result<Self, StoreError> {
         store.seed_plugins(model::BUILTIN_PLUGINS, &now()).await?;
         let (events, _) = broadcast::channel(DISPATCH_CAPACITY);
-        Ok(Self {
+        let mut admin = Self {
             store,
             events,
             write: Mutex::new(()),
             writes: watch::Sender::new(0),
+            published: std::sync::Mutex::new(Published::default()),
             ids: IdGenerator::default(),
-        })
+        };
+        // Nobody has subscribed yet: what is in the database counts as published.
+        let snapshot = admin.read_snapshot().await?;
+        admin.published = std::sync::Mutex::new(Published::new(&snapshot));
+        Ok(admin)
     }
 
     /// The store, for reads.
@@ -98,8 +108,23 @@ impl Admin {
         self.events.subscribe()
     }
 
+    /// Sends one change to the publishers; called under the write lock.
     fn publish(&self, event_type: DataEventType, payload: EventPayload) {
         let event = DataEvent::new(event_type, payload);
+        self.published().apply(&event);
+        self.send(event);
+    }
+
+    /// What has been published.
+    fn published(&self) -> std::sync::MutexGuard<'_, Published> {
+        // Every update of it is a whole step; a panic between two leaves it usable.
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `event` to the subscribers as it is.
+    fn send(&self, event: DataEvent) {
         tracing::debug!(group = %event.group(), kind = %event.event_type, items = event.len(), "publish");
         // No subscriber is not an error: nobody is listening yet.
         let _ = self.events.send(event);

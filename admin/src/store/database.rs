@@ -16,6 +16,19 @@ use super::{Batch, StoreError};
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     pub(super) pool: AnyPool,
+    /// Where the database is, for the connections beside the pool ([`super::changes`]).
+    pub(super) location: Location,
+}
+
+/// Which database a [`Store`] opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Location {
+    /// A PostgreSQL server, by URL.
+    Postgres(String),
+    /// A SQLite file, by path.
+    SqliteFile(String),
+    /// A private in-memory SQLite database: no other process can reach it.
+    Memory,
 }
 
 impl Store {
@@ -24,12 +37,19 @@ impl Store {
     /// in-memory SQLite database for `:memory:`.
     pub(crate) async fn open(db: &str) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
-        let pool = if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        let location = if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            Location::Postgres(db.to_owned())
+        } else if db == ":memory:" {
+            Location::Memory
+        } else {
+            Location::SqliteFile(db.to_owned())
+        };
+        let pool = if let Location::Postgres(url) = &location {
             AnyPoolOptions::new()
                 .max_connections(8)
-                .connect_with(db.parse::<AnyConnectOptions>()?)
+                .connect_with(url.parse::<AnyConnectOptions>()?)
                 .await?
-        } else if db == ":memory:" {
+        } else if location == Location::Memory {
             // One connection that never closes: every query sees the same in-memory database.
             AnyPoolOptions::new()
                 .max_connections(1)
@@ -51,7 +71,10 @@ impl Store {
             pool
         };
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool })
+        if matches!(location, Location::Postgres(_)) {
+            super::changes::install_notify_triggers(&pool).await?;
+        }
+        Ok(Self { pool, location })
     }
 }
 

@@ -6,9 +6,10 @@
 //! results. The schema is one set of portable migrations in `admin/migrations`.
 //!
 //! Each file below holds one kind of record and every query on it; `database` holds the pool,
-//! the migration and the shared helpers.
+//! the migration and the shared helpers; `changes` notices commits other processes make.
 
 mod app_auths;
+mod changes;
 mod database;
 mod error;
 mod meta;
@@ -17,11 +18,11 @@ mod plugins;
 mod rules;
 mod selectors;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod users;
 
 pub(crate) use app_auths::AppAuthRecord;
-pub(crate) use database::{Store, open};
+pub(crate) use database::{Location, Store, open};
 pub use error::StoreError;
 pub(crate) use meta::MetaRecord;
 pub(crate) use plugin_handles::{PluginHandleRecord, data_type, handle_type};

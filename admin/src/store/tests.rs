@@ -12,21 +12,59 @@ const NOW: &str = "2024-01-01 00:00:00";
 struct Backend {
     name: &'static str,
     store: Store,
-    /// PostgreSQL: the server URL and the schema to drop.
-    schema: Option<(String, String)>,
+    /// PostgreSQL: the schema to drop.
+    schema: Option<PgSchema>,
 }
 
 impl Backend {
     async fn drop(self) {
         self.store.pool.close().await;
-        if let Some((url, schema)) = self.schema {
-            let pool = sqlx::PgPool::connect(&url).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-                .execute(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
+        if let Some(schema) = self.schema {
+            schema.drop().await;
         }
+    }
+}
+
+/// A schema of its own on `GANTRY_TEST_POSTGRES_URL`, for one test: [`PgSchema::url`] reaches
+/// it; [`PgSchema::drop`] removes it. Without the variable the tests that use it are built
+/// ignored (admin/build.rs) unless `GANTRY_REQUIRE` names postgres; then this fails.
+pub(crate) struct PgSchema {
+    server: String,
+    name: String,
+    /// The server URL with the schema as search path.
+    pub(crate) url: String,
+}
+
+impl PgSchema {
+    /// Creates a fresh schema.
+    pub(crate) async fn create() -> PgSchema {
+        let server = std::env::var("GANTRY_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+            .expect("GANTRY_REQUIRE names postgres, but GANTRY_TEST_POSTGRES_URL is not set");
+        let name = format!("gantry_store_test_{}", rand::random::<u64>());
+        let pool = sqlx::PgPool::connect(&server).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        let separator = if server.contains('?') { '&' } else { '?' };
+        let url = format!("{server}{separator}options[search_path]={name}");
+        PgSchema { server, name, url }
+    }
+
+    /// Drops the schema and everything in it.
+    pub(crate) async fn drop(self) {
+        let pool = sqlx::PgPool::connect(&self.server).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA {} CASCADE",
+            self.name
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
     }
 }
 
@@ -40,26 +78,13 @@ async fn sqlite() -> Backend {
     .await
 }
 
-/// A fresh, seeded schema on `GANTRY_TEST_POSTGRES_URL`. Without the variable these tests are
-/// built ignored (admin/build.rs) unless `GANTRY_REQUIRE` names postgres; then this fails.
+/// A fresh, seeded schema on `GANTRY_TEST_POSTGRES_URL` ([`PgSchema`]).
 async fn postgres() -> Backend {
-    let url = std::env::var("GANTRY_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .expect("GANTRY_REQUIRE names postgres, but GANTRY_TEST_POSTGRES_URL is not set");
-    let schema = format!("gantry_store_test_{}", rand::random::<u64>());
-    let pool = sqlx::PgPool::connect(&url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    let separator = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{separator}options[search_path]={schema}");
+    let schema = PgSchema::create().await;
     seeded(Backend {
         name: "postgres",
-        store: Store::open(&scoped).await.unwrap(),
-        schema: Some((url, schema)),
+        store: Store::open(&schema.url).await.unwrap(),
+        schema: Some(schema),
     })
     .await
 }

@@ -4,9 +4,10 @@
 //!
 //! The admin keeps one cache entry per group: the exact JSON text of the group's list (served
 //! as is by `fetch`), its md5 and the time it last changed. The cache is rebuilt from a
-//! committed snapshot after every change event, every `refresh` interval, and when a client
-//! shows a newer timestamp than this admin has (another admin on the same database changed
-//! something: §4.5).
+//! committed snapshot after every change event (which includes other admins' commits on the
+//! same database, once noticed: `service::peers`), every `refresh` interval, and when a client
+//! shows a newer timestamp than this admin has (§4.5: the change comes from another admin and
+//! was not noticed yet); a rebuild that changes a group answers the held listeners at once.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -223,6 +224,8 @@ impl LongPoll {
         let current = self.entry(group);
         if Arc::ptr_eq(&current, &seen) {
             tracing::info!(%group, "a client is ahead of this admin; reloading from the database");
+            // The other publishers pass the change on too.
+            admin.reconcile().await?;
             self.install(&admin.snapshot().await?);
         }
         Ok(client_md5 != self.entry(group).md5)

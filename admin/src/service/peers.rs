@@ -1,0 +1,498 @@
+//! Commits other admins make to the shared database (ShenYu's admin-cluster problem, protocol
+//! §4.5, which ShenYu's admins only solve at a gateway's next poll or the 5-minute refresh).
+//!
+//! The admin keeps what it has published ([`Published`]: every group's items by key, updated
+//! by each event it sends). When the database may have changed, [`Admin::reconcile`] reads a
+//! snapshot under the write lock and publishes the difference as UPDATE and DELETE events; so
+//! every publisher (websocket sessions, the long-poll cache, ZooKeeper, etcd) passes on
+//! another admin's commit as if it were this admin's own. [`watch`] runs it after every
+//! change the store's feed ([`Store::change_feed`](crate::store::Store::change_feed)) reports, and every
+//! [`FALLBACK`] in any case.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use model::{
+    AppAuthData, DataEvent, DataEventType, EventPayload, MetaData, PluginData, RuleData,
+    SelectorData,
+};
+use tokio::sync::broadcast;
+
+use super::{Admin, Snapshot};
+use crate::store::StoreError;
+
+/// How often the database is compared with what was published even when no change was
+/// reported (a missed notification, a feed that cannot be opened).
+pub(crate) const FALLBACK: Duration = Duration::from_secs(60);
+
+/// How long to wait before opening a failed change feed again.
+const REOPEN_DELAY: Duration = Duration::from_secs(1);
+
+/// An item's identity within its group.
+trait Keyed {
+    fn key(&self) -> &str;
+}
+
+impl Keyed for PluginData {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for SelectorData {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for RuleData {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for MetaData {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for AppAuthData {
+    fn key(&self) -> &str {
+        &self.app_key
+    }
+}
+
+/// One group as published: its items by key.
+#[derive(Debug)]
+struct Group<T>(HashMap<String, T>);
+
+impl<T> Default for Group<T> {
+    fn default() -> Self {
+        Self(HashMap::new())
+    }
+}
+
+impl<T: Keyed + Clone + PartialEq> Group<T> {
+    fn of(items: &[T]) -> Self {
+        Self(
+            items
+                .iter()
+                .map(|i| (i.key().to_owned(), i.clone()))
+                .collect(),
+        )
+    }
+
+    /// Takes in one event's items.
+    fn apply(&mut self, event_type: DataEventType, items: &[T]) {
+        match event_type {
+            DataEventType::Delete => {
+                for item in items {
+                    self.0.remove(item.key());
+                }
+            }
+            DataEventType::Refresh | DataEventType::Myself => *self = Self::of(items),
+            // Not a data change; never published.
+            DataEventType::RunningMode => {}
+            DataEventType::Create | DataEventType::Update => {
+                for item in items {
+                    self.0.insert(item.key().to_owned(), item.clone());
+                }
+            }
+        }
+    }
+
+    /// Moves to `now`, answering the items of `now` that are new or differ (in `now`'s order)
+    /// and the published items `now` lacks.
+    fn advance(&mut self, now: &[T]) -> (Vec<T>, Vec<T>) {
+        let changed = now
+            .iter()
+            .filter(|i| self.0.get(i.key()) != Some(*i))
+            .cloned()
+            .collect();
+        let keys: HashSet<&str> = now.iter().map(Keyed::key).collect();
+        let mut gone: Vec<T> = self
+            .0
+            .values()
+            .filter(|i| !keys.contains(i.key()))
+            .cloned()
+            .collect();
+        gone.sort_by(|a, b| a.key().cmp(b.key()));
+        *self = Self::of(now);
+        (changed, gone)
+    }
+}
+
+/// What an admin has published: what its gateways hold once every event has reached them.
+#[derive(Debug, Default)]
+pub(crate) struct Published {
+    plugins: Group<PluginData>,
+    selectors: Group<SelectorData>,
+    rules: Group<RuleData>,
+    meta_data: Group<MetaData>,
+    app_auth: Group<AppAuthData>,
+}
+
+impl Published {
+    /// Everything in `snapshot` published.
+    pub(crate) fn new(snapshot: &Snapshot) -> Self {
+        Self {
+            plugins: Group::of(&snapshot.config.plugins),
+            selectors: Group::of(&snapshot.config.selectors),
+            rules: Group::of(&snapshot.config.rules),
+            meta_data: Group::of(&snapshot.config.meta_data),
+            app_auth: Group::of(&snapshot.app_auth),
+        }
+    }
+
+    /// Takes in one published event.
+    pub(crate) fn apply(&mut self, event: &DataEvent) {
+        let kind = event.event_type;
+        match &event.payload {
+            EventPayload::Plugin(items) => self.plugins.apply(kind, items),
+            EventPayload::Selector(items) => self.selectors.apply(kind, items),
+            EventPayload::Rule(items) => self.rules.apply(kind, items),
+            EventPayload::MetaData(items) => self.meta_data.apply(kind, items),
+            EventPayload::AppAuth(items) => self.app_auth.apply(kind, items),
+        }
+    }
+
+    /// Moves to `snapshot`, answering the events that take gateways there: UPDATE of the new
+    /// and changed items in sync order (plugins first), then DELETE of the gone ones in
+    /// reverse (rules before their selectors before their plugins). Empty groups give no
+    /// event.
+    pub(crate) fn advance(&mut self, snapshot: &Snapshot) -> Vec<DataEvent> {
+        let (plugins, gone_plugins) = self.plugins.advance(&snapshot.config.plugins);
+        let (selectors, gone_selectors) = self.selectors.advance(&snapshot.config.selectors);
+        let (rules, gone_rules) = self.rules.advance(&snapshot.config.rules);
+        let (meta, gone_meta) = self.meta_data.advance(&snapshot.config.meta_data);
+        let (auth, gone_auth) = self.app_auth.advance(&snapshot.app_auth);
+        let update = |payload| DataEvent::new(DataEventType::Update, payload);
+        let delete = |payload| DataEvent::new(DataEventType::Delete, payload);
+        [
+            update(EventPayload::Plugin(plugins)),
+            update(EventPayload::Selector(selectors)),
+            update(EventPayload::Rule(rules)),
+            update(EventPayload::MetaData(meta)),
+            update(EventPayload::AppAuth(auth)),
+            delete(EventPayload::AppAuth(gone_auth)),
+            delete(EventPayload::MetaData(gone_meta)),
+            delete(EventPayload::Rule(gone_rules)),
+            delete(EventPayload::Selector(gone_selectors)),
+            delete(EventPayload::Plugin(gone_plugins)),
+        ]
+        .into_iter()
+        .filter(|e| !e.is_empty())
+        .collect()
+    }
+}
+
+impl Admin {
+    /// Publishes what the database holds and this admin has not published (commits of other
+    /// admins sharing the database); answers the number of events sent.
+    pub(crate) async fn reconcile(&self) -> Result<usize, StoreError> {
+        let _write = self.write_lock().await;
+        let snapshot = self.read_snapshot().await?;
+        let events = self.published().advance(&snapshot);
+        for event in &events {
+            tracing::info!(
+                group = %event.group(),
+                kind = %event.event_type,
+                items = event.len(),
+                "passing on a change another admin committed"
+            );
+        }
+        let sent = events.len();
+        for event in events {
+            self.send(event);
+        }
+        Ok(sent)
+    }
+}
+
+/// Runs [`Admin::reconcile`] after every change the database reports (SQLite read every
+/// `poll`) and every [`FALLBACK`], until the admin is dropped. With `poll` `None` only the
+/// fallback runs; an in-memory database, which nothing else can change, is not watched. A
+/// feed that fails is opened again.
+pub(crate) async fn watch(admin: Weak<Admin>, poll: Option<Duration>) {
+    let Some((store, mut events)) = admin.upgrade().map(|a| (a.store.clone(), a.subscribe()))
+    else {
+        return;
+    };
+    let mut feed = None;
+    loop {
+        if let Some(poll) = poll
+            && feed.is_none()
+        {
+            feed = match store.change_feed(poll).await {
+                Ok(None) => return,
+                Ok(Some(feed)) => Some(feed),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the database for other admins' commits");
+                    None
+                }
+            };
+        }
+        // Also reads whatever changed while no feed was open.
+        let Some(strong) = admin.upgrade() else {
+            return;
+        };
+        if let Err(e) = strong.reconcile().await {
+            tracing::warn!(error = %e, "cannot compare the database with what was published");
+        }
+        drop(strong);
+        let deadline = match (&feed, poll) {
+            (None, Some(_)) => tokio::time::Instant::now() + REOPEN_DELAY,
+            _ => tokio::time::Instant::now() + FALLBACK,
+        };
+        let next = async {
+            match feed.as_mut() {
+                Some(open) => {
+                    if let Err(e) = open.changed(deadline).await {
+                        tracing::warn!(error = %e, "the database's change feed failed; reopening it");
+                        feed = None;
+                    }
+                }
+                None => tokio::time::sleep_until(deadline).await,
+            }
+        };
+        tokio::select! {
+            () = next => {},
+            () = admin_gone(&mut events) => return,
+        }
+    }
+}
+
+/// Completes once the admin's event channel closes (the admin is dropped).
+async fn admin_gone(events: &mut broadcast::Receiver<DataEvent>) {
+    while !matches!(
+        events.recv().await,
+        Err(broadcast::error::RecvError::Closed)
+    ) {}
+}
+
+/// Starts [`watch`] for `admin` in the background.
+pub(crate) fn spawn_watch(admin: &Arc<Admin>, poll: Option<Duration>) {
+    tokio::spawn(watch(Arc::downgrade(admin), poll));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use model::SelectorDto;
+    use tokio::time::{Instant, timeout};
+
+    use super::*;
+    use crate::store::tests::PgSchema;
+
+    /// How long a commit on one admin may take to be published by the other (the bound the
+    /// README states); the watch reads SQLite every [`POLL`].
+    const BOUND: Duration = Duration::from_secs(2);
+    const POLL: Duration = Duration::from_millis(100);
+
+    fn selector(name: &str) -> SelectorDto {
+        SelectorDto {
+            plugin_id: Some("5".to_owned()),
+            name: Some(name.to_owned()),
+            selector_type: Some(0),
+            sort: Some(1),
+            ..Default::default()
+        }
+    }
+
+    fn selector_data(id: &str, name: &str) -> SelectorData {
+        SelectorData {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    fn snapshot(selectors: Vec<SelectorData>) -> Snapshot {
+        Snapshot {
+            config: model::ConfigSet {
+                selectors,
+                ..Default::default()
+            },
+            app_auth: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_difference_is_updates_then_deletes() {
+        let mut published = Published::new(&snapshot(vec![
+            selector_data("1", "a"),
+            selector_data("2", "b"),
+        ]));
+        let events = published.advance(&snapshot(vec![
+            selector_data("2", "b2"),
+            selector_data("3", "c"),
+        ]));
+        assert_eq!(
+            events,
+            [
+                DataEvent::new(
+                    DataEventType::Update,
+                    EventPayload::Selector(vec![selector_data("2", "b2"), selector_data("3", "c")])
+                ),
+                DataEvent::new(
+                    DataEventType::Delete,
+                    EventPayload::Selector(vec![selector_data("1", "a")])
+                ),
+            ]
+        );
+        assert!(
+            published
+                .advance(&snapshot(vec![
+                    selector_data("2", "b2"),
+                    selector_data("3", "c")
+                ]))
+                .is_empty(),
+            "nothing left once advanced"
+        );
+    }
+
+    #[test]
+    fn published_events_leave_nothing_to_pass_on() {
+        let mut published = Published::new(&snapshot(vec![selector_data("1", "a")]));
+        published.apply(&DataEvent::new(
+            DataEventType::Update,
+            EventPayload::Selector(vec![selector_data("2", "b")]),
+        ));
+        published.apply(&DataEvent::new(
+            DataEventType::Delete,
+            EventPayload::Selector(vec![selector_data("1", "a")]),
+        ));
+        assert!(
+            published
+                .advance(&snapshot(vec![selector_data("2", "b")]))
+                .is_empty()
+        );
+        // A planted miss: an event never applied is found.
+        let events = published.advance(&snapshot(vec![
+            selector_data("2", "b"),
+            selector_data("4", "d"),
+        ]));
+        assert_eq!(events.len(), 1, "{events:?}");
+    }
+
+    /// The next selector event on `events` naming `id`, within [`BOUND`]; every event received
+    /// (that one included) is added to `seen`.
+    async fn selector_event(
+        events: &mut broadcast::Receiver<DataEvent>,
+        id: &str,
+        seen: &mut Vec<DataEvent>,
+    ) -> Option<DataEvent> {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let event = tokio::time::timeout_at(deadline, events.recv())
+                .await
+                .ok()?
+                .ok()?;
+            seen.push(event.clone());
+            if let EventPayload::Selector(items) = &event.payload
+                && items.iter().any(|s| s.id == id)
+            {
+                return Some(event);
+            }
+        }
+    }
+
+    /// Two admins on `db`; `a` watches (or not), `b` writes.
+    async fn pair(db: &str, watch: Option<Duration>) -> (Arc<Admin>, Admin) {
+        let a = Arc::new(
+            Admin::new(crate::store::open(db).await.unwrap())
+                .await
+                .unwrap(),
+        );
+        spawn_watch(&a, watch);
+        let b = Admin::new(crate::store::open(db).await.unwrap())
+            .await
+            .unwrap();
+        (a, b)
+    }
+
+    async fn another_admins_commits_are_published(db: &str) {
+        let (a, b) = pair(db, Some(POLL)).await;
+        let mut events = a.subscribe();
+        let mut seen = Vec::new();
+        let own = a.create_selector(selector("/own")).await.unwrap();
+        let created = b.create_selector(selector("/peer")).await.unwrap();
+        let event = selector_event(&mut events, &created, &mut seen)
+            .await
+            .expect("b's new selector is published by a within the bound");
+        assert_eq!(event.event_type, DataEventType::Update);
+        b.delete_selectors(std::slice::from_ref(&created))
+            .await
+            .unwrap();
+        let deleted = selector_event(&mut events, &created, &mut seen)
+            .await
+            .expect("b's delete is published by a within the bound");
+        assert_eq!(deleted.event_type, DataEventType::Delete);
+        let own_events = seen
+            .iter()
+            .filter(|e| matches!(&e.payload, EventPayload::Selector(items) if items.iter().any(|s| s.id == own)))
+            .count();
+        assert_eq!(
+            own_events, 1,
+            "a's own write is published once, not passed on again: {seen:?}"
+        );
+    }
+
+    async fn without_the_watch_they_are_not(db: &str) {
+        let (a, b) = pair(db, None).await;
+        let mut events = a.subscribe();
+        let created = b.create_selector(selector("/peer")).await.unwrap();
+        assert!(
+            selector_event(&mut events, &created, &mut Vec::new())
+                .await
+                .is_none(),
+            "with the watch off, b's commit must not reach a's publishers within the bound"
+        );
+        // The fallback comparison still finds it.
+        assert_eq!(a.reconcile().await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn another_admins_commits_are_published_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("shared.db");
+        another_admins_commits_are_published(db.to_str().unwrap()).await;
+    }
+
+    #[tokio::test]
+    async fn without_the_watch_they_are_not_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("shared.db");
+        without_the_watch_they_are_not(db.to_str().unwrap()).await;
+    }
+
+    #[tokio::test]
+    #[cfg_attr(
+        gantry_postgres_skip,
+        ignore = "GANTRY_TEST_POSTGRES_URL is not set (GANTRY_REQUIRE=postgres makes this a failure)"
+    )]
+    async fn another_admins_commits_are_published_on_postgres() {
+        let schema = PgSchema::create().await;
+        timeout(
+            Duration::from_secs(30),
+            another_admins_commits_are_published(&schema.url),
+        )
+        .await
+        .unwrap();
+        schema.drop().await;
+    }
+
+    #[tokio::test]
+    #[cfg_attr(
+        gantry_postgres_skip,
+        ignore = "GANTRY_TEST_POSTGRES_URL is not set (GANTRY_REQUIRE=postgres makes this a failure)"
+    )]
+    async fn without_the_watch_they_are_not_on_postgres() {
+        let schema = PgSchema::create().await;
+        without_the_watch_they_are_not(&schema.url).await;
+        schema.drop().await;
+    }
+}
