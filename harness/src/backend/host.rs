@@ -211,19 +211,36 @@ impl HostBackend {
         store: Option<&StoreServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
-        let db = dir.join("admin.db");
+        let db = dir.join("admin.db").display().to_string();
+        self.start_admin_with(mode, store, dir, &AdminLaunch::on(&db))
+            .await
+    }
+
+    /// Starts `gantry-admin` as `launch` says (several admins can share one database);
+    /// its log goes under `dir`.
+    pub async fn start_admin_with(
+        &self,
+        mode: SyncMode,
+        store: Option<&StoreServer>,
+        dir: &Path,
+        launch: &AdminLaunch<'_>,
+    ) -> Result<Service, BackendError> {
         let mut args = vec![
+            "--port".into(),
+            launch.port.to_string(),
             "--db".into(),
-            db.display().to_string(),
+            launch.db.to_owned(),
             "--sync".into(),
             mode.to_string(),
         ];
         args.extend(store_args(store));
+        args.extend(launch.args.iter().cloned());
         let env = ("GANTRY_ADMIN_SYNC_TOKEN", self.sync_token.as_str());
         self.spawn("admin", "gantry-admin", args, env, dir).await
     }
 
-    /// Starts `gantry-gateway` subscribed to `admin_url`, or to `store` if given.
+    /// Starts `gantry-gateway` subscribed to `admin_url` (several: comma-separated), or to
+    /// `store` if given.
     pub async fn start_gateway(
         &self,
         mode: SyncMode,
@@ -232,6 +249,8 @@ impl HostBackend {
         dir: &Path,
     ) -> Result<Service, BackendError> {
         let mut args = vec![
+            "--port".into(),
+            "0".into(),
             "--sync".into(),
             mode.to_string(),
             "--admin-url".into(),
@@ -260,7 +279,7 @@ impl HostBackend {
             std::fs::File::create(&log).map_err(io(format!("creating {}", log.display())))?;
         let path = self.binary(bin);
         let mut child = Command::new(&path)
-            .args(["--port", "0", "--exit-on-stdin-eof"])
+            .arg("--exit-on-stdin-eof")
             .args(&args)
             .env("NO_COLOR", "1")
             .env(env.0, env.1)
@@ -322,6 +341,28 @@ impl HostBackend {
     }
 }
 
+/// How to start one admin: its database and port, and more flags.
+#[derive(Debug, Clone)]
+pub struct AdminLaunch<'a> {
+    /// `--db`: a SQLite file or a PostgreSQL URL.
+    pub db: &'a str,
+    /// `--port` (0: any free port).
+    pub port: u16,
+    /// More flags.
+    pub args: Vec<String>,
+}
+
+impl<'a> AdminLaunch<'a> {
+    /// An admin on `db`, on any free port, with no more flags.
+    pub fn on(db: &'a str) -> Self {
+        Self {
+            db,
+            port: 0,
+            args: Vec::new(),
+        }
+    }
+}
+
 /// A running service; killed and reaped on drop.
 #[derive(Debug)]
 pub struct Service {
@@ -341,6 +382,11 @@ impl Service {
     /// Base URL, e.g. `http://127.0.0.1:40123`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The last `n` lines of the service's stderr log.

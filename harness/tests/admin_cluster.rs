@@ -1,0 +1,480 @@
+//! Several admins on one database, on the host backend with real processes: a change made on
+//! admin B reaches a gateway that knows only admin A within [`BOUND`], in every sync mode, on
+//! SQLite and on PostgreSQL; also while A was paused (SIGSTOP, change, SIGCONT: measured from
+//! the resume) and restarted (stop, change, start on the same port: measured from A's
+//! readiness, plus the gateway's reconnect back-off), and after both admins rewrote one
+//! selector in turns (the gateway ends on the database's version and stays there).
+//!
+//! What makes it work is the admins' change feed (`admin/src/service/peers.rs`): each admin
+//! notices commits on the database within 100 ms (SQLite `data_version`) or at once
+//! (PostgreSQL `LISTEN`) and publishes them. The `…without_peer_watch…` trials start both
+//! admins with `--peer-watch-ms 0` and require the change *not* to arrive within the bound in
+//! the websocket and http modes (proof the tests can fail). In the zookeeper and etcd modes B
+//! writes the change to the shared store itself, so there the feed only keeps A from
+//! overwriting newer nodes for long.
+//!
+//! Trials are `admin_cluster::<test>@<mode>/<database>`. ZooKeeper and etcd trials are ignored
+//! when the server is not installed, PostgreSQL ones when `GANTRY_TEST_POSTGRES_URL` is not set
+//! (each trial makes a schema of its own with `psql`), unless `GANTRY_REQUIRE` names them.
+
+use std::future::Future;
+use std::process::Command;
+use std::time::Duration;
+
+use harness::backend::host::{AdminLaunch, HostBackend, Service};
+use harness::backend::middleware::{self, StoreKind, StoreServer};
+use harness::client::{AdminClient, GatewayClient};
+use harness::wait::{WaitPolicy, await_convergence};
+use harness::{Env, ProcessEnv};
+use libtest_mimic::{Arguments, Failed, Trial};
+use model::{SelectorDto, SyncMode};
+
+/// How long a change on B may take to reach a gateway of A (the bound the README states).
+const BOUND: Duration = Duration::from_secs(2);
+/// The gateway's longest reconnect back-off ([`model::backoff::Backoff::CAP`]) with its
+/// jitter: what a restart of A adds to [`BOUND`].
+const RECONNECT: Duration = Duration::from_secs(6);
+/// The checks: every 20 ms.
+const INTERVAL: Duration = Duration::from_millis(20);
+
+/// Which database the admins share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Db {
+    Sqlite,
+    Postgres,
+}
+
+impl Db {
+    fn name(self) -> &'static str {
+        match self {
+            Db::Sqlite => "sqlite",
+            Db::Postgres => "postgres",
+        }
+    }
+
+    /// Why trials on this database do not run here.
+    fn skip_reason(self) -> Option<String> {
+        let required = ProcessEnv
+            .var("GANTRY_REQUIRE")
+            .is_some_and(|r| r.split(',').any(|m| m.trim() == "postgres"));
+        match self {
+            Db::Postgres if postgres_url().is_none() && !required => Some(
+                "GANTRY_TEST_POSTGRES_URL is not set (GANTRY_REQUIRE=postgres makes this a failure)"
+                    .to_owned(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+fn postgres_url() -> Option<String> {
+    std::env::var("GANTRY_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
+/// Runs `sql` on the PostgreSQL server with `psql`.
+fn psql(server: &str, sql: &str) -> Result<(), Failed> {
+    let out = Command::new("psql")
+        .args([server, "-v", "ON_ERROR_STOP=1", "-qc", sql])
+        .output()
+        .map_err(|e| format!("running psql: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("psql {sql:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(())
+}
+
+/// A PostgreSQL schema of one trial's own, dropped with it.
+struct Schema {
+    server: String,
+    name: String,
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let _ = psql(&self.server, &format!("DROP SCHEMA {} CASCADE", self.name));
+    }
+}
+
+/// What both admins are started with, and what they share: the database, maybe a store
+/// server, the temp dir.
+struct Shared {
+    backend: HostBackend,
+    mode: SyncMode,
+    db: String,
+    peer_args: Vec<String>,
+    store: Option<StoreServer>,
+    _schema: Option<Schema>,
+    dir: tempfile::TempDir,
+}
+
+impl Shared {
+    async fn start_admin(&self, name: &str, port: u16) -> Result<Service, Failed> {
+        let dir = self.dir.path().join(name);
+        std::fs::create_dir_all(&dir)?;
+        let launch = AdminLaunch {
+            db: &self.db,
+            port,
+            args: self.peer_args.clone(),
+        };
+        Ok(self
+            .backend
+            .start_admin_with(self.mode, self.store.as_ref(), &dir, &launch)
+            .await?)
+    }
+}
+
+/// Which admins the gateway lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lists {
+    OnlyA,
+    Both,
+}
+
+/// Two admins on one database and a gateway; B is where changes are made.
+struct Cluster {
+    gateway: Option<Service>,
+    a: Option<Service>,
+    a_port: u16,
+    b: Service,
+    shared: Shared,
+}
+
+impl Cluster {
+    async fn start(mode: SyncMode, db: Db, peer_watch: bool) -> Result<Cluster, Failed> {
+        let dir = tempfile::Builder::new()
+            .prefix("gantry-cluster-")
+            .tempdir()?;
+        let backend = HostBackend::new(harness::backend::host::default_bin_dir(None)?)?;
+        let (db_url, schema) = match db {
+            Db::Sqlite => (dir.path().join("shared.db").display().to_string(), None),
+            Db::Postgres => {
+                let server = postgres_url().ok_or("GANTRY_TEST_POSTGRES_URL is not set")?;
+                let name = format!("gantry_cluster_{}", rand::random::<u32>());
+                psql(&server, &format!("CREATE SCHEMA {name}"))?;
+                let separator = if server.contains('?') { '&' } else { '?' };
+                let url = format!("{server}{separator}options[search_path]={name}");
+                (url, Some(Schema { server, name }))
+            }
+        };
+        let store = match StoreKind::for_mode(mode) {
+            Some(kind) => Some(StoreServer::start(kind, &dir.path().join(kind.name())).await?),
+            None => None,
+        };
+        let peer_args = if peer_watch {
+            Vec::new()
+        } else {
+            vec!["--peer-watch-ms".to_owned(), "0".to_owned()]
+        };
+        let shared = Shared {
+            backend,
+            mode,
+            db: db_url,
+            peer_args,
+            store,
+            _schema: schema,
+            dir,
+        };
+        let a = shared.start_admin("a", 0).await?;
+        let b = shared.start_admin("b", 0).await?;
+        Ok(Cluster {
+            gateway: None,
+            a_port: port_of(a.url())?,
+            a: Some(a),
+            b,
+            shared,
+        })
+    }
+
+    async fn start_gateway(&mut self, lists: Lists) -> Result<GatewayClient, Failed> {
+        let a = self.a()?.url().to_owned();
+        let admins = match lists {
+            Lists::OnlyA => a,
+            Lists::Both => format!("{a},{}", self.b.url()),
+        };
+        let dir = self.shared.dir.path().join("gateway");
+        std::fs::create_dir_all(&dir)?;
+        let gateway = self
+            .shared
+            .backend
+            .start_gateway(self.shared.mode, &admins, self.shared.store.as_ref(), &dir)
+            .await?;
+        let client = GatewayClient::new(gateway.url());
+        self.gateway = Some(gateway);
+        Ok(client)
+    }
+
+    fn a(&self) -> Result<&Service, Failed> {
+        Ok(self.a.as_ref().ok_or("admin a is not running")?)
+    }
+
+    /// Stops admin A (its process is killed).
+    fn stop_a(&mut self) {
+        self.a = None;
+    }
+
+    /// Starts admin A again, on its old port.
+    async fn restart_a(&mut self) -> Result<(), Failed> {
+        self.a = Some(self.shared.start_admin("a", self.a_port).await?);
+        Ok(())
+    }
+
+    /// The logs, for a failure message.
+    fn logs(&self) -> String {
+        let services = [
+            ("a", self.a.as_ref()),
+            ("b", Some(&self.b)),
+            ("gateway", self.gateway.as_ref()),
+        ];
+        let mut out = String::new();
+        for (name, service) in services {
+            if let Some(s) = service {
+                out += &format!("\n--- {name} ---\n{}", s.log_tail(25));
+            }
+        }
+        out
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to admin A.
+    fn signal_a(&self, signal: &str) -> Result<(), Failed> {
+        let pid = self.a()?.pid().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()?;
+        if !status.success() {
+            return Err(format!("kill -{signal} {pid} failed").into());
+        }
+        Ok(())
+    }
+
+    /// Waits until the gateway holds what the database holds (B's digest), `consecutive`
+    /// times in a row, within `within`; answers how long it took.
+    async fn converge(
+        &self,
+        b: &AdminClient,
+        gateway: &GatewayClient,
+        within: Duration,
+        consecutive: u32,
+        when: &str,
+    ) -> Result<Duration, Failed> {
+        let policy = WaitPolicy {
+            consecutive,
+            interval: INTERVAL,
+            timeout: within,
+        };
+        let converged = await_convergence(policy, || async {
+            let want = b.digest().await.map_err(|e| e.to_string())?;
+            let have = gateway.digest().await.map_err(|e| e.to_string())?;
+            if want.digest == have.report.digest {
+                Ok(())
+            } else {
+                Err(format!("database {want:?}, gateway {have:?}"))
+            }
+        })
+        .await
+        .map_err(|t| {
+            format!(
+                "{when}: the gateway did not converge within {within:?}: {}{}",
+                t.last,
+                self.logs()
+            )
+        })?;
+        eprintln!(
+            "{when}: converged in {} ms",
+            converged.first_seen.as_millis()
+        );
+        Ok(converged.first_seen)
+    }
+}
+
+fn port_of(url: &str) -> Result<u16, Failed> {
+    Ok(url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .ok_or_else(|| format!("no port in {url}"))?)
+}
+
+/// A full-flow divide selector named `name` (no rule: the digest counts it either way).
+fn selector(plugin: &str, name: &str, sort: i32) -> SelectorDto {
+    SelectorDto {
+        plugin_id: Some(plugin.to_owned()),
+        name: Some(name.to_owned()),
+        selector_type: Some(model::SelectorType::FullFlow.code()),
+        match_mode: Some(model::MatchMode::And.code()),
+        sort: Some(sort),
+        enabled: Some(true),
+        loged: Some(false),
+        continued: Some(true),
+        match_restful: Some(false),
+        handle: Some(
+            r#"[{"upstreamUrl":"127.0.0.1:9","protocol":"http://","weight":50,"status":true}]"#
+                .to_owned(),
+        ),
+        ..Default::default()
+    }
+}
+
+async fn login(service: &Service) -> Result<AdminClient, Failed> {
+    Ok(AdminClient::login(service.url(), "admin", "123456").await?)
+}
+
+/// B's changes reach a gateway that lists only A: create, delete, while A is paused, while A
+/// is down, and after both admins rewrote one selector in turns.
+async fn changes_on_b_reach_a_gateway_of_a(mode: SyncMode, db: Db) -> Result<(), Failed> {
+    let mut cluster = Cluster::start(mode, db, true).await?;
+    let gateway = cluster.start_gateway(Lists::OnlyA).await?;
+    let b = login(&cluster.b).await?;
+    let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
+    cluster
+        .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
+        .await?;
+
+    let first = b.create_selector(&selector(&divide, "first", 1)).await?;
+    cluster
+        .converge(&b, &gateway, BOUND, 1, "a selector created on b")
+        .await?;
+    b.delete_selectors(std::slice::from_ref(&first)).await?;
+    cluster
+        .converge(&b, &gateway, BOUND, 1, "the selector deleted on b")
+        .await?;
+
+    cluster.signal_a("STOP")?;
+    let made = b
+        .create_selector(&selector(&divide, "while-paused", 2))
+        .await;
+    cluster.signal_a("CONT")?;
+    made?;
+    cluster
+        .converge(
+            &b,
+            &gateway,
+            BOUND,
+            1,
+            "a selector created on b while a was paused",
+        )
+        .await?;
+
+    cluster.stop_a();
+    b.create_selector(&selector(&divide, "while-down", 3))
+        .await?;
+    cluster.restart_a().await?;
+    cluster
+        .converge(
+            &b,
+            &gateway,
+            BOUND + RECONNECT,
+            1,
+            "a selector created on b while a was down",
+        )
+        .await?;
+
+    let a = login(cluster.a()?).await?;
+    let shared = b.create_selector(&selector(&divide, "shared", 4)).await?;
+    for round in 0..10 {
+        let (admin, by) = if round % 2 == 0 { (&a, "a") } else { (&b, "b") };
+        admin
+            .update_selector(
+                &shared,
+                &selector(&divide, &format!("shared-{round}-{by}"), 4),
+            )
+            .await?;
+    }
+    cluster
+        .converge(
+            &b,
+            &gateway,
+            BOUND,
+            10,
+            "one selector rewritten on a and b in turns",
+        )
+        .await?;
+    Ok(())
+}
+
+/// A gateway listing both admins gets B's change (from B, or from A's reload: protocol §4.5).
+async fn a_gateway_of_both_gets_it_too(mode: SyncMode, db: Db) -> Result<(), Failed> {
+    let mut cluster = Cluster::start(mode, db, true).await?;
+    let gateway = cluster.start_gateway(Lists::Both).await?;
+    let b = login(&cluster.b).await?;
+    let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
+    cluster
+        .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
+        .await?;
+    b.create_selector(&selector(&divide, "first", 1)).await?;
+    cluster
+        .converge(&b, &gateway, BOUND, 5, "a selector created on b")
+        .await?;
+    Ok(())
+}
+
+/// With the feed off (`--peer-watch-ms 0`), B's change must not reach a gateway of A within
+/// the bound: the other trials pass because of the feed.
+async fn without_peer_watch_it_does_not(mode: SyncMode, db: Db) -> Result<(), Failed> {
+    let mut cluster = Cluster::start(mode, db, false).await?;
+    let gateway = cluster.start_gateway(Lists::OnlyA).await?;
+    let b = login(&cluster.b).await?;
+    let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
+    cluster
+        .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
+        .await?;
+    b.create_selector(&selector(&divide, "first", 1)).await?;
+    match cluster
+        .converge(&b, &gateway, BOUND, 1, "a selector created on b, feed off")
+        .await
+    {
+        Ok(took) => Err(format!(
+            "with the feed off the change still arrived in {} ms: the trials do not prove the feed",
+            took.as_millis()
+        )
+        .into()),
+        Err(_) => Ok(()),
+    }
+}
+
+type Check = fn(SyncMode, Db) -> std::pin::Pin<Box<dyn Future<Output = Result<(), Failed>> + Send>>;
+
+/// This module's trials.
+fn trials() -> Vec<Trial> {
+    let mut list: Vec<(&str, SyncMode, Db, Check)> = Vec::new();
+    for mode in SyncMode::ALL {
+        for db in [Db::Sqlite, Db::Postgres] {
+            list.push(("changes_on_b_reach_a_gateway_of_a", *mode, db, |m, d| {
+                Box::pin(changes_on_b_reach_a_gateway_of_a(m, d))
+            }));
+        }
+    }
+    for db in [Db::Sqlite, Db::Postgres] {
+        list.push((
+            "a_gateway_of_both_gets_it_too",
+            SyncMode::Http,
+            db,
+            |m, d| Box::pin(a_gateway_of_both_gets_it_too(m, d)),
+        ));
+        for mode in [SyncMode::Websocket, SyncMode::Http] {
+            list.push(("without_peer_watch_it_does_not", mode, db, |m, d| {
+                Box::pin(without_peer_watch_it_does_not(m, d))
+            }));
+        }
+    }
+    list.into_iter()
+        .map(|(test, mode, db, check)| {
+            let name = format!("admin_cluster::{test}@{mode}/{}", db.name());
+            let skip = middleware::skip_reason(&ProcessEnv, mode).or_else(|| db.skip_reason());
+            let ignored = skip.is_some();
+            Trial::test(name, move || {
+                if let Some(why) = skip {
+                    return Err(why.into());
+                }
+                tokio::runtime::Runtime::new()?.block_on(check(mode, db))
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect()
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    libtest_mimic::run(&args, trials()).exit();
+}
