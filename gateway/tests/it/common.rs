@@ -1,5 +1,6 @@
 //! Helpers shared by the gateway's integration tests: the deadline every wait polls against,
-//! a fake websocket admin, and the captured logs of this test binary.
+//! the gateway under test (served in-process on port 0), a fake websocket admin, and the
+//! captured logs of this test binary.
 
 use std::future::Future;
 use std::io::Write;
@@ -9,7 +10,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -36,6 +38,68 @@ where
                 .unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The gateway under test: `gateway::serve` on `127.0.0.1:0` in a task of this runtime, with a
+/// stop channel. [`Gateway::stop`] shuts it down gracefully and checks that it did; dropping it
+/// only signals the stop (a test that ends without calling `stop` does not wait).
+pub(crate) struct Gateway {
+    /// Where it listens.
+    pub(crate) addr: SocketAddr,
+    /// Signals the graceful shutdown; taken by [`Gateway::stop`] or on drop.
+    stop: Option<oneshot::Sender<()>>,
+    /// The `serve` task; taken by [`Gateway::stop`].
+    task: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Gateway {
+    /// Starts a gateway with `config` (sync mode, admin URLs, token, timeouts…). It does not
+    /// wait for the sync: tests poll for what they need.
+    pub(crate) async fn start(config: gateway::Config) -> Gateway {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(gateway::serve(listener, config, async {
+            let _ = stopped.await;
+        }));
+        Gateway {
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// `http://<addr><path>`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Signals the stop now; the returned future waits (up to [`DEADLINE`]) for `serve` to
+    /// return `Ok`, and panics otherwise. What the test drops between the two (clients,
+    /// admin sessions) is gone before the wait.
+    pub(crate) fn stop(mut self) -> impl Future<Output = ()> {
+        let stop = self
+            .stop
+            .take()
+            .expect("a running gateway has its stop channel");
+        stop.send(()).expect("the gateway is still serving");
+        let task = self.task.take().expect("a running gateway has its task");
+        async move {
+            tokio::time::timeout(DEADLINE, task)
+                .await
+                .expect("graceful shutdown")
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
     }
 }
 

@@ -19,16 +19,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{DEADLINE, eventually, fake_admin, next_session};
+use crate::common::{DEADLINE, Gateway, eventually, fake_admin, next_session};
 
 /// A gateway routing `/g/**` to an echo upstream (which counts requests), with `timeouts`.
-struct Gateway {
-    addr: SocketAddr,
+struct Edge {
+    gateway: Gateway,
     upstream_hits: Arc<AtomicUsize>,
 }
 
-impl Gateway {
-    async fn start(timeouts: netserve::Timeouts) -> Gateway {
+impl Edge {
+    async fn start(timeouts: netserve::Timeouts) -> Edge {
         let (upstream, upstream_hits) = upstream().await;
         let (admin_addr, mut sessions) = fake_admin().await;
         tokio::spawn(async move {
@@ -41,8 +41,6 @@ impl Gateway {
             // Keep the session open.
             while ws.next().await.is_some() {}
         });
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let config = gateway::Config {
             timeouts,
             ..gateway::Config::new(
@@ -50,22 +48,21 @@ impl Gateway {
                 vec![format!("http://{admin_addr}")],
             )
         };
-        tokio::spawn(gateway::serve(listener, config, std::future::pending()));
-        let gateway = Gateway {
-            addr,
+        let edge = Edge {
+            gateway: Gateway::start(config).await,
             upstream_hits,
         };
         eventually("the route to go live", || async {
-            (gateway.get("/g/ready").await.0 == 200).then_some(())
+            (edge.get("/g/ready").await.0 == 200).then_some(())
         })
         .await;
-        gateway
+        edge
     }
 
     /// Sends `raw` (a request asking for `Connection: close`, or one the gateway cannot
     /// continue) and reads the answer to the end: status and JSON body.
     async fn exchange(&self, raw: &[u8]) -> (u16, Value) {
-        let mut conn = TcpStream::connect(self.addr).await.unwrap();
+        let mut conn = TcpStream::connect(self.gateway.addr).await.unwrap();
         conn.write_all(raw).await.unwrap();
         let mut answer = Vec::new();
         tokio::time::timeout(DEADLINE, conn.read_to_end(&mut answer))
@@ -105,7 +102,7 @@ impl Gateway {
 
     /// `gantry_gateway_requests_total` for `outcome`.
     async fn requests(&self, outcome: &str) -> u64 {
-        let url = format!("http://{}/metrics", self.addr);
+        let url = self.gateway.url("/metrics");
         let text = reqwest::get(url).await.unwrap().text().await.unwrap();
         let prefix = format!("gantry_gateway_requests_total{{outcome=\"{outcome}\"}} ");
         text.lines()
@@ -185,9 +182,9 @@ async fn a_slow_header_client_is_disconnected() {
         header_read: Duration::from_millis(300),
         idle: Duration::from_secs(60),
     };
-    let gateway = Gateway::start(timeouts).await;
+    let edge = Edge::start(timeouts).await;
     let started = Instant::now();
-    let mut conn = TcpStream::connect(gateway.addr).await.unwrap();
+    let mut conn = TcpStream::connect(edge.gateway.addr).await.unwrap();
     conn.write_all(b"GET /g/x HTTP/1.1\r\nHost: gw\r\n")
         .await
         .unwrap();
@@ -201,10 +198,10 @@ async fn a_slow_header_client_is_disconnected() {
 
 #[tokio::test]
 async fn a_request_body_the_client_breaks_is_a_400_not_an_upstream_error() {
-    let gateway = Gateway::start(netserve::Timeouts::default()).await;
+    let edge = Edge::start(netserve::Timeouts::default()).await;
     // A chunk size that is not hex: answered 400.
     let bad_chunk = b"POST /g/x HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n";
-    let (status, body) = gateway.exchange(bad_chunk).await;
+    let (status, body) = edge.exchange(bad_chunk).await;
     assert_eq!((status, &body["code"]), (400, &json!(400)), "{body}");
     let message = body["message"].as_str().unwrap_or_default();
     assert!(
@@ -213,14 +210,14 @@ async fn a_request_body_the_client_breaks_is_a_400_not_an_upstream_error() {
     );
     // 10 bytes of 100, then the client closes: nobody is left to answer, but the request
     // counts as a 400 too, not as an upstream failure.
-    let before = gateway.upstream_hits.load(Ordering::SeqCst);
-    let mut conn = TcpStream::connect(gateway.addr).await.unwrap();
+    let before = edge.upstream_hits.load(Ordering::SeqCst);
+    let mut conn = TcpStream::connect(edge.gateway.addr).await.unwrap();
     conn.write_all(b"POST /g/x HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n0123456789")
         .await
         .unwrap();
     // Closed once the upstream has the request (its head went out first).
     let deadline = Instant::now() + DEADLINE;
-    while gateway.upstream_hits.load(Ordering::SeqCst) == before {
+    while edge.upstream_hits.load(Ordering::SeqCst) == before {
         assert!(
             Instant::now() < deadline,
             "the request never reached the upstream"
@@ -228,28 +225,28 @@ async fn a_request_body_the_client_breaks_is_a_400_not_an_upstream_error() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     drop(conn);
-    gateway.wait_requests("400", 2).await;
+    edge.wait_requests("400", 2).await;
     assert_eq!(
-        gateway.requests("502").await,
+        edge.requests("502").await,
         0,
         "counted as upstream failures"
     );
     // A whole body still goes through.
     let whole = b"POST /g/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
-    let (status, body) = gateway.exchange(whole).await;
+    let (status, body) = edge.exchange(whole).await;
     assert_eq!((status, &body["body"]), (200, &json!("abc")), "{body}");
 }
 
 #[tokio::test]
 async fn an_http11_request_needs_exactly_one_host() {
-    let gateway = Gateway::start(netserve::Timeouts::default()).await;
-    let before = gateway.upstream_hits.load(Ordering::SeqCst);
+    let edge = Edge::start(netserve::Timeouts::default()).await;
+    let before = edge.upstream_hits.load(Ordering::SeqCst);
     for raw in [
         &b"GET /g/x HTTP/1.1\r\nConnection: close\r\n\r\n"[..],
         b"GET /g/x HTTP/1.1\r\nHost: gw\r\nHost: other\r\nConnection: close\r\n\r\n",
         b"GET /g/x HTTP/1.0\r\nHost: gw\r\nHost: gw\r\n\r\n",
     ] {
-        let (status, body) = gateway.exchange(raw).await;
+        let (status, body) = edge.exchange(raw).await;
         assert_eq!(
             (status, &body["code"]),
             (400, &json!(400)),
@@ -257,16 +254,16 @@ async fn an_http11_request_needs_exactly_one_host() {
             String::from_utf8_lossy(raw)
         );
     }
-    assert_eq!(gateway.upstream_hits.load(Ordering::SeqCst), before);
+    assert_eq!(edge.upstream_hits.load(Ordering::SeqCst), before);
     // HTTP/1.0 may leave Host out.
-    let (status, body) = gateway.exchange(b"GET /g/x HTTP/1.0\r\n\r\n").await;
+    let (status, body) = edge.exchange(b"GET /g/x HTTP/1.0\r\n\r\n").await;
     assert_eq!((status, &body["path"]), (200, &json!("/g/x")), "{body}");
 }
 
 #[tokio::test]
 async fn a_path_with_dot_segments_is_refused_not_forwarded() {
-    let gateway = Gateway::start(netserve::Timeouts::default()).await;
-    let before = gateway.upstream_hits.load(Ordering::SeqCst);
+    let edge = Edge::start(netserve::Timeouts::default()).await;
+    let before = edge.upstream_hits.load(Ordering::SeqCst);
     for path in [
         "/g/../down/x",
         "/g/%2e%2E/down/x",
@@ -274,7 +271,7 @@ async fn a_path_with_dot_segments_is_refused_not_forwarded() {
         "/g/./x",
         "/g/x/..",
     ] {
-        let (status, body) = gateway.get(path).await;
+        let (status, body) = edge.get(path).await;
         assert_eq!(
             (status, &body["code"]),
             (400, &json!(400)),
@@ -282,13 +279,13 @@ async fn a_path_with_dot_segments_is_refused_not_forwarded() {
         );
     }
     assert_eq!(
-        gateway.upstream_hits.load(Ordering::SeqCst),
+        edge.upstream_hits.load(Ordering::SeqCst),
         before,
         "a dot-segment path reached the upstream"
     );
     // Dots inside a segment are plain characters.
     for path in ["/g/file.json", "/g/..x/y", "/g/%2ex"] {
-        let (status, body) = gateway.get(path).await;
+        let (status, body) = edge.get(path).await;
         assert_eq!((status, &body["path"]), (200, &json!(path)), "{body}");
     }
 }

@@ -17,10 +17,10 @@ use hyper_util::service::TowerToHyperService;
 use model::{ConditionData, PluginData, RuleData, SelectorData};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::common::{DEADLINE, eventually};
+use crate::common::{Gateway, eventually};
 
 /// How long the fake admin holds a listener request with no change (ShenYu: 60 s).
 const HOLD: Duration = Duration::from_millis(500);
@@ -251,38 +251,24 @@ fn selectors(prefix: &str, up: SocketAddr) -> Value {
     }])
 }
 
-struct Gateway {
-    addr: SocketAddr,
+/// A gateway long-polling `admins`, and the client the test talks to it with.
+struct Polling {
+    gateway: Gateway,
     http: reqwest::Client,
-    stop: oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-impl Gateway {
-    async fn start(admins: Vec<String>) -> Gateway {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
+impl Polling {
+    async fn start(admins: Vec<String>) -> Polling {
         let config = gateway::Config::new(model::SyncMode::Http, admins);
-        let server = tokio::spawn(gateway::serve(listener, config, async {
-            let _ = stopped.await;
-        }));
-        Gateway {
-            addr,
+        Polling {
+            gateway: Gateway::start(config).await,
             http: reqwest::Client::new(),
-            stop,
-            server,
         }
     }
 
     /// Status and body text of `GET path`.
     async fn get(&self, path: &str) -> (u16, String) {
-        let resp = self
-            .http
-            .get(format!("http://{}{path}", self.addr))
-            .send()
-            .await
-            .unwrap();
+        let resp = self.http.get(self.gateway.url(path)).send().await.unwrap();
         (resp.status().as_u16(), resp.text().await.unwrap())
     }
 
@@ -299,13 +285,9 @@ impl Gateway {
     }
 
     async fn stop(self) {
-        self.stop.send(()).unwrap();
+        let stopped = self.gateway.stop();
         drop(self.http);
-        tokio::time::timeout(DEADLINE, self.server)
-            .await
-            .expect("graceful shutdown")
-            .unwrap()
-            .unwrap();
+        stopped.await;
     }
 }
 
@@ -316,7 +298,7 @@ async fn fetch_then_listener_changes_routes_and_stale_data_is_refused() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin_addr = listener.local_addr().unwrap();
     let _server = serve_admin(admin.clone(), listener);
-    let gw = Gateway::start(vec![format!("http://{admin_addr}/")]).await;
+    let gw = Polling::start(vec![format!("http://{admin_addr}/")]).await;
 
     // Initial fetch applies all groups.
     gw.wait_routed("/a/x", "up").await;
@@ -351,12 +333,7 @@ async fn fetch_then_listener_changes_routes_and_stale_data_is_refused() {
     gw.wait_routed("/d/x", "up").await;
 
     // Every routed answer says how long the gateway itself took; /metrics counts it all.
-    let resp = gw
-        .http
-        .get(format!("http://{}/d/x", gw.addr))
-        .send()
-        .await
-        .unwrap();
+    let resp = gw.http.get(gw.gateway.url("/d/x")).send().await.unwrap();
     let took: u64 = resp.headers()["x-gantry-gateway-time-us"]
         .to_str()
         .unwrap()
@@ -397,7 +374,7 @@ async fn malformed_fetch_is_counted_and_keeps_the_last_good_config() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin_addr = listener.local_addr().unwrap();
     let _server = serve_admin(admin.clone(), listener);
-    let gw = Gateway::start(vec![format!("http://{admin_addr}")]).await;
+    let gw = Polling::start(vec![format!("http://{admin_addr}")]).await;
     gw.wait_routed("/a/x", "up").await;
 
     admin.malformed_fetch.store(true, Ordering::SeqCst);
@@ -428,7 +405,7 @@ async fn admin_going_away_and_coming_back_with_a_new_token() {
         l.local_addr().unwrap()
     };
     let server = serve_admin(admin.clone(), listener);
-    let gw = Gateway::start(vec![
+    let gw = Polling::start(vec![
         format!("http://{refused}"),
         format!("http://{admin_addr}"),
     ])

@@ -13,10 +13,9 @@ use std::net::SocketAddr;
 use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{DEADLINE, eventually, fake_admin, next_session};
+use crate::common::{Gateway, eventually, fake_admin, next_session};
 
 /// An upstream answering 200 to everything.
 async fn upstream() -> SocketAddr {
@@ -68,12 +67,13 @@ fn frame(group: &str, data: &Value) -> String {
     json!({"groupType": group, "eventType": "MYSELF", "data": data}).to_string()
 }
 
-struct Gateway {
+/// A client of the gateway under test.
+struct Client {
     addr: SocketAddr,
     http: reqwest::Client,
 }
 
-impl Gateway {
+impl Client {
     /// Status, ShenYu body code (when the body is an error body) and the matched ids.
     async fn get(&self, path: &str, headers: &[(&str, &str)]) -> Answer {
         let mut req = self.http.get(format!("http://{}{path}", self.addr));
@@ -169,15 +169,10 @@ type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Answer);
 async fn shenyu_data_routes_with_shenyus_runtime_meaning() {
     let (admin, mut sessions) = fake_admin().await;
     let up = upstream().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
     let config = gateway::Config::new(model::SyncMode::Websocket, vec![format!("http://{admin}")]);
-    let server = tokio::spawn(gateway::serve(listener, config, async {
-        let _ = stopped.await;
-    }));
-    let gw = Gateway {
-        addr,
+    let gateway = Gateway::start(config).await;
+    let gw = Client {
+        addr: gateway.addr,
         http: reqwest::Client::new(),
     };
     let mut conn = next_session(&mut sessions).await;
@@ -433,11 +428,7 @@ async fn shenyu_data_routes_with_shenyus_runtime_meaning() {
     assert_eq!(gw.selector_ids().await, ["or-short"]);
     assert_eq!(gw.get("/or/x", &[]).await, routed("or-short", None));
 
-    stop.send(()).unwrap();
+    let stopped = gateway.stop();
     drop(conn);
-    tokio::time::timeout(DEADLINE, server)
-        .await
-        .expect("graceful shutdown")
-        .unwrap()
-        .unwrap();
+    stopped.await;
 }

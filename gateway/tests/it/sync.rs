@@ -18,10 +18,9 @@ use model::{
 };
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{AdminConn, DEADLINE, eventually, fake_admin, next_session};
+use crate::common::{AdminConn, Gateway, eventually, fake_admin, next_session};
 
 /// An upstream echoing what it received; `/api/slow` never answers.
 async fn upstream() -> SocketAddr {
@@ -127,17 +126,13 @@ async fn websocket_sync_drives_routing() {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         l.local_addr().unwrap()
     };
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gw = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
     // The first admin refuses: the subscriber moves on to the next.
     let config = gateway::Config::new(
         model::SyncMode::Websocket,
         vec![format!("http://{refused}"), format!("http://{admin}")],
     );
-    let server = tokio::spawn(gateway::serve(listener, config, async {
-        let _ = stopped.await;
-    }));
+    let gateway = Gateway::start(config).await;
+    let gw = gateway.addr;
     let http = Http(Client::builder(TokioExecutor::new()).build(HttpConnector::new()));
     let url = |path: &str| format!("http://{gw}{path}");
 
@@ -265,13 +260,9 @@ async fn websocket_sync_drives_routing() {
     );
     assert!(reapplied["appliedAtUs"].as_u64() > applied["appliedAtUs"].as_u64());
 
-    stop.send(()).unwrap();
+    let stopped = gateway.stop();
     drop(http);
-    tokio::time::timeout(DEADLINE, server)
-        .await
-        .expect("graceful shutdown")
-        .unwrap()
-        .unwrap();
+    stopped.await;
 }
 
 /// An upstream that answers every request in two pieces, as streaming and chunked upstreams
@@ -319,13 +310,9 @@ async fn two_piece_upstream() -> SocketAddr {
 async fn a_two_piece_answer_is_not_held_back() {
     let (admin, mut sessions) = fake_admin().await;
     let up = two_piece_upstream().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gw = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
     let config = gateway::Config::new(model::SyncMode::Websocket, vec![format!("http://{admin}")]);
-    let server = tokio::spawn(gateway::serve(listener, config, async {
-        let _ = stopped.await;
-    }));
+    let gateway = Gateway::start(config).await;
+    let gw = gateway.addr;
     let mut conn = next_session(&mut sessions).await;
     let config = ConfigSet {
         plugins: vec![plugin()],
@@ -370,11 +357,7 @@ async fn a_two_piece_answer_is_not_held_back() {
         "median answer took {:?} (all: {times:?})",
         times[4]
     );
-    stop.send(()).unwrap();
+    let stopped = gateway.stop();
     drop(conn);
-    tokio::time::timeout(DEADLINE, server)
-        .await
-        .expect("graceful shutdown")
-        .unwrap()
-        .unwrap();
+    stopped.await;
 }

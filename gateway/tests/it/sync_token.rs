@@ -13,11 +13,11 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::common::{DEADLINE, capture_logs, eventually, logged};
+use crate::common::{DEADLINE, Gateway, capture_logs, eventually, logged};
 
 const TOKEN: &str = "s3cret-sync-token";
 
-/// A server task on port 0, stopped by dropping `stop`.
+/// An admin task on port 0, stopped by [`Served::stop`].
 struct Served {
     addr: SocketAddr,
     stop: oneshot::Sender<()>,
@@ -41,48 +41,6 @@ impl Served {
         Served { addr, stop, task }
     }
 
-    async fn gateway(admin: &Served, sync: SyncMode, sync_token: Option<&str>) -> Served {
-        let config = gateway::Config {
-            sync_token: sync_token.map(str::to_owned),
-            ..gateway::Config::new(sync, vec![format!("http://{}", admin.addr)])
-        };
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(gateway::serve(listener, config, async {
-            let _ = stopped.await;
-        }));
-        Served { addr, stop, task }
-    }
-
-    /// The gateway's `sync` health.
-    async fn sync_health(&self) -> Value {
-        let health: Value = reqwest::get(format!("http://{}/actuator/health", self.addr))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        health["sync"].clone()
-    }
-
-    /// Waits until the gateway holds the admin's full config (five groups, divide among the
-    /// plugins a new admin database has).
-    async fn synced(&self) {
-        eventually("the full sync", || async {
-            let sync = self.sync_health().await;
-            (sync["connected"] == true && sync["fullSyncs"].as_u64() >= Some(5)).then_some(())
-        })
-        .await;
-        let plugins: Value = reqwest::get(format!("http://{}/actuator/plugins", self.addr))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert!(plugins.to_string().contains("divide"), "{plugins}");
-    }
-
     async fn stop(self) {
         let _ = self.stop.send(());
         tokio::time::timeout(DEADLINE, self.task)
@@ -93,15 +51,52 @@ impl Served {
     }
 }
 
+/// A gateway syncing from `admin` in `sync` mode, sending `sync_token` if any.
+async fn start_gateway(admin: &Served, sync: SyncMode, sync_token: Option<&str>) -> Gateway {
+    let config = gateway::Config {
+        sync_token: sync_token.map(str::to_owned),
+        ..gateway::Config::new(sync, vec![format!("http://{}", admin.addr)])
+    };
+    Gateway::start(config).await
+}
+
+/// The gateway's `sync` health.
+async fn sync_health(gateway: &Gateway) -> Value {
+    let health: Value = reqwest::get(gateway.url("/actuator/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    health["sync"].clone()
+}
+
+/// Waits until the gateway holds the admin's full config (five groups, divide among the
+/// plugins a new admin database has).
+async fn synced(gateway: &Gateway) {
+    eventually("the full sync", || async {
+        let sync = sync_health(gateway).await;
+        (sync["connected"] == true && sync["fullSyncs"].as_u64() >= Some(5)).then_some(())
+    })
+    .await;
+    let plugins: Value = reqwest::get(gateway.url("/actuator/plugins"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(plugins.to_string().contains("divide"), "{plugins}");
+}
+
 #[tokio::test]
 async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
     capture_logs();
     let admin = Served::admin(Some(TOKEN)).await;
-    let with = Served::gateway(&admin, SyncMode::Websocket, Some(TOKEN)).await;
-    let without = Served::gateway(&admin, SyncMode::Websocket, None).await;
-    let wrong = Served::gateway(&admin, SyncMode::Websocket, Some("another-token")).await;
+    let with = start_gateway(&admin, SyncMode::Websocket, Some(TOKEN)).await;
+    let without = start_gateway(&admin, SyncMode::Websocket, None).await;
+    let wrong = start_gateway(&admin, SyncMode::Websocket, Some("another-token")).await;
 
-    with.synced().await;
+    synced(&with).await;
 
     // Refused, and said so in terms of the flag to set (not just a retry loop).
     let missing = "refused the websocket upgrade with HTTP 401: the admin requires \
@@ -114,7 +109,7 @@ async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
     })
     .await;
     for refused in [&without, &wrong] {
-        let sync = refused.sync_health().await;
+        let sync = sync_health(refused).await;
         assert_eq!(sync["connected"], false, "{sync}");
         assert_eq!(sync["fullSyncs"], 0, "{sync}");
         assert_eq!(sync["eventsApplied"], 0, "{sync}");
@@ -125,9 +120,10 @@ async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
         "the token must not be logged:\n{logs}"
     );
 
-    for served in [with, without, wrong, admin] {
-        served.stop().await;
+    for gateway in [with, without, wrong] {
+        gateway.stop().await;
     }
+    admin.stop().await;
 }
 
 /// The admin checks the sync token on `/websocket` only: long polling logs in with the user
@@ -136,8 +132,8 @@ async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
 async fn http_long_polling_does_not_need_the_sync_token() {
     capture_logs();
     let admin = Served::admin(Some(TOKEN)).await;
-    let gateway = Served::gateway(&admin, SyncMode::Http, None).await;
-    gateway.synced().await;
+    let gateway = start_gateway(&admin, SyncMode::Http, None).await;
+    synced(&gateway).await;
     gateway.stop().await;
     admin.stop().await;
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use harness::backend::docker::{self, EngineCheck, Labelled};
 use harness::topology::Topology;
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
 
 const FAILING: &str = r#"
@@ -252,8 +252,10 @@ fn stale_runs_are_swept() -> Result<(), Failed> {
 /// One cleanup check.
 type Check = fn() -> Result<(), Failed>;
 
-fn main() {
-    let args = Arguments::from_args();
+/// The cleanup trials, named `docker::<test>`: the engine is probed once (honouring
+/// `GANTRY_REQUIRE_DOCKER`); without one they are ignored with a note on stderr, or fail when
+/// it is required.
+pub(crate) fn trials() -> Vec<Trial> {
     let require = std::env::var("GANTRY_REQUIRE_DOCKER").is_ok_and(|v| v == "1");
     let engine = EngineCheck::probe(require);
     if let EngineCheck::Skip(why) = &engine {
@@ -266,7 +268,7 @@ fn main() {
         ("docker::no_leftovers_after_ctrl_c", after_ctrl_c),
         ("docker::stale_runs_are_swept", stale_runs_are_swept),
     ];
-    let trials = tests
+    tests
         .into_iter()
         .map(|(name, f)| {
             let ignored = matches!(engine, EngineCheck::Skip(_));
@@ -277,6 +279,5 @@ fn main() {
             })
             .with_ignored_flag(ignored)
         })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+        .collect()
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use harness::judge::Measurements;
 use harness::judge::distribution::Stats;
 use harness::report::{CaseResult, ChangeTiming, CheckOutcome, CheckReport, html};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
 /// The Chromium binary, if one is installed.
 fn chromium() -> Option<PathBuf> {
@@ -132,8 +132,9 @@ fn renders_in_chromium(browser: &PathBuf) -> Result<(), Failed> {
     }
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// The one trial, `html_report_renders_in_chromium`: ignored with a note on stderr when no
+/// Chromium is on `PATH`, unless `GANTRY_REQUIRE` names `chromium` (then it fails).
+pub(crate) fn trials() -> Vec<Trial> {
     let browser = chromium();
     let ignored = browser.is_none() && !required();
     if ignored {
@@ -146,5 +147,5 @@ fn main() {
         None => Err("GANTRY_REQUIRE names chromium, but no chromium is on PATH".into()),
     })
     .with_ignored_flag(ignored);
-    libtest_mimic::run(&args, vec![trial]).exit();
+    vec![trial]
 }

@@ -13,7 +13,7 @@ use harness::backend::{Run, Service};
 use harness::client::{AdminClient, GatewayClient};
 use harness::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind, ProcessEnv};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use model::{ConditionDto, RuleDto, SelectorDto, SyncMode};
 
 /// Digest waits: every 50 ms, 30 s deadline (a restarted ZooKeeper takes a few seconds).
@@ -244,7 +244,9 @@ fn block_on<F: Future<Output = Result<(), Failed>>>(f: F) -> Result<(), Failed> 
         .block_on(f)
 }
 
-fn trials() -> Vec<Trial> {
+/// The trials, `<test>@<mode>` for zookeeper then etcd; every trial of a mode is ignored (with
+/// a note on stderr) when its server is not installed, unless `GANTRY_REQUIRE` names it.
+pub(crate) fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for kind in [StoreKind::Zookeeper, StoreKind::Etcd] {
         let mode = kind.mode();
@@ -273,8 +275,4 @@ fn trials() -> Vec<Trial> {
         );
     }
     trials
-}
-
-fn main() {
-    libtest_mimic::run(&Arguments::from_args(), trials()).exit();
 }
