@@ -5,8 +5,9 @@
 //!
 //! Trial names are those of the former separate binaries, so filters still select an area:
 //! `cargo test --workspace --test it -- docker::`, `-- predicates`, `-- html_report`, or
-//! `-- @zookeeper` (the middleware faults and the zookeeper property).
+//! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`.
 
+mod admin_cluster;
 mod docker;
 mod html_report;
 mod middleware_faults;
@@ -18,6 +19,7 @@ use libtest_mimic::Arguments;
 fn main() {
     let args = Arguments::from_args();
     let mut trials = docker::trials();
+    trials.extend(admin_cluster::trials());
     trials.extend(html_report::trials());
     trials.extend(middleware_faults::trials());
     trials.extend(properties::trials());

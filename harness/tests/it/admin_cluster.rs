@@ -26,7 +26,7 @@ use harness::backend::middleware::{self, StoreKind, StoreServer};
 use harness::client::{AdminClient, GatewayClient};
 use harness::wait::{WaitPolicy, await_convergence};
 use harness::{Env, ProcessEnv};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use model::{SelectorDto, SyncMode};
 
 /// How long a change on B may take to reach a gateway of A (the bound the README states).
@@ -436,7 +436,7 @@ async fn without_peer_watch_it_does_not(mode: SyncMode, db: Db) -> Result<(), Fa
 type Check = fn(SyncMode, Db) -> std::pin::Pin<Box<dyn Future<Output = Result<(), Failed>> + Send>>;
 
 /// This module's trials.
-fn trials() -> Vec<Trial> {
+pub(crate) fn trials() -> Vec<Trial> {
     let mut list: Vec<(&str, SyncMode, Db, Check)> = Vec::new();
     for mode in SyncMode::ALL {
         for db in [Db::Sqlite, Db::Postgres] {
@@ -472,9 +472,4 @@ fn trials() -> Vec<Trial> {
             .with_ignored_flag(ignored)
         })
         .collect()
-}
-
-fn main() {
-    let args = Arguments::from_args();
-    libtest_mimic::run(&args, trials()).exit();
 }
