@@ -1,49 +1,81 @@
-//! `/appAuth`: apply, paged query, detail, update, batch delete and enable.
+//! `/appAuth` ([`AppAuths`]): paged query, batch delete and enable through the generic
+//! handlers of [`resource`](super::resource), and its own apply, detail (by `?id=`) and
+//! update.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use model::{AdminResult, BatchEnabled, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID};
+use model::{AdminResult, BatchIds, DEFAULT_NAMESPACE_ID};
 use serde::Deserialize;
 
 use super::extract::{AdminJson, AdminQuery};
-use super::{Paging, batch_ids, enable_success, name_matches};
+use super::resource::{DeleteBody, Enable, ListQuery, Resource, not_found};
+use super::{Paging, name_matches};
 use crate::dto::{AppAuthDto, AppAuthVo, AuthApplyDto, AuthParamDto, AuthPathDto};
 use crate::error::{ApiError, ok};
-use crate::service::Admin;
-use crate::store::AppAuthRecord;
+use crate::service::{Admin, ServiceError};
+use crate::store::{AppAuthRecord, StoreError};
 
-fn vo(a: AppAuthRecord) -> AppAuthVo {
-    AppAuthVo {
-        auth_param_list: a
-            .params
-            .into_iter()
-            .map(|p| AuthParamDto {
-                app_name: Some(p.app_name),
-                app_param: Some(p.app_param),
-            })
-            .collect(),
-        auth_path_list: a
-            .paths
-            .into_iter()
-            .map(|p| AuthPathDto {
-                app_name: Some(p.app_name),
-                path: Some(p.path),
-                enabled: Some(p.enabled),
-            })
-            .collect(),
-        id: a.id,
-        app_key: a.app_key,
-        app_secret: a.app_secret,
-        user_id: a.user_id,
-        phone: a.phone,
-        ext_info: a.ext_info,
-        open: a.open,
-        enabled: a.enabled,
-        namespace_id: DEFAULT_NAMESPACE_ID.to_owned(),
-        date_created: a.date_created,
-        date_updated: a.date_updated,
+/// `/appAuth`, as the generic handlers serve it (a marker type).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AppAuths;
+
+impl Resource for AppAuths {
+    const NOUN: &'static str = "app auth";
+    type Record = AppAuthRecord;
+    type Vo = AppAuthVo;
+    type DeleteBody = IdList;
+
+    fn vo(a: AppAuthRecord) -> AppAuthVo {
+        AppAuthVo {
+            auth_param_list: a
+                .params
+                .into_iter()
+                .map(|p| AuthParamDto {
+                    app_name: Some(p.app_name),
+                    app_param: Some(p.app_param),
+                })
+                .collect(),
+            auth_path_list: a
+                .paths
+                .into_iter()
+                .map(|p| AuthPathDto {
+                    app_name: Some(p.app_name),
+                    path: Some(p.path),
+                    enabled: Some(p.enabled),
+                })
+                .collect(),
+            id: a.id,
+            app_key: a.app_key,
+            app_secret: a.app_secret,
+            user_id: a.user_id,
+            phone: a.phone,
+            ext_info: a.ext_info,
+            open: a.open,
+            enabled: a.enabled,
+            namespace_id: DEFAULT_NAMESPACE_ID.to_owned(),
+            date_created: a.date_created,
+            date_updated: a.date_updated,
+        }
+    }
+
+    async fn find(admin: &Admin, id: &str) -> Result<Option<AppAuthRecord>, StoreError> {
+        admin.store().app_auth(id).await
+    }
+
+    async fn all(admin: &Admin) -> Result<Vec<AppAuthRecord>, StoreError> {
+        admin.store().app_auths().await
+    }
+
+    async fn delete(admin: &Admin, ids: &[String]) -> Result<usize, ServiceError> {
+        admin.delete_app_auths(ids).await
+    }
+}
+
+impl Enable for AppAuths {
+    async fn enable(admin: &Admin, ids: &[String], enabled: bool) -> Result<(), ServiceError> {
+        admin.enable_app_auths(ids, enabled).await
     }
 }
 
@@ -53,10 +85,10 @@ pub(crate) async fn apply(
     AdminJson(dto): AdminJson<AuthApplyDto>,
 ) -> Result<Json<AdminResult<AppAuthVo>>, ApiError> {
     let record = admin.apply_app_auth(dto).await?;
-    Ok(ok("create success", vo(record)))
+    Ok(ok("create success", AppAuths::vo(record)))
 }
 
-/// Query of `GET /appAuth/findPageByQuery`.
+/// Query of `GET /appAuth/findPageByQuery`: `appKey` and `phone` substrings.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppAuthQuery {
@@ -66,21 +98,17 @@ pub(crate) struct AppAuthQuery {
     paging: Paging,
 }
 
-/// `GET /appAuth/findPageByQuery`: paged, filtered by `appKey` and `phone` substrings.
-pub(crate) async fn find_page(
-    State(admin): State<Arc<Admin>>,
-    AdminQuery(query): AdminQuery<AppAuthQuery>,
-) -> Result<Json<AdminResult<CommonPager<AppAuthVo>>>, ApiError> {
-    let items = admin
-        .store()
-        .app_auths()
-        .await?
-        .into_iter()
-        .filter(|a| name_matches(query.app_key.as_deref(), &a.app_key))
-        .filter(|a| name_matches(query.phone.as_deref(), a.phone.as_deref().unwrap_or("")))
-        .map(vo)
-        .collect();
-    Ok(ok("query success", query.paging.page(items)?))
+impl ListQuery<AppAuths> for AppAuthQuery {
+    fn paging(&self) -> &Paging {
+        &self.paging
+    }
+
+    fn filter(&self) -> Result<impl Fn(&AppAuthRecord) -> bool + Send, ApiError> {
+        Ok(|a: &AppAuthRecord| {
+            name_matches(self.app_key.as_deref(), &a.app_key)
+                && name_matches(self.phone.as_deref(), a.phone.as_deref().unwrap_or(""))
+        })
+    }
 }
 
 /// Query of `GET /appAuth/detail`.
@@ -89,7 +117,7 @@ pub(crate) struct IdQuery {
     id: Option<String>,
 }
 
-/// `GET /appAuth/detail?id=`.
+/// `GET /appAuth/detail?id=`: the id is trimmed for the lookup.
 pub(crate) async fn detail(
     State(admin): State<Arc<Admin>>,
     AdminQuery(query): AdminQuery<IdQuery>,
@@ -98,12 +126,10 @@ pub(crate) async fn detail(
         .id
         .filter(|id| !id.trim().is_empty())
         .ok_or_else(|| ApiError::field("id", "must not be blank"))?;
-    let record = admin
-        .store()
-        .app_auth(id.trim())
+    let record = AppAuths::find(&admin, id.trim())
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("app auth `{id}` does not exist")))?;
-    Ok(ok("detail success", vo(record)))
+        .ok_or_else(|| not_found::<AppAuths>(&id))?;
+    Ok(ok("detail success", AppAuths::vo(record)))
 }
 
 /// `POST /appAuth/updateDetail`.
@@ -125,24 +151,11 @@ pub(crate) enum IdList {
     Wrapped(BatchIds),
 }
 
-/// `POST /appAuth/batchDelete`.
-pub(crate) async fn batch_delete(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(body): AdminJson<IdList>,
-) -> Result<Json<AdminResult<usize>>, ApiError> {
-    let ids = batch_ids(match body {
-        IdList::Bare(ids) => Some(ids),
-        IdList::Wrapped(body) => body.ids,
-    })?;
-    Ok(ok("delete success", admin.delete_app_auths(&ids).await?))
-}
-
-/// `POST /appAuth/batchEnabled`.
-pub(crate) async fn batch_enabled(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(body): AdminJson<BatchEnabled>,
-) -> Result<Json<AdminResult<()>>, ApiError> {
-    let (ids, enabled) = super::batch_enabled(body)?;
-    admin.enable_app_auths(&ids, enabled).await?;
-    Ok(enable_success())
+impl DeleteBody for IdList {
+    fn ids(self) -> Option<Vec<String>> {
+        match self {
+            IdList::Bare(ids) => Some(ids),
+            IdList::Wrapped(body) => body.ids,
+        }
+    }
 }

@@ -1,40 +1,71 @@
-//! `/meta-data`: paged query, find all, detail, create or update, batch delete and enable.
+//! `/meta-data` ([`Meta`]): paged query, find all, detail, batch delete and enable through
+//! the generic handlers of [`resource`](super::resource), and its own create or update.
 
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
-use model::{AdminResult, BatchEnabled, BatchIds, CommonPager, DEFAULT_NAMESPACE_ID};
+use axum::extract::State;
+use model::{AdminResult, BatchIds, DEFAULT_NAMESPACE_ID};
 use serde::Deserialize;
 
-use super::extract::{AdminJson, AdminQuery};
-use super::{Paging, batch_ids, enable_success, name_matches};
+use super::extract::AdminJson;
+use super::resource::{Enable, ListQuery, Resource};
+use super::{Paging, name_matches};
 use crate::dto::{MetaDataDto, MetaDataVo};
 use crate::error::{ApiError, ok};
-use crate::service::Admin;
-use crate::store::MetaRecord;
+use crate::service::{Admin, ServiceError};
+use crate::store::{MetaRecord, StoreError};
 
-fn vo(m: MetaRecord) -> MetaDataVo {
-    MetaDataVo {
-        id: m.id,
-        app_name: m.app_name,
-        context_path: m.context_path,
-        path: m.path,
-        path_desc: m.path_desc,
-        rpc_type: m.rpc_type,
-        service_name: m.service_name,
-        method_name: m.method_name,
-        parameter_types: m.parameter_types,
-        rpc_ext: m.rpc_ext,
-        rule_name: m.rule_name,
-        enabled: m.enabled,
-        namespace_id: DEFAULT_NAMESPACE_ID.to_owned(),
-        date_created: m.date_created,
-        date_updated: m.date_updated,
+/// `/meta-data`, as the generic handlers serve it (a marker type).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta;
+
+impl Resource for Meta {
+    const NOUN: &'static str = "metadata";
+    type Record = MetaRecord;
+    type Vo = MetaDataVo;
+    type DeleteBody = BatchIds;
+
+    fn vo(m: MetaRecord) -> MetaDataVo {
+        MetaDataVo {
+            id: m.id,
+            app_name: m.app_name,
+            context_path: m.context_path,
+            path: m.path,
+            path_desc: m.path_desc,
+            rpc_type: m.rpc_type,
+            service_name: m.service_name,
+            method_name: m.method_name,
+            parameter_types: m.parameter_types,
+            rpc_ext: m.rpc_ext,
+            rule_name: m.rule_name,
+            enabled: m.enabled,
+            namespace_id: DEFAULT_NAMESPACE_ID.to_owned(),
+            date_created: m.date_created,
+            date_updated: m.date_updated,
+        }
+    }
+
+    async fn find(admin: &Admin, id: &str) -> Result<Option<MetaRecord>, StoreError> {
+        admin.store().meta(id).await
+    }
+
+    async fn all(admin: &Admin) -> Result<Vec<MetaRecord>, StoreError> {
+        admin.store().meta_data().await
+    }
+
+    async fn delete(admin: &Admin, ids: &[String]) -> Result<usize, ServiceError> {
+        admin.delete_meta(ids).await
     }
 }
 
-/// Query of `GET /meta-data/queryList`.
+impl Enable for Meta {
+    async fn enable(admin: &Admin, ids: &[String], enabled: bool) -> Result<(), ServiceError> {
+        admin.enable_meta(ids, enabled).await
+    }
+}
+
+/// Query of `GET /meta-data/queryList`: a `path` substring.
 #[derive(Debug, Deserialize)]
 pub(crate) struct MetaQuery {
     path: Option<String>,
@@ -42,47 +73,14 @@ pub(crate) struct MetaQuery {
     paging: Paging,
 }
 
-/// `GET /meta-data/queryList`: paged, filtered by a `path` substring.
-pub(crate) async fn query_list(
-    State(admin): State<Arc<Admin>>,
-    AdminQuery(query): AdminQuery<MetaQuery>,
-) -> Result<Json<AdminResult<CommonPager<MetaDataVo>>>, ApiError> {
-    let items = admin
-        .store()
-        .meta_data()
-        .await?
-        .into_iter()
-        .filter(|m| name_matches(query.path.as_deref(), &m.path))
-        .map(vo)
-        .collect();
-    Ok(ok("query success", query.paging.page(items)?))
-}
+impl ListQuery<Meta> for MetaQuery {
+    fn paging(&self) -> &Paging {
+        &self.paging
+    }
 
-/// `GET /meta-data/findAll`.
-pub(crate) async fn find_all(
-    State(admin): State<Arc<Admin>>,
-) -> Result<Json<AdminResult<Vec<MetaDataVo>>>, ApiError> {
-    let items = admin
-        .store()
-        .meta_data()
-        .await?
-        .into_iter()
-        .map(vo)
-        .collect();
-    Ok(ok("query success", items))
-}
-
-/// `GET /meta-data/{id}`.
-pub(crate) async fn detail(
-    State(admin): State<Arc<Admin>>,
-    Path(id): Path<String>,
-) -> Result<Json<AdminResult<MetaDataVo>>, ApiError> {
-    let meta = admin
-        .store()
-        .meta(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("metadata `{id}` does not exist")))?;
-    Ok(ok("detail success", vo(meta)))
+    fn filter(&self) -> Result<impl Fn(&MetaRecord) -> bool + Send, ApiError> {
+        Ok(|m: &MetaRecord| name_matches(self.path.as_deref(), &m.path))
+    }
 }
 
 /// `POST /meta-data/createOrUpdate`: answers the id.
@@ -98,23 +96,4 @@ pub(crate) async fn create_or_update(
         "update success"
     };
     Ok(ok(message, id))
-}
-
-/// `DELETE /meta-data/batchDeleted`.
-pub(crate) async fn batch_deleted(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(body): AdminJson<BatchIds>,
-) -> Result<Json<AdminResult<usize>>, ApiError> {
-    let ids = batch_ids(body.ids)?;
-    Ok(ok("delete success", admin.delete_meta(&ids).await?))
-}
-
-/// `POST /meta-data/batchEnabled`.
-pub(crate) async fn batch_enabled(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(body): AdminJson<BatchEnabled>,
-) -> Result<Json<AdminResult<()>>, ApiError> {
-    let (ids, enabled) = super::batch_enabled(body)?;
-    admin.enable_meta(&ids, enabled).await?;
-    Ok(enable_success())
 }

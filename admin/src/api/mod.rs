@@ -1,6 +1,7 @@
-//! The REST API: one module per resource, the extractors handlers take their input through
-//! ([`extract`]), the route table ([`routes`]) and helpers the resources share (paging,
-//! batch requests, list filters).
+//! The REST API: one module per resource (its [`resource::Resource`] impl and the handlers
+//! of its own), the generic CRUD handlers they share ([`resource`]), the extractors handlers
+//! take their input through ([`extract`]), the route table ([`routes`]) and helpers the
+//! resources share (paging, list filters, conditions).
 
 pub(crate) mod actuator;
 pub(crate) mod app_auth;
@@ -9,17 +10,24 @@ pub(crate) mod meta;
 pub(crate) mod plugin;
 pub(crate) mod plugin_handle;
 pub(crate) mod register;
+pub(crate) mod resource;
 pub(crate) mod rule;
 pub(crate) mod selector;
 
 use axum::routing::{delete, get, post};
-use axum::{Json, Router, middleware};
-use model::{AdminResult, BatchEnabled, CommonPager, ConditionData, ConditionDto, PageParameter};
+use axum::{Router, middleware};
+use model::{CommonPager, ConditionData, ConditionDto, PageParameter};
 use serde::Deserialize;
 
+use self::app_auth::{AppAuthQuery, AppAuths};
 use self::extract::query_param;
+use self::meta::{Meta, MetaQuery};
+use self::plugin::{PluginQuery, Plugins};
+use self::plugin_handle::{PluginHandleQuery, PluginHandles};
+use self::resource::{all, batch_enabled, create, delete_batch, detail, list, search, update};
+use self::rule::{RuleQuery, Rules};
+use self::selector::{SelectorQuery, Selectors};
 use crate::AppState;
-use crate::dto::{PageInfo, SearchRequest};
 use crate::error::ApiError;
 
 /// The route table: the REST API (behind the token check), login, actuator, the OpenAPI
@@ -27,55 +35,67 @@ use crate::error::ApiError;
 /// paths with the wrong method 405, in ShenYu's envelope.
 pub(crate) fn routes(state: AppState) -> Router {
     let protected = Router::new()
-        .route("/plugin", get(plugin::list).post(plugin::create))
-        .route("/plugin/all", get(plugin::all))
-        .route("/plugin/enabled", post(plugin::enabled))
-        .route("/plugin/batch", delete(plugin::delete_batch))
-        .route("/plugin/{id}", get(plugin::detail).put(plugin::update))
+        .route(
+            "/plugin",
+            get(list::<Plugins, PluginQuery>).post(plugin::create),
+        )
+        .route("/plugin/all", get(all::<Plugins>))
+        .route("/plugin/enabled", post(batch_enabled::<Plugins>))
+        .route("/plugin/batch", delete(delete_batch::<Plugins>))
+        .route("/plugin/{id}", get(detail::<Plugins>).put(plugin::update))
         .route(
             "/plugin-handle",
-            get(plugin_handle::list).post(plugin_handle::create),
+            get(list::<PluginHandles, PluginHandleQuery>).post(create::<PluginHandles>),
         )
         .route(
             "/plugin-handle/all/{pluginId}/{type}",
             get(plugin_handle::all),
         )
-        .route("/plugin-handle/batch", delete(plugin_handle::delete_batch))
+        .route(
+            "/plugin-handle/batch",
+            delete(delete_batch::<PluginHandles>),
+        )
         .route(
             "/plugin-handle/{id}",
-            get(plugin_handle::detail).put(plugin_handle::update),
+            get(detail::<PluginHandles>).put(update::<PluginHandles>),
         )
-        .route("/selector", get(selector::list).post(selector::create))
-        .route("/selector/batch", delete(selector::delete_batch))
-        .route("/selector/list/search", post(selector::search))
-        .route("/selector/batchEnabled", post(selector::batch_enabled))
+        .route(
+            "/selector",
+            get(list::<Selectors, SelectorQuery>).post(create::<Selectors>),
+        )
+        .route("/selector/batch", delete(delete_batch::<Selectors>))
+        .route("/selector/list/search", post(search::<Selectors>))
+        .route("/selector/batchEnabled", post(batch_enabled::<Selectors>))
         .route(
             "/selector/{id}",
-            get(selector::detail).put(selector::update),
+            get(detail::<Selectors>).put(update::<Selectors>),
         )
-        .route("/rule", get(rule::list).post(rule::create))
-        .route("/rule/batch", delete(rule::delete_batch))
-        .route("/rule/list/search", post(rule::search))
-        .route("/rule/batchEnabled", post(rule::batch_enabled))
-        .route("/meta-data/queryList", get(meta::query_list))
-        .route("/meta-data/findAll", get(meta::find_all))
+        .route("/rule", get(list::<Rules, RuleQuery>).post(create::<Rules>))
+        .route("/rule/batch", delete(delete_batch::<Rules>))
+        .route("/rule/list/search", post(search::<Rules>))
+        .route("/rule/batchEnabled", post(batch_enabled::<Rules>))
+        .route("/meta-data/queryList", get(list::<Meta, MetaQuery>))
+        .route("/meta-data/findAll", get(all::<Meta>))
         .route("/meta-data/createOrUpdate", post(meta::create_or_update))
-        .route("/meta-data/batchDeleted", delete(meta::batch_deleted))
-        .route("/meta-data/batchEnabled", post(meta::batch_enabled))
-        .route("/meta-data/{id}", get(meta::detail))
+        .route("/meta-data/batchDeleted", delete(delete_batch::<Meta>))
+        .route("/meta-data/batchEnabled", post(batch_enabled::<Meta>))
+        .route("/meta-data/{id}", get(detail::<Meta>))
         .route("/appAuth/apply", post(app_auth::apply))
-        .route("/appAuth/findPageByQuery", get(app_auth::find_page))
+        .route(
+            "/appAuth/findPageByQuery",
+            get(list::<AppAuths, AppAuthQuery>),
+        )
         .route("/appAuth/detail", get(app_auth::detail))
         .route("/appAuth/updateDetail", post(app_auth::update_detail))
-        .route("/appAuth/batchDelete", post(app_auth::batch_delete))
-        .route("/appAuth/batchEnabled", post(app_auth::batch_enabled))
+        .route("/appAuth/batchDelete", post(delete_batch::<AppAuths>))
+        .route("/appAuth/batchEnabled", post(batch_enabled::<AppAuths>))
         .route(
             "/shenyu-client/register-metadata",
             post(register::register_metadata),
         )
         .route("/shenyu-client/register-uri", post(register::register_uri))
         .route("/shenyu-client/offline", post(register::offline))
-        .route("/rule/{id}", get(rule::detail).put(rule::update))
+        .route("/rule/{id}", get(detail::<Rules>).put(update::<Rules>))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             crate::auth::require_token,
@@ -143,50 +163,4 @@ pub(crate) fn condition_vo(c: &ConditionData) -> ConditionDto {
         operator_name: Some(c.operator.clone()),
         ..ConditionDto::new(&c.param_type, &c.operator, &c.param_name, &c.param_value)
     }
-}
-
-/// The ids of a batch request.
-pub(crate) fn batch_ids(ids: Option<Vec<String>>) -> Result<Vec<String>, ApiError> {
-    match ids {
-        Some(ids) if !ids.is_empty() => Ok(ids),
-        _ => Err(ApiError::field("ids", "must not be empty")),
-    }
-}
-
-/// The ids and new state of a batch enable request.
-pub(crate) fn batch_enabled(body: BatchEnabled) -> Result<(Vec<String>, bool), ApiError> {
-    let ids = batch_ids(body.ids)?;
-    let enabled = body
-        .enabled
-        .ok_or_else(|| ApiError::field("enabled", "must not be null"))?;
-    Ok((ids, enabled))
-}
-
-/// The answer of every batch enable: `data: null`, `enable success`.
-pub(crate) fn enable_success() -> Json<AdminResult<()>> {
-    Json(AdminResult {
-        data: None,
-        ..AdminResult::success("enable success", ())
-    })
-}
-
-/// The requested `PageInfo` page of `items` for a `list/search` request.
-pub(crate) fn search_page<T>(
-    request: &SearchRequest,
-    items: Vec<T>,
-) -> Result<PageInfo<T>, ApiError> {
-    let page_num = request.page_num.unwrap_or(1);
-    let page_size = request.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
-    if page_num < 1 {
-        return Err(ApiError::field("pageNum", "must be >= 1"));
-    }
-    if page_size < 1 {
-        return Err(ApiError::field("pageSize", "must be >= 1"));
-    }
-    Ok(PageInfo::new(page_num, page_size, items))
-}
-
-/// Whether `id` is in an id filter (absent or empty matches everything).
-pub(crate) fn id_in(filter: Option<&[String]>, id: &str) -> bool {
-    filter.is_none_or(|ids| ids.is_empty() || ids.iter().any(|i| i.trim() == id))
 }

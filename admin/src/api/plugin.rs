@@ -1,34 +1,67 @@
-//! `/plugin`: list, detail, create, update, batch delete, enable. Create and update take
-//! JSON or ShenYu's form fields (`@ModelAttribute`: urlencoded or multipart).
+//! `/plugin` ([`Plugins`]): list, all, detail, batch delete and enable through the generic
+//! handlers of [`resource`](super::resource); its own create and update take JSON or
+//! ShenYu's form fields (`@ModelAttribute`: urlencoded or multipart).
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use model::{AdminResult, BatchEnabled, CommonPager, PluginVo};
+use model::{AdminResult, PluginVo};
 use serde::Deserialize;
 
-use super::extract::{AdminForm, AdminJson, AdminQuery, query_param};
-use super::{Paging, enable_success, name_matches};
+use super::extract::{AdminForm, query_param};
+use super::resource::{Enable, ListQuery, Resource};
+use super::{Paging, name_matches};
 use crate::dto::PluginDto;
 use crate::error::{ApiError, ok};
-use crate::service::Admin;
-use crate::store::PluginRecord;
+use crate::service::{Admin, ServiceError};
+use crate::store::{PluginRecord, StoreError};
 
-fn vo(p: PluginRecord) -> PluginVo {
-    PluginVo {
-        id: p.id,
-        name: p.name,
-        role: p.role,
-        sort: p.sort,
-        enabled: p.enabled,
-        config: p.config,
-        date_created: p.date_created,
-        date_updated: p.date_updated,
+/// `/plugin`, as the generic handlers serve it (a marker type).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plugins;
+
+impl Resource for Plugins {
+    const NOUN: &'static str = "plugin";
+    type Record = PluginRecord;
+    type Vo = PluginVo;
+    /// A JSON array of ids.
+    type DeleteBody = Vec<String>;
+
+    fn vo(p: PluginRecord) -> PluginVo {
+        PluginVo {
+            id: p.id,
+            name: p.name,
+            role: p.role,
+            sort: p.sort,
+            enabled: p.enabled,
+            config: p.config,
+            date_created: p.date_created,
+            date_updated: p.date_updated,
+        }
+    }
+
+    async fn find(admin: &Admin, id: &str) -> Result<Option<PluginRecord>, StoreError> {
+        admin.store().plugin(id).await
+    }
+
+    async fn all(admin: &Admin) -> Result<Vec<PluginRecord>, StoreError> {
+        admin.store().plugins().await
+    }
+
+    /// Each plugin goes with its selectors and rules, all or none.
+    async fn delete(admin: &Admin, ids: &[String]) -> Result<usize, ServiceError> {
+        admin.delete_plugins(ids).await
     }
 }
 
-/// Query of `GET /plugin`.
+impl Enable for Plugins {
+    async fn enable(admin: &Admin, ids: &[String], enabled: bool) -> Result<(), ServiceError> {
+        admin.enable_plugins(ids, enabled).await
+    }
+}
+
+/// Query of `GET /plugin`: name (substring) and enabled.
 #[derive(Debug, Deserialize)]
 pub(crate) struct PluginQuery {
     name: Option<String>,
@@ -37,53 +70,17 @@ pub(crate) struct PluginQuery {
     paging: Paging,
 }
 
-/// `GET /plugin`.
-pub(crate) async fn list(
-    State(admin): State<Arc<Admin>>,
-    AdminQuery(query): AdminQuery<PluginQuery>,
-) -> Result<Json<AdminResult<CommonPager<PluginVo>>>, ApiError> {
-    let enabled = query_param::<bool>("enabled", query.enabled.as_deref())?;
-    let plugins = admin
-        .store()
-        .plugins()
-        .await?
-        .into_iter()
-        .filter(|p| name_matches(query.name.as_deref(), &p.name))
-        .filter(|p| enabled.is_none_or(|e| p.enabled == e))
-        .map(vo)
-        .collect();
-    Ok(ok("query success", query.paging.page(plugins)?))
-}
+impl ListQuery<Plugins> for PluginQuery {
+    fn paging(&self) -> &Paging {
+        &self.paging
+    }
 
-/// `GET /plugin/all`.
-pub(crate) async fn all(
-    State(admin): State<Arc<Admin>>,
-) -> Result<Json<AdminResult<Vec<PluginVo>>>, ApiError> {
-    let plugins = admin.store().plugins().await?.into_iter().map(vo).collect();
-    Ok(ok("query success", plugins))
-}
-
-/// `GET /plugin/{id}`.
-pub(crate) async fn detail(
-    State(admin): State<Arc<Admin>>,
-    Path(id): Path<String>,
-) -> Result<Json<AdminResult<PluginVo>>, ApiError> {
-    let plugin = admin
-        .store()
-        .plugin(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("plugin `{id}` does not exist")))?;
-    Ok(ok("detail success", vo(plugin)))
-}
-
-/// `POST /plugin/enabled`.
-pub(crate) async fn enabled(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(body): AdminJson<BatchEnabled>,
-) -> Result<Json<AdminResult<()>>, ApiError> {
-    let (ids, enabled) = super::batch_enabled(body)?;
-    admin.enable_plugins(&ids, enabled).await?;
-    Ok(enable_success())
+    fn filter(&self) -> Result<impl Fn(&PluginRecord) -> bool + Send, ApiError> {
+        let enabled = query_param::<bool>("enabled", self.enabled.as_deref())?;
+        Ok(move |p: &PluginRecord| {
+            name_matches(self.name.as_deref(), &p.name) && enabled.is_none_or(|e| p.enabled == e)
+        })
+    }
 }
 
 /// `POST /plugin`: name, role, sort, enabled (default false) and config; the name must be
@@ -104,15 +101,4 @@ pub(crate) async fn update(
 ) -> Result<Json<AdminResult<i32>>, ApiError> {
     admin.update_plugin(&id, dto).await?;
     Ok(ok("update success", 1))
-}
-
-/// `DELETE /plugin/batch`: a JSON array of ids; each plugin goes with its selectors and
-/// rules, all or none.
-pub(crate) async fn delete_batch(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(ids): AdminJson<Vec<String>>,
-) -> Result<Json<AdminResult<usize>>, ApiError> {
-    let ids = super::batch_ids(Some(ids))?;
-    let deleted = admin.delete_plugins(&ids).await?;
-    Ok(ok("delete success", deleted))
 }

@@ -1,38 +1,78 @@
-//! `/plugin-handle`: which fields each plugin's selector, rule and plugin handles have (ShenYu
-//! `PluginHandleController`): paged list, list per plugin and type, detail, create, update,
-//! batch delete. These definitions drive ShenYu's dashboard forms; they are not synced to
-//! gateways, so writing them publishes nothing.
+//! `/plugin-handle` ([`PluginHandles`]): which fields each plugin's selector, rule and plugin
+//! handles have (ShenYu `PluginHandleController`): paged list, detail, create, update and
+//! batch delete through the generic handlers of [`resource`](super::resource), and its own
+//! list per plugin and type. These definitions drive ShenYu's dashboard forms; they are not
+//! synced to gateways, so writing them publishes nothing.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use model::{AdminResult, CommonPager};
+use model::AdminResult;
 use serde::Deserialize;
 
-use super::extract::{AdminJson, AdminQuery};
-use super::{Paging, batch_ids};
+use super::resource::{ListQuery, Resource, Write};
+use super::{Paging, name_matches};
 use crate::dto::{PluginHandleDto, PluginHandleVo};
 use crate::error::{ApiError, ok};
-use crate::service::Admin;
-use crate::store::PluginHandleRecord;
+use crate::service::{Admin, ServiceError};
+use crate::store::{PluginHandleRecord, StoreError};
 
-fn vo(h: PluginHandleRecord) -> PluginHandleVo {
-    PluginHandleVo {
-        id: h.id,
-        plugin_id: h.plugin_id,
-        field: h.field,
-        label: h.label,
-        data_type: h.data_type,
-        handle_type: h.handle_type,
-        sort: h.sort,
-        ext_obj: h.ext_obj,
-        date_created: h.date_created,
-        date_updated: h.date_updated,
+/// `/plugin-handle`, as the generic handlers serve it (a marker type).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PluginHandles;
+
+impl Resource for PluginHandles {
+    const NOUN: &'static str = "plugin handle";
+    type Record = PluginHandleRecord;
+    type Vo = PluginHandleVo;
+    /// A JSON array of ids; all or none.
+    type DeleteBody = Vec<String>;
+
+    fn vo(h: PluginHandleRecord) -> PluginHandleVo {
+        PluginHandleVo {
+            id: h.id,
+            plugin_id: h.plugin_id,
+            field: h.field,
+            label: h.label,
+            data_type: h.data_type,
+            handle_type: h.handle_type,
+            sort: h.sort,
+            ext_obj: h.ext_obj,
+            date_created: h.date_created,
+            date_updated: h.date_updated,
+        }
+    }
+
+    async fn find(admin: &Admin, id: &str) -> Result<Option<PluginHandleRecord>, StoreError> {
+        admin.store().plugin_handle(id).await
+    }
+
+    async fn all(admin: &Admin) -> Result<Vec<PluginHandleRecord>, StoreError> {
+        admin.store().plugin_handles().await
+    }
+
+    async fn delete(admin: &Admin, ids: &[String]) -> Result<usize, ServiceError> {
+        admin.delete_plugin_handles(ids).await
     }
 }
 
-/// Query of `GET /plugin-handle`.
+impl Write for PluginHandles {
+    type Dto = PluginHandleDto;
+    /// A count, as ShenYu answers.
+    type Created = i32;
+
+    async fn create(admin: &Admin, dto: PluginHandleDto) -> Result<i32, ServiceError> {
+        admin.save_plugin_handle(None, dto).await?;
+        Ok(1)
+    }
+
+    async fn update(admin: &Admin, id: &str, dto: PluginHandleDto) -> Result<(), ServiceError> {
+        admin.save_plugin_handle(Some(id), dto).await
+    }
+}
+
+/// Query of `GET /plugin-handle`: plugin id (exact) and field (substring).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PluginHandleQuery {
@@ -42,26 +82,22 @@ pub(crate) struct PluginHandleQuery {
     paging: Paging,
 }
 
-/// `GET /plugin-handle`: filtered by plugin id (exact) and field (substring).
-pub(crate) async fn list(
-    State(admin): State<Arc<Admin>>,
-    AdminQuery(query): AdminQuery<PluginHandleQuery>,
-) -> Result<Json<AdminResult<CommonPager<PluginHandleVo>>>, ApiError> {
-    let plugin_id = query
-        .plugin_id
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    let handles = admin
-        .store()
-        .plugin_handles()
-        .await?
-        .into_iter()
-        .filter(|h| plugin_id.is_none_or(|p| h.plugin_id == p))
-        .filter(|h| super::name_matches(query.field.as_deref(), &h.field))
-        .map(vo)
-        .collect();
-    Ok(ok("query success", query.paging.page(handles)?))
+impl ListQuery<PluginHandles> for PluginHandleQuery {
+    fn paging(&self) -> &Paging {
+        &self.paging
+    }
+
+    fn filter(&self) -> Result<impl Fn(&PluginHandleRecord) -> bool + Send, ApiError> {
+        let plugin_id = self
+            .plugin_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        Ok(move |h: &PluginHandleRecord| {
+            plugin_id.is_none_or(|p| h.plugin_id == p)
+                && name_matches(self.field.as_deref(), &h.field)
+        })
+    }
 }
 
 /// `GET /plugin-handle/all/{pluginId}/{type}`: one plugin's fields of one handle type.
@@ -73,55 +109,11 @@ pub(crate) async fn all(
         .trim()
         .parse()
         .map_err(|_| ApiError::field("type", format!("`{handle_type}` is not an integer")))?;
-    let handles = admin
-        .store()
-        .plugin_handles()
+    let handles = PluginHandles::all(&admin)
         .await?
         .into_iter()
         .filter(|h| h.plugin_id == plugin_id && h.handle_type == handle_type)
-        .map(vo)
+        .map(PluginHandles::vo)
         .collect();
     Ok(ok("query success", handles))
-}
-
-/// `GET /plugin-handle/{id}`.
-pub(crate) async fn detail(
-    State(admin): State<Arc<Admin>>,
-    Path(id): Path<String>,
-) -> Result<Json<AdminResult<PluginHandleVo>>, ApiError> {
-    let handle = admin
-        .store()
-        .plugin_handle(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("plugin handle `{id}` does not exist")))?;
-    Ok(ok("detail success", vo(handle)))
-}
-
-/// `POST /plugin-handle`: answers a count, as ShenYu does.
-pub(crate) async fn create(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(dto): AdminJson<PluginHandleDto>,
-) -> Result<Json<AdminResult<i32>>, ApiError> {
-    admin.save_plugin_handle(None, dto).await?;
-    Ok(ok("create success", 1))
-}
-
-/// `PUT /plugin-handle/{id}`.
-pub(crate) async fn update(
-    State(admin): State<Arc<Admin>>,
-    Path(id): Path<String>,
-    AdminJson(dto): AdminJson<PluginHandleDto>,
-) -> Result<Json<AdminResult<i32>>, ApiError> {
-    admin.save_plugin_handle(Some(&id), dto).await?;
-    Ok(ok("update success", 1))
-}
-
-/// `DELETE /plugin-handle/batch`: a JSON array of ids; all or none.
-pub(crate) async fn delete_batch(
-    State(admin): State<Arc<Admin>>,
-    AdminJson(ids): AdminJson<Vec<String>>,
-) -> Result<Json<AdminResult<usize>>, ApiError> {
-    let ids = batch_ids(Some(ids))?;
-    let deleted = admin.delete_plugin_handles(&ids).await?;
-    Ok(ok("delete success", deleted))
 }
