@@ -191,23 +191,57 @@ impl Published {
 impl Admin {
     /// Publishes what the database holds and this admin has not published (commits of other
     /// admins sharing the database); answers the number of events sent.
+    ///
+    /// The database is read without the write lock, so a comparison never holds up this
+    /// admin's writes for a whole read; the difference is taken under the lock, and only if
+    /// no write of this admin came between the read and the lock (else the read would miss
+    /// what was just published and undo it). After [`super::OPTIMISTIC_READS`] reads spoiled
+    /// that way, one read takes the lock.
     pub(crate) async fn reconcile(&self) -> Result<usize, StoreError> {
+        self.reconcile_with(async || {}).await
+    }
+
+    /// [`Self::reconcile`], running `between` after each lock-free read (tests plant writes
+    /// there).
+    async fn reconcile_with(&self, mut between: impl AsyncFnMut()) -> Result<usize, StoreError> {
+        let mut writes = self.writes.subscribe();
+        for _ in 0..super::OPTIMISTIC_READS {
+            let before = *writes.borrow_and_update();
+            if before % 2 == 1 {
+                // A write is in progress: read once it is done.
+                if writes.changed().await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            let snapshot = self.read_snapshot().await?;
+            between().await;
+            let _write = self.write_lock().await;
+            // Taking the lock counted one: anything more is a write between read and lock.
+            if *self.writes.borrow() == before + 1 {
+                return Ok(self.pass_on(&snapshot));
+            }
+        }
         let _write = self.write_lock().await;
         let snapshot = self.read_snapshot().await?;
-        let events = self.published().advance(&snapshot);
-        for event in &events {
+        Ok(self.pass_on(&snapshot))
+    }
+
+    /// Publishes the difference between `snapshot` and what was published; called under the
+    /// write lock.
+    fn pass_on(&self, snapshot: &Snapshot) -> usize {
+        let events = self.published().advance(snapshot);
+        let sent = events.len();
+        for event in events {
             tracing::info!(
                 group = %event.group(),
                 kind = %event.event_type,
                 items = event.len(),
                 "passing on a change another admin committed"
             );
-        }
-        let sent = events.len();
-        for event in events {
             self.send(event);
         }
-        Ok(sent)
+        sent
     }
 }
 
@@ -398,6 +432,34 @@ mod tests {
                 return Some(event);
             }
         }
+    }
+
+    /// A write of this admin that lands between a comparison's read and its lock is not
+    /// undone: the read that missed it is thrown away and read again.
+    #[tokio::test]
+    async fn a_write_after_the_read_is_not_undone() {
+        let store = crate::store::open(":memory:").await.unwrap();
+        let admin = Admin::new(store).await.unwrap();
+        let mut events = admin.subscribe();
+        let mut written = None;
+        let sent = admin
+            .reconcile_with(async || {
+                if written.is_none() {
+                    written = Some(admin.create_selector(selector("/between")).await.unwrap());
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(sent, 0, "nothing to pass on");
+        let event = events.try_recv().expect("the write's own event");
+        assert_eq!(event.event_type, DataEventType::Update);
+        assert!(
+            matches!(
+                events.try_recv(),
+                Err(broadcast::error::TryRecvError::Empty)
+            ),
+            "no DELETE of {written:?} from a stale read"
+        );
     }
 
     /// Two admins on `db`; `a` watches (or not), `b` writes.
