@@ -268,7 +268,8 @@ mod tests {
 
     use super::*;
 
-    fn selector(name: &str) -> SelectorDto {
+    /// A full selector of plugin 5 (divide) named `name`.
+    pub(super) fn selector(name: &str) -> SelectorDto {
         SelectorDto {
             plugin_id: Some("5".to_owned()),
             name: Some(name.to_owned()),

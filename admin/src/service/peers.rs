@@ -315,26 +315,16 @@ pub(crate) fn spawn_watch(admin: &Arc<Admin>, poll: Option<Duration>) {
 mod tests {
     use std::time::Duration;
 
-    use model::SelectorDto;
     use tokio::time::{Instant, timeout};
 
     use super::*;
+    use crate::service::tests::selector;
     use crate::store::tests::PgSchema;
 
     /// How long a commit on one admin may take to be published by the other (the bound the
     /// README states); the watch reads SQLite every [`POLL`].
     const BOUND: Duration = Duration::from_secs(2);
     const POLL: Duration = Duration::from_millis(100);
-
-    fn selector(name: &str) -> SelectorDto {
-        SelectorDto {
-            plugin_id: Some("5".to_owned()),
-            name: Some(name.to_owned()),
-            selector_type: Some(0),
-            sort: Some(1),
-            ..Default::default()
-        }
-    }
 
     fn selector_data(id: &str, name: &str) -> SelectorData {
         SelectorData {

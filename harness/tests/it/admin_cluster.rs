@@ -205,6 +205,24 @@ impl Cluster {
         Ok(client)
     }
 
+    /// A cluster with a gateway listing `lists`, converged on the seeded database; answers
+    /// it, the gateway, a client of B and the divide plugin's id.
+    async fn ready(
+        mode: SyncMode,
+        db: Db,
+        peer_watch: bool,
+        lists: Lists,
+    ) -> Result<(Cluster, GatewayClient, AdminClient, String), Failed> {
+        let mut cluster = Cluster::start(mode, db, peer_watch).await?;
+        let gateway = cluster.start_gateway(lists).await?;
+        let b = login(&cluster.b).await?;
+        let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
+        cluster
+            .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
+            .await?;
+        Ok((cluster, gateway, b, divide))
+    }
+
     fn a(&self) -> Result<&Service, Failed> {
         Ok(self.a.as_ref().ok_or("admin a is not running")?)
     }
@@ -323,13 +341,7 @@ async fn login(service: &Service) -> Result<AdminClient, Failed> {
 /// B's changes reach a gateway that lists only A: create, delete, while A is paused, while A
 /// is down, and after both admins rewrote one selector in turns.
 async fn changes_on_b_reach_a_gateway_of_a(mode: SyncMode, db: Db) -> Result<(), Failed> {
-    let mut cluster = Cluster::start(mode, db, true).await?;
-    let gateway = cluster.start_gateway(Lists::OnlyA).await?;
-    let b = login(&cluster.b).await?;
-    let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
-    cluster
-        .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
-        .await?;
+    let (mut cluster, gateway, b, divide) = Cluster::ready(mode, db, true, Lists::OnlyA).await?;
 
     let first = b.create_selector(&selector(&divide, "first", 1)).await?;
     cluster
@@ -395,13 +407,7 @@ async fn changes_on_b_reach_a_gateway_of_a(mode: SyncMode, db: Db) -> Result<(),
 
 /// A gateway listing both admins gets B's change (from B, or from A's reload: protocol §4.5).
 async fn a_gateway_of_both_gets_it_too(mode: SyncMode, db: Db) -> Result<(), Failed> {
-    let mut cluster = Cluster::start(mode, db, true).await?;
-    let gateway = cluster.start_gateway(Lists::Both).await?;
-    let b = login(&cluster.b).await?;
-    let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
-    cluster
-        .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
-        .await?;
+    let (cluster, gateway, b, divide) = Cluster::ready(mode, db, true, Lists::Both).await?;
     b.create_selector(&selector(&divide, "first", 1)).await?;
     cluster
         .converge(&b, &gateway, BOUND, 5, "a selector created on b")
@@ -412,13 +418,7 @@ async fn a_gateway_of_both_gets_it_too(mode: SyncMode, db: Db) -> Result<(), Fai
 /// With the feed off (`--peer-watch-ms 0`), B's change must not reach a gateway of A within
 /// the bound: the other trials pass because of the feed.
 async fn without_peer_watch_it_does_not(mode: SyncMode, db: Db) -> Result<(), Failed> {
-    let mut cluster = Cluster::start(mode, db, false).await?;
-    let gateway = cluster.start_gateway(Lists::OnlyA).await?;
-    let b = login(&cluster.b).await?;
-    let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
-    cluster
-        .converge(&b, &gateway, Duration::from_secs(20), 1, "at start")
-        .await?;
+    let (cluster, gateway, b, divide) = Cluster::ready(mode, db, false, Lists::OnlyA).await?;
     b.create_selector(&selector(&divide, "first", 1)).await?;
     match cluster
         .converge(&b, &gateway, BOUND, 1, "a selector created on b, feed off")
