@@ -236,6 +236,26 @@ impl AdminClient {
         })
     }
 
+    /// The md5 the admin's long-poll cache serves for `group` (`GET /configs/fetch`; the
+    /// admin must run the http publisher).
+    pub async fn long_poll_md5(&self, group: model::ConfigGroup) -> Result<String, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Fetched {
+            md5: String,
+        }
+        let path = format!("/configs/fetch?groupKeys={group}");
+        let mut groups: std::collections::HashMap<String, Fetched> =
+            self.data(reqwest::Method::GET, &path, None::<&()>).await?;
+        groups
+            .remove(group.as_str())
+            .map(|g| g.md5)
+            .ok_or_else(|| ClientError::Body {
+                what: format!("GET {path}"),
+                detail: format!("no group {group}"),
+                body: String::new(),
+            })
+    }
+
     /// The admin's config digest.
     pub async fn digest(&self) -> Result<model::DigestReport, ClientError> {
         super::gateway::digest(&self.http, &self.base).await

@@ -9,7 +9,9 @@
 //! notices commits on the database within 100 ms (SQLite `data_version`) or at once
 //! (PostgreSQL `LISTEN`) and publishes them. The `…without_peer_watch…` trials start both
 //! admins with `--peer-watch-ms 0` and require the change *not* to arrive within the bound in
-//! the websocket and http modes (proof the tests can fail). In the zookeeper and etcd modes B
+//! the websocket and http modes (proof the tests can fail). With the feed off, ShenYu's own
+//! mechanism is checked on its own: a gateway listing both admins makes the stale one reload
+//! (protocol §4.5). In the zookeeper and etcd modes B
 //! writes the change to the shared store itself, so there the feed only keeps A from
 //! overwriting newer nodes for long.
 //!
@@ -34,6 +36,13 @@ const BOUND: Duration = Duration::from_secs(2);
 /// The gateway's longest reconnect back-off ([`model::backoff::Backoff::CAP`]) with its
 /// jitter: what a restart of A adds to [`BOUND`].
 const RECONNECT: Duration = Duration::from_secs(6);
+/// Admin flags: the change feed off (ShenYu's admins).
+const FEED_OFF: &[&str] = &["--peer-watch-ms", "0"];
+/// The feed off and listeners held 500 ms: a gateway's next listener request, the one that
+/// shows a stale admin the newer version (§4.5), comes within [`HOLD`].
+const FEED_OFF_SHORT_HOLD: &[&str] = &["--peer-watch-ms", "0", "--long-poll-hold-ms", "500"];
+/// The hold those admins use.
+const HOLD: Duration = Duration::from_millis(500);
 /// The checks: every 20 ms.
 const INTERVAL: Duration = Duration::from_millis(20);
 
@@ -142,7 +151,8 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start(mode: SyncMode, db: Db, peer_watch: bool) -> Result<Cluster, Failed> {
+    /// Starts A and B on `db`, each with the flags `admin_args`.
+    async fn start(mode: SyncMode, db: Db, admin_args: &[&str]) -> Result<Cluster, Failed> {
         let dir = tempfile::Builder::new()
             .prefix("gantry-cluster-")
             .tempdir()?;
@@ -162,11 +172,7 @@ impl Cluster {
             Some(kind) => Some(StoreServer::start(kind, &dir.path().join(kind.name())).await?),
             None => None,
         };
-        let peer_args = if peer_watch {
-            Vec::new()
-        } else {
-            vec!["--peer-watch-ms".to_owned(), "0".to_owned()]
-        };
+        let peer_args = admin_args.iter().map(|a| (*a).to_owned()).collect();
         let shared = Shared {
             backend,
             mode,
@@ -210,10 +216,10 @@ impl Cluster {
     async fn ready(
         mode: SyncMode,
         db: Db,
-        peer_watch: bool,
+        admin_args: &[&str],
         lists: Lists,
     ) -> Result<(Cluster, GatewayClient, AdminClient, String), Failed> {
-        let mut cluster = Cluster::start(mode, db, peer_watch).await?;
+        let mut cluster = Cluster::start(mode, db, admin_args).await?;
         let gateway = cluster.start_gateway(lists).await?;
         let b = login(&cluster.b).await?;
         let divide = b.plugin_id("divide").await?.ok_or("no divide plugin")?;
@@ -341,7 +347,7 @@ async fn login(service: &Service) -> Result<AdminClient, Failed> {
 /// B's changes reach a gateway that lists only A: create, delete, while A is paused, while A
 /// is down, and after both admins rewrote one selector in turns.
 async fn changes_on_b_reach_a_gateway_of_a(mode: SyncMode, db: Db) -> Result<(), Failed> {
-    let (mut cluster, gateway, b, divide) = Cluster::ready(mode, db, true, Lists::OnlyA).await?;
+    let (mut cluster, gateway, b, divide) = Cluster::ready(mode, db, &[], Lists::OnlyA).await?;
 
     let first = b.create_selector(&selector(&divide, "first", 1)).await?;
     cluster
@@ -407,7 +413,7 @@ async fn changes_on_b_reach_a_gateway_of_a(mode: SyncMode, db: Db) -> Result<(),
 
 /// A gateway listing both admins gets B's change (from B, or from A's reload: protocol §4.5).
 async fn a_gateway_of_both_gets_it_too(mode: SyncMode, db: Db) -> Result<(), Failed> {
-    let (cluster, gateway, b, divide) = Cluster::ready(mode, db, true, Lists::Both).await?;
+    let (cluster, gateway, b, divide) = Cluster::ready(mode, db, &[], Lists::Both).await?;
     b.create_selector(&selector(&divide, "first", 1)).await?;
     cluster
         .converge(&b, &gateway, BOUND, 5, "a selector created on b")
@@ -415,10 +421,86 @@ async fn a_gateway_of_both_gets_it_too(mode: SyncMode, db: Db) -> Result<(), Fai
     Ok(())
 }
 
+/// ShenYu's own admin-cluster logic (protocol §4.5), with the feed off so nothing else can
+/// do it: a gateway listing both admins takes B's change from B, then shows A the newer
+/// version in its next listener request (within the hold, 500 ms here), and A reloads from
+/// the database (its long-poll cache serves B's md5 within hold + bound). The control: A's cache stays stale while no
+/// gateway lists both.
+async fn a_stale_admin_reloads_when_a_gateway_is_ahead(
+    mode: SyncMode,
+    db: Db,
+) -> Result<(), Failed> {
+    let (cluster, gateway, b, divide) =
+        Cluster::ready(mode, db, FEED_OFF_SHORT_HOLD, Lists::Both).await?;
+    let a = login(cluster.a()?).await?;
+    b.create_selector(&selector(&divide, "first", 1)).await?;
+    cluster
+        .converge(&b, &gateway, BOUND, 1, "a selector created on b")
+        .await?;
+    // A's answer to the listener request held when B changed it says "unchanged" (A does not
+    // know yet) at the end of the hold; the next request shows A the newer version.
+    let policy = WaitPolicy {
+        consecutive: 1,
+        interval: INTERVAL,
+        timeout: HOLD + BOUND,
+    };
+    let group = model::ConfigGroup::Selector;
+    await_convergence(policy, || async {
+        let want = b.long_poll_md5(group).await.map_err(|e| e.to_string())?;
+        let have = a.long_poll_md5(group).await.map_err(|e| e.to_string())?;
+        if want == have {
+            Ok(())
+        } else {
+            Err(format!("a serves {have}, b {want}"))
+        }
+    })
+    .await
+    .map_err(|t| {
+        format!(
+            "a did not reload within {BOUND:?}: {}{}",
+            t.last,
+            cluster.logs()
+        )
+    })?;
+
+    // The control: without a gateway ahead of it (and with the feed off) A stays stale.
+    let (cluster, _gateway, b, divide) =
+        Cluster::ready(mode, db, FEED_OFF_SHORT_HOLD, Lists::OnlyA).await?;
+    let a = login(cluster.a()?).await?;
+    let before = b.long_poll_md5(group).await?;
+    b.create_selector(&selector(&divide, "first", 1)).await?;
+    // B's own cache follows its write a moment later.
+    await_convergence(policy, || async {
+        let now = b.long_poll_md5(group).await.map_err(|e| e.to_string())?;
+        if now == before {
+            Err("b's cache has not moved".to_owned())
+        } else {
+            Ok(())
+        }
+    })
+    .await
+    .map_err(|t| format!("b's own long-poll cache did not change: {}", t.last))?;
+    let want = b.long_poll_md5(group).await?;
+    let stale = await_convergence(policy, || async {
+        let have = a.long_poll_md5(group).await.map_err(|e| e.to_string())?;
+        if have == want { Ok(()) } else { Err(have) }
+    })
+    .await;
+    if stale.is_ok() {
+        return Err(format!(
+            "a reloaded with no gateway ahead of it and the feed off: the trial above does not \
+             prove §4.5{}",
+            cluster.logs()
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// With the feed off (`--peer-watch-ms 0`), B's change must not reach a gateway of A within
 /// the bound: the other trials pass because of the feed.
 async fn without_peer_watch_it_does_not(mode: SyncMode, db: Db) -> Result<(), Failed> {
-    let (cluster, gateway, b, divide) = Cluster::ready(mode, db, false, Lists::OnlyA).await?;
+    let (cluster, gateway, b, divide) = Cluster::ready(mode, db, FEED_OFF, Lists::OnlyA).await?;
     b.create_selector(&selector(&divide, "first", 1)).await?;
     match cluster
         .converge(&b, &gateway, BOUND, 1, "a selector created on b, feed off")
@@ -451,6 +533,12 @@ pub(crate) fn trials() -> Vec<Trial> {
             SyncMode::Http,
             db,
             |m, d| Box::pin(a_gateway_of_both_gets_it_too(m, d)),
+        ));
+        list.push((
+            "a_stale_admin_reloads_when_a_gateway_is_ahead",
+            SyncMode::Http,
+            db,
+            |m, d| Box::pin(a_stale_admin_reloads_when_a_gateway_is_ahead(m, d)),
         ));
         for mode in [SyncMode::Websocket, SyncMode::Http] {
             list.push(("without_peer_watch_it_does_not", mode, db, |m, d| {
