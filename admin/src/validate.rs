@@ -7,7 +7,8 @@ use std::ops::RangeInclusive;
 
 use model::{
     AuthParamData, AuthPathData, ConditionData, ConditionDto, ContextMappingRuleHandle,
-    DivideRuleHandle, DivideUpstream, Operator, ParamType, RuleDto, SelectorDto,
+    DivideRuleHandle, DivideUpstream, Operator, ParamType, RateLimiterConfig, RateLimiterHandle,
+    RuleDto, SelectorDto,
 };
 
 use serde::de::DeserializeOwned;
@@ -64,6 +65,7 @@ const EXTRACTABLE: &[ParamType] = &[
 const DIVIDE: &str = "divide";
 const CONTEXT_PATH: &str = "contextPath";
 const PARAM_MAPPING: &str = "paramMapping";
+const RATE_LIMITER: &str = "rateLimiter";
 
 // Bounds of a divide rule handle's numbers. ShenYu's dashboard (`plugin_handle` seed rows)
 // gives them no range (`"rule":""`) and its admin stores any integer; these keep one request
@@ -272,21 +274,24 @@ fn divide_selector_handle(handle: &str) -> Result<(), FieldError> {
 
 /// Parses a rule handle of `plugin`; an error names the field inside it (`handle.retry: ...`).
 fn rule_handle<T: DeserializeOwned>(plugin: &str, handle: &str) -> Result<T, FieldError> {
-    let mut de = serde_json::Deserializer::from_str(handle);
+    parse_at("handle", &format!("{plugin} rule handle"), handle)
+}
+
+/// Parses JSON text found at request field `root`; an error names the field inside it
+/// (`{root}.retry: ...`) or, for a syntax error, says it is not a valid `what`.
+fn parse_at<T: DeserializeOwned>(root: &str, what: &str, text: &str) -> Result<T, FieldError> {
+    let mut de = serde_json::Deserializer::from_str(text);
     let parsed: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         if e.inner().is_data() && path != "." {
             let separator = if path.starts_with('[') { "" } else { "." };
-            FieldError::new(format!("handle{separator}{path}"), json_message(e.inner()))
+            FieldError::new(format!("{root}{separator}{path}"), json_message(e.inner()))
         } else {
-            FieldError::new(
-                "handle",
-                format!("invalid {plugin} rule handle: {}", json_message(e.inner())),
-            )
+            FieldError::new(root, format!("invalid {what}: {}", json_message(e.inner())))
         }
     })?;
     de.end()
-        .map_err(|e| FieldError::new("handle", format!("invalid {plugin} rule handle: {e}")))?;
+        .map_err(|e| FieldError::new(root, format!("invalid {what}: {e}")))?;
     Ok(parsed)
 }
 
@@ -314,6 +319,16 @@ fn divide_rule_handle(handle: &str) -> Result<(), FieldError> {
     within("timeout", h.timeout, &TIMEOUT_MS_BOUNDS)?;
     within("headerMaxSize", h.header_max_size, &MAX_SIZE_BOUNDS)?;
     within("requestMaxSize", h.request_max_size, &MAX_SIZE_BOUNDS)
+}
+
+/// A rateLimiter rule handle (ShenYu `RateLimiterHandle`): a known `algorithmName` and
+/// `keyResolverName`, numbers the algorithm can use ([`RateLimiterHandle::validate`]). ShenYu's
+/// gateway throws on an unknown algorithm or a missing one.
+fn rate_limiter_handle(handle: &str) -> Result<(), FieldError> {
+    rule_handle::<RateLimiterHandle>(RATE_LIMITER, handle)?
+        .validate()
+        .map_err(|(field, message)| FieldError::new(format!("handle.{field}"), message))?;
+    Ok(())
 }
 
 /// A paramMapping rule handle (ShenYu `ParamMappingRuleHandle`) as the gateway reads it: an
@@ -429,6 +444,13 @@ pub(crate) fn rule(
                 .map_err(|(field, message)| FieldError::new(format!("handle.{field}"), message))?;
         }
         (PARAM_MAPPING, Some(handle)) => param_mapping_handle(handle)?,
+        (RATE_LIMITER, Some(handle)) => rate_limiter_handle(handle)?,
+        (RATE_LIMITER, None) => {
+            return Err(FieldError::new(
+                "handle",
+                "must not be blank: a rateLimiter rule needs algorithmName, replenishRate and burstCapacity",
+            ));
+        }
         _ => {}
     }
     Ok(RuleRecord {
@@ -447,11 +469,18 @@ pub(crate) fn rule(
     })
 }
 
-/// A plugin's `config`: blank means none, otherwise a JSON object.
-fn plugin_config(config: Option<String>) -> Result<Option<String>, FieldError> {
+/// Plugin `plugin`'s `config`: blank means none, otherwise a JSON object; the rateLimiter's
+/// is its Redis config ([`RateLimiterConfig::validate`]), errors naming the field
+/// (`config.url: ...`).
+fn plugin_config(plugin: &str, config: Option<String>) -> Result<Option<String>, FieldError> {
     let config = blank_to_none(config);
     if let Some(config) = &config {
         json_object("config", config)?;
+        if plugin == RATE_LIMITER {
+            parse_at::<RateLimiterConfig>("config", "rateLimiter config", config)?
+                .validate()
+                .map_err(|(field, message)| FieldError::new(format!("config.{field}"), message))?;
+        }
     }
     Ok(config)
 }
@@ -482,7 +511,7 @@ pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord,
         role: non_blank("role", dto.role)?,
         sort: required("sort", dto.sort)?,
         enabled: required("enabled", dto.enabled)?,
-        config: plugin_config(dto.config)?,
+        config: plugin_config(&old.name, dto.config)?,
         ..old.clone()
     })
 }
@@ -490,13 +519,14 @@ pub(crate) fn plugin(dto: PluginDto, old: &PluginRecord) -> Result<PluginRecord,
 /// Validates a new plugin (`enabled` defaults to false). The record has no id or dates yet;
 /// the caller checks that the name is free.
 pub(crate) fn new_plugin(dto: PluginDto) -> Result<PluginRecord, FieldError> {
+    let name = non_blank("name", dto.name)?;
     Ok(PluginRecord {
         id: String::new(),
-        name: non_blank("name", dto.name)?,
         role: non_blank("role", dto.role)?,
         sort: required("sort", dto.sort)?,
         enabled: dto.enabled.unwrap_or(false),
-        config: plugin_config(dto.config)?,
+        config: plugin_config(name.trim(), dto.config)?,
+        name,
         date_created: String::new(),
         date_updated: String::new(),
     })
@@ -1166,5 +1196,151 @@ mod tests {
             ..good()
         });
         assert!(with_ext.is_ok());
+    }
+
+    #[test]
+    fn rate_limiter_rule_handles_are_checked() {
+        let sel = SelectorRecord {
+            id: "s".to_owned(),
+            ..selector(dto(vec![]), &divide()).unwrap()
+        };
+        let check = |h: Option<&str>| {
+            let dto = RuleDto {
+                selector_id: Some("s".to_owned()),
+                name: Some("r".to_owned()),
+                sort: Some(1),
+                handle: h.map(str::to_owned),
+                ..Default::default()
+            };
+            rule(dto, Some(&sel), RATE_LIMITER)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        };
+        // What ShenYu's dashboard sends: numbers as strings.
+        let dashboard = r#"{"algorithmName":"slidingWindow","replenishRate":"10","burstCapacity":"100","keyResolverName":"WHOLE_KEY_RESOLVER"}"#;
+        assert_eq!(check(Some(dashboard)), Ok(()));
+        assert_eq!(
+            check(Some(
+                r#"{"algorithmName":"concurrent","replenishRate":0,"burstCapacity":5}"#
+            )),
+            Ok(())
+        );
+        for (handle, error) in [
+            (
+                r#"{"algorithmName":"fixedWindow","replenishRate":1,"burstCapacity":1}"#,
+                "handle.algorithmName: unknown rate limiter algorithm `fixedWindow` (expected one of: tokenBucket, slidingWindow, leakyBucket, concurrent)",
+            ),
+            (
+                r#"{"replenishRate":1,"burstCapacity":1}"#,
+                "handle.algorithmName: must not be null",
+            ),
+            (
+                r#"{"algorithmName":"tokenBucket","replenishRate":0,"burstCapacity":1}"#,
+                "handle.replenishRate: must be a finite number > 0, got 0",
+            ),
+            (
+                r#"{"algorithmName":"tokenBucket","replenishRate":"x","burstCapacity":1}"#,
+                "handle.replenishRate: expected a number, got `x`",
+            ),
+            (
+                r#"{"algorithmName":"leakyBucket","replenishRate":1,"burstCapacity":-2}"#,
+                "handle.burstCapacity: must be a finite number > 0, got -2",
+            ),
+            (
+                r#"{"algorithmName":"tokenBucket","replenishRate":1,"burstCapacity":1,"requestCount":2}"#,
+                "handle.requestCount: must be <= burstCapacity (1) or no request can pass, got 2",
+            ),
+            (
+                r#"{"algorithmName":"tokenBucket","replenishRate":1,"burstCapacity":1,"keyResolverName":"IP"}"#,
+                "handle.keyResolverName: unknown key resolver `IP`",
+            ),
+            ("{", "handle: invalid rateLimiter rule handle: "),
+        ] {
+            let got = check(Some(handle)).unwrap_err();
+            assert!(got.starts_with(error), "{handle}: {got}");
+        }
+        assert!(
+            check(None)
+                .unwrap_err()
+                .starts_with("handle: must not be blank")
+        );
+    }
+
+    #[test]
+    fn rate_limiter_plugin_config_is_checked() {
+        let limiter = PluginRecord {
+            id: "4".to_owned(),
+            name: RATE_LIMITER.to_owned(),
+            ..divide()
+        };
+        let update = |config: &str| {
+            let dto = PluginDto {
+                role: Some("FaultTolerance".to_owned()),
+                sort: Some(60),
+                enabled: Some(true),
+                config: Some(config.to_owned()),
+                ..Default::default()
+            };
+            plugin(dto, &limiter).map(drop).map_err(|e| e.to_string())
+        };
+        // ShenYu's seed config, and blank (no Redis: the gateway lets requests through).
+        let seed = r#"{"master":"mymaster","mode":"standalone","url":"192.168.1.1:6379","password":"abc"}"#;
+        assert_eq!(update(seed), Ok(()));
+        assert_eq!(update(" "), Ok(()));
+        assert_eq!(
+            update(r#"{"mode":"cluster","url":"a:7000;b:7001","failClosed":true}"#),
+            Ok(())
+        );
+        for (config, error) in [
+            (r#"{"mode":"standalone"}"#, "config.url: must not be blank"),
+            (
+                r#"{"url":"redis://h:6379"}"#,
+                "config.url: expected `host:port`, got `redis://h:6379`",
+            ),
+            (
+                r#"{"mode":"sentinel","url":"a:1"}"#,
+                "config.master: must not be blank in sentinel mode",
+            ),
+            (
+                r#"{"mode":"single","url":"a:1"}"#,
+                "config.mode: unknown redis mode `single`",
+            ),
+            (
+                r#"{"url":"a:1","database":-1}"#,
+                "config.database: must be >= 0",
+            ),
+            (
+                r#"{"url":"a:1","failClosed":"maybe"}"#,
+                "config.failClosed: expected true or false",
+            ),
+            (
+                r#"{"url":"a:1","concurrentSlotTtl":0}"#,
+                "config.concurrentSlotTtl: must be within 1..=86400",
+            ),
+            ("[1]", "config: must be a JSON object"),
+        ] {
+            let got = update(config).unwrap_err();
+            assert!(got.starts_with(error), "{config}: {got}");
+        }
+        // Other plugins' configs are only JSON objects.
+        let other = PluginDto {
+            role: Some("Proxy".to_owned()),
+            sort: Some(200),
+            enabled: Some(true),
+            config: Some(r#"{"url":"redis://h:6379"}"#.to_owned()),
+            ..Default::default()
+        };
+        assert!(plugin(other, &divide()).is_ok());
+        let created = PluginDto {
+            name: Some(RATE_LIMITER.to_owned()),
+            role: Some("FaultTolerance".to_owned()),
+            sort: Some(60),
+            config: Some("{}".to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(
+            new_plugin(created).unwrap_err().to_string(),
+            "config.url: must not be blank"
+        );
     }
 }

@@ -23,6 +23,7 @@ pub mod keyspace;
 mod meta;
 pub mod path_pattern;
 mod plugin;
+mod rate_limiter;
 pub mod re2j;
 mod register;
 mod rule;
@@ -46,6 +47,10 @@ pub use gateway_error::GatewayError;
 pub use handle::{DivideRuleHandle, DivideUpstream, LoadBalance, RetryStrategy};
 pub use meta::MetaData;
 pub use plugin::{BUILTIN_PLUGINS, BuiltinPlugin, PluginData};
+pub use rate_limiter::{
+    Algorithm, DEFAULT_CONCURRENT_SLOT_TTL, KeyResolver, RateLimiterConfig, RateLimiterHandle,
+    RedisMode,
+};
 pub use register::{MetaDataRegister, UriRegister};
 pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};

@@ -5,7 +5,7 @@
 use sqlx::AnyConnection;
 
 use self::data_type::{NUMBER, SELECT, STRING};
-use self::handle_type::{RULE, SELECTOR};
+use self::handle_type::{PLUGIN, RULE, SELECTOR};
 use super::database::{Unknown, delete_by_id};
 use super::{Batch, Store, StoreError};
 
@@ -95,8 +95,10 @@ const fn handle(
 
 /// The handle definitions seeded for the built-in plugins: divide's upstream list (its
 /// selector handle, ShenYu's `DivideUpstream`) and rule handle, contextPath's and
-/// paramMapping's rule handles (protocol doc §2.12). Select fields take their options from
-/// the dictionary named after the field.
+/// paramMapping's rule handles (protocol doc §2.12), rateLimiter's rule handle and plugin
+/// config (ShenYu's rows, plus `requestCount`, which ShenYu's seed lacks, and gantry's
+/// `failClosed` and `concurrentSlotTtl`). Select fields take their options from the dictionary
+/// named after the field.
 #[rustfmt::skip]
 pub(crate) const BUILTIN_HANDLES: &[BuiltinHandle] = &[
     handle("divide", SELECTOR, 1, "upstreamHost", "host", STRING, r#"{"required":"0","defaultValue":"localhost"}"#),
@@ -121,6 +123,17 @@ pub(crate) const BUILTIN_HANDLES: &[BuiltinHandle] = &[
     handle("paramMapping", RULE, 1, "addParameterKeys", "addParameterKeys", STRING, r#"{"required":"0","placeholder":"JSON list of {path, key, value}"}"#),
     handle("paramMapping", RULE, 2, "replaceParameterKeys", "replaceParameterKeys", STRING, r#"{"required":"0","placeholder":"JSON list of {path, key, value}: key renamed to value"}"#),
     handle("paramMapping", RULE, 3, "removeParameterKeys", "removeParameterKeys", STRING, r#"{"required":"0","placeholder":"JSON list of JsonPaths"}"#),
+    handle("rateLimiter", RULE, 1, "algorithmName", "algorithmName", SELECT, r#"{"required":"1","defaultValue":"slidingWindow","rule":""}"#),
+    handle("rateLimiter", RULE, 2, "replenishRate", "replenishRate", STRING, r#"{"required":"1","defaultValue":"10","rule":""}"#),
+    handle("rateLimiter", RULE, 3, "burstCapacity", "burstCapacity", STRING, r#"{"required":"1","defaultValue":"100","rule":""}"#),
+    handle("rateLimiter", RULE, 4, "keyResolverName", "keyResolverName", SELECT, r#"{"required":"1","defaultValue":"WHOLE_KEY_RESOLVER","rule":""}"#),
+    handle("rateLimiter", RULE, 5, "requestCount", "requestCount", NUMBER, r#"{"required":"0","defaultValue":"1","rule":""}"#),
+    handle("rateLimiter", PLUGIN, 1, "mode", "mode", SELECT, r#"{"required":"0","defaultValue":"standalone"}"#),
+    handle("rateLimiter", PLUGIN, 2, "master", "master", STRING, r#"{"required":"0","placeholder":"sentinel master name"}"#),
+    handle("rateLimiter", PLUGIN, 3, "url", "url", STRING, r#"{"required":"1","placeholder":"host:port (sentinel, cluster: host:port;host:port)"}"#),
+    handle("rateLimiter", PLUGIN, 4, "password", "password", STRING, r#"{"required":"0"}"#),
+    handle("rateLimiter", PLUGIN, 5, "failClosed", "failClosed", SELECT, r#"{"required":"0","defaultValue":"false","placeholder":"gantry: deny when Redis cannot decide"}"#),
+    handle("rateLimiter", PLUGIN, 6, "concurrentSlotTtl", "concurrentSlotTtl", NUMBER, r#"{"required":"0","defaultValue":"300","placeholder":"gantry: seconds before a concurrent slot counts as leaked"}"#),
 ];
 
 /// The id a built-in definition gets: `1`, the plugin id in three digits, the handle type,

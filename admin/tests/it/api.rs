@@ -1439,3 +1439,111 @@ async fn a_body_over_the_limit_is_413() {
         .await;
     assert_bad_request(status, &response, "pluginId: must not be blank");
 }
+
+/// rateLimiter: rule handles and the plugin's Redis config are checked with field-naming 400s,
+/// and the handle definitions the dashboard draws its forms from are seeded.
+#[tokio::test]
+async fn rate_limiter_handles_and_config_are_validated() {
+    let api = Api::new().await;
+    let mut body = selector_body("/limited");
+    body["pluginId"] = json!("4");
+    body["handle"] = Value::Null;
+    let created = api.ok(Method::POST, "/selector", Some(body)).await;
+    let selector = created["data"].as_str().unwrap().to_owned();
+    let rule = |handle: Value| {
+        let mut body = rule_body(&selector, "limit");
+        body["handle"] = handle;
+        body
+    };
+    let good = r#"{"algorithmName":"tokenBucket","replenishRate":"10","burstCapacity":"20","requestCount":1,"keyResolverName":"REMOTE_ADDRESS_KEY_RESOLVER"}"#;
+    let reply = api.ok(Method::POST, "/rule", Some(rule(json!(good)))).await;
+    assert_eq!(reply["message"], "create success");
+    for (handle, message) in [
+        (
+            json!(r#"{"algorithmName":"fixedWindow","replenishRate":1,"burstCapacity":1}"#),
+            "handle.algorithmName: unknown rate limiter algorithm `fixedWindow`",
+        ),
+        (
+            json!(r#"{"algorithmName":"slidingWindow","replenishRate":0,"burstCapacity":1}"#),
+            "handle.replenishRate: must be a finite number > 0, got 0",
+        ),
+        (
+            json!(r#"{"algorithmName":"leakyBucket","replenishRate":1,"burstCapacity":"many"}"#),
+            "handle.burstCapacity: expected a number, got `many`",
+        ),
+        (
+            json!(
+                r#"{"algorithmName":"tokenBucket","replenishRate":1,"burstCapacity":1,"keyResolverName":"HEADER"}"#
+            ),
+            "handle.keyResolverName: unknown key resolver `HEADER`",
+        ),
+        (Value::Null, "handle: must not be blank"),
+    ] {
+        let (status, response) = api.call(Method::POST, "/rule", Some(rule(handle))).await;
+        assert_bad_request(status, &response, message);
+    }
+    assert_eq!(api.rule_count().await, 1, "only the good rule is stored");
+
+    let plugin = |config: &str| json!({"name":"rateLimiter","role":"FaultTolerance","sort":60,"enabled":true,"config":config});
+    let seed =
+        r#"{"master":"mymaster","mode":"standalone","url":"127.0.0.1:6379","password":"abc"}"#;
+    let reply = api.ok(Method::PUT, "/plugin/4", Some(plugin(seed))).await;
+    assert_eq!(reply["message"], "update success");
+    for (config, message) in [
+        (r#"{"mode":"standalone"}"#, "config.url: must not be blank"),
+        (
+            r#"{"mode":"sentinel","url":"a:26379;b:26379"}"#,
+            "config.master: must not be blank in sentinel mode",
+        ),
+        (
+            r#"{"mode":"replica","url":"a:1"}"#,
+            "config.mode: unknown redis mode `replica`",
+        ),
+        (
+            r#"{"url":"a:1","failClosed":"perhaps"}"#,
+            "config.failClosed: expected true or false",
+        ),
+    ] {
+        let (status, response) = api
+            .call(Method::PUT, "/plugin/4", Some(plugin(config)))
+            .await;
+        assert_bad_request(status, &response, message);
+    }
+    let detail = api.ok(Method::GET, "/plugin/4", None).await;
+    assert_eq!(
+        detail["data"]["config"], seed,
+        "rejected updates change nothing"
+    );
+
+    let fields = |reply: Value| -> Vec<String> {
+        reply["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["field"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let rule_fields = fields(api.ok(Method::GET, "/plugin-handle/all/4/2", None).await);
+    assert_eq!(
+        rule_fields,
+        [
+            "algorithmName",
+            "replenishRate",
+            "burstCapacity",
+            "keyResolverName",
+            "requestCount"
+        ]
+    );
+    let plugin_fields = fields(api.ok(Method::GET, "/plugin-handle/all/4/3", None).await);
+    assert_eq!(
+        plugin_fields,
+        [
+            "mode",
+            "master",
+            "url",
+            "password",
+            "failClosed",
+            "concurrentSlotTtl"
+        ]
+    );
+}

@@ -7,6 +7,7 @@
 pub(crate) mod context_path;
 pub(crate) mod divide;
 pub(crate) mod param_mapping;
+pub(crate) mod rate_limiter;
 
 use std::sync::Arc;
 
