@@ -99,7 +99,8 @@ fn run_label(id: &str) -> String {
 fn after_pass() -> Result<(), Failed> {
     let backend = backend()?;
     let id = runtime()?.block_on(async {
-        let topo = Topology::start(backend, SyncMode::Websocket, &["alpha".into()], false).await?;
+        let topo =
+            Topology::start(backend, SyncMode::Websocket, &["alpha".into()], &[], false).await?;
         let id = topo.docker_run_id().ok_or("not a docker run")?.to_owned();
         let (containers, networks) = labelled_now(&run_label(&id)).await?;
         let mut names: Vec<_> = containers.into_iter().map(|c| c.name).collect();
@@ -154,7 +155,7 @@ fn after_panic() -> Result<(), Failed> {
     let rt = runtime()?;
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         rt.block_on(async move {
-            let topo = Topology::start(backend, SyncMode::Websocket, &[], false)
+            let topo = Topology::start(backend, SyncMode::Websocket, &[], &[], false)
                 .await
                 .expect("the topology starts");
             *seen2.lock().expect("not poisoned") = topo.docker_run_id().map(str::to_owned);
