@@ -174,6 +174,14 @@ pub enum BackendError {
         /// What is missing.
         detail: String,
     },
+    /// A component a case asks for (`components: [redis]`) cannot run here.
+    #[error("the case asks for {component}, which is not available: {detail}")]
+    ComponentUnavailable {
+        /// The component.
+        component: crate::scenario::ast::Component,
+        /// What is missing.
+        detail: String,
+    },
     /// A service did not answer `/actuator/health` with 200 before the deadline.
     #[error("{service} not healthy after {waited_ms} ms: {last}")]
     Unhealthy {
@@ -265,6 +273,14 @@ pub enum RunErrorKind {
     /// The scenario names a plugin the admin does not have.
     #[error("plugin `{0}` not found on the admin")]
     PluginNotFound(String),
+    /// A placeholder of a plugin config cannot be filled in for this run.
+    #[error("{field}: {detail}")]
+    Placeholder {
+        /// The field path, e.g. `setup.plugins[0].config`.
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// A rule was created but could not be found by listing.
     #[error("rule `{rule}` of selector {selector_id} not found after creating it")]
     RuleNotFound {

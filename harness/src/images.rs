@@ -1,6 +1,6 @@
 //! Container images without a registry: the workspace binaries, built static
 //! (`+crt-static`, glibc), each in a `FROM scratch` image labelled with the SHA-256 of its
-//! binary (`gantry.content-hash`), and ZooKeeper and etcd from the host's Debian packages
+//! binary (`gantry.content-hash`), and ZooKeeper, etcd and Redis from the host's Debian packages
 //! (see [`middleware`], labelled with the hash of all their inputs). [`ensure`] rebuilds only the images whose label differs
 //! from the binary on disk; [`preflight`] checks that every image a topology needs exists
 //! locally. Nothing here ever pulls: `FROM scratch` has no base to fetch, and builds use the
@@ -52,6 +52,9 @@ pub enum ImageSource {
     Etcd,
     /// ZooKeeper from Debian's `zookeeper`: its jars on a `jlink`-trimmed JRE.
     Zookeeper,
+    /// Redis from Debian's `redis-server`: `/usr/bin/redis-server` with the libraries `ldd`
+    /// lists.
+    Redis,
 }
 
 /// `gantry/admin:dev`: `gantry-admin`.
@@ -98,8 +101,15 @@ pub const ZOOKEEPER: ImageSpec = ImageSpec {
     source: ImageSource::Zookeeper,
 };
 
+/// `gantry/redis:dev`: Debian's Redis, `FROM scratch` (the `components: [redis]` of a case).
+pub const REDIS: ImageSpec = ImageSpec {
+    role: "redis",
+    tag: "gantry/redis:dev",
+    source: ImageSource::Redis,
+};
+
 /// Every image gantry can build.
-pub const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER];
+pub const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER, REDIS];
 
 /// The images a topology under `mode` needs; `None` when the docker backend cannot run that
 /// mode.
@@ -214,7 +224,7 @@ pub async fn ensure(
                 }
                 (hash, built, None)
             }
-            ImageSource::Etcd | ImageSource::Zookeeper => {
+            ImageSource::Etcd | ImageSource::Zookeeper | ImageSource::Redis => {
                 let rootfs = match middleware::inputs(spec.source) {
                     Ok(r) => r,
                     Err(why) => {

@@ -306,14 +306,16 @@ pub enum NotRun {
         /// The modes the scenario declares, comma-separated.
         declared: String,
     },
-    /// The backend cannot run the mode here (its server is missing and not required).
+    /// The backend cannot run the case here (the mode's server or a component it asks for is
+    /// missing and not required).
     #[error("{0}")]
     Unavailable(String),
 }
 
 /// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
 /// or the mode, or the backend cannot run the mode here (on the host backend, the mode's
-/// server is missing and `GANTRY_REQUIRE` does not name it). `None` when it runs.
+/// server or a component the case asks for is missing and `GANTRY_REQUIRE` does not name it).
+/// `None` when it runs.
 pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<NotRun> {
     let list = |items: Vec<String>| items.join(", ");
     if !scenario.backends.contains(&opts.backend) {
@@ -329,9 +331,14 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
         });
     }
     match opts.backend {
-        BackendKind::Host => {
-            backend::middleware::skip_reason(&ProcessEnv, mode).map(NotRun::Unavailable)
-        }
+        BackendKind::Host => backend::middleware::skip_reason(&ProcessEnv, mode)
+            .or_else(|| {
+                scenario
+                    .components
+                    .iter()
+                    .find_map(|&c| backend::redis::skip_reason(&ProcessEnv, c))
+            })
+            .map(NotRun::Unavailable),
         BackendKind::Docker => (!backend::docker::supports(mode))
             .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),
     }

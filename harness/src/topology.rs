@@ -1,13 +1,19 @@
-//! What runs for one scenario under one mode: the echo upstreams, an admin and a gateway, with
-//! their files in a temporary directory (kept when `GANTRY_KEEP=1`).
+//! What runs for one scenario under one mode: the echo upstreams, the components the case asks
+//! for (Redis), an admin and a gateway, with their files in a temporary directory (kept when
+//! `GANTRY_KEEP=1`).
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::path::Path;
 
 use model::SyncMode;
 
-use crate::backend::{Backend, Run, Service, Store, StoreKind, StoreServer, UpstreamService};
+use crate::backend::{
+    Backend, ComponentService, Run, Service, Store, StoreKind, StoreServer, UpstreamService,
+};
 use crate::error::BackendError;
+use crate::scenario::ast::Component;
+use crate::scenario::placeholder;
 
 /// A running topology; dropping it stops everything (gateway first).
 #[derive(Debug)]
@@ -20,6 +26,8 @@ pub struct Topology {
     pub store: Option<StoreServer>,
     /// The ZooKeeper or etcd container of the zookeeper and etcd modes (docker backend).
     store_container: Option<Store>,
+    /// The components the case asked for, each started once.
+    components: BTreeMap<Component, ComponentService>,
     upstreams: BTreeMap<String, UpstreamService>,
     dir: tempfile::TempDir,
     keep: bool,
@@ -28,12 +36,13 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Starts the upstreams named `upstreams`, the store server the mode needs (ZooKeeper,
-    /// etcd), then the admin, then the gateway.
+    /// Starts the upstreams named `upstreams`, the `components` (in any mode), the store
+    /// server the mode needs (ZooKeeper, etcd), then the admin, then the gateway.
     pub async fn start(
         backend: &Backend,
         mode: SyncMode,
         upstreams: &[String],
+        components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
         let mut dir = tempfile::Builder::new()
@@ -48,6 +57,13 @@ impl Topology {
         let mut ups = BTreeMap::new();
         for name in upstreams {
             ups.insert(name.clone(), run.start_upstream(name).await?);
+        }
+        let mut started = BTreeMap::new();
+        for &component in components {
+            if let Entry::Vacant(slot) = started.entry(component) {
+                let dir = dir.path().join(component.name());
+                slot.insert(run.start_component(component, &dir).await?);
+            }
         }
         let (store, store_container) = match StoreKind::for_mode(mode) {
             Some(kind) => match run.start_store(kind, &dir.path().join(kind.name())).await? {
@@ -65,6 +81,7 @@ impl Topology {
             admin,
             store,
             store_container,
+            components: started,
             upstreams: ups,
             dir,
             keep,
@@ -75,6 +92,17 @@ impl Topology {
     /// The upstream named `name`.
     pub fn upstream(&self, name: &str) -> Option<&UpstreamService> {
         self.upstreams.get(name)
+    }
+
+    /// The values of the plugin config placeholders in this topology (`${redis.url}`: the
+    /// Redis address as the gateway reaches it, when the case asked for Redis).
+    pub fn placeholder_values(&self) -> placeholder::Values {
+        placeholder::Values {
+            redis_url: self
+                .components
+                .get(&Component::Redis)
+                .map(ComponentService::url),
+        }
     }
 
     /// The docker run id (labels `gantry.run`, names `gantry-<id>-*`), for docker runs.
@@ -109,6 +137,12 @@ impl Topology {
                 "\n--- {} log (last {n} lines{kept}) ---\n{}",
                 store.kind().name(),
                 store.log_tail(n)
+            );
+        }
+        for (component, service) in &self.components {
+            tails += &format!(
+                "\n--- {component} log (last {n} lines{kept}) ---\n{}",
+                service.log_tail(n)
             );
         }
         if let Some(store) = &self.store_container {

@@ -13,7 +13,8 @@
 //! [`StoreServer`] waits for that, so no server outlives its topology.
 //!
 //! When the server cannot run on this machine the mode is skipped ([`skip_reason`]), unless
-//! `GANTRY_REQUIRE` (a comma list of modes) names it.
+//! `GANTRY_REQUIRE` (a comma list of modes and components) names it. The watchdog
+//! ([`Watched`]) also runs the components a case asks for (`super::redis`).
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, TcpListener};
@@ -136,19 +137,18 @@ impl StoreKind {
     }
 }
 
-/// Whether `GANTRY_REQUIRE` (comma-separated modes) names `mode`.
-pub fn required(env: &dyn Env, mode: SyncMode) -> bool {
-    env.var("GANTRY_REQUIRE").is_some_and(|list| {
-        list.split(',')
-            .any(|m| m.trim().eq_ignore_ascii_case(mode.as_str()))
-    })
+/// Whether `GANTRY_REQUIRE` (comma-separated names: sync modes such as `zookeeper`,
+/// components such as `redis`) names `name`.
+pub fn required(env: &dyn Env, name: &str) -> bool {
+    env.var("GANTRY_REQUIRE")
+        .is_some_and(|list| list.split(',').any(|m| m.trim().eq_ignore_ascii_case(name)))
 }
 
 /// Why cases under `mode` are skipped here: its store server is missing and `GANTRY_REQUIRE`
 /// does not name the mode. `None` when they run.
 pub fn skip_reason(env: &dyn Env, mode: SyncMode) -> Option<String> {
     let reason = StoreKind::for_mode(mode)?.unavailable()?;
-    if required(env, mode) {
+    if required(env, mode.as_str()) {
         None
     } else {
         Some(format!(
@@ -158,7 +158,7 @@ pub fn skip_reason(env: &dyn Env, mode: SyncMode) -> Option<String> {
 }
 
 /// A free loopback port (bound, then released for the server).
-fn free_port() -> Result<u16, BackendError> {
+pub(super) fn free_port() -> Result<u16, BackendError> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -179,19 +179,71 @@ pub struct StoreServer {
     process: Option<Watched>,
 }
 
-/// The watchdog shell, its stdin and the server's pid.
+/// The watchdog shell, its stdin and the server's pid (see the module docs): ending it, or
+/// dropping the harness's end of its stdin, kills the server.
 #[derive(Debug)]
-struct Watched {
+pub(super) struct Watched {
     watchdog: Child,
     stdin: Option<ChildStdin>,
-    pid: u32,
+    /// The server's process id.
+    pub(super) pid: u32,
 }
 
 impl Watched {
+    /// Runs `program args` under the watchdog in `dir`, its output appended to `log`; `name`
+    /// names the server in errors.
+    pub(super) fn spawn(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        dir: &Path,
+        log: &Path,
+    ) -> Result<Watched, BackendError> {
+        let io = |what: String| move |source| BackendError::Io { what, source };
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(io(format!("opening {}", log.display())))?;
+        let mut watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("gantry-watchdog")
+            .arg(program)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .map_err(io(format!("starting {} under sh", program.display())))?;
+        let stdin = watchdog.stdin.take();
+        let mut pid_line = String::new();
+        let read = watchdog
+            .stdout
+            .take()
+            .map(|out| BufReader::new(out).read_line(&mut pid_line));
+        match (read, pid_line.trim().parse::<u32>()) {
+            (Some(Ok(_)), Ok(pid)) => Ok(Watched {
+                watchdog,
+                stdin,
+                pid,
+            }),
+            _ => {
+                let _ = watchdog.kill();
+                let _ = watchdog.wait();
+                Err(BackendError::NoListenLine {
+                    service: name.to_owned(),
+                    detail: format!("the watchdog printed {pid_line:?} instead of a pid"),
+                })
+            }
+        }
+    }
+
     /// Ends the server: EOF on the watchdog's stdin makes it kill and reap the server, then
     /// exit. Waits for that up to [`STOP_TIMEOUT`], then kills both. Blocks the thread (async
     /// code goes through [`StoreServer::stop`]).
-    fn end(mut self) {
+    pub(super) fn end(mut self) {
         drop(self.stdin.take());
         let deadline = Instant::now() + STOP_TIMEOUT;
         while Instant::now() < deadline {
@@ -284,7 +336,6 @@ impl StoreServer {
 
     /// Spawns the server under the watchdog and waits until it answers.
     async fn launch(&mut self) -> Result<(), BackendError> {
-        let io = |what: String| move |source| BackendError::Io { what, source };
         let (program, mut args) =
             self.kind
                 .locate()
@@ -318,45 +369,13 @@ impl StoreServer {
                 );
             }
         }
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .map_err(io(format!("opening {}", self.log.display())))?;
-        let mut watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("gantry-watchdog")
-            .arg(&program)
-            .args(&args)
-            .current_dir(&self.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .map_err(io(format!("starting {} under sh", program.display())))?;
-        let stdin = watchdog.stdin.take();
-        let mut pid_line = String::new();
-        let read = watchdog
-            .stdout
-            .take()
-            .map(|out| BufReader::new(out).read_line(&mut pid_line));
-        let pid = match (read, pid_line.trim().parse::<u32>()) {
-            (Some(Ok(_)), Ok(pid)) => pid,
-            _ => {
-                let _ = watchdog.kill();
-                let _ = watchdog.wait();
-                return Err(BackendError::NoListenLine {
-                    service: self.kind.name().to_owned(),
-                    detail: format!("the watchdog printed {pid_line:?} instead of a pid"),
-                });
-            }
-        };
-        self.process = Some(Watched {
-            watchdog,
-            stdin,
-            pid,
-        });
+        self.process = Some(Watched::spawn(
+            self.kind.name(),
+            &program,
+            &args,
+            &self.dir,
+            &self.log,
+        )?);
         self.await_ready().await
     }
 
@@ -429,10 +448,10 @@ mod tests {
     #[test]
     fn require_names_modes() {
         let env = FakeEnv(HashMap::from([("GANTRY_REQUIRE", "etcd, ZooKeeper")]));
-        assert!(required(&env, SyncMode::Zookeeper));
-        assert!(required(&env, SyncMode::Etcd));
-        assert!(!required(&env, SyncMode::Http));
-        assert!(!required(&FakeEnv(HashMap::new()), SyncMode::Etcd));
+        assert!(required(&env, SyncMode::Zookeeper.as_str()));
+        assert!(required(&env, SyncMode::Etcd.as_str()));
+        assert!(!required(&env, SyncMode::Http.as_str()));
+        assert!(!required(&FakeEnv(HashMap::new()), SyncMode::Etcd.as_str()));
         // Modes without a store never skip.
         assert_eq!(
             skip_reason(&FakeEnv(HashMap::new()), SyncMode::Websocket),

@@ -3,12 +3,14 @@
 //! each topology opens a [`Run`] on it and starts its services through the run, which owns
 //! whatever the services share (for docker, the network) and cleans it up on drop.
 //! Both wait for a service they started the same way (`ready`: poll a probe until it
-//! answers, with a deadline).
+//! answers, with a deadline). Besides the sync mode's store (`middleware`), a run starts the
+//! components a case asks for ([`Run::start_component`]; Redis: `redis`).
 
 pub mod docker;
 pub mod host;
 pub mod middleware;
 mod ready;
+pub mod redis;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -19,8 +21,10 @@ use model::SyncMode;
 pub use docker::{Container, DockerBackend, DockerRun};
 pub use host::HostBackend;
 pub use middleware::{StoreKind, StoreServer};
+pub use redis::RedisServer;
 
 use crate::error::BackendError;
+use crate::scenario::ast::Component;
 use crate::upstream::Upstream;
 
 /// Which backend to run on.
@@ -155,6 +159,23 @@ impl Run {
         }
     }
 
+    /// Starts `component` for one case: a host process with its files under `dir`, or a
+    /// container on the run's network.
+    pub async fn start_component(
+        &self,
+        component: Component,
+        dir: &Path,
+    ) -> Result<ComponentService, BackendError> {
+        match (self, component) {
+            (Run::Host(_), Component::Redis) => {
+                RedisServer::start(dir).await.map(ComponentService::Host)
+            }
+            (Run::Docker(d), Component::Redis) => {
+                d.start_redis().await.map(ComponentService::Docker)
+            }
+        }
+    }
+
     /// Starts the echo upstream `name`.
     pub async fn start_upstream(&self, name: &str) -> Result<UpstreamService, BackendError> {
         match self {
@@ -247,6 +268,34 @@ impl Store {
         match self {
             Store::Host(s) => s.log_tail(n),
             Store::Docker(c) => c.log_tail(n),
+        }
+    }
+}
+
+/// A running component of a case (Redis); stopped on drop.
+#[derive(Debug)]
+pub enum ComponentService {
+    /// A host process on loopback.
+    Host(RedisServer),
+    /// A container on the run's network (removed with its run).
+    Docker(Container),
+}
+
+impl ComponentService {
+    /// `host:port` as the gateway reaches it: `127.0.0.1:<port>` on the host, `<container
+    /// name>:<port>` on the run's network.
+    pub fn url(&self) -> String {
+        match self {
+            ComponentService::Host(s) => s.url(),
+            ComponentService::Docker(c) => c.peer_addr().to_owned(),
+        }
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        match self {
+            ComponentService::Host(s) => s.log_tail(n),
+            ComponentService::Docker(c) => c.log_tail(n),
         }
     }
 }

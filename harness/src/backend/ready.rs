@@ -1,7 +1,7 @@
 //! Readiness: polling a service that was just started (a host process, a container, a store
 //! server) until it answers, with a deadline. Every backend waits with [`ReadyWait`]; what
 //! "answers" means is one of the probes here ([`http_200`], [`etcd_health`],
-//! [`zookeeper_srvr`]) or the caller's own.
+//! [`zookeeper_srvr`], [`redis_ping`]) or the caller's own.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -142,6 +142,32 @@ fn srvr(port: u16) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("srvr answered {answer:?}"))
+    }
+}
+
+/// Redis on loopback `port` answers `PING` with `+PONG`.
+pub(crate) async fn redis_ping(port: u16) -> Result<(), String> {
+    tokio::task::spawn_blocking(move || ping(port))
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+}
+
+/// Sends an inline `PING` to Redis on loopback `port`; `Ok` when it answers `+PONG`.
+fn ping(port: u16) -> Result<(), String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    stream.write_all(b"PING\r\n").map_err(|e| e.to_string())?;
+    let mut answer = [0u8; 64];
+    let n = stream.read(&mut answer).map_err(|e| e.to_string())?;
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    if answer.starts_with("+PONG") {
+        Ok(())
+    } else {
+        Err(format!("PING answered {answer:?}"))
     }
 }
 

@@ -194,7 +194,7 @@ async fn one_mode(
     out: &mut ModeResult,
     progress: &(dyn Fn(String) + Sync),
 ) -> anyhow::Result<()> {
-    let topo = Topology::start(backend, mode, &["alpha".to_owned()], opts.keep).await?;
+    let topo = Topology::start(backend, mode, &["alpha".to_owned()], &[], opts.keep).await?;
     let result = measure(&topo, mode, opts, out, progress).await;
     if result.is_err() {
         progress(topo.log_tails(20));

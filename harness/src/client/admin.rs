@@ -133,6 +133,22 @@ impl AdminClient {
         envelope::<serde_json::Value>(what, status, text).map(drop)
     }
 
+    /// Replaces the role, sort, enabled flag and config of plugin `plugin.id` with
+    /// `plugin`'s (`PUT /plugin/{id}`; the name stays).
+    pub async fn update_plugin(&self, plugin: &PluginVo) -> Result<(), ClientError> {
+        let path = format!("/plugin/{}", plugin.id);
+        let what = format!("PUT {path}");
+        let body = serde_json::json!({
+            "name": plugin.name,
+            "role": plugin.role,
+            "sort": plugin.sort,
+            "enabled": plugin.enabled,
+            "config": plugin.config,
+        });
+        let (status, text) = self.call(reqwest::Method::PUT, &path, Some(&body)).await?;
+        envelope::<serde_json::Value>(&what, status, text).map(drop)
+    }
+
     /// Creates a selector; returns its id.
     pub async fn create_selector(&self, dto: &SelectorDto) -> Result<String, ClientError> {
         self.data(reqwest::Method::POST, "/selector", Some(dto))

@@ -2,6 +2,8 @@
 //!
 //! - `gantry/etcd:dev`: `/usr/bin/etcd` (`etcd-server`), the libraries `ldd` lists and the
 //!   dynamic loader;
+//! - `gantry/redis:dev`: `/usr/bin/redis-server` (`redis-server`), the libraries `ldd` lists
+//!   and the dynamic loader;
 //! - `gantry/zookeeper:dev`: a `jlink`-trimmed JRE under `/jre`, `zookeeper.jar` with every
 //!   jar of its manifest `Class-Path` (at the same absolute paths, so the manifest resolves)
 //!   and `slf4j-simple.jar`, the libraries `ldd` lists for the JRE, and `/conf/zoo.cfg`.
@@ -65,8 +67,9 @@ pub struct Rootfs {
 /// The inputs of the image `source`, or why they are not on this host.
 pub(crate) fn inputs(source: ImageSource) -> Result<Rootfs, String> {
     match source {
-        ImageSource::Etcd => etcd(),
+        ImageSource::Etcd => single_binary(ETCD_BIN, "etcd-server"),
         ImageSource::Zookeeper => zookeeper(),
+        ImageSource::Redis => single_binary(crate::backend::redis::REDIS_SERVER, "redis-server"),
         ImageSource::WorkspaceBinary { .. } => Err("not a middleware image".into()),
     }
 }
@@ -76,21 +79,24 @@ fn dockerfile(entrypoint: &[&str]) -> String {
     format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT {entrypoint}\n")
 }
 
-fn etcd() -> Result<Rootfs, String> {
-    if !Path::new(ETCD_BIN).is_file() {
+/// The host binary `bin` of the Debian package `package` at the same path, the libraries
+/// `ldd` lists for it (the dynamic loader among them), and empty `/data` and `/tmp`; the
+/// binary is the entrypoint.
+fn single_binary(bin: &str, package: &str) -> Result<Rootfs, String> {
+    if !Path::new(bin).is_file() {
         return Err(format!(
-            "{ETCD_BIN} does not exist (install the Debian package etcd-server)"
+            "{bin} does not exist (install the Debian package {package})"
         ));
     }
-    let mut files = vec![(ETCD_BIN.to_owned(), Content::Host(ETCD_BIN.into()))];
-    for lib in ldd(&[PathBuf::from(ETCD_BIN)], None)? {
+    let mut files = vec![(bin.to_owned(), Content::Host(bin.into()))];
+    for lib in ldd(&[PathBuf::from(bin)], None)? {
         files.push((lib.clone(), Content::Host(lib.into())));
     }
     files.push(("/data".into(), Content::Dir));
     files.push(("/tmp".into(), Content::Dir));
     Ok(Rootfs {
         files,
-        dockerfile: dockerfile(&[ETCD_BIN]),
+        dockerfile: dockerfile(&[bin]),
         jdk: None,
     })
 }
@@ -309,5 +315,28 @@ mod tests {
     fn zoo_cfg_listens_everywhere_on_2181_with_srvr() {
         assert!(ZOO_CFG.contains("clientPort=2181\nclientPortAddress=0.0.0.0\n"));
         assert!(ZOO_CFG.contains("4lw.commands.whitelist=srvr,ruok\n"));
+    }
+
+    #[test]
+    fn redis_image_holds_the_server_its_libraries_and_the_loader() {
+        let bin = crate::backend::redis::REDIS_SERVER;
+        let Ok(rootfs) = inputs(ImageSource::Redis) else {
+            // Without the package the image is skipped, saying which package to install.
+            let why = inputs(ImageSource::Redis).unwrap_err();
+            assert!(why.contains("redis-server"), "{why}");
+            return;
+        };
+        let paths: Vec<&str> = rootfs.files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths[0], bin);
+        assert!(paths.iter().any(|p| p.contains("ld-linux")), "{paths:?}");
+        assert!(paths.iter().any(|p| p.contains("libc.so")), "{paths:?}");
+        assert!(
+            paths.contains(&"/data") && paths.contains(&"/tmp"),
+            "{paths:?}"
+        );
+        assert_eq!(
+            rootfs.dockerfile,
+            format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT [\"{bin}\"]\n")
+        );
     }
 }

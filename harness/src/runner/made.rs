@@ -41,6 +41,8 @@ pub(super) struct Made {
     pub(super) selectors: Vec<MadeSelector>,
     /// Selectors the admin made for registrations.
     pub(super) registered: Vec<String>,
+    /// The plugins `setup.plugins` changed, as they were before (restored at the end).
+    pub(super) plugins: Vec<model::PluginVo>,
 }
 
 impl Made {

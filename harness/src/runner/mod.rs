@@ -8,6 +8,9 @@
 //!                                                  checks   digests equal
 //! ```
 //!
+//! Setup first sets `setup.plugins` (config with its placeholders filled in from the
+//! topology's components, enabled flag); those plugins are put back with the step ones.
+//!
 //! Every change (setup, each step, teardown) is timed from the admin's 2xx to the gateway
 //! applying it and to the first pass of its wait; every check's verdict and measurements go
 //! out as [`Event::CheckFinished`] and into the case's [`CaseRecord`], passed or failed.
@@ -34,6 +37,7 @@ use crate::probe::{Names, judge};
 use crate::report::{CaseRecord, ChangeTiming, Event, FinalDigests};
 use crate::scenario::Scenario;
 use crate::scenario::ast::{Change, Expect, Probe, RegistrationSpec, RequestSpec, Route, Wait};
+use crate::scenario::placeholder;
 use crate::topology::Topology;
 use crate::wait::{Converged, WaitPolicy, await_convergence};
 
@@ -95,9 +99,15 @@ pub async fn run_case(
         id: id.clone(),
         step: Step::Start,
     });
-    let topo = Topology::start(backend, mode, &scenario.upstreams, opts.keep)
-        .await
-        .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
+    let topo = Topology::start(
+        backend,
+        mode,
+        &scenario.upstreams,
+        &scenario.components,
+        opts.keep,
+    )
+    .await
+    .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
     let addrs: Addresses = scenario
         .upstreams
         .iter()
@@ -197,8 +207,12 @@ impl Case<'_> {
             self.step(Step::Steps);
         }
         let steps = self.steps(&admin, &mut made, &mut plugins).await;
-        // Plugins a step changed are restored even when a step failed.
-        let restored = self.restore_plugins(&admin, &plugins).await;
+        // Plugins a step or setup changed are restored even when a step failed.
+        let mut restored = self.restore_plugins(&admin, &plugins).await;
+        for original in &made.plugins {
+            let put_back = admin.update_plugin(original).await.map_err(Into::into);
+            restored = restored.and(put_back);
+        }
         steps?;
         restored.map_err(at(Step::Teardown))?;
         self.step(Step::Teardown);
@@ -385,10 +399,39 @@ impl Case<'_> {
         Ok(())
     }
 
-    /// Creates every selector and rule, then the registrations; returns what it made.
+    /// Sets the `setup.plugins` configs (placeholders filled in with this topology's
+    /// addresses) and enabled flags, then creates every selector and rule, then the
+    /// registrations; returns what it made.
     async fn setup(&self, admin: &AdminClient) -> StepResult<Made> {
         let mut plugins: HashMap<&str, String> = HashMap::new();
         let mut made = Made::default();
+        let values = self.topo.placeholder_values();
+        for (i, spec) in self.scenario.setup.plugins.iter().enumerate() {
+            let original = admin
+                .plugin(&spec.name)
+                .await
+                .map_err(at(Step::Setup))?
+                .ok_or_else(|| (Step::Setup, RunErrorKind::PluginNotFound(spec.name.clone())))?;
+            let mut changed = original.clone();
+            if let Some(config) = &spec.config {
+                let filled = placeholder::substitute(config, &values).map_err(|detail| {
+                    (
+                        Step::Setup,
+                        RunErrorKind::Placeholder {
+                            field: format!("setup.plugins[{i}].config"),
+                            detail,
+                        },
+                    )
+                })?;
+                changed.config = Some(filled);
+            }
+            changed.enabled = spec.enabled.unwrap_or(original.enabled);
+            admin
+                .update_plugin(&changed)
+                .await
+                .map_err(at(Step::Setup))?;
+            made.plugins.push(original);
+        }
         for spec in &self.scenario.setup.selectors {
             let plugin_id = match plugins.get(spec.plugin.as_str()) {
                 Some(id) => id.clone(),

@@ -27,6 +27,10 @@ pub struct Scenario {
     #[serde(default = "every_backend")]
     #[schemars(schema_with = "backends_schema", default = "every_backend_names")]
     pub backends: Vec<crate::BackendKind>,
+    /// Servers the case needs besides admin, gateway and upstreams, started for it in every
+    /// mode (e.g. `[redis]`); their addresses fill the placeholders of `setup.plugins`.
+    #[serde(default)]
+    pub components: Vec<Component>,
     /// Names of the in-process echo upstreams.
     #[serde(default)]
     pub upstreams: Vec<String>,
@@ -46,10 +50,37 @@ pub struct Scenario {
     pub teardown: Teardown,
 }
 
+/// A server a case asks for with `components`, started per case beside the topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Component {
+    /// A Redis server (`redis-server`); its `host:port` as the gateway reaches it is
+    /// `${redis.url}`.
+    Redis,
+}
+
+impl Component {
+    /// The name in case files, `GANTRY_REQUIRE` and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Component::Redis => "redis",
+        }
+    }
+}
+
+impl std::fmt::Display for Component {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The config a scenario creates.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Setup {
+    /// Plugin settings applied before the selectors (`PUT /plugin/{id}`), restored at the end.
+    #[serde(default)]
+    pub plugins: Vec<PluginSetup>,
     /// Selectors, each with its rules.
     #[serde(default)]
     pub selectors: Vec<SelectorSpec>,
@@ -57,6 +88,21 @@ pub struct Setup {
     /// selectors.
     #[serde(default)]
     pub registrations: Vec<RegistrationSpec>,
+}
+
+/// A plugin's config and enabled flag, set during setup.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginSetup {
+    /// Plugin name, e.g. `rateLimiter`.
+    pub name: String,
+    /// The plugin's config, a JSON object as text; placeholders such as `${redis.url}` are
+    /// replaced by the addresses of the case's `components` when the case runs.
+    #[serde(default)]
+    pub config: Option<String>,
+    /// The new enabled flag (unchanged when absent).
+    #[serde(default)]
+    pub enabled: Option<bool>,
 }
 
 /// What a ShenYu http client registers at start (protocol §9): metadata per API path, then

@@ -1,9 +1,11 @@
 //! Scenario files: their shape ([`ast`]) and its JSON Schema ([`schema`]), parsing and
-//! validation ([`parse`], problems located in the YAML tree by `locate`), and discovery.
+//! validation ([`parse`], problems located in the YAML tree by `locate`), the placeholders of
+//! plugin configs ([`placeholder`]), and discovery.
 
 pub mod ast;
 mod locate;
 pub mod parse;
+pub mod placeholder;
 pub mod schema;
 
 use std::collections::HashMap;

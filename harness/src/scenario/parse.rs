@@ -14,6 +14,7 @@ use super::ast::{
     Change, Check, CheckKind, ConditionSpec, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait,
 };
 use super::locate::Positions;
+use super::placeholder;
 use crate::error::{ScenarioError, ScenarioProblem};
 
 /// The longest poll interval a scenario may ask for.
@@ -156,6 +157,12 @@ impl<'s> Validator<'s> {
             "upstream",
         );
         self.unique(
+            s.components.iter().map(|c| c.name()),
+            "components",
+            "component",
+        );
+        self.plugins();
+        self.unique(
             s.setup.selectors.iter().map(|x| x.name.as_str()),
             "setup.selectors",
             "selector",
@@ -233,6 +240,44 @@ impl<'s> Validator<'s> {
             );
         }
         self.unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check");
+    }
+
+    /// `setup.plugins`: one entry per plugin, each changing something; a config is a JSON
+    /// object whose placeholders are known and backed by the case's `components`.
+    fn plugins(&mut self) {
+        let s = self.s;
+        self.unique(
+            s.setup.plugins.iter().map(|p| p.name.as_str()),
+            "setup.plugins",
+            "plugin",
+        );
+        for (i, p) in s.setup.plugins.iter().enumerate() {
+            let at = format!("setup.plugins[{i}]");
+            if p.config.is_none() && p.enabled.is_none() {
+                self.report(at.clone(), "sets nothing: give `config`, `enabled` or both");
+            }
+            let Some(config) = &p.config else { continue };
+            let problems = placeholder::problems(config, &s.components);
+            let filled = placeholder::substitute(
+                config,
+                &placeholder::Values {
+                    redis_url: Some("127.0.0.1:6379".into()),
+                },
+            );
+            for problem in &problems {
+                self.report(format!("{at}.config"), problem.clone());
+            }
+            if let (true, Ok(text)) = (problems.is_empty(), filled) {
+                match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(v) if v.is_object() => {}
+                    Ok(_) => self.report(format!("{at}.config"), "must be a JSON object"),
+                    Err(e) => self.report(
+                        format!("{at}.config"),
+                        format!("must be a JSON object: {e}"),
+                    ),
+                }
+            }
+        }
     }
 
     /// `name` is one of the scenario's `upstreams`.
@@ -585,6 +630,7 @@ mod tests {
     use super::*;
 
     const GOOD: &str = include_str!("testdata/annotated.yaml");
+    const REDIS: &str = include_str!("testdata/redis_component.yaml");
 
     fn err(src: &str) -> String {
         parse_str(Path::new("x.yaml"), src).unwrap_err().to_string()
@@ -1081,5 +1127,59 @@ steps:
             e.contains("steps[0].checks[0].distribution.selector: no setup selector named `uri-equal` at this point"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn components_and_plugin_configs_parse() {
+        let s = parse_str(Path::new("redis_component.yaml"), REDIS).unwrap();
+        assert_eq!(s.components, [crate::scenario::ast::Component::Redis]);
+        let p = &s.setup.plugins[0];
+        assert_eq!(
+            (p.name.as_str(), p.enabled, p.config.as_deref()),
+            (
+                "rateLimiter",
+                Some(true),
+                Some(r#"{"mode":"standalone","url":"${redis.url}"}"#)
+            )
+        );
+        // Without the field, a case asks for nothing.
+        assert!(
+            parse_str(Path::new("x.yaml"), GOOD)
+                .unwrap()
+                .components
+                .is_empty()
+        );
+        assert!(err(&REDIS.replace("[redis]", "[mysql]")).contains("unknown variant `mysql`"));
+    }
+
+    #[test]
+    fn a_placeholder_without_its_component_names_file_and_field() {
+        let src = REDIS.replace("components: [redis]", "components: []");
+        let e = parse_str(Path::new("cases/rl.yaml"), &src)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cases/rl.yaml"), "{e}");
+        assert!(
+            e.contains(
+                "setup.plugins[0].config: uses `${redis.url}` but the case does not ask for \
+                 redis: add `components: [redis]`"
+            ),
+            "{e}"
+        );
+        let e = err(&REDIS.replace("${redis.url}", "${redis.port}"));
+        assert!(
+            e.contains("setup.plugins[0].config: unknown placeholder `${redis.port}`"),
+            "{e}"
+        );
+        let e = err(&REDIS.replace(r#"'{"mode""#, r#"'["mode""#));
+        assert!(
+            e.contains("setup.plugins[0].config: must be a JSON object"),
+            "{e}"
+        );
+        let e = err(&REDIS.replace("      enabled: true\n", "").replace(
+            "      config: '{\"mode\":\"standalone\",\"url\":\"${redis.url}\"}'",
+            "",
+        ));
+        assert!(e.contains("setup.plugins[0]: sets nothing"), "{e}");
     }
 }

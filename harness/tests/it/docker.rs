@@ -1,7 +1,7 @@
 //! The docker backend leaves nothing behind: no container or network labelled with a run's
 //! id remains after a passing case, a failing case, a panic, or Ctrl-C on `gantry run`; a
 //! failing case's report carries the containers' logs; and leftovers of dead harness processes
-//! are swept when the backend opens.
+//! are swept when the backend opens; a case's Redis component is a container of its run.
 //!
 //! Needs a Docker engine: without one these trials are ignored (a note on stderr says so),
 //! with `GANTRY_REQUIRE_DOCKER=1` they fail. Images are built on first use.
@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use harness::backend::docker::{self, EngineCheck, Labelled};
+use harness::scenario::ast::Component;
 use harness::topology::Topology;
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
 use libtest_mimic::{Failed, Trial};
@@ -99,7 +100,8 @@ fn run_label(id: &str) -> String {
 fn after_pass() -> Result<(), Failed> {
     let backend = backend()?;
     let id = runtime()?.block_on(async {
-        let topo = Topology::start(backend, SyncMode::Websocket, &["alpha".into()], false).await?;
+        let topo =
+            Topology::start(backend, SyncMode::Websocket, &["alpha".into()], &[], false).await?;
         let id = topo.docker_run_id().ok_or("not a docker run")?.to_owned();
         let (containers, networks) = labelled_now(&run_label(&id)).await?;
         let mut names: Vec<_> = containers.into_iter().map(|c| c.name).collect();
@@ -154,7 +156,7 @@ fn after_panic() -> Result<(), Failed> {
     let rt = runtime()?;
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         rt.block_on(async move {
-            let topo = Topology::start(backend, SyncMode::Websocket, &[], false)
+            let topo = Topology::start(backend, SyncMode::Websocket, &[], &[], false)
                 .await
                 .expect("the topology starts");
             *seen2.lock().expect("not poisoned") = topo.docker_run_id().map(str::to_owned);
@@ -212,6 +214,38 @@ fn after_ctrl_c() -> Result<(), Failed> {
     assert_gone(&pid_filter)
 }
 
+/// A topology asked for Redis runs `gantry-<id>-redis` (ready: it answered `PING` through its
+/// published port), fills `${redis.url}` with its name on the run's network, and the container
+/// goes with the run.
+fn redis_component_goes_with_its_run() -> Result<(), Failed> {
+    let backend = backend()?;
+    let id = runtime()?.block_on(async {
+        let topo = Topology::start(
+            backend,
+            SyncMode::Websocket,
+            &[],
+            &[Component::Redis],
+            false,
+        )
+        .await?;
+        let id = topo.docker_run_id().ok_or("not a docker run")?.to_owned();
+        let url = topo.placeholder_values().redis_url;
+        if url.as_deref() != Some(format!("gantry-{id}-redis:6379").as_str()) {
+            return Err(Failed::from(format!("${{redis.url}} is {url:?}")));
+        }
+        let (containers, _) = labelled_now(&run_label(&id)).await?;
+        if !containers
+            .iter()
+            .any(|c| c.name == format!("gantry-{id}-redis"))
+        {
+            return Err(Failed::from(format!("no redis container: {containers:?}")));
+        }
+        drop(topo);
+        Ok::<_, Failed>(id)
+    })?;
+    assert_gone(&run_label(&id))
+}
+
 /// A network left by a harness whose pid is gone is removed when the backend opens; one of a
 /// live harness (this one) is not.
 fn stale_runs_are_swept() -> Result<(), Failed> {
@@ -261,12 +295,16 @@ pub(crate) fn trials() -> Vec<Trial> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    let tests: [(&str, Check); 5] = [
+    let tests: [(&str, Check); 6] = [
         ("docker::no_leftovers_after_pass", after_pass),
         ("docker::no_leftovers_after_failure", after_failure),
         ("docker::no_leftovers_after_panic", after_panic),
         ("docker::no_leftovers_after_ctrl_c", after_ctrl_c),
         ("docker::stale_runs_are_swept", stale_runs_are_swept),
+        (
+            "docker::redis_component_goes_with_its_run",
+            redis_component_goes_with_its_run,
+        ),
     ];
     tests
         .into_iter()

@@ -5,13 +5,15 @@
 //!
 //! Trial names are those of the former separate binaries, so filters still select an area:
 //! `cargo test --workspace --test it -- docker::`, `-- predicates`, `-- html_report`, or
-//! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`.
+//! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`,
+//! `-- redis::` (the Redis component on the host backend).
 
 mod admin_cluster;
 mod docker;
 mod html_report;
 mod middleware_faults;
 mod properties;
+mod redis;
 
 use libtest_mimic::Arguments;
 
@@ -23,5 +25,6 @@ fn main() {
     trials.extend(html_report::trials());
     trials.extend(middleware_faults::trials());
     trials.extend(properties::trials());
+    trials.extend(redis::trials());
     libtest_mimic::run(&args, trials).exit();
 }

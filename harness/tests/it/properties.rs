@@ -661,7 +661,7 @@ impl Live {
     async fn start(mode: SyncMode) -> Result<Live, Failed> {
         let bin_dir = harness::backend::host::default_bin_dir(None)?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
-        let topo = Topology::start(&backend, mode, &["alpha".to_owned()], false).await?;
+        let topo = Topology::start(&backend, mode, &["alpha".to_owned()], &[], false).await?;
         let admin = AdminClient::login(topo.admin.url(), "admin", "123456").await?;
         let gateway = GatewayClient::new(topo.gateway.url());
         let plugin_id = admin

@@ -102,7 +102,7 @@ impl Container {
         let http = crate::client::http();
         let path = match probe {
             Probe::Http(path) => path,
-            Probe::Srvr => "",
+            Probe::Srvr | Probe::Ping => "",
         };
         let url = format!("{}{path}", self.url);
         let port: u16 = self
@@ -119,6 +119,7 @@ impl Container {
         wait.until(|| async {
             match probe {
                 Probe::Srvr => ready::zookeeper_srvr(port).await,
+                Probe::Ping => ready::redis_ping(port).await,
                 Probe::Http(_) => ready::http_200(&http, &url).await,
             }
         })

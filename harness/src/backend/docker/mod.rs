@@ -36,6 +36,6 @@ pub use container::Container;
 pub use engine::{DockerBackend, EngineCheck, connect, supports};
 pub use run::DockerRun;
 pub use specs::{
-    ADMIN_PORT, ContainerSpec, ENV, ETCD_PORT, GATEWAY_PORT, Probe, UPSTREAM_PORT, ZOOKEEPER_PORT,
-    admin_spec, gateway_spec, store_spec, upstream_spec,
+    ADMIN_PORT, ContainerSpec, ENV, ETCD_PORT, GATEWAY_PORT, Probe, REDIS_PORT, UPSTREAM_PORT,
+    ZOOKEEPER_PORT, admin_spec, gateway_spec, redis_spec, store_spec, upstream_spec,
 };

@@ -12,7 +12,7 @@ use rand::Rng;
 use super::cleanup::{labels, remove_run};
 use super::container::Container;
 use super::engine::{block_on_fresh, connect, docker_err};
-use super::specs::{ContainerSpec, ENV, store_spec};
+use super::specs::{ContainerSpec, ENV, redis_spec, store_spec};
 use crate::backend::{StoreKind, SyncToken};
 use crate::error::BackendError;
 
@@ -76,6 +76,13 @@ impl DockerRun {
         let container = self.start(&spec).await?;
         *self.store.lock().expect("never poisoned") = Some(Box::new(spec));
         Ok(container)
+    }
+
+    /// Starts the Redis container a case asks for (`components: [redis]`), after checking
+    /// that its image exists; the gateway reaches it as `<prefix>redis:6379`.
+    pub async fn start_redis(&self) -> Result<Container, BackendError> {
+        crate::images::preflight(&self.docker, &[crate::images::REDIS]).await?;
+        self.start(&redis_spec(&self.prefix())).await
     }
 
     /// The store container started by [`DockerRun::start_store`], if any.

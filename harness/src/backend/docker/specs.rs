@@ -1,5 +1,5 @@
 //! What each service is as a container: the [`ContainerSpec`] of the admin, the gateway, an
-//! echo upstream and the ZooKeeper or etcd server, with the ports and commands they run with.
+//! echo upstream, the ZooKeeper or etcd server and the Redis component, with the ports and commands they run with.
 //! The backend starts these, and [`crate::compose`] writes them into compose files.
 
 use model::SyncMode;
@@ -40,12 +40,44 @@ pub enum Probe {
     Http(&'static str),
     /// ZooKeeper's `srvr` four-letter word reports a mode.
     Srvr,
+    /// Redis answers `PING` with `+PONG`.
+    Ping,
 }
 
 /// The etcd client port inside its container.
 pub const ETCD_PORT: u16 = 2379;
 /// The ZooKeeper client port inside its container.
 pub const ZOOKEEPER_PORT: u16 = 2181;
+
+/// The Redis port inside its container.
+pub const REDIS_PORT: u16 = 6379;
+
+/// The Redis server, named `<prefix>redis`: no persistence, reachable from the run's network
+/// without a password (`--protected-mode no`; the published port is bound to loopback).
+pub fn redis_spec(prefix: &str) -> ContainerSpec {
+    let mut cmd = args(&["--port"]);
+    cmd.push(REDIS_PORT.to_string());
+    cmd.extend(args(&[
+        "--bind",
+        "0.0.0.0",
+        "--protected-mode",
+        "no",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        "/data",
+    ]));
+    ContainerSpec {
+        role: images::REDIS.role,
+        name: format!("{prefix}{}", images::REDIS.role),
+        image: images::REDIS.tag,
+        cmd,
+        port: REDIS_PORT,
+        probe: Probe::Ping,
+    }
+}
 
 /// The ZooKeeper or etcd server, named `<prefix><store>`.
 pub fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
@@ -217,6 +249,32 @@ mod tests {
                 .ends_with("--etcd-url http://gantry-abc-etcd:2379"),
             "{:?}",
             gateway.cmd
+        );
+    }
+
+    #[test]
+    fn redis_runs_without_persistence_and_is_reached_by_name() {
+        let redis = redis_spec("gantry-abc-");
+        assert_eq!(
+            (redis.name.as_str(), redis.image, redis.port, redis.probe),
+            ("gantry-abc-redis", "gantry/redis:dev", 6379, Probe::Ping)
+        );
+        assert_eq!(
+            redis.cmd,
+            [
+                "--port",
+                "6379",
+                "--bind",
+                "0.0.0.0",
+                "--protected-mode",
+                "no",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                "/data"
+            ]
         );
     }
 }
