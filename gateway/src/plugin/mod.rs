@@ -13,11 +13,12 @@
 //!
 //! # Adding a plugin
 //!
-//! 1. Write `plugin/<name>.rs` (or `plugin/<name>/mod.rs`) with a unit-like struct
-//!    implementing [`Plugin`]: its `NAME` (the `PluginData` name), `CLASS_NAME` and `ORDER`
-//!    (ShenYu's), the payloads it compiles from selector and rule handles (`()` when it reads
-//!    none), and `execute`. Use [`matched_rule`] to get the matched selector and rule.
-//! 2. Declare the module below and add one line to [`PLUGINS`].
+//! 1. Write `plugin/<name>.rs` (or `plugin/<name>/mod.rs`) with a struct implementing
+//!    [`Plugin`]: its `NAME` (the `PluginData` name), `CLASS_NAME` and `ORDER` (ShenYu's),
+//!    the payloads it compiles from selector and rule handles (`()` when it reads none), and
+//!    `execute`. [`matched_rule`] gives the rule of the matched selector.
+//! 2. Declare the module below and add one line to [`PLUGINS`]. The value made there is the
+//!    one instance, shared by every request (it may hold state, such as a client).
 //!
 //! Nothing else changes: the snapshot compiles every registered plugin's selectors with the
 //! plugin's own code, the chain runs it, `/actuator/plugins` lists it.
@@ -25,10 +26,11 @@
 //! `execute` answers a [`Decision`]: [`now`] for a plugin that decides without waiting (no
 //! allocation), or `Either::Right(Box::pin(async move { … }))` for one that awaits (a Redis
 //! call: one boxed future per request). To keep something until the response is over (a
-//! concurrency slot, a lease), answer [`Outcome::Continue`] with a [`Guard`]: the proxy drops
-//! it when the response body ends, fails or is abandoned by the client, and the chain drops it
-//! at once when the request is rejected or fails before reaching an upstream. A guard releases
-//! in its `Drop`; a release that needs an async call spawns it there (`tokio::spawn`).
+//! concurrency slot), answer [`Outcome::Continue`] with a [`Guard`]: the proxy keeps it with
+//! the upstream's lease and drops it when the response body ends, fails or is abandoned by
+//! the client, or when forwarding fails; the chain drops it at once when a later plugin
+//! rejects the request. A guard releases in its `Drop`; a release that needs an async call
+//! spawns it there (`tokio::spawn`). The test plugin at the end of this file shows the shape.
 
 pub(crate) mod context_path;
 pub(crate) mod divide;
@@ -407,4 +409,120 @@ pub(crate) fn matched_rule<'s, S, R>(
         return Ok(None);
     };
     Ok(selector.select_rule(req)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use model::ConditionData;
+
+    use super::*;
+    use crate::router::test_helpers::TestRequest;
+
+    /// Slots the limiter has taken and not released.
+    static TAKEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// A slot, released when dropped.
+    #[derive(Debug)]
+    struct Slot;
+
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            TAKEN.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Shaped like the coming rate limiter: it awaits (as for a Redis call), then answers 429
+    /// under `/full` or takes a slot it keeps until the response is over.
+    #[derive(Debug)]
+    struct Limiter;
+
+    impl Plugin for Limiter {
+        const NAME: &'static str = "testLimiter";
+        const CLASS_NAME: &'static str = "test.Limiter";
+        const ORDER: i32 = 20;
+        type Selector = ();
+        type Rule = ();
+
+        fn selector(_: &SelectorData, _: Option<&()>) {}
+
+        fn rule(_: &RuleData) {}
+
+        fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+            Either::Right(Box::pin(async move {
+                tokio::task::yield_now().await;
+                match matched_rule(table, &req) {
+                    Err(r) => Outcome::Reject(r),
+                    Ok(None) => Outcome::Continue(None),
+                    Ok(Some(_)) if req.path.starts_with("/full") => Outcome::Reject(
+                        Rejection::new(StatusCode::TOO_MANY_REQUESTS, GatewayError::new(429, "")),
+                    ),
+                    Ok(Some(_)) => {
+                        TAKEN.fetch_add(1, Ordering::SeqCst);
+                        Outcome::Continue(Some(Box::new(Slot)))
+                    }
+                }
+            }))
+        }
+    }
+
+    /// The limiter before divide.
+    static LIMITED: LazyLock<Vec<Box<dyn Registered>>> =
+        LazyLock::new(|| vec![Box::new(Limiter), Box::new(divide::Divide)]);
+
+    /// Plugin `at` of [`LIMITED`], enabled, with one selector under `prefix` (with `handle`)
+    /// and one rule matching everything.
+    fn compiled(at: usize, prefix: &str, handle: &str) -> (String, CompiledPlugin) {
+        let plugin: &'static dyn Registered = &*LIMITED[at];
+        let selector = SelectorData {
+            id: format!("{}-s", plugin.name()),
+            plugin_name: plugin.name().to_owned(),
+            enabled: true,
+            handle: Some(handle.to_owned()),
+            condition_list: vec![ConditionData::new("uri", "startsWith", "/", prefix)],
+            ..Default::default()
+        };
+        let rule = RuleData {
+            id: format!("{}-r", plugin.name()),
+            selector_id: selector.id.clone(),
+            plugin_name: plugin.name().to_owned(),
+            enabled: true,
+            condition_data_list: vec![ConditionData::new("uri", "match", "/", "/**")],
+            ..Default::default()
+        };
+        let mut table = plugin.table();
+        table.put(None, Order::nth(0), &selector, &mut [rule].iter(), false);
+        let compiled = CompiledPlugin {
+            enabled: true,
+            sort: plugin.order(),
+            selectors: Arc::from(table),
+        };
+        (plugin.name().to_owned(), compiled)
+    }
+
+    #[tokio::test]
+    async fn an_async_plugin_keeps_its_guard_until_the_response_is_over() {
+        let chain = Chain { plugins: &LIMITED };
+        let up = r#"[{"upstreamUrl":"127.0.0.1:8080","status":true}]"#;
+        let plugins: HashMap<String, CompiledPlugin> =
+            [compiled(0, "/", ""), compiled(1, "/api", up)].into();
+        let run = |path: &str| {
+            let req = TestRequest::get(path);
+            let chain = &chain;
+            let plugins = &plugins;
+            async move { chain.run(plugins, &req.view()).await }
+        };
+        // Forwarded: the slot travels with the forward, released when it is dropped.
+        let forward = run("/api/a").await.unwrap();
+        assert_eq!((forward.held.len(), TAKEN.load(Ordering::SeqCst)), (1, 1));
+        drop(forward);
+        assert_eq!(TAKEN.load(Ordering::SeqCst), 0);
+        // The limiter's own answer.
+        let status = |r: Result<Forward, Rejection>| r.unwrap_err().status.as_u16();
+        assert_eq!(status(run("/full").await), 429);
+        // A later plugin rejects (divide: no selector): the slot is released at once.
+        assert_eq!(status(run("/other").await), 404);
+        assert_eq!(TAKEN.load(Ordering::SeqCst), 0);
+    }
 }
