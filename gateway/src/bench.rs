@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use http::{HeaderMap, Method};
 use model::{ConfigSet, DataEvent, DataEventType, LoadBalance};
 
@@ -41,7 +42,9 @@ impl Matcher {
             peer: [127, 0, 0, 1].into(),
         };
         self.chain
-            .run(&self.snapshot, &view)
+            .run(&self.snapshot.plugins, &view)
+            .now_or_never()
+            .expect("gantry's plugins decide without waiting")
             .map(|f| f.selector_id)
             .map_err(|r| r.body.code)
     }

@@ -14,7 +14,8 @@
 //!   selector → rule selection. Pure code.
 //! - `precheck.rs`: what is refused before routing (a missing or repeated `Host`, a path with
 //!   dot-segments).
-//! - `plugin/`: the chain (`paramMapping`, `contextPath`, `divide`), `balance/` (the six
+//! - `plugin/`: the plugins (`paramMapping`, `contextPath`, `divide`), each compiling its own
+//!   selector and rule handles into the router's tables, and the chain; `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
 //!   `actuator.rs` (inspection endpoints), `java.rs` (Java's string renderings the router,
 //!   proxy and balancers share).
@@ -233,23 +234,26 @@ async fn route(
     req: Request<Body>,
 ) -> Response {
     let started = Instant::now();
-    let decision = precheck::check(&req).and_then(|()| {
-        let snapshot = app.sync.snapshot();
-        let uri = req.uri();
-        let view = RequestView {
-            method: req.method(),
-            path: if uri.path().is_empty() {
-                "/"
-            } else {
-                uri.path()
-            },
-            query: uri.query(),
-            authority: uri.authority().map(|a| a.as_str()),
-            headers: req.headers(),
-            peer: peer.ip(),
-        };
-        app.chain.run(&snapshot, &view)
-    });
+    let decision = match precheck::check(&req) {
+        Err(rejection) => Err(rejection),
+        Ok(()) => {
+            let snapshot = app.sync.snapshot();
+            let uri = req.uri();
+            let view = RequestView {
+                method: req.method(),
+                path: if uri.path().is_empty() {
+                    "/"
+                } else {
+                    uri.path()
+                },
+                query: uri.query(),
+                authority: uri.authority().map(|a| a.as_str()),
+                headers: req.headers(),
+                peer: peer.ip(),
+            };
+            app.chain.run(&snapshot.plugins, &view).await
+        }
+    };
     let (mut response, outcome, upstream) = match decision {
         Ok(forward) => {
             let done = app.proxy.forward(req, forward, peer.ip()).await;

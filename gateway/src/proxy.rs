@@ -52,8 +52,9 @@ impl Proxy {
     }
 
     /// Forwards a request and answers with the upstream's response or the error body; either
-    /// way the answer names the matched selector and rule. The upstream's lease ends when
-    /// the response body is finished (or dropped), or at once on an error.
+    /// way the answer names the matched selector and rule. The upstream's lease and the
+    /// plugins' guards ([`Forward::held`]) end when the response body is finished (or
+    /// dropped), or at once on an error.
     ///
     /// A connection failure or timeout is retried `retry` times (on the same upstream for
     /// `current`, on one not tried yet for `failover`) when the body can be replayed: it is
@@ -69,6 +70,7 @@ impl Proxy {
             body_mapping,
             selector_id,
             rule_id,
+            held,
         } = to;
         let (mut parts, body) = req.into_parts();
         if let Some(path) = path {
@@ -131,9 +133,10 @@ impl Proxy {
                     responded = true;
                     lease.responded();
                     let (parts, body) = response.into_parts();
-                    // The closure owns the lease: it is dropped with the body.
+                    // The closure owns the lease and the plugins' guards: they are dropped
+                    // with the body.
                     let body = body.map_frame(move |frame| {
-                        let _held = &lease;
+                        let _held = (&lease, &held);
                         frame
                     });
                     break Response::from_parts(parts, Body::new(body));
@@ -537,7 +540,7 @@ mod tests {
                 headers: req.headers(),
                 peer: PEER,
             };
-            Chain::standard().run(snap, &view)
+            Chain::standard().run_now(&snap.plugins, &view)
         }
 
         /// Runs the chain and the proxy for one request.

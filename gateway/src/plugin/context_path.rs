@@ -8,12 +8,11 @@
 //! No selector or rule → nothing changes.
 
 use http::StatusCode;
-use model::{ContextMappingRuleHandle, GatewayError};
+use model::{ContextMappingRuleHandle, GatewayError, RuleData, SelectorData};
 
-use super::{Outcome, PathRewrite, Plugin, Rejection, matched_rule};
+use super::{Decision, Outcome, PathRewrite, Plugin, Rejection, Table, matched_rule, now};
 use crate::router::RequestView;
-use crate::router::select::{PluginHandle, RuleChoice};
-use crate::snapshot::CompiledPlugin;
+use crate::router::select::RuleChoice;
 
 /// The plugin name.
 pub(crate) const NAME: &str = "contextPath";
@@ -69,32 +68,40 @@ fn rewrite(
 pub(crate) struct ContextPath;
 
 impl Plugin for ContextPath {
-    fn name(&self) -> &'static str {
-        NAME
+    const NAME: &'static str = NAME;
+    const CLASS_NAME: &'static str = "org.apache.shenyu.plugin.context.path.ContextPathPlugin";
+    const ORDER: i32 = 80;
+    type Selector = ();
+    /// The rule's handle; `None` when absent or unreadable (logged): the rule changes nothing.
+    type Rule = Option<ContextMappingRuleHandle>;
+
+    fn selector(_: &SelectorData, _: Option<&()>) {}
+
+    fn rule(r: &RuleData) -> Option<ContextMappingRuleHandle> {
+        let h = r.handle.as_deref().filter(|_| r.plugin_name == NAME)?;
+        ContextMappingRuleHandle::parse(h)
+            .inspect_err(|e| {
+                tracing::warn!(rule = %r.id, plugin = %r.plugin_name, error = %e, "unreadable rule handle; ignored");
+            })
+            .ok()
     }
 
-    fn class_name(&self) -> &'static str {
-        "org.apache.shenyu.plugin.context.path.ContextPathPlugin"
-    }
-
-    fn order(&self) -> i32 {
-        80
-    }
-
-    fn execute(&self, plugin: &CompiledPlugin, req: &RequestView<'_>) -> Outcome {
-        let handle = match matched_rule(plugin, req) {
-            Err(r) => return Outcome::Reject(r),
-            Ok(Some((_, RuleChoice::Rule(rule)))) => match &rule.plugin_handle {
-                PluginHandle::ContextPath(h) => h,
-                _ => return Outcome::Continue,
+    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+        let handle = match matched_rule(table, &req) {
+            Err(r) => return now(Outcome::Reject(r)),
+            Ok(Some(RuleChoice::Rule(rule))) => match &rule.handle {
+                Some(h) => h,
+                None => return now(Outcome::Continue(None)),
             },
-            Ok(_) => return Outcome::Continue,
+            Ok(_) => return now(Outcome::Continue(None)),
         };
-        match rewrite(handle, req.path, || rand::random_range(0..100)) {
-            Err(r) => Outcome::Reject(r),
-            Ok(Some(rewrite)) => Outcome::Rewrite(rewrite),
-            Ok(None) => Outcome::Continue,
-        }
+        now(
+            match rewrite(handle, req.path, || rand::random_range(0..100)) {
+                Err(r) => Outcome::Reject(r),
+                Ok(Some(rewrite)) => Outcome::Rewrite(rewrite),
+                Ok(None) => Outcome::Continue(None),
+            },
+        )
     }
 }
 

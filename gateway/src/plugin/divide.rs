@@ -8,13 +8,12 @@
 use std::sync::{Arc, LazyLock};
 
 use http::StatusCode;
-use model::{DivideRuleHandle, GatewayError};
+use model::{DivideRuleHandle, GatewayError, RuleData, SelectorData};
 
-use super::{Forward, Outcome, Plugin, Rejection};
-use crate::balance::{PickContext, now_ms};
+use super::{Decision, Forward, Outcome, Plugin, Rejection, Table, now};
+use crate::balance::{PickContext, Pool, now_ms};
 use crate::router::RequestView;
 use crate::router::select::{DEFAULT_RULE_ID, RuleChoice, select_selector};
-use crate::snapshot::CompiledPlugin;
 
 /// The plugin name.
 pub(crate) const NAME: &str = "divide";
@@ -27,76 +26,97 @@ static DEFAULT_HANDLE: LazyLock<DivideRuleHandle> = LazyLock::new(DivideRuleHand
 pub(crate) struct Divide;
 
 impl Plugin for Divide {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
+    const CLASS_NAME: &'static str = "org.apache.shenyu.plugin.divide.DividePlugin";
+    const ORDER: i32 = 200;
+    /// The selector's usable upstreams (`status == true`) with the balancers' state.
+    type Selector = Arc<Pool>;
+    /// The rule's handle (defaults when absent or unreadable).
+    type Rule = DivideRuleHandle;
 
-    fn class_name(&self) -> &'static str {
-        "org.apache.shenyu.plugin.divide.DividePlugin"
-    }
-
-    fn order(&self) -> i32 {
-        200
-    }
-
-    fn execute(&self, plugin: &CompiledPlugin, req: &RequestView<'_>) -> Outcome {
-        let reject = |status, body| Outcome::Reject(Rejection::new(status, body));
-        let selector = match select_selector(&plugin.selectors, req) {
-            Err(e) => return Outcome::Reject(e.into()),
-            Ok(None) => {
-                return reject(
-                    StatusCode::NOT_FOUND,
-                    GatewayError::selector_not_found(NAME),
-                );
-            }
-            Ok(Some(s)) => s,
-        };
-        let (rule_id, handle) = match selector.select_rule(req) {
-            Err(e) => return Outcome::Reject(e.into()),
-            Ok(None) => return reject(StatusCode::NOT_FOUND, GatewayError::rule_not_found(NAME)),
-            Ok(Some(RuleChoice::Default)) => (DEFAULT_RULE.clone(), &*DEFAULT_HANDLE),
-            Ok(Some(RuleChoice::Rule(r))) => (r.id.clone(), &r.handle),
-        };
-        if let Some(r) = too_large(handle, req) {
-            return Outcome::Reject(r);
+    /// The pool of the previous snapshot (its balancer state) when the handle is the same.
+    fn selector(s: &SelectorData, previous: Option<&Arc<Pool>>) -> Arc<Pool> {
+        let handle = s.handle.as_deref().unwrap_or("");
+        match previous {
+            Some(p) if p.handle() == handle => p.clone(),
+            _ => Arc::new(Pool::from_handle(handle, &s.id)),
         }
-        let timeout = handle.timeout;
-        let ctx = PickContext {
-            now_ms: now_ms(),
-            client_ip: req.peer,
-        };
-        // ShenYu's `specify-domain` header names the upstream (client-controllable).
-        let specified = req
-            .headers
-            .get("specify-domain")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|url| selector.pool.find(url));
-        let lease = match specified {
-            Some(index) => Some(selector.pool.lease(index, ctx.now_ms)),
-            None => selector.pool.pick(handle.load_balance, &ctx),
-        };
-        let Some(lease) = lease else {
-            return reject(
-                StatusCode::SERVICE_UNAVAILABLE,
-                GatewayError::no_healthy_upstream(),
-            );
-        };
-        let timeout_ms = if timeout > 0 {
-            timeout
-        } else {
-            DivideRuleHandle::default().timeout
-        };
-        Outcome::Forward(Forward {
-            lease,
-            timeout_ms: timeout_ms.unsigned_abs(),
-            retry: u32::try_from(handle.retry).unwrap_or(0),
-            retry_strategy: handle.retry_strategy,
-            path: None,
-            body_mapping: None,
-            selector_id: selector.id.clone(),
-            rule_id,
-        })
     }
+
+    fn rule(r: &RuleData) -> DivideRuleHandle {
+        match r.handle.as_deref() {
+            Some(h) if r.plugin_name == NAME => DivideRuleHandle::parse(h).unwrap_or_else(|e| {
+                tracing::warn!(rule = %r.id, error = %e, "unreadable divide rule handle; using defaults");
+                DivideRuleHandle::default()
+            }),
+            _ => DivideRuleHandle::default(),
+        }
+    }
+
+    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+        now(decide(table, &req))
+    }
+}
+
+/// Divide's decision for one request.
+fn decide(table: &Table<Divide>, req: &RequestView<'_>) -> Outcome {
+    let reject = |status, body| Outcome::Reject(Rejection::new(status, body));
+    let selector = match select_selector(table, req) {
+        Err(e) => return Outcome::Reject(e.into()),
+        Ok(None) => {
+            return reject(
+                StatusCode::NOT_FOUND,
+                GatewayError::selector_not_found(NAME),
+            );
+        }
+        Ok(Some(s)) => s,
+    };
+    let (rule_id, handle) = match selector.select_rule(req) {
+        Err(e) => return Outcome::Reject(e.into()),
+        Ok(None) => return reject(StatusCode::NOT_FOUND, GatewayError::rule_not_found(NAME)),
+        Ok(Some(RuleChoice::Default)) => (DEFAULT_RULE.clone(), &*DEFAULT_HANDLE),
+        Ok(Some(RuleChoice::Rule(r))) => (r.id.clone(), &r.handle),
+    };
+    if let Some(r) = too_large(handle, req) {
+        return Outcome::Reject(r);
+    }
+    let timeout = handle.timeout;
+    let ctx = PickContext {
+        now_ms: now_ms(),
+        client_ip: req.peer,
+    };
+    // ShenYu's `specify-domain` header names the upstream (client-controllable).
+    let specified = req
+        .headers
+        .get("specify-domain")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|url| selector.handle.find(url));
+    let lease = match specified {
+        Some(index) => Some(selector.handle.lease(index, ctx.now_ms)),
+        None => selector.handle.pick(handle.load_balance, &ctx),
+    };
+    let Some(lease) = lease else {
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            GatewayError::no_healthy_upstream(),
+        );
+    };
+    let timeout_ms = if timeout > 0 {
+        timeout
+    } else {
+        DivideRuleHandle::default().timeout
+    };
+    Outcome::Forward(Forward {
+        lease,
+        timeout_ms: timeout_ms.unsigned_abs(),
+        retry: u32::try_from(handle.retry).unwrap_or(0),
+        retry_strategy: handle.retry_strategy,
+        path: None,
+        body_mapping: None,
+        selector_id: selector.id.clone(),
+        rule_id,
+        held: Vec::new(),
+    })
 }
 
 /// ShenYu's size checks: header value bytes over `headerMaxSize` → 431, Content-Length over
@@ -182,7 +202,7 @@ mod tests {
 
     fn run(snap: &Snapshot, path: &str) -> Result<Forward, Rejection> {
         let req = TestRequest::get(path);
-        Chain::standard().run(snap, &req.view())
+        Chain::standard().run_now(&snap.plugins, &req.view())
     }
 
     #[test]
@@ -219,7 +239,9 @@ mod tests {
     fn names(snap: &Snapshot, req: &TestRequest, n: usize) -> String {
         (0..n)
             .map(|_| {
-                let f = Chain::standard().run(snap, &req.view()).unwrap();
+                let f = Chain::standard()
+                    .run_now(&snap.plugins, &req.view())
+                    .unwrap();
                 f.lease.upstream().data.upstream_url.chars().next().unwrap()
             })
             .collect()

@@ -1,25 +1,254 @@
-//! The plugin chain. Each [`Plugin`] looks at the request and its compiled selectors and
-//! either passes (possibly rewriting the path or asking for a body mapping), answers, or names
-//! an upstream to forward to. The chain runs the plugins the config has and enables, ordered
-//! by `PluginData.sort` (ties: gantry's order). gantry's plugins: [`param_mapping`] (70),
+//! The plugin chain, and everything plugin-specific: each plugin's handles, what it compiles
+//! from them, and what it does with a request.
+//!
+//! A [`Plugin`] compiles a payload from each of its selectors' handles
+//! ([`Plugin::Selector`]) and rules' handles ([`Plugin::Rule`]) when a snapshot is applied;
+//! the router's [`SelectorTable`] keeps them with the compiled conditions, knowing no plugin.
+//! Per request, a plugin looks at the request and its table and either passes (possibly
+//! rewriting the path, asking for a body mapping, or keeping a guard until the response is
+//! over), answers, or names an upstream to forward to, at once or after an await
+//! ([`Decision`]). The chain runs the plugins the config has and enables, ordered by
+//! `PluginData.sort` (ties: gantry's order). gantry's plugins: [`param_mapping`] (70),
 //! [`context_path`] (80), [`divide`] (200). No plugin forwarding means ShenYu's -106.
+//!
+//! # Adding a plugin
+//!
+//! 1. Write `plugin/<name>.rs` (or `plugin/<name>/mod.rs`) with a struct implementing
+//!    [`Plugin`]: its `NAME` (the `PluginData` name), `CLASS_NAME` and `ORDER` (ShenYu's),
+//!    the payloads it compiles from selector and rule handles (`()` when it reads none), and
+//!    `execute`. [`matched_rule`] gives the rule of the matched selector.
+//! 2. Declare the module below and add one line to [`PLUGINS`]. The value made there is the
+//!    one instance, shared by every request (it may hold state, such as a client).
+//!
+//! Nothing else changes: the snapshot compiles every registered plugin's selectors with the
+//! plugin's own code, the chain runs it, `/actuator/plugins` lists it.
+//!
+//! `execute` answers a [`Decision`]: [`now`] for a plugin that decides without waiting (no
+//! allocation), or `Either::Right(Box::pin(async move { … }))` for one that awaits (a Redis
+//! call: one boxed future per request). To keep something until the response is over (a
+//! concurrency slot), answer [`Outcome::Continue`] with a [`Guard`]: the proxy keeps it with
+//! the upstream's lease and drops it when the response body ends, fails or is abandoned by
+//! the client, or when forwarding fails; the chain drops it at once when a later plugin
+//! rejects the request. A guard releases in its `Drop`; a release that needs an async call
+//! spawns it there (`tokio::spawn`). The test plugin at the end of this file shows the shape.
 
 pub(crate) mod context_path;
 pub(crate) mod divide;
 pub(crate) mod param_mapping;
 pub(crate) mod rate_limiter;
 
-use std::sync::Arc;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 
 use axum::response::{IntoResponse, Response};
+use futures_util::future::{BoxFuture, Either, Ready, ready};
 use http::StatusCode;
-use model::{GatewayError, RetryStrategy};
+use model::{GatewayError, RetryStrategy, RuleData, SelectorData};
 
 use self::param_mapping::BodyMapping;
 use crate::balance::Lease;
-use crate::router::select::{CompiledSelector, RuleChoice, select_selector};
+use crate::router::index::Order;
+use crate::router::select::{CompiledSelector, RuleChoice, SelectorTable, select_selector};
 use crate::router::{MatchError, RequestView};
-use crate::snapshot::{CompiledPlugin, Snapshot};
+
+/// gantry's plugins, in built-in order: the one list a plugin is registered in.
+static PLUGINS: LazyLock<Vec<Box<dyn Registered>>> = LazyLock::new(|| {
+    let mut plugins: Vec<Box<dyn Registered>> = vec![
+        Box::new(param_mapping::ParamMapping),
+        Box::new(context_path::ContextPath),
+        Box::new(divide::Divide),
+    ];
+    plugins.sort_by_key(|p| p.order());
+    plugins
+});
+
+/// One plugin: what it compiles from its selectors and rules, and what it does per request.
+pub(crate) trait Plugin: std::fmt::Debug + Send + Sync + Sized + 'static {
+    /// The plugin name (the key of `PluginData`, and selectors' and rules' `pluginName`).
+    const NAME: &'static str;
+    /// The Java class name ShenYu's `/actuator/plugins` shows for it.
+    const CLASS_NAME: &'static str;
+    /// ShenYu's built-in order.
+    const ORDER: i32;
+    /// What the plugin compiles from one of its selectors (`()` when it reads nothing).
+    type Selector: std::fmt::Debug + Send + Sync + 'static;
+    /// What the plugin compiles from one of its rules (`()` when it reads nothing).
+    type Rule: std::fmt::Debug + Send + Sync + 'static;
+
+    /// Compiles a selector's payload when a snapshot is applied. `previous`: the payload of
+    /// the same selector in the previous snapshot, when it was this plugin's, to carry state
+    /// over from (divide keeps its upstream pool when the handle did not change).
+    fn selector(s: &SelectorData, previous: Option<&Self::Selector>) -> Self::Selector;
+    /// Compiles a rule's payload when a snapshot is applied.
+    fn rule(r: &RuleData) -> Self::Rule;
+    /// Decides for one request; only called when the config has the plugin enabled.
+    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a>;
+}
+
+/// A plugin's compiled selectors and rules, with its payloads.
+pub(crate) type Table<P> = SelectorTable<<P as Plugin>::Selector, <P as Plugin>::Rule>;
+
+/// A plugin's decision: ready at once (no allocation), or a boxed future for a plugin that
+/// awaits (one allocation per request that takes that path).
+pub(crate) type Decision<'a> = Either<Ready<Outcome>, BoxFuture<'a, Outcome>>;
+
+/// A decision taken without waiting.
+pub(crate) fn now<'a>(outcome: Outcome) -> Decision<'a> {
+    Either::Left(ready(outcome))
+}
+
+/// Something a plugin keeps until the response is over (see the module docs): dropping it
+/// releases what the plugin took.
+pub(crate) type Guard = Box<dyn Any + Send + Sync>;
+
+/// A registered plugin, its types erased so that the chain can list them.
+pub(crate) trait Registered: std::fmt::Debug + Send + Sync {
+    /// [`Plugin::NAME`].
+    fn name(&self) -> &'static str;
+    /// [`Plugin::CLASS_NAME`].
+    fn class_name(&self) -> &'static str;
+    /// [`Plugin::ORDER`].
+    fn order(&self) -> i32;
+    /// An empty table of the plugin's.
+    fn table(&'static self) -> Box<dyn PluginTable>;
+}
+
+impl<P: Plugin> Registered for P {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn class_name(&self) -> &'static str {
+        P::CLASS_NAME
+    }
+
+    fn order(&self) -> i32 {
+        P::ORDER
+    }
+
+    fn table(&'static self) -> Box<dyn PluginTable> {
+        Box::new(Compiled {
+            plugin: self,
+            selectors: Table::<P>::default(),
+        })
+    }
+}
+
+/// A plugin's compiled selectors (a [`Table`] of its payloads) with the plugin, its types
+/// erased so that a snapshot holds every plugin's in one map. Persistent like the table: a
+/// copy shares everything.
+pub(crate) trait PluginTable: std::fmt::Debug + Send + Sync {
+    /// A copy, sharing everything with this table.
+    fn copy(&self) -> Box<dyn PluginTable>;
+    /// Removes the selector at `order`.
+    fn remove(&mut self, order: Order);
+    /// Puts selector `s` with its `rules` (in order) at `order`. `old`: where this table had
+    /// the same selector (it is removed); its compiled form is kept when `unchanged` (its data
+    /// and rules are the same), otherwise its payload is the `previous` of
+    /// [`Plugin::selector`].
+    fn put(
+        &mut self,
+        old: Option<Order>,
+        order: Order,
+        s: &SelectorData,
+        rules: &mut dyn Iterator<Item = &RuleData>,
+        unchanged: bool,
+    );
+    /// Runs the plugin on a request.
+    fn execute<'a>(&'a self, req: RequestView<'a>) -> Decision<'a>;
+    /// Every selector with its rules and payloads, in order, and the index, rendered.
+    #[cfg(test)]
+    fn rendered(&self) -> String;
+    /// The address of the compiled selector at `order` (to tell reused from recompiled).
+    #[cfg(test)]
+    fn compiled_at(&self, order: Order) -> Option<*const ()>;
+}
+
+/// [`PluginTable`] of plugin `P`.
+struct Compiled<P: Plugin> {
+    plugin: &'static P,
+    selectors: Table<P>,
+}
+
+impl<P: Plugin> std::fmt::Debug for Compiled<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiled")
+            .field("plugin", &P::NAME)
+            .field("selectors", &self.selectors)
+            .finish()
+    }
+}
+
+impl<P: Plugin> PluginTable for Compiled<P> {
+    fn copy(&self) -> Box<dyn PluginTable> {
+        Box::new(Compiled {
+            plugin: self.plugin,
+            selectors: self.selectors.clone(),
+        })
+    }
+
+    fn remove(&mut self, order: Order) {
+        self.selectors.remove(order);
+    }
+
+    fn put(
+        &mut self,
+        old: Option<Order>,
+        order: Order,
+        s: &SelectorData,
+        rules: &mut dyn Iterator<Item = &RuleData>,
+        unchanged: bool,
+    ) {
+        let old = old.and_then(|o| self.selectors.remove(o));
+        let compiled = match old {
+            Some(c) if unchanged => c,
+            c => {
+                let handle = P::selector(s, c.as_ref().map(|c| &c.handle));
+                Arc::new(CompiledSelector::compile(s, handle, rules, P::rule))
+            }
+        };
+        self.selectors.insert(order, compiled);
+    }
+
+    fn execute<'a>(&'a self, req: RequestView<'a>) -> Decision<'a> {
+        self.plugin.execute(&self.selectors, req)
+    }
+
+    #[cfg(test)]
+    fn rendered(&self) -> String {
+        let selectors: Vec<String> = self.selectors.iter().map(|s| format!("{s:?}")).collect();
+        format!(
+            "selectors {selectors:?} index {}",
+            self.selectors.index_rendered()
+        )
+    }
+
+    #[cfg(test)]
+    fn compiled_at(&self, order: Order) -> Option<*const ()> {
+        self.selectors.get(order).map(|s| Arc::as_ptr(s).cast())
+    }
+}
+
+/// An empty table of the registered plugin `name`; `None` for a plugin gantry does not run
+/// (its selectors are kept as data only).
+pub(crate) fn table(name: &str) -> Option<Box<dyn PluginTable>> {
+    let plugins: &'static [Box<dyn Registered>] = &PLUGINS;
+    plugins.iter().find(|p| p.name() == name).map(|p| p.table())
+}
+
+/// A plugin's compiled state in one snapshot.
+#[derive(Debug)]
+pub(crate) struct CompiledPlugin {
+    /// Whether the plugin runs.
+    pub(crate) enabled: bool,
+    /// Its place in the chain (`PluginData.sort`).
+    pub(crate) sort: i32,
+    /// Its selectors, in order, each with its rules, and their index (built when the
+    /// snapshot is applied, not per request); shared with the next snapshot while they do not
+    /// change.
+    pub(crate) selectors: Arc<dyn PluginTable>,
+}
 
 /// Where and how to forward a request.
 #[derive(Debug)]
@@ -40,6 +269,9 @@ pub(crate) struct Forward {
     pub(crate) selector_id: Arc<str>,
     /// Matched rule (or `default_rule`).
     pub(crate) rule_id: Arc<str>,
+    /// What the plugins keep until the response is over (see [`Outcome::Continue`]); the
+    /// proxy drops them with the response body.
+    pub(crate) held: Vec<Guard>,
 }
 
 /// An error answer: a real HTTP status with ShenYu's body.
@@ -75,8 +307,10 @@ impl IntoResponse for Rejection {
 /// What a plugin decided.
 #[derive(Debug)]
 pub(crate) enum Outcome {
-    /// Next plugin.
-    Continue,
+    /// Next plugin; the guard, if any, is kept until the response is over (dropped when the
+    /// response body ends, fails or is abandoned, or at once when the request is rejected or
+    /// fails before an upstream answers).
+    Continue(Option<Guard>),
     /// Next plugin, which matches on `match_path`; the upstream receives `real_url`.
     Rewrite(PathRewrite),
     /// Next plugin; the request body is rewritten before forwarding (paramMapping).
@@ -96,71 +330,52 @@ pub(crate) struct PathRewrite {
     pub(crate) match_path: String,
 }
 
-/// One plugin of the chain.
-pub(crate) trait Plugin: std::fmt::Debug + Send + Sync {
-    /// The plugin name (the key of `PluginData`).
-    fn name(&self) -> &'static str;
-    /// The Java class name ShenYu's `/actuator/plugins` shows for it.
-    fn class_name(&self) -> &'static str;
-    /// ShenYu's built-in order.
-    fn order(&self) -> i32;
-    /// Decides for one request; only called when the config has the plugin enabled.
-    fn execute(&self, plugin: &CompiledPlugin, req: &RequestView<'_>) -> Outcome;
-}
-
 /// The ordered plugins.
 #[derive(Debug)]
 pub(crate) struct Chain {
-    plugins: Vec<Box<dyn Plugin>>,
+    plugins: &'static [Box<dyn Registered>],
 }
 
 impl Chain {
     /// gantry's chain.
     pub(crate) fn standard() -> Chain {
-        let mut plugins: Vec<Box<dyn Plugin>> = vec![
-            Box::new(param_mapping::ParamMapping),
-            Box::new(context_path::ContextPath),
-            Box::new(divide::Divide),
-        ];
-        plugins.sort_by_key(|p| p.order());
-        Chain { plugins }
+        Chain { plugins: &PLUGINS }
     }
 
     /// The plugins, in built-in order.
-    pub(crate) fn plugins(&self) -> impl Iterator<Item = &dyn Plugin> {
+    pub(crate) fn plugins(&self) -> impl Iterator<Item = &dyn Registered> {
         self.plugins.iter().map(|p| &**p)
     }
 
-    /// Runs the chain: the plugins the snapshot has enabled, by `sort`; the first forward or
-    /// rejection wins; nobody forwarding is -106.
-    pub(crate) fn run(
+    /// Runs the chain over a snapshot's compiled plugins: the plugins it has enabled, by
+    /// `sort`; the first forward or rejection wins; nobody forwarding is -106.
+    pub(crate) async fn run(
         &self,
-        snapshot: &Snapshot,
+        compiled: &HashMap<String, CompiledPlugin>,
         req: &RequestView<'_>,
     ) -> Result<Forward, Rejection> {
-        let mut active: Vec<(&dyn Plugin, &CompiledPlugin)> = self
+        let mut active: Vec<&CompiledPlugin> = self
             .plugins
             .iter()
-            .filter_map(|p| {
-                let compiled = snapshot.plugins.get(p.name())?;
-                compiled.enabled.then_some((&**p, compiled))
-            })
+            .filter_map(|p| compiled.get(p.name()).filter(|c| c.enabled))
             .collect();
-        active.sort_by_key(|(_, compiled)| compiled.sort);
+        active.sort_by_key(|compiled| compiled.sort);
         let mut rewrite: Option<PathRewrite> = None;
         let mut body_mapping = None;
-        for (plugin, compiled) in active {
+        let mut held = Vec::new();
+        for compiled in active {
             let view = RequestView {
                 path: rewrite.as_ref().map_or(req.path, |r| r.match_path.as_str()),
                 ..*req
             };
-            match plugin.execute(compiled, &view) {
-                Outcome::Continue => {}
+            match compiled.selectors.execute(view).await {
+                Outcome::Continue(guard) => held.extend(guard),
                 Outcome::Rewrite(r) => rewrite = Some(r),
                 Outcome::MapBody(m) => body_mapping = Some(m),
                 Outcome::Forward(mut f) => {
                     f.path = rewrite.map(|r| r.real_url);
                     f.body_mapping = body_mapping;
+                    f.held = held;
                     return Ok(f);
                 }
                 Outcome::Reject(r) => return Err(r),
@@ -171,16 +386,144 @@ impl Chain {
             GatewayError::cannot_find_url(),
         ))
     }
+    /// [`Chain::run`] for plugins that decide without waiting (all of gantry's, in tests).
+    #[cfg(test)]
+    pub(crate) fn run_now(
+        &self,
+        compiled: &HashMap<String, CompiledPlugin>,
+        req: &RequestView<'_>,
+    ) -> Result<Forward, Rejection> {
+        use futures_util::FutureExt;
+        self.run(compiled, req)
+            .now_or_never()
+            .expect("gantry's plugins decide without waiting")
+    }
 }
 
-/// For plugins that only act when a selector and a rule match (all but divide): the matched
-/// rule, `None` to pass (no match), or the matching error.
-pub(crate) fn matched_rule<'s>(
-    plugin: &'s CompiledPlugin,
+/// For plugins that only act when a selector and a rule match (all but divide): the rule of
+/// the matched selector, `None` to pass (no match), or the matching error.
+pub(crate) fn matched_rule<'s, S, R>(
+    table: &'s SelectorTable<S, R>,
     req: &RequestView<'_>,
-) -> Result<Option<(&'s CompiledSelector, RuleChoice<'s>)>, Rejection> {
-    let Some(selector) = select_selector(&plugin.selectors, req)? else {
+) -> Result<Option<RuleChoice<'s, R>>, Rejection> {
+    let Some(selector) = select_selector(table, req)? else {
         return Ok(None);
     };
-    Ok(selector.select_rule(req)?.map(|rule| (selector, rule)))
+    Ok(selector.select_rule(req)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use model::ConditionData;
+
+    use super::*;
+    use crate::router::test_helpers::TestRequest;
+
+    /// Slots the limiter has taken and not released.
+    static TAKEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// A slot, released when dropped.
+    #[derive(Debug)]
+    struct Slot;
+
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            TAKEN.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Shaped like the coming rate limiter: it awaits (as for a Redis call), then answers 429
+    /// under `/full` or takes a slot it keeps until the response is over.
+    #[derive(Debug)]
+    struct Limiter;
+
+    impl Plugin for Limiter {
+        const NAME: &'static str = "testLimiter";
+        const CLASS_NAME: &'static str = "test.Limiter";
+        const ORDER: i32 = 20;
+        type Selector = ();
+        type Rule = ();
+
+        fn selector(_: &SelectorData, _: Option<&()>) {}
+
+        fn rule(_: &RuleData) {}
+
+        fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+            Either::Right(Box::pin(async move {
+                tokio::task::yield_now().await;
+                match matched_rule(table, &req) {
+                    Err(r) => Outcome::Reject(r),
+                    Ok(None) => Outcome::Continue(None),
+                    Ok(Some(_)) if req.path.starts_with("/full") => Outcome::Reject(
+                        Rejection::new(StatusCode::TOO_MANY_REQUESTS, GatewayError::new(429, "")),
+                    ),
+                    Ok(Some(_)) => {
+                        TAKEN.fetch_add(1, Ordering::SeqCst);
+                        Outcome::Continue(Some(Box::new(Slot)))
+                    }
+                }
+            }))
+        }
+    }
+
+    /// The limiter before divide.
+    static LIMITED: LazyLock<Vec<Box<dyn Registered>>> =
+        LazyLock::new(|| vec![Box::new(Limiter), Box::new(divide::Divide)]);
+
+    /// Plugin `at` of [`LIMITED`], enabled, with one selector under `prefix` (with `handle`)
+    /// and one rule matching everything.
+    fn compiled(at: usize, prefix: &str, handle: &str) -> (String, CompiledPlugin) {
+        let plugin: &'static dyn Registered = &*LIMITED[at];
+        let selector = SelectorData {
+            id: format!("{}-s", plugin.name()),
+            plugin_name: plugin.name().to_owned(),
+            enabled: true,
+            handle: Some(handle.to_owned()),
+            condition_list: vec![ConditionData::new("uri", "startsWith", "/", prefix)],
+            ..Default::default()
+        };
+        let rule = RuleData {
+            id: format!("{}-r", plugin.name()),
+            selector_id: selector.id.clone(),
+            plugin_name: plugin.name().to_owned(),
+            enabled: true,
+            condition_data_list: vec![ConditionData::new("uri", "match", "/", "/**")],
+            ..Default::default()
+        };
+        let mut table = plugin.table();
+        table.put(None, Order::nth(0), &selector, &mut [rule].iter(), false);
+        let compiled = CompiledPlugin {
+            enabled: true,
+            sort: plugin.order(),
+            selectors: Arc::from(table),
+        };
+        (plugin.name().to_owned(), compiled)
+    }
+
+    #[tokio::test]
+    async fn an_async_plugin_keeps_its_guard_until_the_response_is_over() {
+        let chain = Chain { plugins: &LIMITED };
+        let up = r#"[{"upstreamUrl":"127.0.0.1:8080","status":true}]"#;
+        let plugins: HashMap<String, CompiledPlugin> =
+            [compiled(0, "/", ""), compiled(1, "/api", up)].into();
+        let run = |path: &str| {
+            let req = TestRequest::get(path);
+            let chain = &chain;
+            let plugins = &plugins;
+            async move { chain.run(plugins, &req.view()).await }
+        };
+        // Forwarded: the slot travels with the forward, released when it is dropped.
+        let forward = run("/api/a").await.unwrap();
+        assert_eq!((forward.held.len(), TAKEN.load(Ordering::SeqCst)), (1, 1));
+        drop(forward);
+        assert_eq!(TAKEN.load(Ordering::SeqCst), 0);
+        // The limiter's own answer.
+        let status = |r: Result<Forward, Rejection>| r.unwrap_err().status.as_u16();
+        assert_eq!(status(run("/full").await), 429);
+        // A later plugin rejects (divide: no selector): the slot is released at once.
+        assert_eq!(status(run("/other").await), 404);
+        assert_eq!(TAKEN.load(Ordering::SeqCst), 0);
+    }
 }

@@ -17,14 +17,13 @@
 
 use std::sync::Arc;
 
-use model::url_codec;
+use model::{RuleData, SelectorData, url_codec};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Outcome, Plugin, matched_rule};
+use super::{Decision, Outcome, Plugin, Table, matched_rule, now};
 use crate::router::RequestView;
-use crate::router::select::{PluginHandle, RuleChoice};
-use crate::snapshot::CompiledPlugin;
+use crate::router::select::RuleChoice;
 
 /// The plugin name.
 pub(crate) const NAME: &str = "paramMapping";
@@ -157,27 +156,34 @@ fn split_last(path: &str) -> Option<(String, &str)> {
 pub(crate) struct ParamMapping;
 
 impl Plugin for ParamMapping {
-    fn name(&self) -> &'static str {
-        NAME
+    const NAME: &'static str = NAME;
+    const CLASS_NAME: &'static str = "org.apache.shenyu.plugin.param.mapping.ParamMappingPlugin";
+    const ORDER: i32 = 70;
+    type Selector = ();
+    /// The rule's handle; `None` when absent or unreadable (logged): the rule changes nothing.
+    type Rule = Option<Arc<BodyMapping>>;
+
+    fn selector(_: &SelectorData, _: Option<&()>) {}
+
+    fn rule(r: &RuleData) -> Option<Arc<BodyMapping>> {
+        let h = r.handle.as_deref().filter(|_| r.plugin_name == NAME)?;
+        BodyMapping::parse(h)
+            .map(Arc::new)
+            .inspect_err(|e| {
+                tracing::warn!(rule = %r.id, plugin = %r.plugin_name, error = %e, "unreadable rule handle; ignored");
+            })
+            .ok()
     }
 
-    fn class_name(&self) -> &'static str {
-        "org.apache.shenyu.plugin.param.mapping.ParamMappingPlugin"
-    }
-
-    fn order(&self) -> i32 {
-        70
-    }
-
-    fn execute(&self, plugin: &CompiledPlugin, req: &RequestView<'_>) -> Outcome {
-        match matched_rule(plugin, req) {
+    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+        now(match matched_rule(table, &req) {
             Err(r) => Outcome::Reject(r),
-            Ok(Some((_, RuleChoice::Rule(rule)))) => match &rule.plugin_handle {
-                PluginHandle::ParamMapping(m) if !m.is_empty() => Outcome::MapBody(Arc::clone(m)),
-                _ => Outcome::Continue,
+            Ok(Some(RuleChoice::Rule(rule))) => match &rule.handle {
+                Some(m) if !m.is_empty() => Outcome::MapBody(Arc::clone(m)),
+                _ => Outcome::Continue(None),
             },
-            Ok(_) => Outcome::Continue,
-        }
+            Ok(_) => Outcome::Continue(None),
+        })
     }
 }
 

@@ -11,7 +11,27 @@
 
 use imbl::{HashMap as PersistentMap, OrdMap};
 
-use crate::snapshot::Order;
+/// Where an item stands in its list: `sort` ascending, ties in the order the items last
+/// arrived (ShenYu's caches remove an updated item, append it and stable-sort by `sort`).
+/// The config keeps its lists in this order; the index orders its candidates by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Order {
+    sort: i32,
+    seq: u64,
+}
+
+impl Order {
+    /// The place of an item with `sort` that arrived `seq`th.
+    pub(crate) fn new(sort: i32, seq: u64) -> Order {
+        Order { sort, seq }
+    }
+
+    /// The `n`th position (tests of the tables and the index).
+    #[cfg(test)]
+    pub(crate) fn nth(n: usize) -> Order {
+        Order::new(0, n as u64)
+    }
+}
 
 /// Where a selector goes in the index (see the module docs for the rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,14 @@
 //! Module map: [`param`] reads a param type from the request, [`judge`] holds the operators,
 //! [`ant_path`] and [`model::path_pattern`] are Spring's two path matchers, [`select`] picks the
 //! selector and the rule, narrowing the selectors with an [`index`] built per snapshot.
+//!
+//! The router knows no plugin: its tables carry payloads the plugins compile from their
+//! handles (`crate::plugin`). It uses neither the plugins, the balancers nor the snapshot;
+//! `boundary.rs` (a test) checks that.
 
 pub(crate) mod ant_path;
+#[cfg(test)]
+mod boundary;
 pub(crate) mod index;
 pub(crate) mod judge;
 pub(crate) mod param;

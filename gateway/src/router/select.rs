@@ -7,25 +7,22 @@
 //! A plugin's selectors are kept in a [`SelectorTable`] with a [`SelectorIndex`] built when
 //! the snapshot is compiled, so a request only evaluates the selectors that can match its path;
 //! the result (selector or error) is the one the scan of every selector gives.
+//!
+//! The tables know no plugin: a selector carries a payload `S` and each rule a payload `R`,
+//! which the plugin owning the table compiles from their handles (see `crate::plugin`).
 
 use std::sync::Arc;
 
-use model::{
-    ContextMappingRuleHandle, DivideRuleHandle, MatchMode, RuleData, SelectorData, SelectorType,
-};
+use model::{MatchMode, RuleData, SelectorData, SelectorType};
 
 use imbl::OrdMap;
 
-use super::index::{Entry, SelectorIndex};
+use super::index::{Entry, Order, SelectorIndex};
 use super::{Condition, MatchError, RequestView, eval_all};
-use crate::balance::Pool;
-use crate::plugin::context_path;
-use crate::plugin::param_mapping::{self, BodyMapping};
-use crate::snapshot::Order;
 
-/// A selector compiled for matching, with its rules.
+/// A selector compiled for matching, with its rules and its plugin's payloads.
 #[derive(Debug)]
-pub(crate) struct CompiledSelector {
+pub(crate) struct CompiledSelector<S, R> {
     /// Selector id.
     pub(crate) id: Arc<str>,
     enabled: bool,
@@ -33,64 +30,53 @@ pub(crate) struct CompiledSelector {
     match_mode: MatchMode,
     continued: bool,
     conditions: Vec<Condition>,
-    /// Usable upstreams (divide selectors only, `status == true`) with the balancers' state.
-    pub(crate) pool: Arc<Pool>,
+    /// What the plugin compiled from the selector (its handle).
+    pub(crate) handle: S,
     /// The selector's rules, sorted by `sort`.
-    pub(crate) rules: Vec<CompiledRule>,
+    pub(crate) rules: Vec<CompiledRule<R>>,
 }
 
-/// A rule compiled for matching.
+/// A rule compiled for matching, with its plugin's payload.
 #[derive(Debug)]
-pub(crate) struct CompiledRule {
+pub(crate) struct CompiledRule<R> {
     /// Rule id.
     pub(crate) id: Arc<str>,
     enabled: bool,
     match_mode: MatchMode,
     conditions: Vec<Condition>,
-    /// The divide rule handle (defaults when absent, unreadable or not a divide rule).
-    pub(crate) handle: DivideRuleHandle,
-    /// The handle of the other plugins gantry runs.
-    pub(crate) plugin_handle: PluginHandle,
-}
-
-/// A non-divide rule handle, parsed once per snapshot.
-#[derive(Debug, Clone)]
-pub(crate) enum PluginHandle {
-    /// No handle gantry reads (or an unreadable one, logged).
-    None,
-    /// contextPath.
-    ContextPath(ContextMappingRuleHandle),
-    /// paramMapping.
-    ParamMapping(Arc<BodyMapping>),
+    /// What the plugin compiled from the rule (its handle).
+    pub(crate) handle: R,
 }
 
 /// Which rule a matched selector runs with.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum RuleChoice<'s> {
+#[derive(Debug)]
+pub(crate) enum RuleChoice<'s, R> {
     /// `continued == false`: ShenYu's synthesized `default_rule` with a default handle.
     Default,
     /// A real rule.
-    Rule(&'s CompiledRule),
+    Rule(&'s CompiledRule<R>),
 }
+
+impl<R> Clone for RuleChoice<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for RuleChoice<'_, R> {}
 
 /// The id ShenYu gives the synthesized rule of a non-continued selector.
 pub(crate) const DEFAULT_RULE_ID: &str = "default_rule";
 
-impl CompiledSelector {
-    /// Compiles a selector and its rules (in order). `previous`: the same selector in
-    /// the previous snapshot, whose upstream pool (and balancer state) is kept when the
-    /// handle did not change.
+impl<S, R> CompiledSelector<S, R> {
+    /// Compiles a selector and its rules (in order), with the payloads the plugin compiled:
+    /// `handle` for the selector, `rule_handle` for each rule.
     pub(crate) fn compile<'r>(
         s: &SelectorData,
+        handle: S,
         rules: impl IntoIterator<Item = &'r RuleData>,
-        previous: Option<&CompiledSelector>,
-    ) -> CompiledSelector {
-        let handle = s.handle.as_deref().unwrap_or("");
-        let pool = match previous {
-            Some(p) if p.pool.handle() == handle => p.pool.clone(),
-            _ if s.plugin_name == "divide" => Arc::new(Pool::from_handle(handle, &s.id)),
-            _ => Arc::new(Pool::new(Vec::new())),
-        };
+        mut rule_handle: impl FnMut(&RuleData) -> R,
+    ) -> Self {
         CompiledSelector {
             id: Arc::from(s.id.as_str()),
             enabled: s.enabled,
@@ -98,8 +84,11 @@ impl CompiledSelector {
             match_mode: s.match_mode,
             continued: s.continued,
             conditions: s.condition_list.iter().map(Condition::compile).collect(),
-            pool,
-            rules: rules.into_iter().map(CompiledRule::compile).collect(),
+            handle,
+            rules: rules
+                .into_iter()
+                .map(|r| CompiledRule::compile(r, rule_handle(r)))
+                .collect(),
         }
     }
 
@@ -140,7 +129,7 @@ impl CompiledSelector {
     pub(crate) fn select_rule(
         &self,
         req: &RequestView<'_>,
-    ) -> Result<Option<RuleChoice<'_>>, MatchError> {
+    ) -> Result<Option<RuleChoice<'_, R>>, MatchError> {
         if !self.continued {
             return Ok(Some(RuleChoice::Default));
         }
@@ -154,31 +143,10 @@ impl CompiledSelector {
     }
 }
 
-impl CompiledRule {
-    fn compile(r: &RuleData) -> CompiledRule {
-        let handle = match r.handle.as_deref() {
-            Some(h) if r.plugin_name == "divide" => DivideRuleHandle::parse(h).unwrap_or_else(|e| {
-                tracing::warn!(rule = %r.id, error = %e, "unreadable divide rule handle; using defaults");
-                DivideRuleHandle::default()
-            }),
-            _ => DivideRuleHandle::default(),
-        };
-        let plugin_handle = match (r.plugin_name.as_str(), r.handle.as_deref()) {
-            (context_path::NAME, Some(h)) => ContextMappingRuleHandle::parse(h)
-                .map(PluginHandle::ContextPath)
-                .map_err(|e| e.to_string()),
-            (param_mapping::NAME, Some(h)) => BodyMapping::parse(h)
-                .map(|m| PluginHandle::ParamMapping(Arc::new(m)))
-                .map_err(|e| e.to_string()),
-            _ => Ok(PluginHandle::None),
-        }
-        .unwrap_or_else(|e| {
-            tracing::warn!(rule = %r.id, plugin = %r.plugin_name, error = %e, "unreadable rule handle; ignored");
-            PluginHandle::None
-        });
+impl<R> CompiledRule<R> {
+    fn compile(r: &RuleData, handle: R) -> CompiledRule<R> {
         CompiledRule {
             id: Arc::from(r.id.as_str()),
-            plugin_handle,
             enabled: r.enabled,
             match_mode: r.match_mode,
             conditions: r
@@ -207,22 +175,40 @@ fn score(mode: MatchMode, conditions: &[Condition]) -> usize {
 
 /// A plugin's compiled selectors, in order, with their index. Persistent: a copy shares
 /// everything, and inserting or removing a selector costs O(log n).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SelectorTable {
-    selectors: OrdMap<Order, Arc<CompiledSelector>>,
-    index: SelectorIndex<Arc<CompiledSelector>>,
+#[derive(Debug)]
+pub(crate) struct SelectorTable<S, R> {
+    selectors: OrdMap<Order, Arc<CompiledSelector<S, R>>>,
+    index: SelectorIndex<Arc<CompiledSelector<S, R>>>,
 }
 
-impl SelectorTable {
+impl<S, R> Clone for SelectorTable<S, R> {
+    fn clone(&self) -> Self {
+        SelectorTable {
+            selectors: self.selectors.clone(),
+            index: self.index.clone(),
+        }
+    }
+}
+
+impl<S, R> Default for SelectorTable<S, R> {
+    fn default() -> Self {
+        SelectorTable {
+            selectors: OrdMap::new(),
+            index: SelectorIndex::default(),
+        }
+    }
+}
+
+impl<S, R> SelectorTable<S, R> {
     /// Adds `selector` at `order`.
-    pub(crate) fn insert(&mut self, order: Order, selector: Arc<CompiledSelector>) {
+    pub(crate) fn insert(&mut self, order: Order, selector: Arc<CompiledSelector<S, R>>) {
         self.index
             .insert(selector.index_entry(), order, selector.clone());
         self.selectors.insert(order, selector);
     }
 
     /// Removes and returns the selector at `order`.
-    pub(crate) fn remove(&mut self, order: Order) -> Option<Arc<CompiledSelector>> {
+    pub(crate) fn remove(&mut self, order: Order) -> Option<Arc<CompiledSelector<S, R>>> {
         let selector = self.selectors.remove(&order)?;
         self.index.remove(selector.index_entry(), order);
         Some(selector)
@@ -230,7 +216,7 @@ impl SelectorTable {
 
     /// The selectors, in order.
     #[cfg(test)]
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &CompiledSelector> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &CompiledSelector<S, R>> {
         self.selectors.values().map(|s| &**s)
     }
 
@@ -242,7 +228,7 @@ impl SelectorTable {
 
     /// The selector at `order`, shared.
     #[cfg(test)]
-    pub(crate) fn get(&self, order: Order) -> Option<&Arc<CompiledSelector>> {
+    pub(crate) fn get(&self, order: Order) -> Option<&Arc<CompiledSelector<S, R>>> {
         self.selectors.get(&order)
     }
 }
@@ -253,11 +239,11 @@ impl SelectorTable {
 /// only the index's candidates for the path are evaluated: the selectors it leaves out would
 /// evaluate to `false` without error. The first error in order wins (the scan would stop
 /// there), else the highest score, ties to the earliest.
-pub(crate) fn select_selector<'s>(
-    table: &'s SelectorTable,
+pub(crate) fn select_selector<'s, S, R>(
+    table: &'s SelectorTable<S, R>,
     req: &RequestView<'_>,
-) -> Result<Option<&'s CompiledSelector>, MatchError> {
-    let mut best: Option<(Order, usize, &'s CompiledSelector)> = None;
+) -> Result<Option<&'s CompiledSelector<S, R>>, MatchError> {
+    let mut best: Option<(Order, usize, &'s CompiledSelector<S, R>)> = None;
     // The earliest error so far, at `stop`: only an earlier selector can change the result.
     let mut error: Option<(Order, MatchError)> = None;
     for bucket in table.index.candidates(req.path) {
@@ -286,10 +272,10 @@ pub(crate) fn select_selector<'s>(
 /// The reference selection [`select_selector`] must agree with: every selector in `sort`
 /// order, stopping at the first error (ShenYu's scan).
 #[cfg(test)]
-pub(crate) fn select_selector_linear<'s>(
-    table: &'s SelectorTable,
+pub(crate) fn select_selector_linear<'s, S, R>(
+    table: &'s SelectorTable<S, R>,
     req: &RequestView<'_>,
-) -> Result<Option<&'s CompiledSelector>, MatchError> {
+) -> Result<Option<&'s CompiledSelector<S, R>>, MatchError> {
     best_of(table.iter(), |s| Ok(s.matches(req)?.then(|| s.score())))
 }
 
@@ -350,14 +336,18 @@ mod tests {
         }
     }
 
-    fn compile_sorted(mut sels: Vec<SelectorData>) -> SelectorTable {
+    /// The tables of these tests carry no payloads.
+    type Table = SelectorTable<(), ()>;
+
+    fn compile(s: &SelectorData, rules: &[RuleData]) -> CompiledSelector<(), ()> {
+        CompiledSelector::compile(s, (), rules, |_| ())
+    }
+
+    fn compile_sorted(mut sels: Vec<SelectorData>) -> Table {
         sels.sort_by_key(|s| s.sort);
         let mut table = SelectorTable::default();
         for (pos, s) in sels.iter().enumerate() {
-            table.insert(
-                Order::nth(pos),
-                Arc::new(CompiledSelector::compile(s, [], None)),
-            );
+            table.insert(Order::nth(pos), Arc::new(compile(s, &[])));
         }
         table
     }
@@ -365,9 +355,9 @@ mod tests {
     type Picked = Result<Option<String>, (u16, String)>;
 
     /// The indexed selection, checked against the linear one.
-    fn select(table: &SelectorTable, req: &TestRequest) -> Picked {
+    fn select(table: &Table, req: &TestRequest) -> Picked {
         let view = req.view();
-        let id = |r: Result<Option<&CompiledSelector>, MatchError>| {
+        let id = |r: Result<Option<&CompiledSelector<(), ()>>, MatchError>| {
             r.map(|s| s.map(|s| s.id.to_string()))
                 .map_err(|e| (e.status.as_u16(), e.message))
         };
@@ -377,7 +367,7 @@ mod tests {
         indexed
     }
 
-    fn pick(table: &SelectorTable, path: &str) -> Option<String> {
+    fn pick(table: &Table, path: &str) -> Option<String> {
         select(table, &TestRequest::get(path)).unwrap()
     }
 
@@ -489,7 +479,7 @@ mod tests {
 
     #[test]
     fn index_entries() {
-        let compile = |s: SelectorData| CompiledSelector::compile(&s, &[], None);
+        let compile = |s: SelectorData| compile(&s, &[]);
         let and = |c: Vec<ConditionData>| selector("s", 1, MatchMode::And, c);
         let method = ConditionData::new("req_method", "=", "", "GET");
         assert_eq!(
@@ -732,7 +722,7 @@ mod tests {
     fn rule_pick(s: &SelectorData, rules: Vec<RuleData>, path: &str) -> Option<String> {
         let mut rules = rules;
         rules.sort_by_key(|r| r.sort);
-        let c = CompiledSelector::compile(s, &rules, None);
+        let c = compile(s, &rules);
         let req = TestRequest::get(path);
         c.select_rule(&req.view())
             .unwrap()

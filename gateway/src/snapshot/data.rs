@@ -11,24 +11,7 @@ use model::{
     PluginData, RuleData, SelectorData,
 };
 
-/// Where an item stands in its list: `sort` ascending, ties in the order the items last
-/// arrived (ShenYu's caches remove an updated item, append it and stable-sort by `sort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Order {
-    sort: i32,
-    seq: u64,
-}
-
-#[cfg(test)]
-impl Order {
-    /// The `n`th position (tests of the tables and the index).
-    pub(crate) fn nth(n: usize) -> Order {
-        Order {
-            sort: 0,
-            seq: n as u64,
-        }
-    }
-}
+use crate::router::index::Order;
 
 /// An item kept in lists by owner: selectors by plugin name, rules by selector id.
 pub(crate) trait Listed: Clone {
@@ -313,9 +296,6 @@ impl ConfigData {
 
     fn next_order(&mut self, sort: i32) -> Order {
         self.seq += 1;
-        Order {
-            sort,
-            seq: self.seq,
-        }
+        Order::new(sort, self.seq)
     }
 }

@@ -1,7 +1,8 @@
 //! The config snapshot: the gateway's only shared state.
 //!
 //! A [`Snapshot`] holds the config exactly as received ([`ConfigData`]) and the routing tables
-//! compiled from it ([`CompiledPlugin`]). It is immutable: a sync event is applied to a copy of
+//! compiled from it ([`CompiledPlugin`]: each registered plugin compiles its own selectors and
+//! rules, see `crate::plugin`). It is immutable: a sync event is applied to a copy of
 //! the data, the next snapshot is compiled from the previous one and what the event changed
 //! ([`Changes`]), and swapped in ([`crate::sync::SyncState`]), so requests read it without
 //! locks and never see a half-applied event.
@@ -16,30 +17,18 @@ use std::sync::Arc;
 
 use model::{AppliedDigest, DigestReport};
 
-pub(crate) use data::{Changes, ConfigData, Order};
+pub(crate) use data::{Changes, ConfigData};
 
-use crate::router::select::{CompiledSelector, SelectorTable};
-
-/// A plugin's compiled routing table.
-#[derive(Debug)]
-pub(crate) struct CompiledPlugin {
-    /// Whether the plugin runs.
-    pub(crate) enabled: bool,
-    /// Its place in the chain (`PluginData.sort`).
-    pub(crate) sort: i32,
-    /// Its selectors, in order, each with its rules, and their index (built here, not per
-    /// request); shared with the next snapshot while they do not change.
-    pub(crate) selectors: Arc<SelectorTable>,
-}
+use crate::plugin::{self, CompiledPlugin, PluginTable};
 
 /// One immutable, compiled view of the config.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
     /// The config as received.
     pub(crate) data: ConfigData,
-    /// Compiled selector tables by plugin name (every plugin name a selector names).
-    tables: HashMap<String, Arc<SelectorTable>>,
-    /// Compiled routing tables by plugin name (only plugins the config has).
+    /// Compiled selector tables by plugin name (every registered plugin a selector names).
+    tables: HashMap<String, Arc<dyn PluginTable>>,
+    /// Compiled routing tables by plugin name (the registered plugins the config has).
     pub(crate) plugins: HashMap<String, CompiledPlugin>,
     /// The digest of `data`.
     pub(crate) digest: DigestReport,
@@ -83,25 +72,27 @@ impl Snapshot {
         } else {
             Box::new(changes.selectors.iter())
         };
-        let mut working: HashMap<String, SelectorTable> = HashMap::new();
+        let mut working: HashMap<String, Box<dyn PluginTable>> = HashMap::new();
         for id in ids {
             recompile(id, &data, previous, &tables, &mut working);
         }
         for (plugin, table) in working {
-            tables.insert(plugin, Arc::new(table));
+            tables.insert(plugin, Arc::from(table));
         }
-        let empty = Arc::new(SelectorTable::default());
         let plugins = data
             .plugins
             .values()
-            .map(|p| {
-                let selectors = tables.get(&p.name).unwrap_or(&empty).clone();
+            .filter_map(|p| {
+                let selectors = match tables.get(&p.name) {
+                    Some(table) => table.clone(),
+                    None => Arc::from(plugin::table(&p.name)?),
+                };
                 let compiled = CompiledPlugin {
                     enabled: p.enabled,
                     sort: p.sort,
                     selectors,
                 };
-                (p.name.clone(), compiled)
+                Some((p.name.clone(), compiled))
             })
             .collect();
         let digest = data.digest.report();
@@ -134,44 +125,53 @@ impl Snapshot {
 
 /// Brings selector `id` in the tables from where `previous` had it to where `data` has it.
 /// `working` holds the tables changed so far (copies of `tables`, sharing their structure).
+/// Selectors of plugins gantry does not run are not compiled.
 fn recompile(
     id: &str,
     data: &ConfigData,
     previous: Option<&Snapshot>,
-    tables: &HashMap<String, Arc<SelectorTable>>,
-    working: &mut HashMap<String, SelectorTable>,
+    tables: &HashMap<String, Arc<dyn PluginTable>>,
+    working: &mut HashMap<String, Box<dyn PluginTable>>,
 ) {
     let old = previous.and_then(|p| p.data.selectors.get(id));
-    let old_compiled =
-        old.and_then(|(plugin, order, _)| table(working, tables, plugin).remove(order));
-    let Some((plugin, order, selector)) = data.selectors.get(id) else {
+    let new = data.selectors.get(id);
+    // Within one plugin, the plugin reuses the compiled selector or carries its state over.
+    let mut kept = None;
+    if let Some((plugin, order, _)) = old {
+        match new {
+            Some((now, _, _)) if now == plugin => kept = Some(order),
+            _ => {
+                if let Some(table) = table(working, tables, plugin) {
+                    table.remove(order);
+                }
+            }
+        }
+    }
+    let Some((plugin, order, selector)) = new else {
         return;
     };
     let unchanged = old.is_some_and(|(_, _, before)| before == selector)
         && previous.is_some_and(|p| p.data.rules.list(id).eq(data.rules.list(id)));
-    let compiled = match old_compiled {
-        Some(c) if unchanged => c,
-        c => Arc::new(CompiledSelector::compile(
-            selector,
-            data.rules.list(id),
-            c.as_deref(),
-        )),
-    };
-    table(working, tables, plugin).insert(order, compiled);
+    if let Some(table) = table(working, tables, plugin) {
+        table.put(kept, order, selector, &mut data.rules.list(id), unchanged);
+    }
 }
 
-/// The working copy of `plugin`'s table (made from `tables` on first use).
+/// The working copy of `plugin`'s table (made from `tables`, or empty, on first use); `None`
+/// for a plugin gantry does not run.
 fn table<'w>(
-    working: &'w mut HashMap<String, SelectorTable>,
-    tables: &HashMap<String, Arc<SelectorTable>>,
+    working: &'w mut HashMap<String, Box<dyn PluginTable>>,
+    tables: &HashMap<String, Arc<dyn PluginTable>>,
     plugin: &str,
-) -> &'w mut SelectorTable {
-    working.entry(plugin.to_owned()).or_insert_with(|| {
-        tables
-            .get(plugin)
-            .map(|t| SelectorTable::clone(t))
-            .unwrap_or_default()
-    })
+) -> Option<&'w mut Box<dyn PluginTable>> {
+    if !working.contains_key(plugin) {
+        let copy = match tables.get(plugin) {
+            Some(table) => table.copy(),
+            None => plugin::table(plugin)?,
+        };
+        working.insert(plugin.to_owned(), copy);
+    }
+    working.get_mut(plugin)
 }
 
 /// Wall-clock µs since the Unix epoch.
@@ -438,12 +438,12 @@ mod tests {
         let first = Snapshot::build(d.clone());
         let compiled = |s: &Snapshot, id: &str| {
             let (plugin, order, _) = s.data.selectors.get(id).expect("held");
-            s.tables[plugin].get(order).expect("compiled").clone()
+            s.tables[plugin].compiled_at(order).expect("compiled")
         };
         let recompiled = |a: &Snapshot, b: &Snapshot| -> Vec<String> {
             (0..held)
                 .map(|i| format!("s{i}"))
-                .filter(|id| !Arc::ptr_eq(&compiled(a, id), &compiled(b, id)))
+                .filter(|id| compiled(a, id) != compiled(b, id))
                 .collect()
         };
         // A selector update, a rule update, a rule delete: one selector recompiled each.
@@ -484,12 +484,11 @@ mod tests {
         s.plugins
             .iter()
             .map(|(name, p)| {
-                let selectors: Vec<String> = p.selectors.iter().map(|s| format!("{s:?}")).collect();
                 let rendered = format!(
-                    "enabled {} sort {} selectors {selectors:?} index {}",
+                    "enabled {} sort {} {}",
                     p.enabled,
                     p.sort,
-                    p.selectors.index_rendered()
+                    p.selectors.rendered()
                 );
                 (name.clone(), rendered)
             })
