@@ -11,6 +11,8 @@
 //! | `gantry_gateway_requests_total` | counter | `outcome` = `routed` or the error code |
 //! | `gantry_gateway_upstream_latency_seconds` | histogram | |
 //! | `gantry_gateway_overhead_seconds` | histogram (time the gateway added) | |
+//! | `gantry_gateway_rate_limiter_failures_total` | counter (failure policy decided) | |
+//! | `gantry_gateway_rate_limiter_release_failures_total` | counter (concurrent slot not freed) | |
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -125,6 +127,7 @@ impl Metrics {
              gantry_gateway_config_info{{digest=\"{}\"}} 1",
             escape(digest)
         );
+        crate::plugin::render_metrics(&mut out);
         let _ = writeln!(
             out,
             "# HELP gantry_gateway_requests_total Routed requests by outcome (routed or error code).\n\

@@ -8,8 +8,8 @@
 //! rewriting the path, asking for a body mapping, or keeping a guard until the response is
 //! over), answers, or names an upstream to forward to, at once or after an await
 //! ([`Decision`]). The chain runs the plugins the config has and enables, ordered by
-//! `PluginData.sort` (ties: gantry's order). gantry's plugins: [`param_mapping`] (70),
-//! [`context_path`] (80), [`divide`] (200). No plugin forwarding means ShenYu's -106.
+//! `PluginData.sort` (ties: gantry's order). gantry's plugins: [`rate_limiter`] (20),
+//! [`param_mapping`] (70), [`context_path`] (80), [`divide`] (200). No plugin forwarding means ShenYu's -106.
 //!
 //! # Adding a plugin
 //!
@@ -44,7 +44,7 @@ use std::sync::{Arc, LazyLock};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{BoxFuture, Either, Ready, ready};
 use http::StatusCode;
-use model::{GatewayError, RetryStrategy, RuleData, SelectorData};
+use model::{GatewayError, PluginData, RetryStrategy, RuleData, SelectorData};
 
 use self::param_mapping::BodyMapping;
 use crate::balance::Lease;
@@ -55,6 +55,7 @@ use crate::router::{MatchError, RequestView};
 /// gantry's plugins, in built-in order: the one list a plugin is registered in.
 static PLUGINS: LazyLock<Vec<Box<dyn Registered>>> = LazyLock::new(|| {
     let mut plugins: Vec<Box<dyn Registered>> = vec![
+        Box::new(rate_limiter::RateLimiter::new()),
         Box::new(param_mapping::ParamMapping),
         Box::new(context_path::ContextPath),
         Box::new(divide::Divide),
@@ -84,6 +85,11 @@ pub(crate) trait Plugin: std::fmt::Debug + Send + Sync + Sized + 'static {
     fn rule(r: &RuleData) -> Self::Rule;
     /// Decides for one request; only called when the config has the plugin enabled.
     fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a>;
+    /// Takes the plugin's synced `PluginData.config` (`None`: none, or the plugin is gone);
+    /// called when a snapshot changes it. Most plugins read none.
+    fn configure(&self, _config: Option<&str>) {}
+    /// Appends the plugin's own Prometheus series to `/metrics` (most have none).
+    fn metrics(&self, _out: &mut String) {}
 }
 
 /// A plugin's compiled selectors and rules, with its payloads.
@@ -112,6 +118,10 @@ pub(crate) trait Registered: std::fmt::Debug + Send + Sync {
     fn order(&self) -> i32;
     /// An empty table of the plugin's.
     fn table(&'static self) -> Box<dyn PluginTable>;
+    /// [`Plugin::configure`].
+    fn configure(&self, config: Option<&str>);
+    /// [`Plugin::metrics`].
+    fn metrics(&self, out: &mut String);
 }
 
 impl<P: Plugin> Registered for P {
@@ -125,6 +135,14 @@ impl<P: Plugin> Registered for P {
 
     fn order(&self) -> i32 {
         P::ORDER
+    }
+
+    fn configure(&self, config: Option<&str>) {
+        Plugin::configure(self, config);
+    }
+
+    fn metrics(&self, out: &mut String) {
+        Plugin::metrics(self, out);
     }
 
     fn table(&'static self) -> Box<dyn PluginTable> {
@@ -238,6 +256,30 @@ pub(crate) fn table(name: &str) -> Option<Box<dyn PluginTable>> {
 }
 
 /// A plugin's compiled state in one snapshot.
+/// Appends every registered plugin's own `/metrics` series to `out`.
+pub(crate) fn render_metrics(out: &mut String) {
+    for plugin in PLUGINS.iter() {
+        plugin.metrics(out);
+    }
+}
+
+/// Gives each registered plugin whose `PluginData.config` differs between `before` (the
+/// previous snapshot's plugins; `None` at the first) and `now` its new config.
+pub(crate) fn configure_changed(
+    before: Option<&imbl::OrdMap<String, PluginData>>,
+    now: &imbl::OrdMap<String, PluginData>,
+) {
+    for plugin in PLUGINS.iter() {
+        let config = |plugins: &imbl::OrdMap<String, PluginData>| {
+            plugins.get(plugin.name()).and_then(|p| p.config.clone())
+        };
+        let new = config(now);
+        if before.is_none_or(|b| config(b) != new) {
+            plugin.configure(new.as_deref());
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct CompiledPlugin {
     /// Whether the plugin runs.

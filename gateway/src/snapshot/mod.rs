@@ -79,6 +79,7 @@ impl Snapshot {
         for (plugin, table) in working {
             tables.insert(plugin, Arc::from(table));
         }
+        plugin::configure_changed(previous.map(|p| &p.data.plugins), &data.plugins);
         let plugins = data
             .plugins
             .values()

@@ -1,9 +1,10 @@
-//! The rateLimiter plugin's core (semantics doc §8): a Redis client built from the plugin's
+//! The rateLimiter plugin ([`RateLimiter`], ShenYu order 20) and its core (semantics doc §8):
+//! a Redis client built from the plugin's
 //! [`RateLimiterConfig`], four Lua scripts (one per [`Algorithm`], written for gantry, with
 //! ShenYu's keys and replies and ShenYu's bugs fixed; see `scripts/`), the failure policy, and
 //! the key resolvers ([`key::limiter_id`], [`key::remote_address`]).
 //!
-//! How the plugin uses it: keep one [`Limiter`]; on every rateLimiter plugin config change
+//! How the plugin uses it (see [`plugin`]): keep one [`Limiter`]; on every rateLimiter plugin config change
 //! call [`Limiter::configure`]; per request, for the matched rule's parsed handle, build the
 //! id with [`key::limiter_id`] and call [`Limiter::check`]. Not `allowed`: answer 429 with
 //! ShenYu's body. A [`Release`] (concurrent limiter only) frees the request's slot: run
@@ -19,19 +20,12 @@
 //! error, unusable handle) the request is let through (ShenYu's behaviour, remaining -1)
 //! unless the config says `failClosed: true`; each such request is counted.
 
-// Wired into the plugin chain by the rateLimiter plugin, which does not exist yet; until then
-// only the tests below use this module.
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "wired into the plugin chain by the rate limiter plugin"
-    )
-)]
-
 pub(crate) mod key;
+mod plugin;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use plugin::RateLimiter;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -362,7 +356,9 @@ impl std::fmt::Debug for Release {
 
 impl Release {
     /// Frees the slot now (`ZREM`); a failure is counted in
-    /// [`LimiterStats::release_failures`].
+    /// [`LimiterStats::release_failures`]. (The plugin drops its releases instead, when the
+    /// response is over: see the `Drop` impl.)
+    #[cfg(test)]
     pub(crate) async fn release(mut self) {
         if let Some(slot) = self.slot.take() {
             slot.free().await;
