@@ -21,9 +21,9 @@ use std::time::Duration;
 use crate::sync::SyncHealth;
 
 /// Request outcomes counted by `gantry_gateway_requests_total`, by label.
-const OUTCOMES: [&str; 13] = [
-    "routed", "-107", "-102", "-119", "-106", "502", "503", "504", "431", "413", "400", "500",
-    "other",
+const OUTCOMES: [&str; 14] = [
+    "routed", "-107", "-102", "-119", "-106", "502", "503", "504", "431", "413", "429", "400",
+    "500", "other",
 ];
 
 /// Histogram bucket bounds, seconds.

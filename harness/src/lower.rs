@@ -109,6 +109,9 @@ pub fn update_rule(dto: &mut RuleDto, id: &str, change: &UpdateRule) {
     if let Some(h) = &change.handle {
         dto.handle = Some(serde_json::to_string(&h.to_handle()).expect("handles serialise"));
     }
+    if let Some(rl) = &change.rate_limiter {
+        dto.handle = Some(rl.to_json());
+    }
     dto.id = Some(id.to_owned());
 }
 

@@ -271,16 +271,60 @@ pub struct RuleSpec {
     /// The rule handle of a contextPath plugin rule (instead of `handle`).
     #[serde(default)]
     pub context_path: Option<ContextPathSpec>,
+    /// The rule handle of a rateLimiter plugin rule (instead of `handle`).
+    #[serde(default)]
+    pub rate_limiter: Option<RateLimiterSpec>,
 }
 
 impl RuleSpec {
-    /// The rule's handle JSON: the contextPath handle when given, else the divide handle.
+    /// The rule's handle JSON: the contextPath or rateLimiter handle when given, else the
+    /// divide handle.
     pub fn handle_json(&self) -> String {
-        match &self.context_path {
-            Some(cp) => serde_json::to_string(&cp.to_handle()),
-            None => serde_json::to_string(&self.handle.to_handle()),
+        match (&self.context_path, &self.rate_limiter) {
+            (Some(cp), _) => serde_json::to_string(&cp.to_handle()),
+            (None, Some(rl)) => Ok(rl.to_json()),
+            (None, None) => serde_json::to_string(&self.handle.to_handle()),
         }
         .expect("handles serialise")
+    }
+}
+
+/// A rateLimiter rule handle (ShenYu `RateLimiterHandle`, semantics §8).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RateLimiterSpec {
+    /// `tokenBucket`, `slidingWindow`, `leakyBucket` or `concurrent`.
+    pub algorithm_name: String,
+    /// Tokens (requests) per second.
+    pub replenish_rate: f64,
+    /// Bucket size, window limit or concurrency limit.
+    pub burst_capacity: f64,
+    /// Tokens one request takes (default 1).
+    pub request_count: Option<f64>,
+    /// `WHOLE_KEY_RESOLVER` or `REMOTE_ADDRESS_KEY_RESOLVER`; absent: one limit per rule.
+    pub key_resolver_name: Option<String>,
+}
+
+impl RateLimiterSpec {
+    /// The wire handle, as ShenYu's dashboard sends it.
+    pub fn to_json(&self) -> String {
+        let mut handle = serde_json::json!({
+            "algorithmName": self.algorithm_name,
+            "replenishRate": self.replenish_rate,
+            "burstCapacity": self.burst_capacity,
+            "requestCount": self.request_count.unwrap_or(1.0),
+        });
+        if let Some(resolver) = &self.key_resolver_name {
+            handle["keyResolverName"] = resolver.clone().into();
+        }
+        handle.to_string()
+    }
+
+    /// What the admin would refuse: the field and why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let handle = model::RateLimiterHandle::parse(&self.to_json())
+            .map_err(|e| ("algorithmName", e.to_string()))?;
+        handle.validate().map(|_| ())
     }
 }
 
@@ -873,6 +917,8 @@ pub struct UpdateRule {
     pub conditions: Option<Vec<ConditionSpec>>,
     /// New handle (missing fields take ShenYu's defaults).
     pub handle: Option<RuleHandleSpec>,
+    /// New rateLimiter handle (instead of `handle`).
+    pub rate_limiter: Option<RateLimiterSpec>,
 }
 
 /// A plugin's enabled flag.

@@ -11,7 +11,8 @@ use std::time::Duration;
 use model::ParamType;
 
 use super::ast::{
-    Change, Check, CheckKind, ConditionSpec, Expect, RuleHandleSpec, RuleSpec, Scenario, Wait,
+    Change, Check, CheckKind, ConditionSpec, Expect, RateLimiterSpec, RuleHandleSpec, RuleSpec,
+    Scenario, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -310,6 +311,41 @@ impl<'s> Validator<'s> {
             ),
             _ => {}
         }
+        self.rate_limiter_handle(plugin, rule.rate_limiter.as_ref(), &rule.handle, at);
+    }
+
+    /// A rateLimiter handle only under the rateLimiter plugin, one the admin accepts; a
+    /// rateLimiter rule takes no divide `handle`.
+    fn rate_limiter_handle(
+        &mut self,
+        plugin: &str,
+        spec: Option<&RateLimiterSpec>,
+        handle: &RuleHandleSpec,
+        at: &str,
+    ) {
+        match (spec, plugin) {
+            (Some(_), p) if p != "rateLimiter" => self.report(
+                format!("{at}.rateLimiter"),
+                format!("is the rateLimiter plugin's rule handle; this rule is under `{p}`"),
+            ),
+            (Some(rl), _) => {
+                if let Err((field, message)) = rl.check() {
+                    self.report(format!("{at}.rateLimiter.{field}"), message);
+                }
+            }
+            (None, "rateLimiter") => self.report(
+                format!("{at}.rateLimiter"),
+                "a rateLimiter rule needs its handle (`rateLimiter: {algorithmName, \
+                 replenishRate, burstCapacity}`)",
+            ),
+            _ => {}
+        }
+        if spec.is_some() && *handle != RuleHandleSpec::default() {
+            self.report(
+                format!("{at}.handle"),
+                "is a divide rule handle; a rateLimiter rule takes `rateLimiter:`",
+            );
+        }
     }
 
     /// An expectation constrains something, and the upstream, selector and rule it names exist.
@@ -439,6 +475,11 @@ impl<'s> Validator<'s> {
                         self.live_rule(&live, &u.selector, &u.name, &at);
                         if let Some(cs) = &u.conditions {
                             self.conditions(cs, &format!("{at}.conditions"));
+                        }
+                        if let Some(rl) = &u.rate_limiter
+                            && let Err((field, message)) = rl.check()
+                        {
+                            self.report(format!("{at}.rateLimiter.{field}"), message);
                         }
                     }
                     Change::EnablePlugin(p) => {
