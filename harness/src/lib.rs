@@ -56,6 +56,17 @@ pub trait Env {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProcessEnv;
 
+/// A fixed environment, for tests of option parsing.
+#[cfg(test)]
+pub(crate) struct FakeEnv(pub(crate) std::collections::HashMap<&'static str, &'static str>);
+
+#[cfg(test)]
+impl Env for FakeEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).map(|v| (*v).to_owned())
+    }
+}
+
 impl Env for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
@@ -374,14 +385,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-
-    struct FakeEnv(HashMap<&'static str, &'static str>);
-
-    impl Env for FakeEnv {
-        fn var(&self, name: &str) -> Option<String> {
-            self.0.get(name).map(|v| (*v).to_owned())
-        }
-    }
+    use crate::FakeEnv;
 
     #[test]
     fn env_sets_bin_dir_and_keep() {

@@ -118,6 +118,19 @@ pub(crate) async fn etcd_health(http: &reqwest::Client, url: &str) -> Result<(),
     }
 }
 
+/// Connects to loopback `port` (1 s), sends `request`, and hands back the stream to read the
+/// answer from (reads time out after 2 s).
+fn send(port: u16, request: &[u8]) -> Result<TcpStream, String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    stream.write_all(request).map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
 /// ZooKeeper on loopback `port` answers the `srvr` four-letter word with its mode.
 pub(crate) async fn zookeeper_srvr(port: u16) -> Result<(), String> {
     tokio::task::spawn_blocking(move || srvr(port))
@@ -127,13 +140,7 @@ pub(crate) async fn zookeeper_srvr(port: u16) -> Result<(), String> {
 
 /// Sends `srvr` to ZooKeeper on loopback `port`; `Ok` when it reports its mode.
 fn srvr(port: u16) -> Result<(), String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .map_err(|e| e.to_string())?;
-    stream.write_all(b"srvr").map_err(|e| e.to_string())?;
+    let mut stream = send(port, b"srvr")?;
     let mut answer = String::new();
     stream
         .read_to_string(&mut answer)
@@ -154,13 +161,7 @@ pub(crate) async fn redis_ping(port: u16) -> Result<(), String> {
 
 /// Sends an inline `PING` to Redis on loopback `port`; `Ok` when it answers `+PONG`.
 fn ping(port: u16) -> Result<(), String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .map_err(|e| e.to_string())?;
-    stream.write_all(b"PING\r\n").map_err(|e| e.to_string())?;
+    let mut stream = send(port, b"PING\r\n")?;
     let mut answer = [0u8; 64];
     let n = stream.read(&mut answer).map_err(|e| e.to_string())?;
     let answer = String::from_utf8_lossy(&answer[..n]);

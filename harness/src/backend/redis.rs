@@ -171,14 +171,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-
-    struct FakeEnv(HashMap<&'static str, &'static str>);
-
-    impl Env for FakeEnv {
-        fn var(&self, name: &str) -> Option<String> {
-            self.0.get(name).map(|v| (*v).to_owned())
-        }
-    }
+    use crate::FakeEnv;
 
     #[test]
     fn required_redis_never_skips_and_a_skip_says_how_to_require_it() {
