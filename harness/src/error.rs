@@ -182,6 +182,14 @@ pub enum BackendError {
         /// What is missing.
         detail: String,
     },
+    /// A step stops or starts a component the topology does not run.
+    #[error(
+        "the topology runs no {component}: a step can only stop or start the case's components"
+    )]
+    ComponentNotStarted {
+        /// The component.
+        component: crate::scenario::ast::Component,
+    },
     /// A service did not answer `/actuator/health` with 200 before the deadline.
     #[error("{service} not healthy after {waited_ms} ms: {last}")]
     Unhealthy {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 use model::SyncMode;
 
@@ -26,8 +27,9 @@ pub struct Topology {
     pub store: Option<StoreServer>,
     /// The ZooKeeper or etcd container of the zookeeper and etcd modes (docker backend).
     store_container: Option<Store>,
-    /// The components the case asked for, each started once.
-    components: BTreeMap<Component, ComponentService>,
+    /// The components the case asked for, each started once (a step may stop and start
+    /// them: taken out of the map while that runs).
+    components: Mutex<BTreeMap<Component, ComponentService>>,
     upstreams: BTreeMap<String, UpstreamService>,
     dir: tempfile::TempDir,
     keep: bool,
@@ -81,7 +83,7 @@ impl Topology {
             admin,
             store,
             store_container,
-            components: started,
+            components: Mutex::new(started),
             upstreams: ups,
             dir,
             keep,
@@ -99,10 +101,39 @@ impl Topology {
     pub fn placeholder_values(&self) -> placeholder::Values {
         placeholder::Values {
             redis_url: self
-                .components
+                .components()
                 .get(&Component::Redis)
                 .map(ComponentService::url),
         }
+    }
+
+    /// Stops `component` (a step's `stop`); its address stays reserved for
+    /// [`Topology::start_component`].
+    pub async fn stop_component(&self, component: Component) -> Result<(), BackendError> {
+        let mut service = self.take(component)?;
+        let stopped = service.stop().await;
+        self.components().insert(component, service);
+        stopped
+    }
+
+    /// Starts a stopped `component` again at the same address and waits until it answers
+    /// (a step's `start`).
+    pub async fn start_component(&self, component: Component) -> Result<(), BackendError> {
+        let mut service = self.take(component)?;
+        let started = service.start().await;
+        self.components().insert(component, service);
+        started
+    }
+
+    /// Takes `component`'s service out of the map while a stop or start runs.
+    fn take(&self, component: Component) -> Result<ComponentService, BackendError> {
+        self.components()
+            .remove(&component)
+            .ok_or(BackendError::ComponentNotStarted { component })
+    }
+
+    fn components(&self) -> MutexGuard<'_, BTreeMap<Component, ComponentService>> {
+        self.components.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The docker run id (labels `gantry.run`, names `gantry-<id>-*`), for docker runs.
@@ -139,7 +170,7 @@ impl Topology {
                 store.log_tail(n)
             );
         }
-        for (component, service) in &self.components {
+        for (component, service) in self.components().iter() {
             tails += &format!(
                 "\n--- {component} log (last {n} lines{kept}) ---\n{}",
                 service.log_tail(n)

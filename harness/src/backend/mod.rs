@@ -291,6 +291,26 @@ impl ComponentService {
         }
     }
 
+    /// Stops it: the host process is killed (its port stays its own), the container stopped.
+    pub async fn stop(&mut self) -> Result<(), BackendError> {
+        match self {
+            ComponentService::Host(s) => {
+                s.stop().await;
+                Ok(())
+            }
+            ComponentService::Docker(c) => c.stop().await,
+        }
+    }
+
+    /// Starts it again after [`ComponentService::stop`], at the same address as the gateway
+    /// reaches it, and waits until it answers.
+    pub async fn start(&mut self) -> Result<(), BackendError> {
+        match self {
+            ComponentService::Host(s) => s.start_again().await,
+            ComponentService::Docker(c) => c.start().await,
+        }
+    }
+
     /// The last `n` lines of its log.
     pub fn log_tail(&self, n: usize) -> String {
         match self {

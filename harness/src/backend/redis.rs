@@ -52,6 +52,7 @@ pub fn skip_reason(env: &dyn Env, component: Component) -> Option<String> {
 #[derive(Debug)]
 pub struct RedisServer {
     port: u16,
+    dir: PathBuf,
     log: PathBuf,
     process: Option<Watched>,
 }
@@ -70,10 +71,31 @@ impl RedisServer {
             what: format!("creating {}", dir.display()),
             source,
         })?;
-        let port = free_port()?;
+        let mut server = RedisServer {
+            port: free_port()?,
+            dir: dir.to_owned(),
+            log: dir.join("redis.log"),
+            process: None,
+        };
+        server.spawn().await?;
+        Ok(server)
+    }
+
+    /// Starts the server again after [`RedisServer::stop`], on the same port and with the same
+    /// directory (and no data: nothing is persisted), and waits until it answers `PING`.
+    /// Does nothing while it runs.
+    pub async fn start_again(&mut self) -> Result<(), BackendError> {
+        if self.process.is_some() {
+            return Ok(());
+        }
+        self.spawn().await
+    }
+
+    /// Spawns `redis-server` on [`RedisServer::port`] and waits until it answers.
+    async fn spawn(&mut self) -> Result<(), BackendError> {
         let args = [
             "--port",
-            &port.to_string(),
+            &self.port.to_string(),
             "--bind",
             "127.0.0.1",
             "--save",
@@ -81,18 +103,18 @@ impl RedisServer {
             "--appendonly",
             "no",
             "--dir",
-            &dir.display().to_string(),
+            &self.dir.display().to_string(),
         ]
         .map(str::to_owned);
-        let log = dir.join("redis.log");
-        let process = Watched::spawn("redis", Path::new(REDIS_SERVER), &args, dir, &log)?;
-        let mut server = RedisServer {
-            port,
-            log,
-            process: Some(process),
-        };
-        server.await_ready().await?;
-        Ok(server)
+        let process = Watched::spawn(
+            "redis",
+            Path::new(REDIS_SERVER),
+            &args,
+            &self.dir,
+            &self.log,
+        )?;
+        self.process = Some(process);
+        self.await_ready().await
     }
 
     /// `127.0.0.1:<port>`: the address a host gateway reaches it at (`${redis.url}`).

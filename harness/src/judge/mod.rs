@@ -7,6 +7,7 @@
 //! Adding a judge: a [`crate::scenario::ast::CheckKind`] variant, a module here, a
 //! [`Measurements`] variant, and one arm where the runner observes.
 
+pub mod burst;
 pub mod distribution;
 pub mod hash;
 pub mod latency;
@@ -67,6 +68,8 @@ pub enum Measurements {
     Steer(steer::Stats),
     /// Sync latency quantiles.
     Latency(latency::Stats),
+    /// Answers per status of requests sent at once.
+    Burst(burst::Stats),
     /// Nothing was measured (the check was skipped or could not observe).
     None,
 }

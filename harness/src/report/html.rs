@@ -265,6 +265,15 @@ fn measured(m: &Measurements) -> String {
             "applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; probe p50 {:.2} ms ({} changes)",
             l.applied.p50, l.applied.p99, l.applied.max, l.probe.p50, l.changes
         ),
+        Measurements::Burst(b) => format!(
+            "{} sent at once: {}",
+            b.sent,
+            b.statuses
+                .iter()
+                .map(|(s, n)| format!("{n} × {s}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Measurements::None => String::new(),
     }
 }

@@ -17,6 +17,7 @@ use super::{Case, now_us};
 use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::RunErrorKind;
+use crate::judge::burst::BurstJudge;
 use crate::judge::distribution::{DistributionJudge, shares_from_weights};
 use crate::judge::hash::{HashJudge, Ring};
 use crate::judge::latency::{ChangeLatency, LatencyJudge};
@@ -138,6 +139,18 @@ impl Case<'_> {
             CheckKind::Latency(l) => {
                 let changes = self.latency(admin, l, made).await?;
                 LatencyJudge { limits: l.limits }.judge(&changes)
+            }
+            CheckKind::Burst(b) => {
+                let answers = futures_util::future::join_all(
+                    (0..b.requests).map(|_| self.send(&self.gateway, &b.request)),
+                )
+                .await;
+                let statuses: Vec<Result<u16, String>> =
+                    answers.into_iter().map(|a| a.map(|r| r.status)).collect();
+                BurstJudge {
+                    statuses: &b.statuses,
+                }
+                .judge(&statuses)
             }
         })
     }

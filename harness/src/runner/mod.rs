@@ -36,7 +36,9 @@ use crate::lower::{self, Addresses};
 use crate::probe::{Names, judge};
 use crate::report::{CaseRecord, ChangeTiming, Event, FinalDigests};
 use crate::scenario::Scenario;
-use crate::scenario::ast::{Change, Expect, Probe, RegistrationSpec, RequestSpec, Route, Wait};
+use crate::scenario::ast::{
+    Change, Expect, PluginSetup, Probe, RegistrationSpec, RequestSpec, Route, Wait,
+};
 use crate::scenario::placeholder;
 use crate::topology::Topology;
 use crate::wait::{Converged, WaitPolicy, await_convergence};
@@ -244,7 +246,7 @@ impl Case<'_> {
     ) -> StepResult<()> {
         for st in &self.scenario.steps {
             for change in &st.changes {
-                self.apply(admin, change, made, plugins).await?;
+                self.apply(admin, &st.name, change, made, plugins).await?;
             }
             let committed = now_us();
             let converge = self
@@ -275,6 +277,7 @@ impl Case<'_> {
     async fn apply(
         &self,
         admin: &AdminClient,
+        step: &str,
         change: &Change,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
@@ -339,7 +342,59 @@ impl Case<'_> {
                 rule.deleted = true;
                 Ok(())
             }
+            Change::UpdatePlugin(spec) => {
+                let field = format!("step `{step}`: updatePlugin `{}`", spec.name);
+                let original = self.update_plugin(admin, spec, &field, Step::Steps).await?;
+                // The first change of a plugin holds what teardown puts back.
+                if !made.plugins.iter().any(|p| p.id == original.id) {
+                    made.plugins.push(original);
+                }
+                Ok(())
+            }
+            Change::Stop(component) => self
+                .topo
+                .stop_component(*component)
+                .await
+                .map_err(at(Step::Steps)),
+            Change::Start(component) => self
+                .topo
+                .start_component(*component)
+                .await
+                .map_err(at(Step::Steps)),
         }
+    }
+
+    /// Sets a plugin's config (its placeholders filled in with this topology's addresses; a
+    /// problem is reported at `field`) and enabled flag; returns the plugin as it was.
+    async fn update_plugin(
+        &self,
+        admin: &AdminClient,
+        spec: &PluginSetup,
+        field: &str,
+        step: Step,
+    ) -> StepResult<model::PluginVo> {
+        let original = admin
+            .plugin(&spec.name)
+            .await
+            .map_err(at(step))?
+            .ok_or_else(|| (step, RunErrorKind::PluginNotFound(spec.name.clone())))?;
+        let mut changed = original.clone();
+        if let Some(config) = &spec.config {
+            let values = self.topo.placeholder_values();
+            let filled = placeholder::substitute(config, &values).map_err(|detail| {
+                (
+                    step,
+                    RunErrorKind::Placeholder {
+                        field: format!("{field}.config"),
+                        detail,
+                    },
+                )
+            })?;
+            changed.config = Some(filled);
+        }
+        changed.enabled = spec.enabled.unwrap_or(original.enabled);
+        admin.update_plugin(&changed).await.map_err(at(step))?;
+        Ok(original)
     }
 
     /// Puts every plugin a step changed back to its original enabled flag.
@@ -405,31 +460,9 @@ impl Case<'_> {
     async fn setup(&self, admin: &AdminClient) -> StepResult<Made> {
         let mut plugins: HashMap<&str, String> = HashMap::new();
         let mut made = Made::default();
-        let values = self.topo.placeholder_values();
         for (i, spec) in self.scenario.setup.plugins.iter().enumerate() {
-            let original = admin
-                .plugin(&spec.name)
-                .await
-                .map_err(at(Step::Setup))?
-                .ok_or_else(|| (Step::Setup, RunErrorKind::PluginNotFound(spec.name.clone())))?;
-            let mut changed = original.clone();
-            if let Some(config) = &spec.config {
-                let filled = placeholder::substitute(config, &values).map_err(|detail| {
-                    (
-                        Step::Setup,
-                        RunErrorKind::Placeholder {
-                            field: format!("setup.plugins[{i}].config"),
-                            detail,
-                        },
-                    )
-                })?;
-                changed.config = Some(filled);
-            }
-            changed.enabled = spec.enabled.unwrap_or(original.enabled);
-            admin
-                .update_plugin(&changed)
-                .await
-                .map_err(at(Step::Setup))?;
+            let field = format!("setup.plugins[{i}]");
+            let original = self.update_plugin(admin, spec, &field, Step::Setup).await?;
             made.plugins.push(original);
         }
         for spec in &self.scenario.setup.selectors {

@@ -508,6 +508,9 @@ pub enum CheckKind {
     Steer(SteerSpec),
     /// Sync latency over repeated changes: admin commit → gateway applied → probe passes.
     Latency(LatencySpec),
+    /// Requests sent all at once; the answers counted per HTTP status must be exactly the
+    /// expected counts (a concurrency limit's allowed/denied split).
+    Burst(BurstSpec),
 }
 
 impl CheckKind {
@@ -520,6 +523,7 @@ impl CheckKind {
             CheckKind::Hash(_) => "hash",
             CheckKind::Steer(_) => "steer",
             CheckKind::Latency(_) => "latency",
+            CheckKind::Burst(_) => "burst",
         }
     }
 
@@ -532,6 +536,7 @@ impl CheckKind {
             CheckKind::Hash(h) => &h.request,
             CheckKind::Steer(s) => &s.request,
             CheckKind::Latency(l) => &l.request,
+            CheckKind::Burst(b) => &b.request,
         }
     }
 }
@@ -558,10 +563,19 @@ struct RawCheck {
     steer: Option<SteerSpec>,
     /// Sync latency over repeated changes.
     latency: Option<LatencySpec>,
+    /// Requests sent at once, answers counted per status.
+    burst: Option<BurstSpec>,
 }
 
 /// The judge keys of a check; with the probe (`request` + `expect`) exactly one kind is given.
-const JUDGE_KEYS: [&str; 5] = ["distribution", "roundRobin", "hash", "steer", "latency"];
+const JUDGE_KEYS: [&str; 6] = [
+    "distribution",
+    "roundRobin",
+    "hash",
+    "steer",
+    "latency",
+    "burst",
+];
 
 /// In the schema a check is what [`RawCheck`] reads, plus what `TryFrom<RawCheck>` enforces:
 /// exactly one of the probe (`request` + `expect`, `repeat` only with them) or a judge key.
@@ -610,6 +624,7 @@ impl TryFrom<RawCheck> for Check {
         kinds.extend(raw.hash.map(CheckKind::Hash));
         kinds.extend(raw.steer.map(CheckKind::Steer));
         kinds.extend(raw.latency.map(CheckKind::Latency));
+        kinds.extend(raw.burst.map(CheckKind::Burst));
         let judge_keys = JUDGE_KEYS.join(", ");
         let probe = match (raw.request, raw.expect) {
             (Some(request), Some(expect)) => Some(ProbeCheck {
@@ -772,6 +787,22 @@ pub struct SteerSpec {
     pub min_share: f64,
 }
 
+/// `burst:` send `requests` copies of `request` at once (each on its own connection) and count
+/// the answers per HTTP status: the counts must be exactly `statuses`. Slow answers that keep
+/// requests in flight come from the echo upstream's delay header
+/// (`headers: { x-gantry-delay: alpha=2s }`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BurstSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// How many copies are in flight at once (1 to 256).
+    pub requests: u32,
+    /// The expected number of answers per HTTP status, e.g. `{ 200: 3, 429: 2 }`; they add
+    /// up to `requests`.
+    pub statuses: BTreeMap<u16, u32>,
+}
+
 fn twenty() -> u32 {
     20
 }
@@ -856,7 +887,8 @@ fn no_null_defaults(schema: &mut Schema) {
     }
 }
 
-/// One step: admin changes, a wait that proves them live, then checks.
+/// One step: admin changes and component stops/starts, a wait that proves them live, then
+/// checks.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StepSpec {
@@ -873,7 +905,8 @@ pub struct StepSpec {
     pub checks: Vec<Check>,
 }
 
-/// One admin change of a step; names refer to setup objects.
+/// One change of a step: an admin change (names refer to setup objects) or a component
+/// stopped or started.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Change {
@@ -887,6 +920,31 @@ pub enum Change {
     DeleteSelector(String),
     /// `DELETE /rule/batch`.
     DeleteRule(RuleRef),
+    /// `PUT /plugin/{id}`: a plugin's config (placeholders filled in) and enabled flag, as in
+    /// `setup.plugins`; restored in teardown.
+    UpdatePlugin(PluginSetup),
+    /// Stops one of the case's `components` (the host process is killed; the container is
+    /// stopped). What depends on it meets its failure policy until a `start`.
+    Stop(Component),
+    /// Starts a stopped component again, at the same address, empty (Redis keeps no data),
+    /// and waits until it answers.
+    Start(Component),
+}
+
+impl Change {
+    /// The key that names the change in a file (`deleteSelector`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::UpdateSelector(_) => "updateSelector",
+            Change::UpdateRule(_) => "updateRule",
+            Change::EnablePlugin(_) => "enablePlugin",
+            Change::DeleteSelector(_) => "deleteSelector",
+            Change::DeleteRule(_) => "deleteRule",
+            Change::UpdatePlugin(_) => "updatePlugin",
+            Change::Stop(_) => "stop",
+            Change::Start(_) => "start",
+        }
+    }
 }
 
 /// Fields of a setup selector to replace.

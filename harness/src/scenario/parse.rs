@@ -11,8 +11,8 @@ use std::time::Duration;
 use model::ParamType;
 
 use super::ast::{
-    Change, Check, CheckKind, ConditionSpec, Expect, RateLimiterSpec, RuleHandleSpec, RuleSpec,
-    Scenario, Wait,
+    Change, Check, CheckKind, Component, ConditionSpec, Expect, PluginSetup, RateLimiterSpec,
+    RuleHandleSpec, RuleSpec, Scenario, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -253,30 +253,39 @@ impl<'s> Validator<'s> {
             "plugin",
         );
         for (i, p) in s.setup.plugins.iter().enumerate() {
-            let at = format!("setup.plugins[{i}]");
-            if p.config.is_none() && p.enabled.is_none() {
-                self.report(at.clone(), "sets nothing: give `config`, `enabled` or both");
-            }
-            let Some(config) = &p.config else { continue };
-            let problems = placeholder::problems(config, &s.components);
-            let filled = placeholder::substitute(
-                config,
-                &placeholder::Values {
-                    redis_url: Some("127.0.0.1:6379".into()),
-                },
-            );
-            for problem in &problems {
-                self.report(format!("{at}.config"), problem.clone());
-            }
-            if let (true, Ok(text)) = (problems.is_empty(), filled) {
-                match serde_json::from_str::<serde_json::Value>(&text) {
-                    Ok(v) if v.is_object() => {}
-                    Ok(_) => self.report(format!("{at}.config"), "must be a JSON object"),
-                    Err(e) => self.report(
-                        format!("{at}.config"),
-                        format!("must be a JSON object: {e}"),
-                    ),
-                }
+            self.plugin_setup(p, &format!("setup.plugins[{i}]"));
+        }
+    }
+
+    /// One plugin change (`setup.plugins[i]`, `updatePlugin`): it sets something, and its
+    /// config is a JSON object whose placeholders are known and backed by `components`.
+    fn plugin_setup(&mut self, p: &PluginSetup, at: &str) {
+        let s = self.s;
+        if p.name.trim().is_empty() {
+            self.report(format!("{at}.name"), "must not be empty");
+        }
+        if p.config.is_none() && p.enabled.is_none() {
+            self.report(at, "sets nothing: give `config`, `enabled` or both");
+        }
+        let Some(config) = &p.config else { return };
+        let problems = placeholder::problems(config, &s.components);
+        let filled = placeholder::substitute(
+            config,
+            &placeholder::Values {
+                redis_url: Some("127.0.0.1:6379".into()),
+            },
+        );
+        for problem in &problems {
+            self.report(format!("{at}.config"), problem.clone());
+        }
+        if let (true, Ok(text)) = (problems.is_empty(), filled) {
+            match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) if v.is_object() => {}
+                Ok(_) => self.report(format!("{at}.config"), "must be a JSON object"),
+                Err(e) => self.report(
+                    format!("{at}.config"),
+                    format!("must be a JSON object: {e}"),
+                ),
             }
         }
     }
@@ -448,6 +457,8 @@ impl<'s> Validator<'s> {
                 )
             })
             .collect();
+        // Components a step stopped and no later step started yet.
+        let mut stopped: HashSet<Component> = HashSet::new();
         for (i, st) in s.steps.iter().enumerate() {
             if st.changes.is_empty() {
                 self.report(
@@ -497,6 +508,29 @@ impl<'s> Validator<'s> {
                         self.live_rule(&live, &r.selector, &r.name, &at);
                         if let Some(rules) = live.get_mut(r.selector.as_str()) {
                             rules.remove(r.name.as_str());
+                        }
+                    }
+                    Change::UpdatePlugin(p) => {
+                        self.plugin_setup(p, &format!("{at}.updatePlugin"));
+                    }
+                    Change::Stop(component) | Change::Start(component) => {
+                        let starting = matches!(c, Change::Start(_));
+                        let at = format!("{at}.{}", c.name());
+                        if !s.components.contains(component) {
+                            self.report(
+                                at,
+                                format!("`{component}` is not one of the case's `components`"),
+                            );
+                        } else if stopped.contains(component) != starting {
+                            let state = if starting { "running" } else { "stopped" };
+                            self.report(
+                                at,
+                                format!("`{component}` is already {state} at this point"),
+                            );
+                        } else if starting {
+                            stopped.remove(component);
+                        } else {
+                            stopped.insert(*component);
                         }
                     }
                 }
@@ -622,6 +656,32 @@ impl<'s> Validator<'s> {
                     );
                 }
             }
+            CheckKind::Burst(b) => {
+                if !(1..=MAX_BURST).contains(&b.requests) {
+                    self.report(
+                        format!("{base}.requests"),
+                        format!("must be between 1 and {MAX_BURST}, got {}", b.requests),
+                    );
+                }
+                for status in b.statuses.keys() {
+                    if !(100..=599).contains(status) {
+                        self.report(
+                            format!("{base}.statuses.{status}"),
+                            "not an HTTP status (100 to 599)",
+                        );
+                    }
+                }
+                let expected: u64 = b.statuses.values().map(|&n| u64::from(n)).sum();
+                if expected != u64::from(b.requests) {
+                    self.report(
+                        format!("{base}.statuses"),
+                        format!(
+                            "the counts add up to {expected}, but {} requests are sent",
+                            b.requests
+                        ),
+                    );
+                }
+            }
         }
     }
 
@@ -662,6 +722,9 @@ impl<'s> Validator<'s> {
 
 /// The most client addresses a hash check may ask for.
 const MAX_HASH_CLIENTS: u32 = 1024;
+
+/// The most requests a burst check sends at once.
+const MAX_BURST: u32 = 256;
 
 /// The longest probe interval of a latency check.
 pub const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
@@ -1222,5 +1285,88 @@ steps:
             "",
         ));
         assert!(e.contains("setup.plugins[0]: sets nothing"), "{e}");
+    }
+
+    /// Steps of the Redis case: stop, reconfigure, start.
+    const OUTAGE: &str = "
+steps:
+  - name: down
+    changes:
+      - stop: redis
+      - updatePlugin:
+          name: rateLimiter
+          config: '{\"mode\":\"standalone\",\"url\":\"${redis.url}\",\"failClosed\":true}'
+    wait: { probe: { request: { path: /limited }, expect: { status: 429 } } }
+  - name: up
+    changes:
+      - start: redis
+    wait: { probe: { request: { path: /limited }, expect: { status: 200 } } }
+";
+
+    #[test]
+    fn steps_stop_and_start_components_and_update_plugins() {
+        use super::super::ast::Component;
+        let s = parse_str(Path::new("x.yaml"), &format!("{REDIS}{OUTAGE}")).unwrap();
+        assert_eq!(s.steps[0].changes[0], Change::Stop(Component::Redis));
+        let Change::UpdatePlugin(p) = &s.steps[0].changes[1] else {
+            panic!("{:?}", s.steps[0].changes[1]);
+        };
+        assert_eq!(p.name, "rateLimiter");
+        assert!(p.config.as_deref().unwrap().contains("failClosed"));
+        assert_eq!(s.steps[1].changes[0], Change::Start(Component::Redis));
+    }
+
+    #[test]
+    fn component_changes_must_fit_the_case_and_the_order() {
+        let e = err(&format!(
+            "{}{OUTAGE}",
+            REDIS
+                .replace("components: [redis]", "components: []")
+                .replace("${redis.url}", "127.0.0.1:1")
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].stop: `redis` is not one of the case's `components`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("steps[0].changes[1].updatePlugin.config: uses `${redis.url}`"),
+            "{e}"
+        );
+        let e = err(&format!("{REDIS}{OUTAGE}").replace("- start: redis", "- stop: redis"));
+        assert!(
+            e.contains("steps[1].changes[0].stop: `redis` is already stopped at this point"),
+            "{e}"
+        );
+        let e = err(&format!("{REDIS}{OUTAGE}").replace("- stop: redis", "- start: redis"));
+        assert!(
+            e.contains("steps[0].changes[0].start: `redis` is already running at this point"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_burst_must_count_every_request() {
+        let burst = "  - name: b\n    burst: { request: { path: /x }, requests: 5, statuses: { 200: 3, 429: 1 } }\n";
+        let e = err(&with_judges(burst));
+        assert!(
+            e.contains("checks[2].burst.statuses: the counts add up to 4, but 5 requests are sent"),
+            "{e}"
+        );
+        let e = err(&with_judges(
+            &burst
+                .replace("requests: 5", "requests: 0")
+                .replace("200: 3, 429: 1", "42: 0"),
+        ));
+        assert!(
+            e.contains("checks[2].burst.requests: must be between 1 and 256, got 0"),
+            "{e}"
+        );
+        assert!(
+            e.contains("checks[2].burst.statuses.42: not an HTTP status"),
+            "{e}"
+        );
+        let ok = burst.replace("429: 1", "429: 2");
+        let s = parse_str(Path::new("x.yaml"), &with_judges(&ok)).unwrap();
+        assert_eq!(s.checks[2].kind.name(), "burst");
     }
 }

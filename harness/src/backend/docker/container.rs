@@ -21,8 +21,12 @@ const LOG_LIMIT: usize = 256 * 1024;
 /// A running container of a run; removed with its run.
 #[derive(Debug)]
 pub struct Container {
+    docker: Docker,
     name: String,
     role: &'static str,
+    /// `<port>/tcp`: the port it publishes.
+    port_key: String,
+    probe: Probe,
     url: String,
     peer: String,
     logs: Arc<Mutex<String>>,
@@ -36,40 +40,85 @@ impl Container {
         docker: &Docker,
         spec: &ContainerSpec,
     ) -> Result<Self, BackendError> {
-        let port_key = format!("{}/tcp", spec.port);
-        let what = |verb: &str| format!("{verb} container {}", spec.name);
         let logs = Arc::new(Mutex::new(String::new()));
         let follower = tokio::spawn(follow_logs(
             docker.clone(),
             spec.name.clone(),
             Arc::clone(&logs),
+            0,
         ));
         let mut container = Container {
+            docker: docker.clone(),
             name: spec.name.clone(),
             role: spec.role,
+            port_key: format!("{}/tcp", spec.port),
+            probe: spec.probe,
             url: String::new(),
             peer: format!("{}:{}", spec.name, spec.port),
             logs,
             follower,
         };
-        let inspect = docker
-            .inspect_container(&spec.name, None)
+        container.await_running().await?;
+        Ok(container)
+    }
+
+    /// Stops the container (it keeps its name, so peers reach it again after
+    /// [`Container::start`]).
+    pub async fn stop(&mut self) -> Result<(), BackendError> {
+        let opts = bollard::query_parameters::StopContainerOptionsBuilder::default()
+            .t(0)
+            .build();
+        self.docker
+            .stop_container(&self.name, Some(opts))
+            .await
+            .map_err(docker_err(format!("stopping container {}", self.name)))
+    }
+
+    /// Starts the stopped container again, reads its (possibly new) published port and waits
+    /// until it is ready; its logs keep reaching [`Container::log_tail`].
+    pub async fn start(&mut self) -> Result<(), BackendError> {
+        self.docker
+            .start_container(
+                &self.name,
+                None::<bollard::query_parameters::StartContainerOptions>,
+            )
+            .await
+            .map_err(docker_err(format!("starting container {}", self.name)))?;
+        // The first follower ended with the container; this one reads from the restart on.
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX));
+        self.follower.abort();
+        self.follower = tokio::spawn(follow_logs(
+            self.docker.clone(),
+            self.name.clone(),
+            Arc::clone(&self.logs),
+            since,
+        ));
+        self.await_running().await
+    }
+
+    /// Reads the published port into [`Container::url`], then waits until it is ready.
+    async fn await_running(&mut self) -> Result<(), BackendError> {
+        let what = |verb: &str| format!("{verb} container {}", self.name);
+        let inspect = self
+            .docker
+            .inspect_container(&self.name, None)
             .await
             .map_err(docker_err(what("inspecting")))?;
         let host_port = inspect
             .network_settings
             .and_then(|n| n.ports)
-            .and_then(|mut p| p.remove(&port_key))
+            .and_then(|mut p| p.remove(&self.port_key))
             .flatten()
             .and_then(|b| b.into_iter().find_map(|b| b.host_port))
             .filter(|p| !p.is_empty())
             .ok_or_else(|| BackendError::Docker {
                 what: what("reading the published port of"),
-                detail: format!("no host port for {port_key}"),
+                detail: format!("no host port for {}", self.port_key),
             })?;
-        container.url = format!("http://127.0.0.1:{host_port}");
-        container.await_healthy(spec.probe).await?;
-        Ok(container)
+        self.url = format!("http://127.0.0.1:{host_port}");
+        self.await_healthy(self.probe).await
     }
 
     /// The container name.
@@ -129,11 +178,12 @@ impl Container {
     }
 }
 
-/// Appends the logs of container `name` to `logs` until it stops, keeping the newest half
-/// when they pass [`LOG_LIMIT`].
-async fn follow_logs(docker: Docker, name: String, logs: Arc<Mutex<String>>) {
+/// Appends the logs of container `name` since `since` (Unix seconds; 0: all) to `logs` until
+/// it stops, keeping the newest half when they pass [`LOG_LIMIT`].
+async fn follow_logs(docker: Docker, name: String, logs: Arc<Mutex<String>>, since: i32) {
     let opts = LogsOptionsBuilder::default()
         .follow(true)
+        .since(since)
         .stdout(true)
         .stderr(true)
         .build();

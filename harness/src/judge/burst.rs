@@ -1,0 +1,107 @@
+//! The burst judge: requests sent all at once, their answers counted per HTTP status, must
+//! split exactly as expected (`{200: 3, 429: 2}`: three in, two denied by a concurrency
+//! limit). A request that got no answer at all is a failure of its own.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Judge, Measurements, Verdict};
+
+/// The expected answers per status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BurstJudge<'a> {
+    /// Answers per HTTP status.
+    pub statuses: &'a BTreeMap<u16, u32>,
+}
+
+/// What a burst got.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Requests sent.
+    pub sent: u32,
+    /// Answers per HTTP status.
+    pub statuses: BTreeMap<u16, u32>,
+    /// Requests without an answer.
+    pub failed: u32,
+}
+
+impl Judge for BurstJudge<'_> {
+    /// Each request's status, or why it got none.
+    type Observation = Vec<Result<u16, String>>;
+
+    fn judge(&self, answers: &Self::Observation) -> Verdict {
+        let mut stats = Stats {
+            sent: u32::try_from(answers.len()).unwrap_or(u32::MAX),
+            ..Stats::default()
+        };
+        let mut failures = Vec::new();
+        for answer in answers {
+            match answer {
+                Ok(status) => *stats.statuses.entry(*status).or_default() += 1,
+                Err(e) => {
+                    stats.failed += 1;
+                    failures.push(format!("a request got no answer: {e}"));
+                }
+            }
+        }
+        if stats.statuses != *self.statuses {
+            failures.insert(
+                0,
+                format!(
+                    "answers per status: expected {}, got {}",
+                    show(self.statuses),
+                    show(&stats.statuses)
+                ),
+            );
+        }
+        Verdict {
+            failures,
+            measurements: Measurements::Burst(stats),
+        }
+    }
+}
+
+/// `{200: 3, 429: 2}`.
+fn show(statuses: &BTreeMap<u16, u32>) -> String {
+    let parts: Vec<String> = statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_must_be_exact() {
+        let expected = BTreeMap::from([(200, 3), (429, 2)]);
+        let judge = BurstJudge {
+            statuses: &expected,
+        };
+        let right = vec![Ok(200), Ok(429), Ok(200), Ok(429), Ok(200)];
+        let verdict = judge.judge(&right);
+        assert!(verdict.passed(), "{:?}", verdict.failures);
+        assert_eq!(
+            verdict.measurements,
+            Measurements::Burst(Stats {
+                sent: 5,
+                statuses: expected.clone(),
+                failed: 0
+            })
+        );
+        // A limiter that lets everything through (or leaks a slot) fails.
+        let all_in = vec![Ok(200); 5];
+        assert_eq!(
+            judge.judge(&all_in).failures,
+            vec!["answers per status: expected {200: 3, 429: 2}, got {200: 5}".to_owned()]
+        );
+        let one_lost = vec![Ok(200), Ok(200), Ok(200), Ok(429), Err("reset".to_owned())];
+        assert_eq!(
+            judge.judge(&one_lost).failures,
+            vec![
+                "answers per status: expected {200: 3, 429: 2}, got {200: 3, 429: 1}".to_owned(),
+                "a request got no answer: reset".to_owned()
+            ]
+        );
+    }
+}
