@@ -182,13 +182,27 @@ pub enum BackendError {
         /// What is missing.
         detail: String,
     },
-    /// A step stops or starts a component the topology does not run.
-    #[error(
-        "the topology runs no {component}: a step can only stop or start the case's components"
-    )]
-    ComponentNotStarted {
-        /// The component.
-        component: crate::scenario::ast::Component,
+    /// A step's fault names a process the topology does not run.
+    #[error("the topology runs no {target}: a step can only act on the processes it runs")]
+    NoSuchProcess {
+        /// The process.
+        target: crate::scenario::ast::Target,
+    },
+    /// A fault this backend cannot inject yet.
+    #[error("`{action}: {target}` is not supported on the {backend} backend yet")]
+    FaultUnsupported {
+        /// `kill`, `pause`, ...
+        action: &'static str,
+        /// The process.
+        target: crate::scenario::ast::Target,
+        /// `docker`.
+        backend: &'static str,
+    },
+    /// A signal was meant for a process that is not running.
+    #[error("{service} is not running")]
+    NotRunning {
+        /// The service.
+        service: String,
     },
     /// A service did not answer `/actuator/health` with 200 before the deadline.
     #[error("{service} not healthy after {waited_ms} ms: {last}")]
@@ -322,6 +336,20 @@ pub enum RunErrorKind {
         id: String,
     },
     /// A step names an object that setup did not make or a step already deleted.
+    /// A step with faults converged later than its bound.
+    #[error(
+        "step `{step}`: the gateway converged {took_ms} ms after the faults, later than the \
+         bound of {bound_ms} ms (`converge`)"
+    )]
+    ConvergedLate {
+        /// The step.
+        step: String,
+        /// From the end of its changes to digest equality.
+        took_ms: u64,
+        /// Its `converge` bound.
+        bound_ms: u64,
+    },
+    /// An object a step names does not exist.
     #[error("{0} does not exist (not made by setup, or already deleted)")]
     UnknownObject(String),
     /// The admin deleted a different number of selectors than asked.

@@ -7,13 +7,17 @@ use std::collections::btree_map::Entry;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
+use rustix::process::Signal;
+
 use model::SyncMode;
 
 use crate::backend::{
     Backend, ComponentService, Run, Service, Store, StoreKind, StoreServer, UpstreamService,
 };
 use crate::error::BackendError;
-use crate::scenario::ast::Component;
+use crate::backend::host;
+use crate::backend::middleware::signal;
+use crate::scenario::ast::{Component, FaultAction, Target};
 use crate::scenario::placeholder;
 
 /// A running topology; dropping it stops everything (gateway first).
@@ -23,8 +27,9 @@ pub struct Topology {
     pub gateway: Service,
     /// The admin.
     pub admin: Service,
-    /// The ZooKeeper or etcd server of the zookeeper and etcd modes (host backend).
-    pub store: Option<StoreServer>,
+    /// The ZooKeeper or etcd server of the zookeeper and etcd modes (host backend); taken
+    /// out while a step stops or starts it.
+    store: Mutex<Option<StoreServer>>,
     /// The ZooKeeper or etcd container of the zookeeper and etcd modes (docker backend).
     store_container: Option<Store>,
     /// The components the case asked for, each started once (a step may stop and start
@@ -81,7 +86,7 @@ impl Topology {
         Ok(Self {
             gateway,
             admin,
-            store,
+            store: Mutex::new(store),
             store_container,
             components: Mutex::new(started),
             upstreams: ups,
@@ -107,29 +112,60 @@ impl Topology {
         }
     }
 
-    /// Stops `component` (a step's `stop`); its address stays reserved for
-    /// [`Topology::start_component`].
-    pub async fn stop_component(&self, component: Component) -> Result<(), BackendError> {
-        let mut service = self.take(component)?;
-        let stopped = service.stop().await;
-        self.components().insert(component, service);
-        stopped
+    /// Applies a step's fault to `target`: stops, kills, starts, restarts, pauses or resumes
+    /// it. A stopped process keeps its address, so a `start` brings it back where its peers
+    /// look for it.
+    pub async fn fault(&self, action: FaultAction, target: Target) -> Result<(), BackendError> {
+        let unsupported = |backend| BackendError::FaultUnsupported {
+            action: action.name(),
+            target,
+            backend,
+        };
+        match target {
+            Target::Admin | Target::Gateway => {
+                let service = if target == Target::Admin {
+                    &self.admin
+                } else {
+                    &self.gateway
+                };
+                match service {
+                    Service::Host(s) => host_fault(s, action).await,
+                    Service::Docker(_) => Err(unsupported("docker")),
+                }
+            }
+            Target::Zookeeper | Target::Etcd => {
+                let missing = BackendError::NoSuchProcess { target };
+                let mut store = match self.stores().take() {
+                    Some(s) if s.kind().name() == target.name() => s,
+                    Some(other) => {
+                        *self.stores() = Some(other);
+                        return Err(match &self.store_container {
+                            Some(_) => unsupported("docker"),
+                            None => missing,
+                        });
+                    }
+                    None if self.store_container.is_some() => return Err(unsupported("docker")),
+                    None => return Err(missing),
+                };
+                let done = store_fault(&mut store, action).await;
+                *self.stores() = Some(store);
+                done
+            }
+            Target::Redis => {
+                let component = Component::Redis;
+                let mut service = self
+                    .components()
+                    .remove(&component)
+                    .ok_or(BackendError::NoSuchProcess { target })?;
+                let done = component_fault(&mut service, action).await;
+                self.components().insert(component, service);
+                done
+            }
+        }
     }
 
-    /// Starts a stopped `component` again at the same address and waits until it answers
-    /// (a step's `start`).
-    pub async fn start_component(&self, component: Component) -> Result<(), BackendError> {
-        let mut service = self.take(component)?;
-        let started = service.start().await;
-        self.components().insert(component, service);
-        started
-    }
-
-    /// Takes `component`'s service out of the map while a stop or start runs.
-    fn take(&self, component: Component) -> Result<ComponentService, BackendError> {
-        self.components()
-            .remove(&component)
-            .ok_or(BackendError::ComponentNotStarted { component })
+    fn stores(&self) -> MutexGuard<'_, Option<StoreServer>> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn components(&self) -> MutexGuard<'_, BTreeMap<Component, ComponentService>> {
@@ -163,7 +199,7 @@ impl Topology {
                 )
             })
             .collect();
-        if let Some(store) = &self.store {
+        if let Some(store) = self.stores().as_ref() {
             tails += &format!(
                 "\n--- {} log (last {n} lines{kept}) ---\n{}",
                 store.kind().name(),
@@ -183,5 +219,54 @@ impl Topology {
             );
         }
         tails
+    }
+}
+
+/// A fault on a host admin or gateway.
+async fn host_fault(s: &host::Service, action: FaultAction) -> Result<(), BackendError> {
+    match action {
+        FaultAction::Stop => s.stop().await,
+        FaultAction::Kill => s.kill().await,
+        FaultAction::Start => return s.start().await,
+        FaultAction::Restart => {
+            s.stop().await;
+            return s.start().await;
+        }
+        FaultAction::Pause => return s.signal(Signal::STOP),
+        FaultAction::Resume => return s.signal(Signal::CONT),
+    }
+    Ok(())
+}
+
+/// A fault on a host ZooKeeper or etcd server (stopping one always kills it).
+async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), BackendError> {
+    let name = s.kind().name();
+    let pid = || s.pid().ok_or_else(|| BackendError::NotRunning {
+        service: name.to_owned(),
+    });
+    match action {
+        FaultAction::Stop | FaultAction::Kill => s.stop().await,
+        FaultAction::Start => return s.start_again().await,
+        FaultAction::Restart => return s.restart().await,
+        FaultAction::Pause => return signal(name, pid()?, Signal::STOP),
+        FaultAction::Resume => return signal(name, pid()?, Signal::CONT),
+    }
+    Ok(())
+}
+
+/// A fault on a component (Redis): a host process or a container.
+async fn component_fault(
+    service: &mut ComponentService,
+    action: FaultAction,
+) -> Result<(), BackendError> {
+    match action {
+        FaultAction::Stop | FaultAction::Kill => service.stop().await,
+        FaultAction::Start => service.start().await,
+        FaultAction::Restart => {
+            service.stop().await?;
+            service.start().await
+        }
+        FaultAction::Pause => service.signal(Signal::STOP, action),
+        FaultAction::Resume => service.signal(Signal::CONT, action),
     }
 }

@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use model::SyncMode;
@@ -273,70 +274,22 @@ impl HostBackend {
         env: (&str, &str),
         dir: &Path,
     ) -> Result<Service, BackendError> {
-        let io = |what: String| move |source| BackendError::Io { what, source };
         let log = dir.join(format!("{name}.log"));
-        let stderr =
-            std::fs::File::create(&log).map_err(io(format!("creating {}", log.display())))?;
-        let path = self.binary(bin);
-        let mut child = Command::new(&path)
-            .arg("--exit-on-stdin-eof")
-            .args(&args)
-            .env("NO_COLOR", "1")
-            .env(env.0, env.1)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .map_err(io(format!("starting {}", path.display())))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("stdout is piped");
         let mut service = Service {
             name: name.to_owned(),
             url: String::new(),
+            launch: Launch {
+                program: self.binary(bin),
+                args,
+                env: (env.0.to_owned(), env.1.to_owned()),
+            },
             log,
-            child,
-            _stdin: stdin,
+            process: Mutex::new(None),
         };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let _ = tx.send(lines.next());
-            // Keep draining so a stray write never hits a closed pipe.
-            lines.for_each(drop);
-        });
-        let announce = |detail: String| BackendError::NoListenLine {
-            service: name.to_owned(),
-            detail,
-        };
-        let line = match tokio::time::timeout(ANNOUNCE_TIMEOUT, rx).await {
-            Err(_) => {
-                return Err(announce(format!(
-                    "nothing within {}s",
-                    ANNOUNCE_TIMEOUT.as_secs()
-                )));
-            }
-            Ok(Err(_)) | Ok(Ok(None)) => {
-                let status = service
-                    .child
-                    .wait()
-                    .map(|s| s.to_string())
-                    .unwrap_or_default();
-                return Err(announce(format!(
-                    "exited ({status}) first; log:\n{}",
-                    service.log_tail(40)
-                )));
-            }
-            Ok(Ok(Some(Err(e)))) => return Err(announce(e.to_string())),
-            Ok(Ok(Some(Ok(line)))) => line,
-        };
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .filter(|u| u.starts_with("http://"));
-        service.url = url
-            .ok_or_else(|| announce(format!("printed {line:?}")))?
-            .to_owned();
-        service.await_healthy().await?;
+        let url = service.launch().await?;
+        // Later starts keep the address: peers and clients hold it.
+        service.launch.pin_port(&url);
+        service.url = url;
         Ok(service)
     }
 }
@@ -363,14 +316,71 @@ impl<'a> AdminLaunch<'a> {
     }
 }
 
-/// A running service; killed and reaped on drop.
+/// How a service is started: its program, arguments and secret variable.
+#[derive(Debug)]
+struct Launch {
+    program: PathBuf,
+    args: Vec<String>,
+    env: (String, String),
+}
+
+impl Launch {
+    /// Replaces the `--port` value with the port of `url`, so a restart keeps the address.
+    fn pin_port(&mut self, url: &str) {
+        let port = url.rsplit(':').next().unwrap_or("0").to_owned();
+        if let Some(i) = self.args.iter().position(|a| a == "--port") {
+            if let Some(value) = self.args.get_mut(i + 1) {
+                *value = port;
+            }
+        }
+    }
+}
+
+/// A running child process and the pipe it exits on when closed (`--exit-on-stdin-eof`).
+#[derive(Debug)]
+struct Process {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Process {
+    /// Kills the process (unless `graceful` and it exits within [`STOP_TIMEOUT`] of its
+    /// stdin closing) and reaps it; runs on a blocking thread.
+    async fn end(mut self, graceful: bool) {
+        let ended = tokio::task::spawn_blocking(move || {
+            if graceful {
+                drop(self.stdin.take());
+                let deadline = std::time::Instant::now() + STOP_TIMEOUT;
+                while std::time::Instant::now() < deadline {
+                    if matches!(self.child.try_wait(), Ok(Some(_)) | Err(_)) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        })
+        .await;
+        if let Err(e) = ended {
+            tracing::error!("ending a service process: {e}");
+        }
+    }
+}
+
+/// How long a gracefully stopped service may take to exit before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A service process: started once on a port it keeps, then stopped, killed, started,
+/// paused and resumed as a case's steps say; killed and reaped on drop.
 #[derive(Debug)]
 pub struct Service {
     name: String,
     url: String,
     log: PathBuf,
-    child: Child,
-    _stdin: Option<ChildStdin>,
+    launch: Launch,
+    /// The running process; `None` while stopped.
+    process: Mutex<Option<Process>>,
 }
 
 impl Service {
@@ -379,40 +389,148 @@ impl Service {
         &self.name
     }
 
-    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    /// Base URL, e.g. `http://127.0.0.1:40123`; the same across restarts.
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    /// The process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process().as_ref().map(|p| p.child.id())
     }
 
-    /// The last `n` lines of the service's stderr log.
+    /// The last `n` lines of the service's stderr log (every start appends to it).
     pub fn log_tail(&self, n: usize) -> String {
         std::fs::read_to_string(&self.log)
             .map(|t| tail(&t, n))
             .unwrap_or_default()
     }
 
-    async fn await_healthy(&self) -> Result<(), BackendError> {
-        let http = crate::client::http();
-        let url = format!("{}/actuator/health", self.url);
-        let wait = ReadyWait {
-            service: self.name.clone(),
-            interval: Duration::from_millis(50),
-            timeout: HEALTH_TIMEOUT,
-        };
-        wait.until(|| ready::http_200(&http, &url)).await?;
-        Ok(())
+    /// Stops it gracefully: closes its stdin (it shuts down), kills it after
+    /// [`STOP_TIMEOUT`]. Nothing happens when it is stopped.
+    pub async fn stop(&self) {
+        let process = self.process().take();
+        if let Some(p) = process {
+            p.end(true).await;
+        }
     }
+
+    /// Kills it (SIGKILL) and reaps it. Nothing happens when it is stopped.
+    pub async fn kill(&self) {
+        let process = self.process().take();
+        if let Some(p) = process {
+            p.end(false).await;
+        }
+    }
+
+    /// Starts it again on its port after [`Service::stop`] or [`Service::kill`], and waits
+    /// until it is healthy. Nothing happens while it runs.
+    pub async fn start(&self) -> Result<(), BackendError> {
+        if self.process().is_some() {
+            return Ok(());
+        }
+        self.launch().await.map(drop)
+    }
+
+    /// Sends `signal` (SIGSTOP to pause, SIGCONT to resume) to the running process.
+    pub fn signal(&self, signal: rustix::process::Signal) -> Result<(), BackendError> {
+        let pid = self.pid().ok_or_else(|| BackendError::NotRunning {
+            service: self.name.clone(),
+        })?;
+        super::middleware::signal(&self.name, pid, signal)
+    }
+
+    fn process(&self) -> MutexGuard<'_, Option<Process>> {
+        self.process.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Spawns the process, reads its `listening on <url>` line, waits until it is healthy
+    /// and answers the URL.
+    async fn launch(&self) -> Result<String, BackendError> {
+        let io = |what: String| move |source| BackendError::Io { what, source };
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(io(format!("opening {}", self.log.display())))?;
+        let Launch { program, args, env } = &self.launch;
+        let mut child = Command::new(program)
+            .arg("--exit-on-stdin-eof")
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env(&env.0, &env.1)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(io(format!("starting {}", program.display())))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        *self.process() = Some(Process { child, stdin });
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next());
+            // Keep draining so a stray write never hits a closed pipe.
+            lines.for_each(drop);
+        });
+        let announce = |detail: String| BackendError::NoListenLine {
+            service: self.name.clone(),
+            detail,
+        };
+        let line = match tokio::time::timeout(ANNOUNCE_TIMEOUT, rx).await {
+            Err(_) => {
+                return Err(announce(format!(
+                    "nothing within {}s",
+                    ANNOUNCE_TIMEOUT.as_secs()
+                )));
+            }
+            Ok(Err(_)) | Ok(Ok(None)) => {
+                let process = self.process().take();
+                let status = match process {
+                    Some(mut p) => p.child.wait().map(|s| s.to_string()).unwrap_or_default(),
+                    None => String::new(),
+                };
+                return Err(announce(format!(
+                    "exited ({status}) first; log:\n{}",
+                    self.log_tail(40)
+                )));
+            }
+            Ok(Ok(Some(Err(e)))) => return Err(announce(e.to_string())),
+            Ok(Ok(Some(Ok(line)))) => line,
+        };
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .filter(|u| u.starts_with("http://"))
+            .ok_or_else(|| announce(format!("printed {line:?}")))?
+            .to_owned();
+        await_healthy(&self.name, &url).await?;
+        Ok(url)
+    }
+}
+
+/// Waits until `url` answers `/actuator/health` with 200.
+async fn await_healthy(service: &str, url: &str) -> Result<(), BackendError> {
+    let http = crate::client::http();
+    let url = format!("{url}/actuator/health");
+    let wait = ReadyWait {
+        service: service.to_owned(),
+        interval: Duration::from_millis(50),
+        timeout: HEALTH_TIMEOUT,
+    };
+    wait.until(|| ready::http_200(&http, &url)).await?;
+    Ok(())
 }
 
 impl Drop for Service {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let process = self.process().take();
+        if let Some(mut p) = process {
+            // A paused process dies of SIGKILL too.
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
     }
 }
 

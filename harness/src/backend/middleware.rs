@@ -334,6 +334,15 @@ impl StoreServer {
         self.launch().await
     }
 
+    /// Starts the server again after [`StoreServer::stop`], on the same ports and data,
+    /// waiting until it answers. Nothing happens while it runs.
+    pub async fn start_again(&mut self) -> Result<(), BackendError> {
+        if self.process.is_some() {
+            return Ok(());
+        }
+        self.launch().await
+    }
+
     /// Spawns the server under the watchdog and waits until it answers.
     async fn launch(&mut self) -> Result<(), BackendError> {
         let (program, mut args) =
@@ -413,6 +422,26 @@ impl StoreServer {
             }
         }
     }
+}
+
+/// Sends `signal` to the process `pid` of `service` (SIGSTOP pauses it, SIGCONT resumes it).
+pub(crate) fn signal(
+    service: &str,
+    pid: u32,
+    signal: rustix::process::Signal,
+) -> Result<(), BackendError> {
+    let what = format!("sending {signal:?} to {service} (pid {pid})");
+    let target = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| BackendError::Io {
+            what: what.clone(),
+            source: std::io::Error::other("not a process id"),
+        })?;
+    rustix::process::kill_process(target, signal).map_err(|e| BackendError::Io {
+        what,
+        source: e.into(),
+    })
 }
 
 /// Whether process `pid` exists and is not a zombie (Linux `/proc`).

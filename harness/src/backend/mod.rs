@@ -311,6 +311,28 @@ impl ComponentService {
         }
     }
 
+    /// Sends `signal` to the host process (pause, resume); `action` names it in the error a
+    /// container answers.
+    pub fn signal(
+        &self,
+        signal: rustix::process::Signal,
+        action: crate::scenario::ast::FaultAction,
+    ) -> Result<(), BackendError> {
+        match self {
+            ComponentService::Host(s) => {
+                let pid = s.pid().ok_or_else(|| BackendError::NotRunning {
+                    service: "redis".to_owned(),
+                })?;
+                middleware::signal("redis", pid, signal)
+            }
+            ComponentService::Docker(_) => Err(BackendError::FaultUnsupported {
+                action: action.name(),
+                target: crate::scenario::ast::Target::Redis,
+                backend: "docker",
+            }),
+        }
+    }
+
     /// The last `n` lines of its log.
     pub fn log_tail(&self, n: usize) -> String {
         match self {

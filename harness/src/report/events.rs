@@ -76,6 +76,8 @@ pub struct ChangeTiming {
     pub applied_ms: f64,
     /// To the first pass of its wait's streak (quantised by the wait's `interval`).
     pub probe_ms: f64,
+    /// To the harness seeing the admin's and the gateway's digests equal (after the wait).
+    pub converged_ms: f64,
 }
 
 /// The digests admin and gateway last agreed on.

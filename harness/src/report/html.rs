@@ -300,11 +300,13 @@ pub(crate) mod tests {
                 change: "setup".into(),
                 applied_ms: 0.8,
                 probe_ms: 10.0,
+                converged_ms: 11.0,
             },
             ChangeTiming {
                 change: "teardown".into(),
                 applied_ms: 1.4,
                 probe_ms: 1.9,
+                converged_ms: 2.5,
             },
         ];
         ok.checks = vec![CheckReport {

@@ -105,6 +105,7 @@ mod tests {
                 change: "setup".into(),
                 applied_ms: 0.8,
                 probe_ms: 10.2,
+                converged_ms: 11.0,
             }],
             digests: Some(FinalDigests {
                 admin: "abc".into(),

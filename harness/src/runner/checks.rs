@@ -156,7 +156,7 @@ impl Case<'_> {
     }
 
     /// Sends `request` through `client`; a transport error becomes its description.
-    async fn send(
+    pub(super) async fn send(
         &self,
         client: &GatewayClient,
         request: &RequestSpec,

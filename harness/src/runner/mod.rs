@@ -23,7 +23,8 @@ pub(crate) use self::checks::timed_toggle;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use model::{AppliedDigest, MetaDataRegister, SyncMode, UriRegister};
 
@@ -31,13 +32,15 @@ use self::made::{Made, MadeRule, MadeSelector};
 use crate::RunOptions;
 use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
-use crate::error::{RunError, RunErrorKind, Step};
+use crate::error::{ClientError, RunError, RunErrorKind, Step};
 use crate::lower::{self, Addresses};
 use crate::probe::{Names, judge};
-use crate::report::{CaseRecord, ChangeTiming, Event, FinalDigests};
+use crate::judge::Measurements;
+use crate::report::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, Event, FinalDigests};
 use crate::scenario::Scenario;
 use crate::scenario::ast::{
-    Change, Expect, PluginSetup, Probe, RegistrationSpec, RequestSpec, Route, Wait,
+    Change, Expect, FaultAction, PluginSetup, Probe, RegistrationSpec, RequestSpec, Route,
+    StepSpec, Target, Wait,
 };
 use crate::scenario::placeholder;
 use crate::topology::Topology;
@@ -145,6 +148,16 @@ pub async fn run_case(
     }
 }
 
+/// What a step's `during` probe saw.
+#[derive(Debug, Default)]
+struct During {
+    sent: u32,
+    failed: u32,
+    /// The first few misses, with when they happened.
+    first: Vec<String>,
+    elapsed_ms: f64,
+}
+
 /// A plugin whose enabled flag a step changed: its id and original flag.
 struct ChangedPlugin {
     id: String,
@@ -181,9 +194,7 @@ impl Case<'_> {
 
     async fn run(&self) -> StepResult<Duration> {
         self.step(Step::Precheck);
-        let admin = AdminClient::login(self.topo.admin.url(), ADMIN_USER, ADMIN_PASSWORD)
-            .await
-            .map_err(at(Step::Precheck))?;
+        let mut admin = self.login().await.map_err(at(Step::Precheck))?;
         self.precheck(&admin).await?;
         self.step(Step::Setup);
         let mut made = self.setup(&admin).await?;
@@ -208,7 +219,7 @@ impl Case<'_> {
         if !self.scenario.steps.is_empty() {
             self.step(Step::Steps);
         }
-        let steps = self.steps(&admin, &mut made, &mut plugins).await;
+        let steps = self.steps(&mut admin, &mut made, &mut plugins).await;
         // Plugins a step or setup changed are restored even when a step failed.
         let mut restored = self.restore_plugins(&admin, &plugins).await;
         for original in &made.plugins {
@@ -232,45 +243,190 @@ impl Case<'_> {
             change: change.to_owned(),
             applied_ms: applied.applied_at_us.saturating_sub(committed) as f64 / 1000.0,
             probe_ms: wait.first_seen.as_secs_f64() * 1000.0,
+            converged_ms: now_us().saturating_sub(committed) as f64 / 1000.0,
         };
         tracing::info!(case = %self.id, change, applied_ms = timing.applied_ms, probe_ms = timing.probe_ms, "change live");
         self.record(|r| r.timings.push(timing));
     }
 
-    /// Runs every step: its changes, its wait, digest equality, its checks.
+    /// Runs every step: its changes and faults, its wait, digest equality (bounded by
+    /// `converge` after faults; skipped while the admin is down) with its `during` probe sent
+    /// throughout, then its checks. A started or restarted admin forgets its sessions, so
+    /// `admin` logs in again.
     async fn steps(
         &self,
-        admin: &AdminClient,
+        admin: &mut AdminClient,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
-        for st in &self.scenario.steps {
-            for change in &st.changes {
-                self.apply(admin, &st.name, change, made, plugins).await?;
+        let mut admin_down = false;
+        for (i, st) in self.scenario.steps.iter().enumerate() {
+            let done = AtomicBool::new(false);
+            let work = async {
+                let result = self
+                    .step_until_converged(st, admin, &mut admin_down, made, plugins)
+                    .await;
+                done.store(true, Ordering::Relaxed);
+                result
+            };
+            let (result, during) = match &st.during {
+                Some(probe) => {
+                    let (result, during) = tokio::join!(work, self.during(probe, &done));
+                    (result, Some(during))
+                }
+                None => (work.await, None),
+            };
+            if let (Some(probe), Some(during)) = (&st.during, during) {
+                self.during_report(st, i, probe, during)?;
             }
-            let committed = now_us();
-            let converge = self
-                .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
-                .await
-                .map_err(at(Step::Steps))?;
-            let applied = self
-                .digests_converge(
-                    admin,
-                    &format!("step `{}`: digest equality after the wait", st.name),
-                )
-                .await
-                .map_err(at(Step::Steps))?;
-            self.timing(
-                &format!("step `{}`", st.name),
-                committed,
-                &applied,
-                converge,
-            );
+            result?;
             self.checks(admin, &st.checks, Some(&st.name), made)
                 .await
                 .map_err(at(Step::Steps))?;
         }
         Ok(())
+    }
+
+    /// One step's changes and faults, its wait and digest equality.
+    async fn step_until_converged(
+        &self,
+        st: &StepSpec,
+        admin: &mut AdminClient,
+        admin_down: &mut bool,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+    ) -> StepResult<()> {
+        for change in &st.changes {
+            let Some((action, target)) = change.fault() else {
+                self.apply(admin, &st.name, change, made, plugins).await?;
+                continue;
+            };
+            tracing::info!(case = %self.id, step = %st.name, "{}: {target}", action.name());
+            self.topo
+                .fault(action, target)
+                .await
+                .map_err(at(Step::Steps))?;
+            if target == Target::Admin {
+                *admin_down = matches!(
+                    action,
+                    FaultAction::Stop | FaultAction::Kill | FaultAction::Pause
+                );
+                if matches!(action, FaultAction::Start | FaultAction::Restart) {
+                    *admin = self.login().await.map_err(at(Step::Steps))?;
+                }
+            }
+        }
+        let committed = now_us();
+        let started = Instant::now();
+        let converge = self
+            .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
+            .await
+            .map_err(at(Step::Steps))?;
+        if *admin_down {
+            tracing::info!(case = %self.id, step = %st.name, "the admin is down: no digest equality after this step");
+            return Ok(());
+        }
+        let applied = self
+            .digests_converge(
+                admin,
+                &format!("step `{}`: digest equality after the wait", st.name),
+            )
+            .await
+            .map_err(at(Step::Steps))?;
+        let took = started.elapsed();
+        if st.has_faults() && took > st.converge_bound() {
+            return Err((
+                Step::Steps,
+                RunErrorKind::ConvergedLate {
+                    step: st.name.clone(),
+                    took_ms: millis(took),
+                    bound_ms: millis(st.converge_bound()),
+                },
+            ));
+        }
+        self.timing(
+            &format!("step `{}`", st.name),
+            committed,
+            &applied,
+            converge,
+        );
+        Ok(())
+    }
+
+    /// Sends `probe` back to back until `done`, judging each answer as it comes.
+    async fn during(&self, probe: &Probe, done: &AtomicBool) -> During {
+        let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let started = Instant::now();
+        let mut during = During::default();
+        while !done.load(Ordering::Relaxed) {
+            during.sent += 1;
+            let verdict = self
+                .send(&self.gateway, &probe.request)
+                .await
+                .and_then(|resp| judge(&probe.expect, &resp, &names));
+            if let Err(miss) = verdict {
+                during.failed += 1;
+                if during.first.len() < 3 {
+                    let at_ms = started.elapsed().as_millis();
+                    during.first.push(format!("at {at_ms} ms: {miss}"));
+                }
+            }
+        }
+        during.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        during
+    }
+
+    /// Reports a step's `during` probe as a check of the step (`steps[i].during`); fails the
+    /// step when an answer missed.
+    fn during_report(
+        &self,
+        st: &StepSpec,
+        index: usize,
+        probe: &Probe,
+        during: During,
+    ) -> StepResult<()> {
+        let passed = during.sent - during.failed;
+        let failure = (during.failed > 0).then(|| {
+            format!(
+                "{} of {} answers during the step missed {}; first: {}",
+                during.failed,
+                during.sent,
+                probe.request.path,
+                during.first.join("; ")
+            )
+        });
+        let report = CheckReport {
+            name: format!("during step `{}`", st.name),
+            path: format!("steps[{index}].during"),
+            step: Some(st.name.clone()),
+            kind: "probe",
+            outcome: match &failure {
+                Some(why) => CheckOutcome::Failed(vec![why.clone()]),
+                None => CheckOutcome::Passed,
+            },
+            elapsed_ms: during.elapsed_ms,
+            measurements: Measurements::Probe {
+                sent: during.sent,
+                passed,
+            },
+        };
+        (self.events)(Event::CheckFinished {
+            id: self.id.clone(),
+            check: report.clone(),
+        });
+        self.record(|r| r.checks.push(report));
+        match failure {
+            Some(why) => Err((
+                Step::Steps,
+                RunErrorKind::ChecksFailed(vec![format!("  step `{}` {why}", st.name)]),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Logs in to the topology's admin.
+    async fn login(&self) -> Result<AdminClient, ClientError> {
+        AdminClient::login(self.topo.admin.url(), ADMIN_USER, ADMIN_PASSWORD).await
     }
 
     /// Applies one admin change, keeping `made` current.
@@ -351,16 +507,12 @@ impl Case<'_> {
                 }
                 Ok(())
             }
-            Change::Stop(component) => self
-                .topo
-                .stop_component(*component)
-                .await
-                .map_err(at(Step::Steps)),
-            Change::Start(component) => self
-                .topo
-                .start_component(*component)
-                .await
-                .map_err(at(Step::Steps)),
+            Change::Stop(_)
+            | Change::Kill(_)
+            | Change::Start(_)
+            | Change::Restart(_)
+            | Change::Pause(_)
+            | Change::Resume(_) => unreachable!("steps() applies faults itself"),
         }
     }
 

@@ -900,13 +900,34 @@ pub struct StepSpec {
     pub changes: Vec<Change>,
     /// The probe that proves the changes are live (required).
     pub wait: Wait,
+    /// A request sent back to back from before the first change until the gateway has
+    /// converged: every answer must meet its expectation (availability through the step).
+    #[serde(default)]
+    pub during: Option<Probe>,
+    /// For a step with faults: the most its wait and the digest equality after it may take,
+    /// from the end of its last change (default 5s).
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "Option<DurationText>")]
+    pub converge: Option<Duration>,
     /// Requests and their expected answers after the wait.
     #[serde(default)]
     pub checks: Vec<Check>,
 }
 
-/// One change of a step: an admin change (names refer to setup objects) or a component
-/// stopped or started.
+impl StepSpec {
+    /// Whether a change of the step is a fault.
+    pub fn has_faults(&self) -> bool {
+        self.changes.iter().any(|c| c.fault().is_some())
+    }
+
+    /// The bound on convergence after its faults (`converge`, default 5s).
+    pub fn converge_bound(&self) -> Duration {
+        self.converge.unwrap_or(Duration::from_secs(5))
+    }
+}
+
+/// One change of a step: an admin change (names refer to setup objects) or a fault: a
+/// process of the topology stopped, killed, started, restarted, paused or resumed.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Change {
@@ -923,12 +944,86 @@ pub enum Change {
     /// `PUT /plugin/{id}`: a plugin's config (placeholders filled in) and enabled flag, as in
     /// `setup.plugins`; restored in teardown.
     UpdatePlugin(PluginSetup),
-    /// Stops one of the case's `components` (the host process is killed; the container is
-    /// stopped). What depends on it meets its failure policy until a `start`.
-    Stop(Component),
-    /// Starts a stopped component again, at the same address, empty (Redis keeps no data),
-    /// and waits until it answers.
-    Start(Component),
+    /// Stops a process of the topology: the admin or gateway gracefully (stdin closed, as on
+    /// a shutdown), ZooKeeper, etcd and Redis at once; it keeps its address for a `start`.
+    Stop(Target),
+    /// Kills a process (SIGKILL); it keeps its address for a `start`.
+    Kill(Target),
+    /// Starts a stopped or killed process again at the same address and waits until it
+    /// answers (Redis comes back empty; the admin keeps its database).
+    Start(Target),
+    /// `stop` then `start`.
+    Restart(Target),
+    /// Freezes a process (SIGSTOP): it holds its connections and answers nothing.
+    Pause(Target),
+    /// Thaws a paused process (SIGCONT).
+    Resume(Target),
+}
+
+/// What a fault in a step does to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultAction {
+    /// `stop`.
+    Stop,
+    /// `kill`.
+    Kill,
+    /// `start`.
+    Start,
+    /// `restart`.
+    Restart,
+    /// `pause`.
+    Pause,
+    /// `resume`.
+    Resume,
+}
+
+impl FaultAction {
+    /// The key in a file (`kill`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultAction::Stop => "stop",
+            FaultAction::Kill => "kill",
+            FaultAction::Start => "start",
+            FaultAction::Restart => "restart",
+            FaultAction::Pause => "pause",
+            FaultAction::Resume => "resume",
+        }
+    }
+}
+
+/// A process of the topology a step can stop, kill, start, restart, pause or resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// The admin.
+    Admin,
+    /// The gateway.
+    Gateway,
+    /// The ZooKeeper server (cases that run only in the zookeeper mode).
+    Zookeeper,
+    /// The etcd server (cases that run only in the etcd mode).
+    Etcd,
+    /// The case's Redis (`components: [redis]`).
+    Redis,
+}
+
+impl Target {
+    /// The name in case files and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Admin => "admin",
+            Target::Gateway => "gateway",
+            Target::Zookeeper => "zookeeper",
+            Target::Etcd => "etcd",
+            Target::Redis => "redis",
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Change {
@@ -941,9 +1036,21 @@ impl Change {
             Change::DeleteSelector(_) => "deleteSelector",
             Change::DeleteRule(_) => "deleteRule",
             Change::UpdatePlugin(_) => "updatePlugin",
-            Change::Stop(_) => "stop",
-            Change::Start(_) => "start",
+            change => change.fault().map_or("", |(action, _)| action.name()),
         }
+    }
+
+    /// The fault this change is, if it is one: what it does and to which process.
+    pub fn fault(&self) -> Option<(FaultAction, Target)> {
+        Some(match *self {
+            Change::Stop(t) => (FaultAction::Stop, t),
+            Change::Kill(t) => (FaultAction::Kill, t),
+            Change::Start(t) => (FaultAction::Start, t),
+            Change::Restart(t) => (FaultAction::Restart, t),
+            Change::Pause(t) => (FaultAction::Pause, t),
+            Change::Resume(t) => (FaultAction::Resume, t),
+            _ => return None,
+        })
     }
 }
 

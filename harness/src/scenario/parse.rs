@@ -11,8 +11,8 @@ use std::time::Duration;
 use model::ParamType;
 
 use super::ast::{
-    Change, Check, CheckKind, Component, ConditionSpec, Expect, PluginSetup, RateLimiterSpec,
-    RuleHandleSpec, RuleSpec, Scenario, Wait,
+    Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PluginSetup,
+    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, Target, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -457,8 +457,7 @@ impl<'s> Validator<'s> {
                 )
             })
             .collect();
-        // Components a step stopped and no later step started yet.
-        let mut stopped: HashSet<Component> = HashSet::new();
+        let mut processes = Processes::default();
         for (i, st) in s.steps.iter().enumerate() {
             if st.changes.is_empty() {
                 self.report(
@@ -468,6 +467,14 @@ impl<'s> Validator<'s> {
             }
             for (j, c) in st.changes.iter().enumerate() {
                 let at = format!("steps[{i}].changes[{j}]");
+                if let Some((action, target)) = c.fault() {
+                    self.fault(&mut processes, action, target, &format!("{at}.{}", c.name()));
+                } else if let Some(state) = processes.not_running(Target::Admin) {
+                    self.report(
+                        format!("{at}.{}", c.name()),
+                        format!("the admin is {state} at this point: start or resume it first"),
+                    );
+                }
                 match c {
                     Change::UpdateSelector(u) => {
                         let at = format!("{at}.updateSelector");
@@ -513,32 +520,98 @@ impl<'s> Validator<'s> {
                     Change::UpdatePlugin(p) => {
                         self.plugin_setup(p, &format!("{at}.updatePlugin"));
                     }
-                    Change::Stop(component) | Change::Start(component) => {
-                        let starting = matches!(c, Change::Start(_));
-                        let at = format!("{at}.{}", c.name());
-                        if !s.components.contains(component) {
-                            self.report(
-                                at,
-                                format!("`{component}` is not one of the case's `components`"),
-                            );
-                        } else if stopped.contains(component) != starting {
-                            let state = if starting { "running" } else { "stopped" };
-                            self.report(
-                                at,
-                                format!("`{component}` is already {state} at this point"),
-                            );
-                        } else if starting {
-                            stopped.remove(component);
-                        } else {
-                            stopped.insert(*component);
-                        }
-                    }
+                    Change::Stop(_)
+                    | Change::Kill(_)
+                    | Change::Start(_)
+                    | Change::Restart(_)
+                    | Change::Pause(_)
+                    | Change::Resume(_) => {}
                 }
+            }
+            if let Some(state) = processes.not_running(Target::Gateway) {
+                self.report(
+                    format!("steps[{i}]"),
+                    format!(
+                        "the gateway is {state} at the end of the step, but its wait and checks \
+                         go through it: start or resume it in the same step"
+                    ),
+                );
             }
             let selectors: HashSet<&str> = live.keys().copied().collect();
             for (j, c) in st.checks.iter().enumerate() {
                 self.check(c, &format!("steps[{i}].checks[{j}]"), &selectors);
             }
+        }
+        if let Some(last) = s.steps.len().checked_sub(1) {
+            for target in [Target::Admin, Target::Zookeeper, Target::Etcd] {
+                if let Some(state) = processes.not_running(target) {
+                    self.report(
+                        format!("steps[{last}]"),
+                        format!(
+                            "the {target} is {state} after the last step, but teardown needs it: \
+                             start or resume it"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A fault fits the case (its target runs in every mode and backend the case runs on)
+    /// and the target's state at that point (`start` needs it stopped, `resume` paused, the
+    /// others running).
+    fn fault(&mut self, processes: &mut Processes, action: FaultAction, target: Target, at: &str) {
+        let s = self.s;
+        let only_mode = |mode: model::SyncMode| -> Option<String> {
+            let others: Vec<String> = s
+                .modes
+                .iter()
+                .filter(|m| **m != mode)
+                .map(ToString::to_string)
+                .collect();
+            (!others.is_empty()).then(|| {
+                format!(
+                    "`{target}` runs only in the {mode} mode, and this case also runs in {}: \
+                     give `modes: [{mode}]`",
+                    others.join(", ")
+                )
+            })
+        };
+        let unavailable = match target {
+            Target::Admin | Target::Gateway => None,
+            Target::Zookeeper => only_mode(model::SyncMode::Zookeeper),
+            Target::Etcd => only_mode(model::SyncMode::Etcd),
+            Target::Redis => (!s.components.contains(&Component::Redis))
+                .then(|| "`redis` is not one of the case's `components`".to_owned()),
+        };
+        if let Some(why) = unavailable {
+            self.report(at, why);
+            return;
+        }
+        let docker_ready = target == Target::Redis
+            && matches!(action, FaultAction::Stop | FaultAction::Start);
+        if !docker_ready && s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                format!(
+                    "`{}: {target}` runs on the host backend only so far: add `backends: [host]`",
+                    action.name()
+                ),
+            );
+        }
+        if let Err(state) = processes.apply(action, target) {
+            self.report(
+                at,
+                format!(
+                    "`{}` needs the {target} {}, but it is {state} at this point",
+                    action.name(),
+                    match action {
+                        FaultAction::Start => "stopped",
+                        FaultAction::Resume => "paused",
+                        _ => "running",
+                    }
+                ),
+            );
         }
     }
 
@@ -717,6 +790,57 @@ impl<'s> Validator<'s> {
                 );
             }
         }
+    }
+}
+
+/// The state of each process as the steps leave it, for checking the next fault.
+#[derive(Debug, Default)]
+struct Processes(HashMap<Target, ProcessState>);
+
+/// Whether a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum ProcessState {
+    #[default]
+    Running,
+    Stopped,
+    Paused,
+}
+
+impl std::fmt::Display for ProcessState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProcessState::Running => "running",
+            ProcessState::Stopped => "stopped",
+            ProcessState::Paused => "paused",
+        })
+    }
+}
+
+impl Processes {
+    fn state(&self, target: Target) -> ProcessState {
+        self.0.get(&target).copied().unwrap_or_default()
+    }
+
+    /// Its state, when it is not running.
+    fn not_running(&self, target: Target) -> Option<ProcessState> {
+        Some(self.state(target)).filter(|s| *s != ProcessState::Running)
+    }
+
+    /// Applies `action` to `target`, or answers the state that does not allow it.
+    fn apply(&mut self, action: FaultAction, target: Target) -> Result<(), ProcessState> {
+        let now = self.state(target);
+        let (from, to) = match action {
+            FaultAction::Stop | FaultAction::Kill => (ProcessState::Running, ProcessState::Stopped),
+            FaultAction::Start => (ProcessState::Stopped, ProcessState::Running),
+            FaultAction::Restart => (ProcessState::Running, ProcessState::Running),
+            FaultAction::Pause => (ProcessState::Running, ProcessState::Paused),
+            FaultAction::Resume => (ProcessState::Paused, ProcessState::Running),
+        };
+        if now != from {
+            return Err(now);
+        }
+        self.0.insert(target, to);
+        Ok(())
     }
 }
 
@@ -1305,15 +1429,15 @@ steps:
 
     #[test]
     fn steps_stop_and_start_components_and_update_plugins() {
-        use super::super::ast::Component;
+        use super::super::ast::Target;
         let s = parse_str(Path::new("x.yaml"), &format!("{REDIS}{OUTAGE}")).unwrap();
-        assert_eq!(s.steps[0].changes[0], Change::Stop(Component::Redis));
+        assert_eq!(s.steps[0].changes[0], Change::Stop(Target::Redis));
         let Change::UpdatePlugin(p) = &s.steps[0].changes[1] else {
             panic!("{:?}", s.steps[0].changes[1]);
         };
         assert_eq!(p.name, "rateLimiter");
         assert!(p.config.as_deref().unwrap().contains("failClosed"));
-        assert_eq!(s.steps[1].changes[0], Change::Start(Component::Redis));
+        assert_eq!(s.steps[1].changes[0], Change::Start(Target::Redis));
     }
 
     #[test]
@@ -1334,12 +1458,67 @@ steps:
         );
         let e = err(&format!("{REDIS}{OUTAGE}").replace("- start: redis", "- stop: redis"));
         assert!(
-            e.contains("steps[1].changes[0].stop: `redis` is already stopped at this point"),
+            e.contains(
+                "steps[1].changes[0].stop: `stop` needs the redis running, but it is stopped at this point"
+            ),
             "{e}"
         );
         let e = err(&format!("{REDIS}{OUTAGE}").replace("- stop: redis", "- start: redis"));
         assert!(
-            e.contains("steps[0].changes[0].start: `redis` is already running at this point"),
+            e.contains(
+                "steps[0].changes[0].start: `start` needs the redis stopped, but it is running at this point"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn faults_on_services_fit_modes_backends_and_what_runs() {
+        let host = REDIS.replace("components: [redis]", "components: [redis]\nbackends: [host]");
+        let steps = |changes: &str| {
+            format!(
+                "{host}\nsteps:\n  - name: s\n    changes: [{changes}]\n    wait: {{ probe: {{ request: {{ path: /limited }}, expect: {{ status: 200 }} }} }}\n"
+            )
+        };
+        // Every action on the admin, in an order that fits.
+        parse_str(
+            Path::new("x.yaml"),
+            &steps("kill: admin, start: admin, restart: admin, pause: admin, resume: admin, stop: admin, start: admin"),
+        )
+        .unwrap();
+        let e = err(&steps("stop: admin, enablePlugin: { name: divide, enabled: false }, start: admin"));
+        assert!(
+            e.contains("steps[0].changes[1].enablePlugin: the admin is stopped at this point"),
+            "{e}"
+        );
+        let e = err(&steps("pause: gateway"));
+        assert!(
+            e.contains("steps[0]: the gateway is paused at the end of the step"),
+            "{e}"
+        );
+        let e = err(&steps("kill: admin"));
+        assert!(
+            e.contains("steps[0]: the admin is stopped after the last step, but teardown needs it"),
+            "{e}"
+        );
+        // The redis case runs in websocket and zookeeper.
+        let e = err(&steps("restart: zookeeper"));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].restart: `zookeeper` runs only in the zookeeper mode, and this \
+                 case also runs in websocket: give `modes: [zookeeper]`"
+            ),
+            "{e}"
+        );
+        let e = err(&steps("resume: etcd"));
+        assert!(e.contains("`etcd` runs only in the etcd mode"), "{e}");
+        // Without `backends: [host]`, only Redis stop and start (which the docker backend can do).
+        let e = err(&steps("restart: gateway").replace("backends: [host]", ""));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].restart: `restart: gateway` runs on the host backend only so \
+                 far: add `backends: [host]`"
+            ),
             "{e}"
         );
     }

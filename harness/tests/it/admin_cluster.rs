@@ -260,16 +260,9 @@ impl Cluster {
         out
     }
 
-    /// Sends `signal` (`STOP`, `CONT`) to admin A.
-    fn signal_a(&self, signal: &str) -> Result<(), Failed> {
-        let pid = self.a()?.pid().to_string();
-        let status = Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
-            .status()?;
-        if !status.success() {
-            return Err(format!("kill -{signal} {pid} failed").into());
-        }
-        Ok(())
+    /// Sends `signal` (SIGSTOP, SIGCONT) to admin A.
+    fn signal_a(&self, signal: rustix::process::Signal) -> Result<(), Failed> {
+        Ok(self.a()?.signal(signal)?)
     }
 
     /// Waits until the gateway holds what the database holds (B's digest), `consecutive`
@@ -358,11 +351,11 @@ async fn changes_on_b_reach_a_gateway_of_a(mode: SyncMode, db: Db) -> Result<(),
         .converge(&b, &gateway, BOUND, 1, "the selector deleted on b")
         .await?;
 
-    cluster.signal_a("STOP")?;
+    cluster.signal_a(rustix::process::Signal::STOP)?;
     let made = b
         .create_selector(&selector(&divide, "while-paused", 2))
         .await;
-    cluster.signal_a("CONT")?;
+    cluster.signal_a(rustix::process::Signal::CONT)?;
     made?;
     cluster
         .converge(

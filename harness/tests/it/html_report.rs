@@ -44,6 +44,7 @@ fn results() -> Vec<CaseResult> {
             change: format!("step {i}"),
             applied_ms: f64::from(i) * 0.1,
             probe_ms: f64::from(i) * 0.2,
+            converged_ms: f64::from(i) * 0.3,
         })
         .collect();
     ok.checks = vec![CheckReport {
