@@ -40,7 +40,7 @@ mod sync;
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use axum::Router;
@@ -87,6 +87,42 @@ pub struct Config {
     pub emulate_bug: Option<EmulatedBug>,
     /// Client connection limits: request head read time, keep-alive idle time.
     pub timeouts: netserve::Timeouts,
+    /// How soon a silent sync connection is given up on.
+    pub sync_timeouts: SyncTimeouts,
+}
+
+/// How soon the sync subscriber notices a silent partition (a connection that stays open but
+/// carries nothing), reports itself disconnected in `/actuator/health` and reconnects. Until
+/// it resyncs, the gateway keeps serving the config it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncTimeouts {
+    /// The longest a connected subscriber goes without hearing from its source:
+    /// - websocket: a ping every third of it; no frame at all (pong, event) for this long
+    ///   ends the session;
+    /// - HTTP long polling: added to `long_poll_hold` for the read timeout;
+    /// - ZooKeeper: the session timeout asked for (the client gives up on a connection that
+    ///   answers nothing for 2/5 of the negotiated one; the server bounds it to 2–20 ticks);
+    /// - etcd: an HTTP/2 keep-alive ping every half of it, acknowledged within the other half.
+    pub silence: Duration,
+    /// The admin's long-poll hold (ShenYu's 60 s): an answer that takes longer than
+    /// `long_poll_hold + silence` to come is a silent admin.
+    pub long_poll_hold: Duration,
+}
+
+impl SyncTimeouts {
+    /// [`SyncTimeouts::silence`] by default.
+    pub const DEFAULT_SILENCE: Duration = Duration::from_secs(10);
+    /// [`SyncTimeouts::long_poll_hold`] by default.
+    pub const DEFAULT_LONG_POLL_HOLD: Duration = Duration::from_secs(60);
+}
+
+impl Default for SyncTimeouts {
+    fn default() -> Self {
+        SyncTimeouts {
+            silence: SyncTimeouts::DEFAULT_SILENCE,
+            long_poll_hold: SyncTimeouts::DEFAULT_LONG_POLL_HOLD,
+        }
+    }
 }
 
 /// Known ShenYu gateway bugs the gateway can reproduce on request (`--emulate-bug`), so that
@@ -97,6 +133,11 @@ pub enum EmulatedBug {
     /// gateway, #6611) and full syncs are merged into what it holds instead of replacing it
     /// (ShenYu #6731), so deleted routes keep serving.
     DropDeletes,
+    /// A full sync (websocket MYSELF/REFRESH, a long-poll group, a ZooKeeper/etcd full read)
+    /// first swaps in its groups emptied and refills them only after a window (250 ms), so
+    /// requests miss routes meanwhile (ShenYu #7034, #5580: the cache is cleared, then
+    /// re-added item by item).
+    ClearBeforeRefill,
 }
 
 impl Config {
@@ -112,12 +153,16 @@ impl Config {
             etcd_url: None,
             emulate_bug: None,
             timeouts: netserve::Timeouts::default(),
+            sync_timeouts: SyncTimeouts::default(),
         }
     }
 
     /// Whether the gateway can run with this config (a supported sync mode, an admin URL);
     /// the binary calls it before binding so a bad flag fails fast.
     pub fn check(&self) -> anyhow::Result<()> {
+        if self.sync_timeouts.silence.is_zero() {
+            bail!("--sync-silence-ms must be positive");
+        }
         let store_url = |url: &Option<String>, flag: &str| match url {
             Some(url) if !url.trim().is_empty() => Ok(()),
             _ => Err(anyhow::anyhow!("--sync {} needs {flag}", self.sync)),
@@ -153,6 +198,8 @@ impl std::fmt::Debug for Config {
             .field("zookeeper_url", &self.zookeeper_url)
             .field("etcd_url", &self.etcd_url)
             .field("emulate_bug", &self.emulate_bug)
+            .field("timeouts", &self.timeouts)
+            .field("sync_timeouts", &self.sync_timeouts)
             .finish()
     }
 }
@@ -185,20 +232,26 @@ pub async fn serve(
                 username: config.username.clone(),
                 password: config.password.clone(),
             };
-            let subscriber = HttpLongPollSubscriber::new(&config.admin_urls, credentials)?;
+            let subscriber =
+                HttpLongPollSubscriber::new(&config.admin_urls, credentials, config.sync_timeouts)?;
             tokio::spawn(subscriber.run(sync.clone()))
         }
         SyncMode::Zookeeper => {
             let url = config.zookeeper_url.as_deref().unwrap_or_default();
-            tokio::spawn(ZookeeperSubscriber::new(url).run(sync.clone()))
+            let subscriber = ZookeeperSubscriber::new(url, config.sync_timeouts.silence);
+            tokio::spawn(subscriber.run(sync.clone()))
         }
         SyncMode::Etcd => {
             let url = config.etcd_url.as_deref().unwrap_or_default();
-            tokio::spawn(EtcdSubscriber::new(url).run(sync.clone()))
+            let subscriber = EtcdSubscriber::new(url, config.sync_timeouts.silence);
+            tokio::spawn(subscriber.run(sync.clone()))
         }
         SyncMode::Websocket => {
-            let subscriber =
-                WebsocketSubscriber::new(&config.admin_urls, config.sync_token.as_deref())?;
+            let subscriber = WebsocketSubscriber::new(
+                &config.admin_urls,
+                config.sync_token.as_deref(),
+                config.sync_timeouts.silence,
+            )?;
             tokio::spawn(subscriber.run(sync.clone()))
         }
     };

@@ -48,7 +48,8 @@ struct Args {
     #[arg(long, env = "GANTRY_GATEWAY_ETCD_URL")]
     etcd_url: Option<String>,
     /// Behave like a known ShenYu gateway bug, to prove a test catches it (never in
-    /// production): `drop-deletes` ignores deletes and merges full syncs (#6611, #6731).
+    /// production): `drop-deletes` ignores deletes and merges full syncs (#6611, #6731);
+    /// `clear-before-refill` empties a group for 250 ms before a full sync refills it (#7034).
     #[arg(long, env = "GANTRY_GATEWAY_EMULATE_BUG", value_enum)]
     emulate_bug: Option<gateway::EmulatedBug>,
     /// Shut down gracefully when stdin reaches EOF or fails.
@@ -72,6 +73,24 @@ struct Args {
         default_value_t = netserve::Timeouts::DEFAULT_IDLE.as_millis() as u64
     )]
     idle_timeout_ms: u64,
+    /// Give up on a sync connection that carries nothing for this many milliseconds, report
+    /// the subscriber disconnected and reconnect (websocket: pings every third of it;
+    /// ZooKeeper: the session timeout; etcd: keep-alive; long polling: added to the hold).
+    #[arg(
+        long,
+        env = "GANTRY_GATEWAY_SYNC_SILENCE_MS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = gateway::SyncTimeouts::DEFAULT_SILENCE.as_millis() as u64
+    )]
+    sync_silence_ms: u64,
+    /// The admin's long-poll hold in milliseconds (HTTP sync): a listener answer slower than
+    /// this plus `--sync-silence-ms` is a silent admin.
+    #[arg(
+        long,
+        env = "GANTRY_GATEWAY_LONG_POLL_HOLD_MS",
+        default_value_t = gateway::SyncTimeouts::DEFAULT_LONG_POLL_HOLD.as_millis() as u64
+    )]
+    long_poll_hold_ms: u64,
 }
 
 #[tokio::main]
@@ -101,6 +120,10 @@ async fn main() -> anyhow::Result<()> {
         timeouts: netserve::Timeouts {
             header_read: Duration::from_millis(args.header_read_timeout_ms),
             idle: Duration::from_millis(args.idle_timeout_ms),
+        },
+        sync_timeouts: gateway::SyncTimeouts {
+            silence: Duration::from_millis(args.sync_silence_ms),
+            long_poll_hold: Duration::from_millis(args.long_poll_hold_ms),
         },
     };
     config.check()?;

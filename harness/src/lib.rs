@@ -11,6 +11,7 @@ pub mod bench;
 pub mod client;
 pub mod compose;
 pub mod error;
+pub mod fault;
 pub mod images;
 pub mod judge;
 pub mod lower;

@@ -2,6 +2,13 @@
 //! applied in one swap, then a prefix watch starting at the read's revision + 1, so nothing
 //! between read and watch is missed. PUT events upsert, DELETE events delete.
 //!
+//! Ordering: events come in revision order, all after the read's revision, so an event is
+//! never older than the state it overwrites; a new session reads everything again.
+//!
+//! A silent partition: HTTP/2 keep-alive pings every half of the silence bound
+//! (`--sync-silence-ms`, 10 s by default), each to be acknowledged within the other half;
+//! an unanswered one breaks the connection and the watch, and this subscriber starts over.
+//!
 //! The first watch message is the "created" acknowledgement, with no events. A watch the
 //! server cancels (its start revision was compacted), a stream that ends or a lost connection
 //! starts over: read everything again (one swap), watch again.
@@ -19,18 +26,19 @@ use super::{Backoff, Subscriber, SyncState, back_off, keyspace as nodes};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the initial read may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// HTTP/2 keep-alive: a silent server is noticed within about twice this.
-const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// The etcd subscriber.
 #[derive(Debug)]
 pub(crate) struct EtcdSubscriber {
     endpoints: Vec<String>,
+    /// HTTP/2 keep-alive: a ping every half of it, acknowledged within the other half.
+    silence: Duration,
 }
 
 impl EtcdSubscriber {
-    /// A subscriber for the comma-separated endpoints in `url`.
-    pub(crate) fn new(url: &str) -> EtcdSubscriber {
+    /// A subscriber for the comma-separated endpoints in `url`, noticing a silent server
+    /// within `silence`.
+    pub(crate) fn new(url: &str, silence: Duration) -> EtcdSubscriber {
         EtcdSubscriber {
             endpoints: url
                 .split(',')
@@ -38,6 +46,7 @@ impl EtcdSubscriber {
                 .filter(|e| !e.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            silence,
         }
     }
 
@@ -46,7 +55,7 @@ impl EtcdSubscriber {
         let endpoints = self.endpoints.join(",");
         let options = etcd::ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_keep_alive(KEEP_ALIVE, KEEP_ALIVE);
+            .with_keep_alive(self.silence / 2, self.silence / 2);
         let mut client = tokio::time::timeout(
             REQUEST_TIMEOUT,
             etcd::Client::connect(&self.endpoints, Some(options)),
@@ -71,6 +80,7 @@ impl EtcdSubscriber {
             .iter()
             .filter_map(|kv| Some((kv.key_str().ok()?.to_owned(), kv.value().to_vec())));
         let items = nodes::replace_all(state, kvs);
+        state.refill().await;
         let options = etcd::WatchOptions::new()
             .with_prefix()
             .with_start_revision(revision + 1);

@@ -15,6 +15,10 @@
 //! **and** its `lastModifyTime` is strictly newer (so a stale admin never rolls the config
 //! back); an accepted group replaces that group in one snapshot swap.
 //!
+//! A silent admin (a partition that closes nothing) is noticed by the read timeout: the
+//! admin's hold plus the silence bound (60 s + 10 s by default; ShenYu: 90 s), after which
+//! the session ends, `/actuator/health` says disconnected and the subscriber starts over.
+//!
 //! Differences from ShenYu: errors back off from 100 ms doubling to 5 s with jitter (ShenYu
 //! sleeps 5 s ten times, then 5 min); a listener answer naming groups that turn out not to be
 //! newer (a stale admin) also backs off (ShenYu sleeps 5 s); start-up never aborts when no
@@ -42,8 +46,6 @@ const GROUPS: [ConfigGroup; 5] = [
 /// The md5 sent for a group with nothing cached (non-empty, so ShenYu's admin accepts it).
 const NO_MD5: &str = "00000000000000000000000000000000";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longer than the admin's 60 s hold.
-const READ_TIMEOUT: Duration = Duration::from_secs(90);
 const ACCESS_TOKEN: &str = "X-Access-Token";
 
 /// Login credentials for the admin.
@@ -118,14 +120,16 @@ struct Token {
 }
 
 impl HttpLongPollSubscriber {
-    /// A subscriber for admin base URLs (`http://host:port`), at least one.
+    /// A subscriber for admin base URLs (`http://host:port`), at least one. A read waits at
+    /// most the admin's hold plus the silence bound of `timeouts`.
     pub(crate) fn new(
         admin_urls: &[String],
         credentials: Credentials,
+        timeouts: crate::SyncTimeouts,
     ) -> anyhow::Result<HttpLongPollSubscriber> {
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
+            .read_timeout(timeouts.long_poll_hold + timeouts.silence)
             .build()?;
         Ok(HttpLongPollSubscriber {
             admins: admin_urls
@@ -163,6 +167,7 @@ impl HttpLongPollSubscriber {
     ) -> Result<std::convert::Infallible, SyncError> {
         let value = self.token(admin, token).await?;
         self.fetch(admin, &value, &GROUPS, state).await?;
+        state.refill().await;
         let _connected = state.connected();
         tracing::info!(%admin, "http sync: fetched all groups; long polling");
         backoff.reset();
@@ -174,6 +179,7 @@ impl HttpLongPollSubscriber {
                 continue;
             }
             if self.fetch(admin, &value, &changed, state).await? > 0 {
+                state.refill().await;
                 backoff.reset();
             } else {
                 tracing::debug!(%admin, ?changed, "http sync: nothing newer; backing off");

@@ -4,9 +4,6 @@
 //! applied by [`SyncState::apply`]. A node whose value cannot be read is logged, counted as
 //! rejected and ignored; parents and foreign keys are not items and are skipped.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-
 use model::keyspace::NodeKey;
 use model::{
     AppAuthData, ConfigSet, DataEvent, DataEventType, EventPayload, PluginData, RuleData,
@@ -14,32 +11,6 @@ use model::{
 };
 
 use super::SyncState;
-use crate::snapshot::{Changes, Snapshot};
-
-impl SyncState {
-    /// Applies `events` to a copy of the config and swaps the result in once.
-    pub(super) fn apply_all(&self, events: Vec<DataEvent>) {
-        let full = events.iter().filter(|e| e.event_type.is_full()).count();
-        let count = events.len();
-        let _writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = self.snapshot.load();
-        let mut data = previous.data.clone();
-        let mut changes = Changes::default();
-        for event in events.into_iter().filter_map(|e| self.as_emulated(e)) {
-            changes.extend(data.apply(event));
-        }
-        // Compiled from the previous snapshot: unchanged selectors keep their compiled form
-        // and balancer state, and an unchanged config keeps its version.
-        self.snapshot
-            .store(Arc::new(Snapshot::next(data, &changes, Some(&previous))));
-        self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
-        self.events_applied
-            .fetch_add(count as u64, Ordering::Relaxed);
-    }
-}
 
 /// Replaces the whole config with the items among `nodes` (path, value), in one swap.
 /// Returns the number of items applied.
@@ -207,5 +178,75 @@ mod tests {
         delete(&state, "/shenyu/plugin/divide");
         let snap = state.snapshot();
         assert_eq!((snap.digest.selectors, snap.digest.plugins), (0, 0));
+    }
+
+    /// Every node of a config with one divide selector (two upstreams, round-robin) and
+    /// another selector named `other`.
+    fn round_robin_nodes(other: &str) -> Vec<(String, Vec<u8>)> {
+        let upstreams =
+            r#"[{\"upstreamUrl\":\"a:1\",\"weight\":1},{\"upstreamUrl\":\"b:1\",\"weight\":1}]"#;
+        let api =
+            r#"[{"paramType":"uri","operator":"startsWith","paramName":"/","paramValue":"/api"}]"#;
+        vec![
+            node(
+                "/shenyu/plugin/divide",
+                r#"{"id":"5","name":"divide","enabled":true}"#,
+            ),
+            node(
+                "/shenyu/selector/divide/1",
+                &format!(
+                    r#"{{"id":"1","pluginName":"divide","enabled":true,"sort":1,"handle":"{upstreams}","conditionList":{api}}}"#
+                ),
+            ),
+            node(
+                "/shenyu/rule/divide/1-2",
+                &format!(
+                    r#"{{"id":"2","selectorId":"1","pluginName":"divide","enabled":true,"handle":"{{\"loadBalance\":\"roundRobin\"}}","conditionDataList":{api}}}"#
+                ),
+            ),
+            node(
+                "/shenyu/selector/divide/9",
+                &format!(r#"{{"id":"9","pluginName":"divide","name":"{other}","sort":2}}"#),
+            ),
+        ]
+    }
+
+    /// The upstream (`a` or `b`) the next request to `/api` goes to.
+    fn pick(state: &SyncState) -> char {
+        let req = crate::router::test_helpers::TestRequest::get("/api/x");
+        let forward = crate::plugin::Chain::standard()
+            .run_now(&state.snapshot().plugins, &req.view())
+            .unwrap();
+        forward
+            .lease
+            .upstream()
+            .data
+            .upstream_url
+            .chars()
+            .next()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_full_read_keeps_the_balancer_state_of_unchanged_selectors() {
+        let state = SyncState::new(SyncMode::Zookeeper);
+        replace_all(&state, round_robin_nodes("x"));
+        let first = pick(&state);
+        // A fresh gateway starts the cycle at `first`: the observable below can fail.
+        let fresh = SyncState::new(SyncMode::Etcd);
+        replace_all(&fresh, round_robin_nodes("x"));
+        assert_eq!(pick(&fresh), first);
+        // The same config read again, then one with another selector changed: the
+        // round-robin position of selector 1 carries on each time.
+        replace_all(&state, round_robin_nodes("x"));
+        let second = pick(&state);
+        assert_ne!(second, first, "a re-read must not restart the cycle");
+        replace_all(&state, round_robin_nodes("y"));
+        assert_eq!(
+            pick(&state),
+            first,
+            "nor a re-read that changed another selector"
+        );
+        assert_eq!(state.health().full_syncs, 15);
     }
 }

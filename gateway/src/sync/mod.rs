@@ -25,11 +25,32 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use model::{Backoff, ConfigGroup, DataEvent, DataEventType, SyncMode};
+use model::{Backoff, ConfigGroup, DataEvent, DataEventType, EventPayload, SyncMode};
 use rand::Rng;
 use serde::Serialize;
 
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Changes, Snapshot};
+
+/// How long [`crate::EmulatedBug::ClearBeforeRefill`] leaves a group empty.
+pub(crate) const CLEAR_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Locks `mutex`, ignoring poisoning (every writer leaves the data consistent).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A payload of the same group with no item.
+fn emptied(payload: &EventPayload) -> EventPayload {
+    match payload {
+        EventPayload::Plugin(_) => EventPayload::Plugin(Vec::new()),
+        EventPayload::Selector(_) => EventPayload::Selector(Vec::new()),
+        EventPayload::Rule(_) => EventPayload::Rule(Vec::new()),
+        EventPayload::MetaData(_) => EventPayload::MetaData(Vec::new()),
+        EventPayload::AppAuth(_) => EventPayload::AppAuth(Vec::new()),
+    }
+}
 
 /// Why a sync step failed.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +81,15 @@ pub(crate) enum SyncError {
         url: String,
         /// Whether a token was sent.
         token_sent: bool,
+    },
+    /// A connected session heard nothing (not even a pong) for the silence bound: a silent
+    /// partition.
+    #[error("no frame from {url} for {after:?}: connection given up")]
+    Silent {
+        /// The websocket URL.
+        url: String,
+        /// The silence bound.
+        after: std::time::Duration,
     },
     /// The websocket handshake did not finish in time.
     #[error("connection to {url} timed out")]
@@ -119,6 +149,9 @@ pub(crate) struct SyncState {
     mode: SyncMode,
     /// A ShenYu bug to reproduce (tests only).
     emulate: Option<crate::EmulatedBug>,
+    /// Under [`crate::EmulatedBug::ClearBeforeRefill`]: full events whose groups were
+    /// swapped in emptied, waiting for [`SyncState::refill`].
+    refills: Mutex<Vec<DataEvent>>,
     /// Subscriber sessions currently connected (one per admin at most).
     sessions: AtomicUsize,
     full_syncs: AtomicU64,
@@ -151,6 +184,7 @@ impl SyncState {
             writer: Mutex::new(()),
             mode,
             emulate: None,
+            refills: Mutex::new(Vec::new()),
             sessions: AtomicUsize::new(0),
             full_syncs: AtomicU64::new(0),
             events_applied: AtomicU64::new(0),
@@ -168,6 +202,12 @@ impl SyncState {
     fn as_emulated(&self, mut event: DataEvent) -> Option<DataEvent> {
         match self.emulate {
             None => Some(event),
+            Some(crate::EmulatedBug::ClearBeforeRefill) if event.event_type.is_full() => {
+                let emptied = DataEvent::new(event.event_type, emptied(&event.payload));
+                lock(&self.refills).push(event);
+                Some(emptied)
+            }
+            Some(crate::EmulatedBug::ClearBeforeRefill) => Some(event),
             Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
                 DataEventType::Delete => None,
                 t if t.is_full() => {
@@ -177,6 +217,21 @@ impl SyncState {
                 _ => Some(event),
             },
         }
+    }
+
+    /// Under [`crate::EmulatedBug::ClearBeforeRefill`], after [`CLEAR_WINDOW`], applies the
+    /// full events whose groups were swapped in emptied; otherwise returns at once. Every
+    /// subscriber awaits it after applying what it received.
+    pub(crate) async fn refill(&self) {
+        if self.emulate != Some(crate::EmulatedBug::ClearBeforeRefill) {
+            return;
+        }
+        let events = std::mem::take(&mut *lock(&self.refills));
+        if events.is_empty() {
+            return;
+        }
+        tokio::time::sleep(CLEAR_WINDOW).await;
+        self.swap(events);
     }
 
     /// The current snapshot (lock-free).
@@ -234,23 +289,44 @@ impl SyncState {
     /// Applies one event: copy the data (sharing its structure), apply, compile what changed
     /// into the next snapshot, swap it in.
     pub(crate) fn apply(&self, event: DataEvent) {
-        let full = event.event_type.is_full();
-        let Some(event) = self.as_emulated(event) else {
+        self.apply_all(vec![event]);
+    }
+
+    /// Applies `events` (as the emulated bug, if any, sees them) to a copy of the config and
+    /// swaps the result in once. The counters count the events applied (an emulated bug may
+    /// drop some) by their type as received.
+    pub(crate) fn apply_all(&self, events: Vec<DataEvent>) {
+        let (mut full, mut applied) = (0, Vec::with_capacity(events.len()));
+        for event in events {
+            let was_full = event.event_type.is_full();
+            if let Some(event) = self.as_emulated(event) {
+                full += usize::from(was_full);
+                applied.push(event);
+            }
+        }
+        let count = applied.len();
+        self.swap(applied);
+        self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
+        self.events_applied
+            .fetch_add(count as u64, Ordering::Relaxed);
+    }
+
+    /// Applies `events` as they are in one swap. The next snapshot is compiled from the
+    /// previous one: unchanged selectors keep their compiled form and balancer state (also
+    /// through a full sync), an unchanged config keeps its version.
+    fn swap(&self, events: Vec<DataEvent>) {
+        if events.is_empty() {
             return;
-        };
-        let _writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        let _writer = lock(&self.writer);
         let previous = self.snapshot.load();
         let mut data = previous.data.clone();
-        let changes = data.apply(event);
+        let mut changes = Changes::default();
+        for event in events {
+            changes.extend(data.apply(event));
+        }
         let next = Snapshot::next(data, &changes, Some(&previous));
         self.snapshot.store(Arc::new(next));
-        if full {
-            self.full_syncs.fetch_add(1, Ordering::Relaxed);
-        }
-        self.events_applied.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The sync status.
@@ -306,6 +382,36 @@ mod tests {
         }
         assert_eq!(honest.snapshot().digest.selectors, 0);
         assert_eq!(buggy.snapshot().digest.selectors, 1, "a full sync merges");
+    }
+
+    #[tokio::test]
+    async fn the_clear_before_refill_emulation_empties_a_group_until_the_refill() {
+        let honest = SyncState::new(SyncMode::Websocket);
+        let buggy = SyncState::new(SyncMode::Websocket)
+            .emulating(Some(crate::EmulatedBug::ClearBeforeRefill));
+        for state in [&honest, &buggy] {
+            state.apply_text(SELECTOR).unwrap();
+            state.refill().await;
+            assert_eq!(state.snapshot().digest.selectors, 1);
+            // A resync of the same group.
+            state.apply_text(SELECTOR).unwrap();
+        }
+        assert_eq!(honest.snapshot().digest.selectors, 1);
+        assert_eq!(buggy.snapshot().digest.selectors, 0, "the window");
+        buggy.refill().await;
+        assert_eq!(buggy.snapshot().digest.selectors, 1);
+        // Increments are applied as they come.
+        buggy
+            .apply_text(&SELECTOR.replace("MYSELF", "DELETE"))
+            .unwrap();
+        assert_eq!(buggy.snapshot().digest.selectors, 0);
+        for state in [&honest, &buggy] {
+            let h = state.health();
+            assert_eq!(
+                (h.full_syncs, h.events_applied),
+                (2, 2 + u64::from(state.emulate.is_some()))
+            );
+        }
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! Websocket subscriber (ShenYu `ShenyuWebsocketClient`): connect to `ws://<admin>/websocket`,
-//! send `MYSELF`, apply every text frame, ping every 10 s. On failure or close it reconnects
-//! with exponential backoff (100 ms doubling to 5 s, jittered) and sends `MYSELF` again; the
-//! admin's full sync replaces each group in one swap, so routes never vanish in between.
-//! Several admin URLs: the next one is tried after a failure.
+//! send `MYSELF`, apply every text frame, ping every third of the silence bound
+//! (`--sync-silence-ms`, 10 s by default; ShenYu pings every 10 s and never checks the pong).
+//! A session that receives no frame at all (pong, event, ping) for the silence bound is a
+//! silent partition: it ends, the subscriber reports itself disconnected and reconnects. On
+//! failure or close it reconnects with exponential backoff (100 ms doubling to 5 s,
+//! jittered) and sends `MYSELF` again; the admin's full sync replaces each group in one swap,
+//! so routes never vanish in between. Several admin URLs: the next one is tried after a
+//! failure.
 //!
 //! With a sync token (`--sync-token`), every upgrade carries it as `X-Shenyu-Sync-Token`; an
 //! admin that refuses the upgrade with HTTP 401 is reported as
@@ -19,7 +23,6 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
 
-const PING_EVERY: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The header carrying ShenYu's websocket sync token.
@@ -31,14 +34,17 @@ pub(crate) struct WebsocketSubscriber {
     urls: Vec<String>,
     /// `X-Shenyu-Sync-Token`, marked sensitive (its `Debug` is redacted).
     sync_token: Option<HeaderValue>,
+    /// No frame for this long ends a session.
+    silence: Duration,
 }
 
 impl WebsocketSubscriber {
     /// A subscriber for admin base URLs (`http://host:port`), at least one, sending
-    /// `sync_token` on every upgrade when given.
+    /// `sync_token` on every upgrade when given, and ending a session silent for `silence`.
     pub(crate) fn new(
         admin_urls: &[String],
         sync_token: Option<&str>,
+        silence: Duration,
     ) -> anyhow::Result<WebsocketSubscriber> {
         let sync_token = sync_token
             .map(|token| {
@@ -51,6 +57,7 @@ impl WebsocketSubscriber {
         Ok(WebsocketSubscriber {
             urls: admin_urls.iter().map(|u| websocket_url(u)).collect(),
             sync_token,
+            silence,
         })
     }
 
@@ -103,25 +110,43 @@ impl WebsocketSubscriber {
         tx.send(Message::text("MYSELF")).await.map_err(conn_err)?;
         let connected = state.connected();
         tracing::info!(%url, "websocket sync connected; sent MYSELF");
+        let ping_every = self.silence / 3;
         let mut ping =
-            tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+            tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+        let quiet = tokio::time::sleep(self.silence);
+        tokio::pin!(quiet);
+        let silent = || SyncError::Silent {
+            url: url.to_owned(),
+            after: self.silence,
+        };
         let result = loop {
             tokio::select! {
-                frame = rx.next() => match frame {
-                    None => break Ok(()),
-                    Some(Err(e)) => break Err(conn_err(e)),
-                    Some(Ok(Message::Text(text))) => match state.apply_text(&text) {
-                        Ok(applied) => tracing::debug!(?applied, "sync frame"),
-                        Err(e) => tracing::warn!(error = %e, frame = %truncate(&text), "rejected sync frame"),
-                    },
-                    Some(Ok(Message::Close(_))) => break Ok(()),
-                    Some(Ok(_)) => {}
+                frame = rx.next() => {
+                    quiet.as_mut().reset(tokio::time::Instant::now() + self.silence);
+                    match frame {
+                        None => break Ok(()),
+                        Some(Err(e)) => break Err(conn_err(e)),
+                        Some(Ok(Message::Text(text))) => {
+                            match state.apply_text(&text) {
+                                Ok(applied) => tracing::debug!(?applied, "sync frame"),
+                                Err(e) => tracing::warn!(error = %e, frame = %truncate(&text), "rejected sync frame"),
+                            }
+                            state.refill().await;
+                        }
+                        Some(Ok(Message::Close(_))) => break Ok(()),
+                        Some(Ok(_)) => {}
+                    }
                 },
                 _ = ping.tick() => {
-                    if let Err(e) = tx.send(Message::Ping(Default::default())).await {
-                        break Err(conn_err(e));
+                    // A send stuck on a full buffer counts against the same bound.
+                    let sent = tokio::time::timeout_at(quiet.deadline(), tx.send(Message::Ping(Default::default())));
+                    match sent.await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => break Err(conn_err(e)),
+                        Err(_) => break Err(silent()),
                     }
                 }
+                () = &mut quiet => break Err(silent()),
             }
         };
         drop(connected);

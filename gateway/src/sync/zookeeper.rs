@@ -3,6 +3,15 @@
 //! read of the tree applied in one swap; every created or changed node is read and upserted,
 //! every deleted node deleted (ShenYu's ZooKeeper gateway drops deletes; gantry does not).
 //!
+//! Ordering: events arrive in order within a session, but one queued between the watch and
+//! the full read may be older than what the read found; so each node event reads the node and
+//! applies its state at that moment (data → upsert, gone → delete), never the event's own
+//! claim. ZooKeeper's reads within a session are monotonic, so nothing older is applied.
+//!
+//! A silent partition: the client pings and gives up on a connection that answers nothing
+//! for 2/5 of the session timeout (`--sync-silence-ms`, 10 s by default); the session then
+//! reports itself disconnected and this subscriber starts over.
+//!
 //! Events can be lost while the client reconnects (ZOOKEEPER-4698, and a persistent watch is
 //! not reliably re-armed on the reconnected session), so a disconnect, an expired or a closed
 //! session all start over: a new session, a new watch, a full read swapped in at once.
@@ -16,8 +25,6 @@ use zookeeper_client as zk;
 
 use super::{Backoff, Subscriber, SyncState, back_off, keyspace as nodes};
 
-/// ZooKeeper session timeout asked for.
-const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one request may take.
@@ -27,13 +34,17 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(crate) struct ZookeeperSubscriber {
     url: String,
+    /// The session timeout asked for.
+    session_timeout: Duration,
 }
 
 impl ZookeeperSubscriber {
-    /// A subscriber for the ensemble `url` (`host:port[,host:port]`).
-    pub(crate) fn new(url: &str) -> ZookeeperSubscriber {
+    /// A subscriber for the ensemble `url` (`host:port[,host:port]`), asking for
+    /// `session_timeout`.
+    pub(crate) fn new(url: &str, session_timeout: Duration) -> ZookeeperSubscriber {
         ZookeeperSubscriber {
             url: url.trim().to_owned(),
+            session_timeout,
         }
     }
 
@@ -42,7 +53,7 @@ impl ZookeeperSubscriber {
         let client = tokio::time::timeout(
             CONNECT_TIMEOUT,
             zk::Client::connector()
-                .with_session_timeout(SESSION_TIMEOUT)
+                .with_session_timeout(self.session_timeout)
                 .connect(&self.url),
         )
         .await
@@ -53,6 +64,7 @@ impl ZookeeperSubscriber {
                 .await
                 .context("watching /shenyu")?;
         let items = full_read(&client, state).await?;
+        state.refill().await;
         tracing::info!(url = %self.url, items, "ZooKeeper sync connected; config read in full");
         let _connected = state.connected();
         backoff.reset();
@@ -64,15 +76,16 @@ impl ZookeeperSubscriber {
                     // Disconnected, expired, closed, authentication failed.
                     state => anyhow::bail!("ZooKeeper session {state}"),
                 },
-                zk::EventType::NodeCreated | zk::EventType::NodeDataChanged => {
-                    match request(client.get_data(&event.path)).await {
-                        Ok((value, _)) => nodes::put(state, &event.path, &value),
-                        // Deleted meanwhile: its delete event follows.
-                        Err(zk::Error::NoNode) => {}
-                        Err(e) => return Err(e).with_context(|| format!("reading {}", event.path)),
-                    }
-                }
-                zk::EventType::NodeDeleted => nodes::delete(state, &event.path),
+                // Whatever the event says, the node's state now is applied: an event queued
+                // before the full read (a delete of a node since recreated) cannot roll back
+                // what the read found.
+                zk::EventType::NodeCreated
+                | zk::EventType::NodeDataChanged
+                | zk::EventType::NodeDeleted => match request(client.get_data(&event.path)).await {
+                    Ok((value, _)) => nodes::put(state, &event.path, &value),
+                    Err(zk::Error::NoNode) => nodes::delete(state, &event.path),
+                    Err(e) => return Err(e).with_context(|| format!("reading {}", event.path)),
+                },
                 zk::EventType::NodeChildrenChanged => {}
             }
         }

@@ -44,6 +44,9 @@ struct Admin {
     fetches: AtomicUsize,
     unauthorized: AtomicUsize,
     malformed_fetch: AtomicBool,
+    /// A silent partition: every request (those already held included) goes unanswered,
+    /// its connection left open.
+    silent: AtomicBool,
 }
 
 impl Admin {
@@ -56,12 +59,20 @@ impl Admin {
             fetches: AtomicUsize::new(0),
             unauthorized: AtomicUsize::new(0),
             malformed_fetch: AtomicBool::new(false),
+            silent: AtomicBool::new(false),
         })
     }
 
     fn set(&self, name: &str, group: Group) {
         self.groups.lock().unwrap().insert(name.to_owned(), group);
         self.changes.send_modify(|v| *v += 1);
+    }
+
+    /// Never returns while the admin is [`Admin::silent`].
+    async fn stall_if_silent(&self) {
+        if self.silent.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
     }
 
     fn authorized(&self, headers: &HeaderMap) -> bool {
@@ -101,6 +112,7 @@ async fn login(
     State(admin): State<Arc<Admin>>,
     axum::Json(body): axum::Json<Value>,
 ) -> axum::Json<Value> {
+    admin.stall_if_silent().await;
     if body != json!({"userName": "admin", "password": "123456"}) {
         return axum::Json(json!({"code": 500, "message": "bad credentials", "data": null}));
     }
@@ -118,6 +130,7 @@ async fn fetch(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<String, (StatusCode, axum::Json<Value>)> {
+    admin.stall_if_silent().await;
     if !admin.authorized(&headers) {
         return Err(unauthorized());
     }
@@ -158,10 +171,13 @@ async fn listen(
         .map(|(k, v)| (k.to_owned(), v.replace("%2C", ",")))
         .collect();
     assert_eq!(form.len(), 5, "all five groups: {body}");
+    admin.stall_if_silent().await;
     let mut rx = admin.changes.subscribe();
     let mut changed = admin.changed(&form);
     if changed.is_empty() {
         let _ = tokio::time::timeout(HOLD, rx.changed()).await;
+        // A partition that began during the hold swallows the answer.
+        admin.stall_if_silent().await;
         changed = admin.changed(&form);
     }
     Ok(axum::Json(
@@ -431,6 +447,58 @@ async fn admin_going_away_and_coming_back_with_a_new_token() {
     assert!(admin.logins.load(Ordering::SeqCst) >= 2);
     assert!(admin.unauthorized.load(Ordering::SeqCst) >= 1);
     eventually("reconnect noticed", || async {
+        (gw.health().await["sync"]["connected"] == true).then_some(())
+    })
+    .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_silent_admin_is_noticed_after_the_hold_and_the_config_keeps_serving() {
+    let silence = Duration::from_millis(400);
+    let up = upstream("up").await;
+    let admin = Admin::new(config("/a", up));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin_addr = listener.local_addr().unwrap();
+    let _server = serve_admin(admin.clone(), listener);
+    let mut settings =
+        gateway::Config::new(model::SyncMode::Http, vec![format!("http://{admin_addr}")]);
+    settings.sync_timeouts = gateway::SyncTimeouts {
+        silence,
+        long_poll_hold: HOLD,
+    };
+    let gw = Polling {
+        gateway: Gateway::start(settings).await,
+        http: reqwest::Client::new(),
+    };
+    gw.wait_routed("/a/x", "up").await;
+    assert_eq!(gw.health().await["sync"]["connected"], true);
+
+    // The held listener request and every later one go unanswered, connections open: the
+    // read timeout (hold + silence) ends the session.
+    admin.silent.store(true, Ordering::SeqCst);
+    let partitioned = tokio::time::Instant::now();
+    eventually("health to say disconnected", || async {
+        (gw.health().await["sync"]["connected"] == false).then_some(())
+    })
+    .await;
+    let detected_after = partitioned.elapsed();
+    let bound = HOLD + silence + Duration::from_millis(600);
+    assert!(
+        detected_after <= bound,
+        "noticed after {detected_after:?}, bound {bound:?} with slack"
+    );
+    assert_eq!(
+        gw.get("/a/x").await,
+        (200, "up".to_owned()),
+        "still serving"
+    );
+
+    // A change made during the partition arrives once the admin answers again.
+    admin.set("SELECTOR", group(2, selectors("/b", up)));
+    admin.silent.store(false, Ordering::SeqCst);
+    gw.wait_routed("/b/x", "up").await;
+    eventually("connected again", || async {
         (gw.health().await["sync"]["connected"] == true).then_some(())
     })
     .await;

@@ -3,6 +3,7 @@
 
 mod common;
 mod edge;
+mod faults;
 mod http_sync;
 mod shenyu_data;
 mod sync;

@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::common::{AdminConn, Gateway, eventually, fake_admin, next_session};
 
 /// An upstream echoing what it received; `/api/slow` never answers.
-async fn upstream() -> SocketAddr {
+pub(crate) async fn upstream() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = axum::Router::new().fallback(|req: Request| async move {
@@ -65,7 +65,7 @@ impl Http {
     }
 }
 
-fn plugin() -> PluginData {
+pub(crate) fn plugin() -> PluginData {
     PluginData {
         id: "5".into(),
         name: "divide".into(),
@@ -75,7 +75,7 @@ fn plugin() -> PluginData {
     }
 }
 
-fn selector(id: &str, prefix: &str, upstream: SocketAddr) -> SelectorData {
+pub(crate) fn selector(id: &str, prefix: &str, upstream: SocketAddr) -> SelectorData {
     SelectorData {
         id: id.into(),
         name: format!("sel-{id}"),
@@ -91,7 +91,7 @@ fn selector(id: &str, prefix: &str, upstream: SocketAddr) -> SelectorData {
     }
 }
 
-fn rule(id: &str, selector_id: &str, pattern: &str) -> RuleData {
+pub(crate) fn rule(id: &str, selector_id: &str, pattern: &str) -> RuleData {
     RuleData {
         id: id.into(),
         name: format!("rule-{id}"),
@@ -112,7 +112,7 @@ async fn send(conn: &mut AdminConn, event: DataEvent) {
 }
 
 /// Answers `MYSELF` the way gantry's admin does: all five groups, even empty ones.
-async fn full_sync(conn: &mut AdminConn, config: &ConfigSet) {
+pub(crate) async fn full_sync(conn: &mut AdminConn, config: &ConfigSet) {
     for event in DataEvent::full_sync(DataEventType::Myself, config.clone(), Vec::new()) {
         send(conn, event).await;
     }
