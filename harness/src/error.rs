@@ -198,6 +198,9 @@ pub enum BackendError {
         /// `docker`.
         backend: &'static str,
     },
+    /// A step partitions a topology started without a sync proxy.
+    #[error("the topology has no proxy on the gateway's sync connection to partition")]
+    NoSyncProxy,
     /// A signal was meant for a process that is not running.
     #[error("{service} is not running")]
     NotRunning {

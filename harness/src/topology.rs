@@ -15,8 +15,11 @@ use crate::backend::{
     Backend, ComponentService, Run, Service, Store, StoreKind, StoreServer, UpstreamService,
 };
 use crate::error::BackendError;
+use std::net::SocketAddr;
+
 use crate::backend::host;
 use crate::backend::middleware::signal;
+use crate::fault::{FaultProxy, Mode as ProxyMode};
 use crate::scenario::ast::{Component, FaultAction, Target};
 use crate::scenario::placeholder;
 
@@ -32,6 +35,8 @@ pub struct Topology {
     store: Mutex<Option<StoreServer>>,
     /// The ZooKeeper or etcd container of the zookeeper and etcd modes (docker backend).
     store_container: Option<Store>,
+    /// The proxy on the gateway's sync connection, when asked for.
+    proxy: Option<FaultProxy>,
     /// The components the case asked for, each started once (a step may stop and start
     /// them: taken out of the map while that runs).
     components: Mutex<BTreeMap<Component, ComponentService>>,
@@ -51,6 +56,20 @@ impl Topology {
         upstreams: &[String],
         components: &[Component],
         keep: bool,
+    ) -> Result<Self, BackendError> {
+        Self::start_with(backend, mode, upstreams, components, keep, false).await
+    }
+
+    /// [`Topology::start`], with the gateway's sync connection (to the admin, or to
+    /// ZooKeeper or etcd) through a [`FaultProxy`] when `sync_proxy` (host backend), so that
+    /// steps can partition and heal it.
+    pub async fn start_with(
+        backend: &Backend,
+        mode: SyncMode,
+        upstreams: &[String],
+        components: &[Component],
+        keep: bool,
+        sync_proxy: bool,
     ) -> Result<Self, BackendError> {
         let mut dir = tempfile::Builder::new()
             .prefix("gantry-")
@@ -80,12 +99,29 @@ impl Topology {
             None => (None, None),
         };
         let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
-        let gateway = run
-            .start_gateway(mode, &admin, store.as_ref(), dir.path())
-            .await?;
+        let (gateway, proxy) = match (&run, sync_proxy) {
+            (Run::Host(host), true) => {
+                let (proxy, source) = sync_proxy_for(mode, &admin, store.as_ref()).await?;
+                let gateway = host.start_gateway_on(mode, source, dir.path()).await?;
+                (Service::Host(gateway), Some(proxy))
+            }
+            (Run::Docker(_), true) => {
+                return Err(BackendError::FaultUnsupported {
+                    action: "partition",
+                    target: Target::Gateway,
+                    backend: "docker",
+                });
+            }
+            (_, false) => (
+                run.start_gateway(mode, &admin, store.as_ref(), dir.path())
+                    .await?,
+                None,
+            ),
+        };
         Ok(Self {
             gateway,
             admin,
+            proxy,
             store: Mutex::new(store),
             store_container,
             components: Mutex::new(started),
@@ -162,6 +198,23 @@ impl Topology {
                 done
             }
         }
+    }
+
+    /// Cuts the gateway off from where it syncs, `how` the proxy says (a step's
+    /// `partition`); [`Topology::heal`] ends it.
+    pub fn partition(&self, how: ProxyMode) -> Result<(), BackendError> {
+        self.sync_proxy()?.set(how);
+        Ok(())
+    }
+
+    /// Ends a partition: the gateway's sync connection passes again (a step's `heal`).
+    pub fn heal(&self) -> Result<(), BackendError> {
+        self.sync_proxy()?.heal();
+        Ok(())
+    }
+
+    fn sync_proxy(&self) -> Result<&FaultProxy, BackendError> {
+        self.proxy.as_ref().ok_or(BackendError::NoSyncProxy)
     }
 
     fn stores(&self) -> MutexGuard<'_, Option<StoreServer>> {
@@ -241,9 +294,11 @@ async fn host_fault(s: &host::Service, action: FaultAction) -> Result<(), Backen
 /// A fault on a host ZooKeeper or etcd server (stopping one always kills it).
 async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), BackendError> {
     let name = s.kind().name();
-    let pid = || s.pid().ok_or_else(|| BackendError::NotRunning {
-        service: name.to_owned(),
-    });
+    let pid = || {
+        s.pid().ok_or_else(|| BackendError::NotRunning {
+            service: name.to_owned(),
+        })
+    };
     match action {
         FaultAction::Stop | FaultAction::Kill => s.stop().await,
         FaultAction::Start => return s.start_again().await,
@@ -269,4 +324,42 @@ async fn component_fault(
         FaultAction::Pause => service.signal(Signal::STOP, action),
         FaultAction::Resume => service.signal(Signal::CONT, action),
     }
+}
+
+/// A fault proxy in front of what the gateway syncs from (the admin in the websocket and
+/// http modes, the store otherwise), and the gateway flags that point at it.
+async fn sync_proxy_for(
+    mode: SyncMode,
+    admin: &Service,
+    store: Option<&StoreServer>,
+) -> Result<(FaultProxy, Vec<String>), BackendError> {
+    let (target, flag) = match store {
+        Some(store) => (
+            SocketAddr::from(([127, 0, 0, 1], store.port())),
+            store.kind().url_flag(),
+        ),
+        None => {
+            let addr = admin.url().trim_start_matches("http://");
+            let addr = addr.parse().map_err(|_| BackendError::Io {
+                what: format!("reading the admin address {addr} for the {mode} sync proxy"),
+                source: std::io::Error::other("not ip:port"),
+            })?;
+            (addr, "--admin-url")
+        }
+    };
+    let proxy = FaultProxy::start(target)
+        .await
+        .map_err(|source| BackendError::Io {
+            what: format!("starting the sync proxy to {target}"),
+            source,
+        })?;
+    let proxied = match store.map(StoreServer::kind) {
+        Some(StoreKind::Zookeeper) => proxy.addr().to_string(),
+        _ => format!("http://{}", proxy.addr()),
+    };
+    let mut source = vec![flag.to_owned(), proxied];
+    if store.is_some() {
+        source.extend(["--admin-url".to_owned(), admin.url().to_owned()]);
+    }
+    Ok((proxy, source))
 }

@@ -249,15 +249,26 @@ impl HostBackend {
         store: Option<&StoreServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
+        let mut source = vec!["--admin-url".to_owned(), admin_url.to_owned()];
+        source.extend(store_args(store));
+        self.start_gateway_on(mode, source, dir).await
+    }
+
+    /// Starts `gantry-gateway` with `source`, the flags naming where it syncs from
+    /// (`--admin-url …`, `--zookeeper-url …`, `--etcd-url …`).
+    pub async fn start_gateway_on(
+        &self,
+        mode: SyncMode,
+        source: Vec<String>,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
         let mut args = vec![
             "--port".into(),
             "0".into(),
             "--sync".into(),
             mode.to_string(),
-            "--admin-url".into(),
-            admin_url.to_owned(),
         ];
-        args.extend(store_args(store));
+        args.extend(source);
         args.extend(self.gateway_args.iter().cloned());
         let env = ("GANTRY_GATEWAY_SYNC_TOKEN", self.sync_token.as_str());
         self.spawn("gateway", "gantry-gateway", args, env, dir)
@@ -328,10 +339,10 @@ impl Launch {
     /// Replaces the `--port` value with the port of `url`, so a restart keeps the address.
     fn pin_port(&mut self, url: &str) {
         let port = url.rsplit(':').next().unwrap_or("0").to_owned();
-        if let Some(i) = self.args.iter().position(|a| a == "--port") {
-            if let Some(value) = self.args.get_mut(i + 1) {
-                *value = port;
-            }
+        if let Some(i) = self.args.iter().position(|a| a == "--port")
+            && let Some(value) = self.args.get_mut(i + 1)
+        {
+            *value = port;
         }
     }
 }

@@ -310,6 +310,11 @@ impl StoreServer {
         self.process.as_ref().map(|p| p.pid)
     }
 
+    /// Its client port on loopback.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The last `n` lines of the server's log.
     pub fn log_tail(&self, n: usize) -> String {
         std::fs::read_to_string(&self.log)

@@ -33,14 +33,15 @@ use crate::RunOptions;
 use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{ClientError, RunError, RunErrorKind, Step};
+use crate::fault::Mode as ProxyMode;
+use crate::judge::Measurements;
 use crate::lower::{self, Addresses};
 use crate::probe::{Names, judge};
-use crate::judge::Measurements;
 use crate::report::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, Event, FinalDigests};
 use crate::scenario::Scenario;
 use crate::scenario::ast::{
-    Change, Expect, FaultAction, PluginSetup, Probe, RegistrationSpec, RequestSpec, Route,
-    StepSpec, Target, Wait,
+    Change, Expect, FaultAction, PartitionHow, PluginSetup, Probe, RegistrationSpec, RequestSpec,
+    Route, StepSpec, Target, Wait,
 };
 use crate::scenario::placeholder;
 use crate::topology::Topology;
@@ -104,12 +105,13 @@ pub async fn run_case(
         id: id.clone(),
         step: Step::Start,
     });
-    let topo = Topology::start(
+    let topo = Topology::start_with(
         backend,
         mode,
         &scenario.upstreams,
         &scenario.components,
         opts.keep,
+        scenario.steps.iter().any(StepSpec::partitions),
     )
     .await
     .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
@@ -260,11 +262,19 @@ impl Case<'_> {
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         let mut admin_down = false;
+        let mut partitioned = false;
         for (i, st) in self.scenario.steps.iter().enumerate() {
             let done = AtomicBool::new(false);
             let work = async {
                 let result = self
-                    .step_until_converged(st, admin, &mut admin_down, made, plugins)
+                    .step_until_converged(
+                        st,
+                        admin,
+                        &mut admin_down,
+                        &mut partitioned,
+                        made,
+                        plugins,
+                    )
                     .await;
                 done.store(true, Ordering::Relaxed);
                 result
@@ -277,7 +287,7 @@ impl Case<'_> {
                 None => (work.await, None),
             };
             if let (Some(probe), Some(during)) = (&st.during, during) {
-                self.during_report(st, i, probe, during)?;
+                self.during_report(st, i, probe, &during)?;
             }
             result?;
             self.checks(admin, &st.checks, Some(&st.name), made)
@@ -293,10 +303,16 @@ impl Case<'_> {
         st: &StepSpec,
         admin: &mut AdminClient,
         admin_down: &mut bool,
+        partitioned: &mut bool,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         for change in &st.changes {
+            match change {
+                Change::Partition(_) => *partitioned = true,
+                Change::Heal => *partitioned = false,
+                _ => {}
+            }
             let Some((action, target)) = change.fault() else {
                 self.apply(admin, &st.name, change, made, plugins).await?;
                 continue;
@@ -322,8 +338,8 @@ impl Case<'_> {
             .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
             .await
             .map_err(at(Step::Steps))?;
-        if *admin_down {
-            tracing::info!(case = %self.id, step = %st.name, "the admin is down: no digest equality after this step");
+        if *admin_down || *partitioned {
+            tracing::info!(case = %self.id, step = %st.name, "the admin is down or the gateway cut off: no digest equality after this step");
             return Ok(());
         }
         let applied = self
@@ -383,7 +399,7 @@ impl Case<'_> {
         st: &StepSpec,
         index: usize,
         probe: &Probe,
-        during: During,
+        during: &During,
     ) -> StepResult<()> {
         let passed = during.sent - during.failed;
         let failure = (during.failed > 0).then(|| {
@@ -507,6 +523,15 @@ impl Case<'_> {
                 }
                 Ok(())
             }
+            Change::Partition(how) => self
+                .topo
+                .partition(match how {
+                    PartitionHow::Blackhole => ProxyMode::Blackhole,
+                    PartitionHow::Cut => ProxyMode::Cut,
+                    PartitionHow::Reset => ProxyMode::Reset,
+                })
+                .map_err(at(Step::Steps)),
+            Change::Heal => self.topo.heal().map_err(at(Step::Steps)),
             Change::Stop(_)
             | Change::Kill(_)
             | Change::Start(_)

@@ -915,9 +915,18 @@ pub struct StepSpec {
 }
 
 impl StepSpec {
-    /// Whether a change of the step is a fault.
+    /// Whether a change of the step is a fault (a partition and a heal are too).
     pub fn has_faults(&self) -> bool {
-        self.changes.iter().any(|c| c.fault().is_some())
+        self.changes
+            .iter()
+            .any(|c| c.fault().is_some() || matches!(c, Change::Partition(_) | Change::Heal))
+    }
+
+    /// Whether a change partitions the gateway.
+    pub fn partitions(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|c| matches!(c, Change::Partition(_)))
     }
 
     /// The bound on convergence after its faults (`converge`, default 5s).
@@ -958,6 +967,25 @@ pub enum Change {
     Pause(Target),
     /// Thaws a paused process (SIGCONT).
     Resume(Target),
+    /// Cuts the gateway off from where it syncs (the admin in the websocket and http modes,
+    /// ZooKeeper or etcd in theirs), through a proxy on that connection: `blackhole` (a
+    /// silent partition: connections stay open, nothing passes), `cut` (closed) or `reset`.
+    Partition(PartitionHow),
+    /// Ends the partition: the sync connection passes again (a blackholed connection
+    /// resumes; the gateway reconnects after a cut or reset).
+    Heal,
+}
+
+/// How a `partition` breaks the gateway's sync connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PartitionHow {
+    /// Connections stay open and nothing passes either way.
+    Blackhole,
+    /// Connections are closed (FIN), new ones closed on accept.
+    Cut,
+    /// Connections are reset (RST), new ones reset on accept.
+    Reset,
 }
 
 /// What a fault in a step does to its target.
@@ -1036,6 +1064,8 @@ impl Change {
             Change::DeleteSelector(_) => "deleteSelector",
             Change::DeleteRule(_) => "deleteRule",
             Change::UpdatePlugin(_) => "updatePlugin",
+            Change::Partition(_) => "partition",
+            Change::Heal => "heal",
             change => change.fault().map_or("", |(action, _)| action.name()),
         }
     }

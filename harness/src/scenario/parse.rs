@@ -458,6 +458,7 @@ impl<'s> Validator<'s> {
             })
             .collect();
         let mut processes = Processes::default();
+        let mut partitioned = false;
         for (i, st) in s.steps.iter().enumerate() {
             if st.changes.is_empty() {
                 self.report(
@@ -468,7 +469,12 @@ impl<'s> Validator<'s> {
             for (j, c) in st.changes.iter().enumerate() {
                 let at = format!("steps[{i}].changes[{j}]");
                 if let Some((action, target)) = c.fault() {
-                    self.fault(&mut processes, action, target, &format!("{at}.{}", c.name()));
+                    self.fault(
+                        &mut processes,
+                        action,
+                        target,
+                        &format!("{at}.{}", c.name()),
+                    );
                 } else if let Some(state) = processes.not_running(Target::Admin) {
                     self.report(
                         format!("{at}.{}", c.name()),
@@ -520,6 +526,25 @@ impl<'s> Validator<'s> {
                     Change::UpdatePlugin(p) => {
                         self.plugin_setup(p, &format!("{at}.updatePlugin"));
                     }
+                    Change::Partition(_) | Change::Heal => {
+                        let at = format!("{at}.{}", c.name());
+                        let partition = matches!(c, Change::Partition(_));
+                        if partition == partitioned {
+                            let state = if partitioned { "" } else { "not " };
+                            self.report(
+                                at.clone(),
+                                format!("the gateway is {state}partitioned at this point"),
+                            );
+                        }
+                        partitioned = partition;
+                        if s.backends.contains(&crate::BackendKind::Docker) {
+                            self.report(
+                                at,
+                                "partitions run on the host backend only so far: add \
+                                 `backends: [host]`",
+                            );
+                        }
+                    }
                     Change::Stop(_)
                     | Change::Kill(_)
                     | Change::Start(_)
@@ -543,6 +568,13 @@ impl<'s> Validator<'s> {
             }
         }
         if let Some(last) = s.steps.len().checked_sub(1) {
+            if partitioned {
+                self.report(
+                    format!("steps[{last}]"),
+                    "the gateway is partitioned after the last step, but teardown needs it in \
+                     sync: add `heal`",
+                );
+            }
             for target in [Target::Admin, Target::Zookeeper, Target::Etcd] {
                 if let Some(state) = processes.not_running(target) {
                     self.report(
@@ -588,8 +620,8 @@ impl<'s> Validator<'s> {
             self.report(at, why);
             return;
         }
-        let docker_ready = target == Target::Redis
-            && matches!(action, FaultAction::Stop | FaultAction::Start);
+        let docker_ready =
+            target == Target::Redis && matches!(action, FaultAction::Stop | FaultAction::Start);
         if !docker_ready && s.backends.contains(&crate::BackendKind::Docker) {
             self.report(
                 at,
@@ -1474,7 +1506,10 @@ steps:
 
     #[test]
     fn faults_on_services_fit_modes_backends_and_what_runs() {
-        let host = REDIS.replace("components: [redis]", "components: [redis]\nbackends: [host]");
+        let host = REDIS.replace(
+            "components: [redis]",
+            "components: [redis]\nbackends: [host]",
+        );
         let steps = |changes: &str| {
             format!(
                 "{host}\nsteps:\n  - name: s\n    changes: [{changes}]\n    wait: {{ probe: {{ request: {{ path: /limited }}, expect: {{ status: 200 }} }} }}\n"
@@ -1486,7 +1521,9 @@ steps:
             &steps("kill: admin, start: admin, restart: admin, pause: admin, resume: admin, stop: admin, start: admin"),
         )
         .unwrap();
-        let e = err(&steps("stop: admin, enablePlugin: { name: divide, enabled: false }, start: admin"));
+        let e = err(&steps(
+            "stop: admin, enablePlugin: { name: divide, enabled: false }, start: admin",
+        ));
         assert!(
             e.contains("steps[0].changes[1].enablePlugin: the admin is stopped at this point"),
             "{e}"
