@@ -12,7 +12,7 @@ use crate::backend::{
     Backend, ComponentService, Run, Service, Store, StoreKind, StoreServer, UpstreamService,
 };
 use crate::error::BackendError;
-use crate::scenario::ast::Component;
+use crate::scenario::ast::{Component, UpstreamDecl};
 use crate::scenario::placeholder;
 
 /// A running topology; dropping it stops everything (gateway first).
@@ -41,7 +41,7 @@ impl Topology {
     pub async fn start(
         backend: &Backend,
         mode: SyncMode,
-        upstreams: &[String],
+        upstreams: &[UpstreamDecl],
         components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
@@ -55,8 +55,11 @@ impl Topology {
         dir.disable_cleanup(keep);
         let run = backend.begin(mode, keep).await?;
         let mut ups = BTreeMap::new();
-        for name in upstreams {
-            ups.insert(name.clone(), run.start_upstream(name).await?);
+        for u in upstreams {
+            ups.insert(
+                u.name.clone(),
+                run.start_upstream(&u.name, &u.behave).await?,
+            );
         }
         let mut started = BTreeMap::new();
         for &component in components {
