@@ -423,43 +423,44 @@ mod tests {
         use std::sync::Arc;
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        use axum::extract::Request as AxumRequest;
         use model::{
             ConditionData, ConfigSet, DataEvent, DataEventType, PluginData, RuleData, SelectorData,
         };
         use serde_json::{Value, json};
         use tokio::net::TcpListener;
+        use wiremock::matchers::{any, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
 
         use super::super::*;
         use crate::plugin::Chain;
         use crate::router::RequestView;
         use crate::snapshot::{ConfigData, Snapshot};
 
-        /// An upstream echoing method, path, query and body; it counts requests.
-        async fn echo() -> (String, Arc<AtomicUsize>) {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let hits = Arc::new(AtomicUsize::new(0));
-            let counter = hits.clone();
-            let app = axum::Router::new().fallback(move |req: AxumRequest| {
-                let counter = counter.clone();
-                async move {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    if req.uri().path() == "/slow" {
-                        std::future::pending::<()>().await;
-                    }
-                    let path = req.uri().path().to_owned();
-                    let query = req.uri().query().map(str::to_owned);
-                    let bytes = req.into_body().collect().await.unwrap().to_bytes();
-                    axum::Json(json!({
-                        "path": path,
-                        "query": query,
-                        "body": String::from_utf8_lossy(&bytes),
+        /// A wiremock upstream echoing path, query and body; `/slow` answers after an hour.
+        /// Its journal counts the requests ([`hits`]).
+        async fn echo() -> (String, MockServer) {
+            let server = MockServer::start().await;
+            Mock::given(path("/slow"))
+                .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3600)))
+                .with_priority(1)
+                .mount(&server)
+                .await;
+            Mock::given(any())
+                .respond_with(|req: &wiremock::Request| {
+                    ResponseTemplate::new(200).set_body_json(json!({
+                        "path": req.url.path(),
+                        "query": req.url.query(),
+                        "body": String::from_utf8_lossy(&req.body),
                     }))
-                }
-            });
-            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-            (addr.to_string(), hits)
+                })
+                .mount(&server)
+                .await;
+            (server.address().to_string(), server)
+        }
+
+        /// How many requests `server` has received.
+        async fn hits(server: &MockServer) -> usize {
+            server.received_requests().await.unwrap_or_default().len()
         }
 
         /// An address that refuses connections.
@@ -563,7 +564,7 @@ mod tests {
 
         #[tokio::test]
         async fn context_path_rewrites_and_param_mapping_maps_the_body() {
-            let (up, _) = echo().await;
+            let (up, _server) = echo().await;
             let snap = snapshot(
                 vec![
                     plugin("paramMapping", 70, true),
@@ -605,7 +606,7 @@ mod tests {
 
         #[tokio::test]
         async fn chain_follows_plugin_sort_and_skips_disabled_plugins() {
-            let (up, _) = echo().await;
+            let (up, _server) = echo().await;
             let build = |context_sort: i32, context_enabled: bool| {
                 snapshot(
                     vec![
@@ -673,7 +674,7 @@ mod tests {
         #[tokio::test]
         async fn least_active_counts_a_request_until_its_body_ends() {
             let (slow, slow_hits, release) = held().await;
-            let (fast, fast_hits) = echo().await;
+            let (fast, fast_server) = echo().await;
             let snap = snapshot(
                 vec![plugin("divide", 200, true)],
                 vec![selector("divide", "/", upstreams(&[&slow, &fast]))],
@@ -702,7 +703,7 @@ mod tests {
                 );
                 response.into_body().collect().await.unwrap();
             }
-            assert_eq!(fast_hits.load(Ordering::SeqCst), 20);
+            assert_eq!(hits(&fast_server).await, 20);
             release.add_permits(1);
             // Collecting consumes (and so ends) the body.
             let rest = streaming.collect().await.unwrap().to_bytes();
@@ -727,7 +728,7 @@ mod tests {
 
         #[tokio::test]
         async fn retries_current_and_failover() {
-            let (up, hits) = echo().await;
+            let (up, server) = echo().await;
             let down = refused().await;
             // specify-domain forces the first attempt onto the refusing upstream.
             let first_down = || {
@@ -748,19 +749,55 @@ mod tests {
             assert_eq!((status, &body["code"]), (503, &json!(-119)));
             // Timeouts are retried: 1 + 2 attempts reach the upstream.
             let slow = divide(&[&up], r#"{"retry":2,"timeout":100}"#);
-            let before = hits.load(Ordering::SeqCst);
+            let before = hits(&server).await;
             let (status, body) = call(&slow, get("/slow")).await;
             assert_eq!((status, &body["code"]), (504, &json!(504)));
-            assert_eq!(hits.load(Ordering::SeqCst) - before, 3);
+            assert_eq!(hits(&server).await - before, 3);
             let once = divide(&[&up], r#"{"retry":0,"timeout":100}"#);
-            let before = hits.load(Ordering::SeqCst);
+            let before = hits(&server).await;
             assert_eq!(call(&once, get("/slow")).await.0, 504);
-            assert_eq!(hits.load(Ordering::SeqCst) - before, 1);
+            assert_eq!(hits(&server).await - before, 1);
+        }
+
+        /// An upstream error is an answer: passed through (status, body, headers), never
+        /// retried. A dropped connection is a failure: retried, then a 502.
+        #[tokio::test]
+        async fn a_5xx_passes_through_and_a_dropped_connection_is_retried() {
+            let server = MockServer::start().await;
+            Mock::given(path("/fail"))
+                .respond_with(
+                    ResponseTemplate::new(503)
+                        .insert_header("x-why", "maintenance")
+                        .set_body_string("down"),
+                )
+                .mount(&server)
+                .await;
+            // wiremock's server drops the connection when the responder errs.
+            Mock::given(path("/drop"))
+                .respond_with_err(|_: &wiremock::Request| {
+                    std::io::Error::from(std::io::ErrorKind::ConnectionReset)
+                })
+                .mount(&server)
+                .await;
+            let up = server.address().to_string();
+            let snap = divide(&[&up], r#"{"retry":2,"retryStrategy":"current"}"#);
+            let response = match route(&snap, &get("/fail")) {
+                Ok(f) => Proxy::new().forward(get("/fail"), f, PEER).await.response,
+                Err(r) => panic!("no route: {r:?}"),
+            };
+            assert_eq!(response.status(), 503);
+            assert_eq!(response.headers()["x-why"], "maintenance");
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, "down");
+            assert_eq!(hits(&server).await, 1, "a 5xx answer was retried");
+            let (status, body) = call(&snap, get("/drop")).await;
+            assert_eq!((status, &body["code"]), (502, &json!(-103)), "{body}");
+            assert_eq!(hits(&server).await, 1 + 3, "1 + retry attempts");
         }
 
         #[tokio::test]
         async fn size_limits() {
-            let (up, _) = echo().await;
+            let (up, _server) = echo().await;
             let snap = divide(&[&up], r#"{"headerMaxSize":10,"requestMaxSize":4}"#);
             let big_header = Request::get("/x")
                 .header("x-big", "01234567890")

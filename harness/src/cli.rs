@@ -60,6 +60,23 @@ pub(crate) struct UpstreamArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub(crate) bind: std::net::IpAddr,
+    /// How it answers besides echoing: a JSON list of a case file's `behave` entries
+    /// (docs/scenarios.md, "Upstream behaviour"), e.g. `[{"path":"/fail","status":503}]`.
+    #[arg(long, value_parser = parse_behave)]
+    pub(crate) behave: Option<Behaviours>,
+}
+
+/// The `--behave` list, checked like a case file's.
+#[derive(Debug, Clone)]
+pub(crate) struct Behaviours(pub(crate) Vec<harness::upstream::Behaviour>);
+
+fn parse_behave(text: &str) -> Result<Behaviours, String> {
+    let list: Vec<harness::upstream::Behaviour> =
+        serde_json::from_str(text).map_err(|e| format!("not a behave list: {e}"))?;
+    match harness::upstream::list_problems(&list).first() {
+        Some((at, message)) => Err(format!("behave{at}: {message}")),
+        None => Ok(Behaviours(list)),
+    }
 }
 
 /// `gantry compose` arguments.
@@ -418,6 +435,21 @@ mod tests {
         };
         assert_eq!((u.name.as_str(), u.port), ("alpha", 8080));
         assert_eq!(u.bind.to_string(), "0.0.0.0");
+        assert!(u.behave.is_none());
+        let upstream = |behave: &str| {
+            Cli::try_parse_from(["gantry", "upstream", "--name", "b", "--behave", behave])
+        };
+        let cli = upstream(r#"[{"path":"/fail","status":503},{"fault":"reset"}]"#).unwrap();
+        let Command::Upstream(u) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(u.behave.unwrap().0.len(), 2);
+        let e = upstream(r#"[{"status":99}]"#).unwrap_err().to_string();
+        assert!(
+            e.contains("behave[0].status: 99 is not a final status"),
+            "{e}"
+        );
+        assert!(upstream(r#"[{"stauts":503}]"#).is_err());
         let cli = Cli::try_parse_from(["gantry", "compose", "--sync", "websocket"]).unwrap();
         assert!(matches!(
             cli.command,

@@ -33,7 +33,7 @@ pub fn services(mode: SyncMode) -> Vec<ContainerSpec> {
     let gateway = docker::gateway_spec("", mode, &admin.peer_url(), store.as_ref());
     let mut all: Vec<ContainerSpec> = store.into_iter().collect();
     all.extend([admin, gateway]);
-    all.extend(UPSTREAMS.iter().map(|u| docker::upstream_spec("", u)));
+    all.extend(UPSTREAMS.iter().map(|u| docker::upstream_spec("", u, &[])));
     all
 }
 

@@ -153,7 +153,7 @@ async fn images(args: cli::ImagesArgs) -> ExitCode {
 /// `gantry upstream`: one echo upstream until SIGINT or SIGTERM.
 async fn upstream(args: cli::UpstreamArgs) -> ExitCode {
     let addr = std::net::SocketAddr::new(args.bind, args.port);
-    let listener = match tokio::net::TcpListener::bind(addr).await {
+    let listener = match std::net::TcpListener::bind(addr) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: binding {addr}: {e}");
@@ -181,7 +181,8 @@ async fn upstream(args: cli::UpstreamArgs) -> ExitCode {
             _ = term.recv() => {}
         }
     };
-    match harness::upstream::serve(&args.name, listener, shutdown).await {
+    let behave = args.behave.map(|b| b.0).unwrap_or_default();
+    match harness::upstream::serve(&args.name, &behave, listener, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use crate::backend::host;
 use crate::backend::middleware::signal;
 use crate::fault::{FaultProxy, Mode as ProxyMode};
-use crate::scenario::ast::{Component, FaultAction, Target};
+use crate::scenario::ast::{Component, FaultAction, Target, UpstreamDecl};
 use crate::scenario::placeholder;
 
 /// A running topology; dropping it stops everything (gateway first).
@@ -53,7 +53,7 @@ impl Topology {
     pub async fn start(
         backend: &Backend,
         mode: SyncMode,
-        upstreams: &[String],
+        upstreams: &[UpstreamDecl],
         components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
@@ -66,7 +66,7 @@ impl Topology {
     pub async fn start_with(
         backend: &Backend,
         mode: SyncMode,
-        upstreams: &[String],
+        upstreams: &[UpstreamDecl],
         components: &[Component],
         keep: bool,
         sync_proxy: bool,
@@ -81,8 +81,11 @@ impl Topology {
         dir.disable_cleanup(keep);
         let run = backend.begin(mode, keep).await?;
         let mut ups = BTreeMap::new();
-        for name in upstreams {
-            ups.insert(name.clone(), run.start_upstream(name).await?);
+        for u in upstreams {
+            ups.insert(
+                u.name.clone(),
+                run.start_upstream(&u.name, &u.behave).await?,
+            );
         }
         let mut started = BTreeMap::new();
         for &component in components {

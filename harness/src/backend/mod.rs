@@ -25,7 +25,7 @@ pub use redis::RedisServer;
 
 use crate::error::BackendError;
 use crate::scenario::ast::Component;
-use crate::upstream::Upstream;
+use crate::upstream::{Behaviour, Upstream};
 
 /// Which backend to run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -176,12 +176,18 @@ impl Run {
         }
     }
 
-    /// Starts the echo upstream `name`.
-    pub async fn start_upstream(&self, name: &str) -> Result<UpstreamService, BackendError> {
+    /// Starts the scenario upstream `name` with `behave` (none: an echo upstream).
+    pub async fn start_upstream(
+        &self,
+        name: &str,
+        behave: &[Behaviour],
+    ) -> Result<UpstreamService, BackendError> {
         match self {
-            Run::Host(_) => Upstream::start(name).await.map(UpstreamService::Host),
+            Run::Host(_) => Upstream::start(name, behave)
+                .await
+                .map(UpstreamService::Host),
             Run::Docker(d) => d
-                .start(&docker::upstream_spec(&d.prefix(), name))
+                .start(&docker::upstream_spec(&d.prefix(), name, behave))
                 .await
                 .map(UpstreamService::Docker),
         }
@@ -385,7 +391,7 @@ impl Service {
     }
 }
 
-/// A running echo upstream; stopped on drop.
+/// A running scenario upstream; stopped on drop.
 #[derive(Debug)]
 pub enum UpstreamService {
     /// In-process, on loopback.
@@ -400,6 +406,15 @@ impl UpstreamService {
         match self {
             UpstreamService::Host(u) => u.host_port(),
             UpstreamService::Docker(c) => c.peer_addr().to_owned(),
+        }
+    }
+
+    /// Every request it received so far (its wiremock journal), where the harness can read
+    /// it: in-process upstreams only (`None` for a container).
+    pub async fn received(&self) -> Option<Vec<crate::upstream::Echo>> {
+        match self {
+            UpstreamService::Host(u) => Some(u.received().await),
+            UpstreamService::Docker(_) => None,
         }
     }
 }

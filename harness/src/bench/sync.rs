@@ -27,7 +27,7 @@ use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::judge::latency::{ChangeLatency, Quantiles};
 use crate::probe::Names;
-use crate::scenario::ast::{Expect, RequestSpec, Route};
+use crate::scenario::ast::{Expect, RequestSpec, Route, UpstreamDecl};
 use crate::topology::Topology;
 use crate::wait::{WaitPolicy, await_convergence};
 
@@ -194,7 +194,14 @@ async fn one_mode(
     out: &mut ModeResult,
     progress: &(dyn Fn(String) + Sync),
 ) -> anyhow::Result<()> {
-    let topo = Topology::start(backend, mode, &["alpha".to_owned()], &[], opts.keep).await?;
+    let topo = Topology::start(
+        backend,
+        mode,
+        &[UpstreamDecl::echo("alpha")],
+        &[],
+        opts.keep,
+    )
+    .await?;
     let result = measure(&topo, mode, opts, out, progress).await;
     if result.is_err() {
         progress(topo.log_tails(20));

@@ -1,6 +1,8 @@
 //! The probe judge: every answer to a request sent `repeat` times must meet the expectation
 //! ([`crate::probe::judge`] for one answer).
 
+use std::collections::BTreeMap;
+
 use super::{Judge, Measurements, Verdict};
 use crate::probe::{Names, ProbeResponse, judge};
 use crate::scenario::ast::Expect;
@@ -44,6 +46,37 @@ impl Judge for ProbeJudge<'_> {
     }
 }
 
+/// Where the requests each upstream received while one probe request was answered (`got`,
+/// one map per request sent) differ from `want` (requests per upstream per request); empty
+/// when they match.
+pub fn attempt_misses(want: &BTreeMap<String, u32>, got: &[BTreeMap<String, u32>]) -> Vec<String> {
+    let several = got.len() > 1;
+    got.iter()
+        .enumerate()
+        .filter_map(|(i, seen)| {
+            let wrong: Vec<String> = want
+                .iter()
+                .filter_map(|(name, &n)| {
+                    let seen = seen.get(name).copied().unwrap_or(0);
+                    (seen != n).then(|| format!("{name} expected {n}, got {seen}"))
+                })
+                .collect();
+            if wrong.is_empty() {
+                return None;
+            }
+            let prefix = if several {
+                format!("attempt {} of {}: ", i + 1, got.len())
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "{prefix}attempts (requests each upstream received): {}",
+                wrong.join(", ")
+            ))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::from;
@@ -66,5 +99,27 @@ mod tests {
         assert!(v.failures[0].starts_with("attempt 2 of 3: upstream: expected alpha, got beta"));
         assert_eq!(v.failures[1], "attempt 3 of 3: refused");
         assert_eq!(v.measurements, Measurements::Probe { sent: 3, passed: 1 });
+    }
+
+    #[test]
+    fn attempts_must_match_per_request() {
+        let map = |pairs: &[(&str, u32)]| -> BTreeMap<String, u32> {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+        };
+        let want = map(&[("broken", 1), ("alpha", 1)]);
+        assert!(attempt_misses(&want, &[map(&[("broken", 1), ("alpha", 1)])]).is_empty());
+        // The retry never reached broken: a gateway that skipped the first attempt fails.
+        let misses = attempt_misses(&want, &[map(&[("broken", 0), ("alpha", 1)])]);
+        assert_eq!(
+            misses,
+            ["attempts (requests each upstream received): broken expected 1, got 0"]
+        );
+        let misses = attempt_misses(
+            &want,
+            &[map(&[("broken", 1), ("alpha", 1)]), map(&[("alpha", 2)])],
+        );
+        assert_eq!(misses.len(), 1);
+        assert!(misses[0].starts_with("attempt 2 of 2: "), "{misses:?}");
+        assert!(attempt_misses(&BTreeMap::new(), &[map(&[("alpha", 9)])]).is_empty());
     }
 }

@@ -21,7 +21,7 @@ use crate::judge::burst::BurstJudge;
 use crate::judge::distribution::{DistributionJudge, shares_from_weights};
 use crate::judge::hash::{HashJudge, Ring};
 use crate::judge::latency::{ChangeLatency, LatencyJudge};
-use crate::judge::probe::ProbeJudge;
+use crate::judge::probe::{ProbeJudge, attempt_misses};
 use crate::judge::round_robin::{CycleJudge, cycle};
 use crate::judge::steer::SteerJudge;
 use crate::judge::{Counts, Judge, Measurements, Verdict};
@@ -108,15 +108,31 @@ impl Case<'_> {
         Ok(match kind {
             CheckKind::Probe(p) => {
                 let mut answers = Vec::new();
+                let mut attempts = Vec::new();
                 for _ in 0..p.repeat {
+                    let before = self.journal_lengths(&p.attempts).await?;
                     answers.push(self.send(&self.gateway, &p.request).await);
+                    let after = self.journal_lengths(&p.attempts).await?;
+                    attempts.push(
+                        after
+                            .into_iter()
+                            .map(|(name, n)| {
+                                let was = before.get(&name).copied().unwrap_or(0);
+                                (name, n.saturating_sub(was))
+                            })
+                            .collect(),
+                    );
                 }
                 let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                ProbeJudge {
+                let mut verdict = ProbeJudge {
                     expect: &p.expect,
                     names: &names,
                 }
-                .judge(&answers)
+                .judge(&answers);
+                verdict
+                    .failures
+                    .extend(attempt_misses(&p.attempts, &attempts));
+                verdict
             }
             CheckKind::Distribution(d) => {
                 let shares = match &d.shares {
@@ -153,6 +169,34 @@ impl Case<'_> {
                 .judge(&statuses)
             }
         })
+    }
+
+    /// How many requests each upstream named in `attempts` has received so far (none named:
+    /// nothing read). Only in-process upstreams expose their journal: elsewhere the check is
+    /// skipped.
+    async fn journal_lengths(
+        &self,
+        attempts: &BTreeMap<String, u32>,
+    ) -> Result<BTreeMap<String, u32>, NoVerdict> {
+        let mut lengths = BTreeMap::new();
+        for name in attempts.keys() {
+            let up = self
+                .topo
+                .upstream(name)
+                .ok_or_else(|| NoVerdict::Failed(format!("upstream `{name}` is not running")))?;
+            let Some(journal) = up.received().await else {
+                return Err(NoVerdict::Skip(format!(
+                    "`attempts` reads the upstreams' request journals, which the harness \
+                     reads in-process only, not on the {} backend",
+                    self.backend
+                )));
+            };
+            lengths.insert(
+                name.clone(),
+                u32::try_from(journal.len()).unwrap_or(u32::MAX),
+            );
+        }
+        Ok(lengths)
     }
 
     /// Sends `request` through `client`; a transport error becomes its description.

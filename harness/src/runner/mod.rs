@@ -116,13 +116,12 @@ pub async fn run_case(
     .await
     .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
     let addrs: Addresses = scenario
-        .upstreams
-        .iter()
+        .upstream_names()
         .map(|name| {
             let up = topo
                 .upstream(name)
                 .expect("the topology started every upstream");
-            (name.clone(), up.host_port())
+            (name.to_owned(), up.host_port())
         })
         .collect();
     let case = Case {

@@ -31,9 +31,9 @@ pub struct Scenario {
     /// mode (e.g. `[redis]`); their addresses fill the placeholders of `setup.plugins`.
     #[serde(default)]
     pub components: Vec<Component>,
-    /// Names of the in-process echo upstreams.
+    /// The scenario's upstreams: a name (an echo upstream) or `{ name, behave }`.
     #[serde(default)]
-    pub upstreams: Vec<String>,
+    pub upstreams: Vec<UpstreamDecl>,
     /// What to create on the admin.
     #[serde(default)]
     pub setup: Setup,
@@ -48,6 +48,91 @@ pub struct Scenario {
     /// Extra probes after teardown.
     #[serde(default)]
     pub teardown: Teardown,
+}
+
+impl Scenario {
+    /// The declared upstreams' names, in order.
+    pub fn upstream_names(&self) -> impl Iterator<Item = &str> {
+        self.upstreams.iter().map(|u| u.name.as_str())
+    }
+}
+
+/// One entry of `upstreams`: `alpha` (an echo upstream) or `{ name: slow, behave: [...] }`.
+/// Read by hand rather than as an untagged enum, so that a wrong key in the map is reported
+/// as such.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UpstreamDecl {
+    /// The upstream's name (`x-gantry-upstream`).
+    pub name: String,
+    /// How it answers besides echoing (empty: an echo upstream).
+    pub behave: Vec<crate::upstream::Behaviour>,
+}
+
+impl UpstreamDecl {
+    /// An echo upstream.
+    pub fn echo(name: &str) -> UpstreamDecl {
+        UpstreamDecl {
+            name: name.to_owned(),
+            behave: Vec::new(),
+        }
+    }
+}
+
+/// The map form of an `upstreams` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UpstreamWithBehaviour {
+    /// The upstream's name (`x-gantry-upstream`).
+    name: String,
+    /// How it answers: the first entry whose `path` and `method` match a request decides; a
+    /// request no entry matches gets the echo.
+    #[serde(default)]
+    behave: Vec<crate::upstream::Behaviour>,
+}
+
+impl<'de> Deserialize<'de> for UpstreamDecl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UpstreamDecl;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an upstream name or `{ name, behave }`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<UpstreamDecl, E> {
+                Ok(UpstreamDecl::echo(name))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<UpstreamDecl, A::Error> {
+                let u = UpstreamWithBehaviour::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(UpstreamDecl {
+                    name: u.name,
+                    behave: u.behave,
+                })
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl JsonSchema for UpstreamDecl {
+    fn schema_name() -> Cow<'static, str> {
+        "UpstreamDecl".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let object = generator.subschema_for::<UpstreamWithBehaviour>();
+        json_schema!({
+            "description": "An upstream: a name (an echo upstream) or `{ name, behave }`.",
+            "anyOf": [{ "type": "string" }, object],
+        })
+    }
 }
 
 /// A server a case asks for with `components`, started per case beside the topology.
@@ -427,7 +512,7 @@ fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error
 
 /// How a duration is written: humantime text (`10ms`, `1.5s`, `1m 30s`). Stands for the
 /// `Duration` fields in the schema (they deserialize with [`duration`]).
-struct DurationText;
+pub(crate) struct DurationText;
 
 impl JsonSchema for DurationText {
     fn schema_name() -> Cow<'static, str> {
@@ -553,6 +638,9 @@ struct RawCheck {
     expect: Option<Expect>,
     /// How many times a probe is sent; every answer must pass (default 1).
     repeat: Option<u32>,
+    /// A probe's attempts: how many requests each named upstream must receive for each
+    /// request sent (its request journal; host backend only).
+    attempts: Option<BTreeMap<String, u32>>,
     /// Counts per upstream against the configured shares (χ² test).
     distribution: Option<DistributionSpec>,
     /// Round robin's exact weighted cycle, up to rotation.
@@ -610,6 +698,7 @@ fn one_kind_of_check(schema: &mut Schema) {
             "request": ["expect"],
             "expect": ["request"],
             "repeat": ["request"],
+            "attempts": ["request"],
         }),
     );
 }
@@ -631,14 +720,15 @@ impl TryFrom<RawCheck> for Check {
                 request,
                 expect,
                 repeat: raw.repeat.unwrap_or(1),
+                attempts: raw.attempts.unwrap_or_default(),
             }),
-            (None, None) if raw.repeat.is_none() => None,
+            (None, None) if raw.repeat.is_none() && raw.attempts.is_none() => None,
             (Some(_), None) => {
                 return Err(format!("check `{}`: `request` needs `expect`", raw.name));
             }
             _ => {
                 return Err(format!(
-                    "check `{}`: `expect` and `repeat` go with a `request`",
+                    "check `{}`: `expect`, `repeat` and `attempts` go with a `request`",
                     raw.name
                 ));
             }
@@ -675,6 +765,8 @@ pub struct ProbeCheck {
     pub expect: Expect,
     /// How many times to send it (default 1).
     pub repeat: u32,
+    /// Requests each named upstream must receive per request sent (empty: not judged).
+    pub attempts: BTreeMap<String, u32>,
 }
 
 fn two_thousand() -> u32 {

@@ -121,7 +121,7 @@ struct Problem {
 fn validate(s: &Scenario) -> Vec<Problem> {
     let mut v = Validator {
         s,
-        declared: s.upstreams.iter().map(String::as_str).collect(),
+        declared: s.upstream_names().collect(),
         problems: Vec::new(),
     };
     v.scenario();
@@ -152,11 +152,15 @@ impl<'s> Validator<'s> {
         if s.modes.is_empty() {
             self.report("modes", "at least one sync mode is required");
         }
-        self.unique(
-            s.upstreams.iter().map(String::as_str),
-            "upstreams",
-            "upstream",
-        );
+        self.unique(s.upstream_names(), "upstreams", "upstream");
+        for (i, u) in s.upstreams.iter().enumerate() {
+            if u.name.trim().is_empty() {
+                self.report(format!("upstreams[{i}].name"), "must not be empty");
+            }
+            for (at, message) in crate::upstream::list_problems(&u.behave) {
+                self.report(format!("upstreams[{i}].behave{at}"), message);
+            }
+        }
         self.unique(
             s.components.iter().map(|c| c.name()),
             "components",
@@ -295,7 +299,7 @@ impl<'s> Validator<'s> {
         if !self.declared.contains(name) {
             let message = format!(
                 "upstream `{name}` is not declared in `upstreams` (declared: {})",
-                self.s.upstreams.join(", ")
+                self.s.upstream_names().collect::<Vec<_>>().join(", ")
             );
             self.report(path, message);
         }
@@ -694,6 +698,9 @@ impl<'s> Validator<'s> {
             CheckKind::Probe(p) => {
                 self.expectation(&p.expect, at);
                 at_least(self, p.repeat, 1, "repeat");
+                for name in p.attempts.keys() {
+                    self.known(name, format!("{base}.attempts.{name}"));
+                }
             }
             CheckKind::Distribution(d) => {
                 selector(self, &d.selector);
@@ -1299,7 +1306,7 @@ steps:
     fn a_check_judges_exactly_one_thing() {
         let e = err(&with_judges("  - name: nothing\n    repeat: 2\n"));
         assert!(
-            e.contains("`expect` and `repeat` go with a `request`"),
+            e.contains("`expect`, `repeat` and `attempts` go with a `request`"),
             "{e}"
         );
         let e = err(&with_judges("  - name: nothing\n"));

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use harness::backend::docker::{self, EngineCheck, Labelled};
-use harness::scenario::ast::Component;
+use harness::scenario::ast::{Component, UpstreamDecl};
 use harness::topology::Topology;
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
 use libtest_mimic::{Failed, Trial};
@@ -100,8 +100,14 @@ fn run_label(id: &str) -> String {
 fn after_pass() -> Result<(), Failed> {
     let backend = backend()?;
     let id = runtime()?.block_on(async {
-        let topo =
-            Topology::start(backend, SyncMode::Websocket, &["alpha".into()], &[], false).await?;
+        let topo = Topology::start(
+            backend,
+            SyncMode::Websocket,
+            &[UpstreamDecl::echo("alpha")],
+            &[],
+            false,
+        )
+        .await?;
         let id = topo.docker_run_id().ok_or("not a docker run")?.to_owned();
         let (containers, networks) = labelled_now(&run_label(&id)).await?;
         let mut names: Vec<_> = containers.into_iter().map(|c| c.name).collect();

@@ -68,6 +68,7 @@ use std::time::{Duration, Instant};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use harness::client::{AdminClient, GatewayClient};
 use harness::reference::{Outcome, PlantedBug, Reference, Request};
+use harness::scenario::ast::UpstreamDecl;
 use harness::topology::Topology;
 use harness::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind, ProcessEnv};
@@ -661,7 +662,8 @@ impl Live {
     async fn start(mode: SyncMode) -> Result<Live, Failed> {
         let bin_dir = harness::backend::host::default_bin_dir(None)?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
-        let topo = Topology::start(&backend, mode, &["alpha".to_owned()], &[], false).await?;
+        let topo =
+            Topology::start(&backend, mode, &[UpstreamDecl::echo("alpha")], &[], false).await?;
         let admin = AdminClient::login(topo.admin.url(), "admin", "123456").await?;
         let gateway = GatewayClient::new(topo.gateway.url());
         let plugin_id = admin

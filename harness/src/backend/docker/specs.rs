@@ -6,6 +6,7 @@ use model::SyncMode;
 
 use crate::backend::StoreKind;
 use crate::images;
+use crate::upstream::Behaviour;
 
 /// The admin's port inside its container.
 pub const ADMIN_PORT: u16 = 9095;
@@ -179,18 +180,23 @@ pub fn gateway_spec(
     }
 }
 
-/// The echo upstream `name`, named `<prefix>upstream-<name>`.
-pub fn upstream_spec(prefix: &str, name: &str) -> ContainerSpec {
+/// The scenario upstream `name` with `behave` (passed as `--behave <json>` when not empty),
+/// named `<prefix>upstream-<name>`.
+pub fn upstream_spec(prefix: &str, name: &str, behave: &[Behaviour]) -> ContainerSpec {
     let mut cmd = args(&["--name", name, "--bind", "0.0.0.0", "--port"]);
     cmd.push(UPSTREAM_PORT.to_string());
+    if !behave.is_empty() {
+        cmd.push("--behave".into());
+        cmd.push(serde_json::to_string(behave).expect("behaviours serialise"));
+    }
     ContainerSpec {
         role: images::UPSTREAM.role,
         name: format!("{prefix}upstream-{}", dns_safe(name)),
         image: images::UPSTREAM.tag,
         cmd,
         port: UPSTREAM_PORT,
-        // The echo answers every path with 200.
-        probe: Probe::Http("/"),
+        // Answers 200 once every behaviour is mounted, whatever they say.
+        probe: Probe::Http(crate::upstream::READY_PATH),
     }
 }
 
@@ -220,12 +226,24 @@ mod tests {
             gateway.cmd.join(" "),
             "--bind 0.0.0.0 --port 9195 --sync websocket --admin-url http://gantry-abc-admin:9095"
         );
-        let up = upstream_spec("gantry-abc-", "Alpha_1");
+        let up = upstream_spec("gantry-abc-", "Alpha_1", &[]);
         assert_eq!(up.name, "gantry-abc-upstream-alpha-1");
         assert_eq!(
             up.cmd.join(" "),
             "--name Alpha_1 --bind 0.0.0.0 --port 8080"
         );
+    }
+
+    #[test]
+    fn an_upstream_gets_its_behaviours_and_a_readiness_path_they_cannot_shadow() {
+        let behave: Vec<Behaviour> =
+            serde_json::from_str(r#"[{"status":503},{"path":"/r","fault":"reset"}]"#).unwrap();
+        let up = upstream_spec("gantry-abc-", "broken", &behave);
+        assert_eq!(
+            up.cmd.join(" "),
+            r#"--name broken --bind 0.0.0.0 --port 8080 --behave [{"status":503},{"path":"/r","fault":"reset"}]"#
+        );
+        assert_eq!(up.probe, Probe::Http("/__gantry/ready"));
     }
 
     #[test]
