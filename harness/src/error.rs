@@ -174,6 +174,19 @@ pub enum BackendError {
         /// What is missing.
         detail: String,
     },
+    /// A topology other than one admin on SQLite and one gateway, on a backend that cannot
+    /// run it yet.
+    #[error(
+        "several admins or gateways, late gateways and PostgreSQL storage are not supported on \
+         the {backend} backend yet"
+    )]
+    TopologyUnsupported {
+        /// `docker`.
+        backend: &'static str,
+    },
+    /// The PostgreSQL cluster a case's topology asks for cannot run here.
+    #[error("the case's topology asks for PostgreSQL, which is not available: {0}")]
+    PostgresUnavailable(String),
     /// A component a case asks for (`components: [redis]`) cannot run here.
     #[error("the case asks for {component}, which is not available: {detail}")]
     ComponentUnavailable {

@@ -350,6 +350,11 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
                     .iter()
                     .find_map(|&c| backend::redis::skip_reason(&ProcessEnv, c))
             })
+            .or_else(|| {
+                (scenario.topology.storage == scenario::ast::Storage::Postgres)
+                    .then(|| backend::postgres::skip_reason(&ProcessEnv))
+                    .flatten()
+            })
             .map(NotRun::Unavailable),
         BackendKind::Docker => (!backend::docker::supports(mode))
             .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),

@@ -1,6 +1,12 @@
 //! What runs for one scenario under one mode: the echo upstreams, the components the case asks
-//! for (Redis), an admin and a gateway, with their files in a temporary directory (kept when
-//! `GANTRY_KEEP=1`).
+//! for (Redis), the admins and gateways of its `topology` (by default one admin on SQLite and
+//! one gateway), with their files in a temporary directory (kept when `GANTRY_KEEP=1`).
+//!
+//! Several admins share one database: a SQLite file in that directory, or a throwaway
+//! PostgreSQL cluster ([`PostgresServer`]). Every gateway lists every admin URL, in order, so
+//! it fails over from one to the next; in the zookeeper and etcd modes every admin writes to
+//! the store and the gateways read it. Several admins or gateways, late gateways and
+//! PostgreSQL run on the host backend only.
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -17,19 +23,22 @@ use crate::backend::{
 use crate::error::BackendError;
 use std::net::SocketAddr;
 
-use crate::backend::host;
+use crate::backend::host::{self, AdminLaunch};
 use crate::backend::middleware::signal;
+use crate::backend::postgres::PostgresServer;
 use crate::fault::{FaultProxy, Mode as ProxyMode};
-use crate::scenario::ast::{Component, FaultAction, Target, UpstreamDecl};
+use crate::scenario::ast::{Component, FaultAction, Storage, Target, TopologySpec, UpstreamDecl};
 use crate::scenario::placeholder;
 
-/// A running topology; dropping it stops everything (gateway first).
+/// A running topology; dropping it stops everything (gateways first).
 #[derive(Debug)]
 pub struct Topology {
-    /// The gateway.
-    pub gateway: Service,
-    /// The admin.
-    pub admin: Service,
+    /// The gateways, in index order (a late one is not started until a step starts it).
+    gateways: Vec<Service>,
+    /// The admins, in index order.
+    admins: Vec<Service>,
+    /// The admins' PostgreSQL cluster (`topology.storage: postgres`), stopped after them.
+    postgres: Option<PostgresServer>,
     /// The ZooKeeper or etcd server of the zookeeper and etcd modes (host backend); taken
     /// out while a step stops or starts it.
     store: Mutex<Option<StoreServer>>,
@@ -57,12 +66,14 @@ impl Topology {
         components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
-        Self::start_with(backend, mode, upstreams, components, keep, false).await
+        let spec = TopologySpec::default();
+        Self::start_with(backend, mode, upstreams, components, keep, false, &spec).await
     }
 
-    /// [`Topology::start`], with the gateway's sync connection (to the admin, or to
-    /// ZooKeeper or etcd) through a [`FaultProxy`] when `sync_proxy` (host backend), so that
-    /// steps can partition and heal it.
+    /// [`Topology::start`] with the admins and gateways of `spec` (several of them, late
+    /// ones, PostgreSQL: host backend), and with the gateway's sync connection (to the admin,
+    /// or to ZooKeeper or etcd) through a [`FaultProxy`] when `sync_proxy` (host backend, one
+    /// admin and one gateway), so that steps can partition and heal it.
     pub async fn start_with(
         backend: &Backend,
         mode: SyncMode,
@@ -70,6 +81,7 @@ impl Topology {
         components: &[Component],
         keep: bool,
         sync_proxy: bool,
+        spec: &TopologySpec,
     ) -> Result<Self, BackendError> {
         let mut dir = tempfile::Builder::new()
             .prefix("gantry-")
@@ -101,29 +113,66 @@ impl Topology {
             },
             None => (None, None),
         };
-        let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
-        let (gateway, proxy) = match (&run, sync_proxy) {
-            (Run::Host(host), true) => {
-                let (proxy, source) = sync_proxy_for(mode, &admin, store.as_ref()).await?;
-                let gateway = host.start_gateway_on(mode, source, dir.path()).await?;
-                (Service::Host(gateway), Some(proxy))
-            }
+        let mut postgres = None;
+        let (admins, gateways, proxy) = match (&run, sync_proxy) {
             (Run::Docker(_), true) => {
                 return Err(BackendError::FaultUnsupported {
                     action: "partition",
-                    target: Target::Gateway,
+                    target: Target::Gateway(None),
                     backend: "docker",
                 });
             }
-            (_, false) => (
-                run.start_gateway(mode, &admin, store.as_ref(), dir.path())
-                    .await?,
-                None,
-            ),
+            (Run::Docker(_), false) if !spec.is_default() => {
+                return Err(BackendError::TopologyUnsupported { backend: "docker" });
+            }
+            (Run::Docker(_), false) => {
+                let admin = run.start_admin(mode, None, dir.path()).await?;
+                let gateway = run.start_gateway(mode, &admin, None, dir.path()).await?;
+                (vec![admin], vec![gateway], None)
+            }
+            (Run::Host(host), _) => {
+                let db = match spec.storage {
+                    Storage::Sqlite => dir.path().join("admin.db").display().to_string(),
+                    Storage::Postgres => postgres.insert(PostgresServer::start(keep).await?).url(),
+                };
+                let mut admins = Vec::new();
+                for i in 0..spec.admins {
+                    let name = numbered("admin", i, spec.admins);
+                    let admin = host
+                        .start_admin_as(
+                            &name,
+                            mode,
+                            store.as_ref(),
+                            dir.path(),
+                            &AdminLaunch::on(&db),
+                        )
+                        .await?;
+                    admins.push(Service::Host(admin));
+                }
+                let (source, proxy) = if sync_proxy {
+                    let (proxy, source) = sync_proxy_for(mode, &admins[0], store.as_ref()).await?;
+                    (source, Some(proxy))
+                } else {
+                    (gateway_source(&admins, store.as_ref()), None)
+                };
+                let mut gateways = Vec::new();
+                for i in 0..spec.gateways {
+                    let name = numbered("gateway", i, spec.gateways);
+                    let gateway = if spec.late.contains(&i) {
+                        host.unstarted_gateway(&name, mode, source.clone(), dir.path())?
+                    } else {
+                        host.start_gateway_as(&name, mode, source.clone(), dir.path())
+                            .await?
+                    };
+                    gateways.push(Service::Host(gateway));
+                }
+                (admins, gateways, proxy)
+            }
         };
         Ok(Self {
-            gateway,
-            admin,
+            gateways,
+            admins,
+            postgres,
             proxy,
             store: Mutex::new(store),
             store_container,
@@ -133,6 +182,26 @@ impl Topology {
             keep,
             run,
         })
+    }
+
+    /// The first admin.
+    pub fn admin(&self) -> &Service {
+        &self.admins[0]
+    }
+
+    /// The first gateway.
+    pub fn gateway(&self) -> &Service {
+        &self.gateways[0]
+    }
+
+    /// Every admin, in index order.
+    pub fn admins(&self) -> &[Service] {
+        &self.admins
+    }
+
+    /// Every gateway, in index order (a late one is not running until a step starts it).
+    pub fn gateways(&self) -> &[Service] {
+        &self.gateways
     }
 
     /// The upstream named `name`.
@@ -161,12 +230,15 @@ impl Topology {
             backend,
         };
         match target {
-            Target::Admin | Target::Gateway => {
-                let service = if target == Target::Admin {
-                    &self.admin
-                } else {
-                    &self.gateway
+            Target::Admin(_) | Target::Gateway(_) => {
+                let services = match target {
+                    Target::Admin(_) => &self.admins,
+                    _ => &self.gateways,
                 };
+                let service = target
+                    .index()
+                    .and_then(|i| services.get(i))
+                    .ok_or(BackendError::NoSuchProcess { target })?;
                 match service {
                     Service::Host(s) => host_fault(s, action).await,
                     Service::Docker(_) => Err(unsupported("docker")),
@@ -245,8 +317,10 @@ impl Topology {
         } else {
             String::new()
         };
-        let mut tails: String = [&self.admin, &self.gateway]
+        let mut tails: String = self
+            .admins
             .iter()
+            .chain(&self.gateways)
             .map(|s| {
                 format!(
                     "\n--- {} log (last {n} lines{kept}) ---\n{}",
@@ -255,6 +329,12 @@ impl Topology {
                 )
             })
             .collect();
+        if let Some(postgres) = &self.postgres {
+            tails += &format!(
+                "\n--- postgres log (last {n} lines{kept}) ---\n{}",
+                postgres.log_tail(n)
+            );
+        }
         if let Some(store) = self.stores().as_ref() {
             tails += &format!(
                 "\n--- {} log (last {n} lines{kept}) ---\n{}",
@@ -276,6 +356,26 @@ impl Topology {
         }
         tails
     }
+}
+
+/// `kind` alone when the topology runs one of that kind, else `kind[i]`.
+fn numbered(kind: &str, i: u8, count: u8) -> String {
+    if count == 1 {
+        kind.to_owned()
+    } else {
+        format!("{kind}[{i}]")
+    }
+}
+
+/// Where a host gateway syncs from: every admin URL, in order (it fails over from one to the
+/// next), and the store in the zookeeper and etcd modes.
+fn gateway_source(admins: &[Service], store: Option<&StoreServer>) -> Vec<String> {
+    let urls: Vec<&str> = admins.iter().map(Service::url).collect();
+    let mut source = vec!["--admin-url".to_owned(), urls.join(",")];
+    if let Some(store) = store {
+        source.extend([store.kind().url_flag().to_owned(), store.url()]);
+    }
+    source
 }
 
 /// A fault on a host admin or gateway.

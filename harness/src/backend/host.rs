@@ -226,6 +226,18 @@ impl HostBackend {
         dir: &Path,
         launch: &AdminLaunch<'_>,
     ) -> Result<Service, BackendError> {
+        self.start_admin_as("admin", mode, store, dir, launch).await
+    }
+
+    /// [`HostBackend::start_admin_with`], naming the admin `name` (its log: `<name>.log`).
+    pub async fn start_admin_as(
+        &self,
+        name: &str,
+        mode: SyncMode,
+        store: Option<&StoreServer>,
+        dir: &Path,
+        launch: &AdminLaunch<'_>,
+    ) -> Result<Service, BackendError> {
         let mut args = vec![
             "--port".into(),
             launch.port.to_string(),
@@ -237,7 +249,7 @@ impl HostBackend {
         args.extend(store_args(store));
         args.extend(launch.args.iter().cloned());
         let env = ("GANTRY_ADMIN_SYNC_TOKEN", self.sync_token.as_str());
-        self.spawn("admin", "gantry-admin", args, env, dir).await
+        self.spawn(name, "gantry-admin", args, env, dir).await
     }
 
     /// Starts `gantry-gateway` subscribed to `admin_url` (several: comma-separated), or to
@@ -262,17 +274,57 @@ impl HostBackend {
         source: Vec<String>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
+        self.start_gateway_as("gateway", mode, source, dir).await
+    }
+
+    /// [`HostBackend::start_gateway_on`], naming the gateway `name` (its log: `<name>.log`).
+    pub async fn start_gateway_as(
+        &self,
+        name: &str,
+        mode: SyncMode,
+        source: Vec<String>,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
+        let (args, env) = self.gateway_args(mode, source, 0);
+        self.spawn(name, "gantry-gateway", args, env, dir).await
+    }
+
+    /// A gateway like [`HostBackend::start_gateway_as`] that is not started yet (a late
+    /// gateway): its port is picked now, so peers and clients know its address, and
+    /// [`Service::start`] starts it there.
+    pub fn unstarted_gateway(
+        &self,
+        name: &str,
+        mode: SyncMode,
+        source: Vec<String>,
+        dir: &Path,
+    ) -> Result<Service, BackendError> {
+        let port = super::middleware::free_port()?;
+        let (args, env) = self.gateway_args(mode, source, port);
+        let mut service = self.service(name, "gantry-gateway", args, env, dir);
+        service.url = format!("http://127.0.0.1:{port}");
+        Ok(service)
+    }
+
+    /// A gateway's arguments on `port` (0: any) and its sync token variable.
+    fn gateway_args(
+        &self,
+        mode: SyncMode,
+        source: Vec<String>,
+        port: u16,
+    ) -> (Vec<String>, (&'static str, &str)) {
         let mut args = vec![
             "--port".into(),
-            "0".into(),
+            port.to_string(),
             "--sync".into(),
             mode.to_string(),
         ];
         args.extend(source);
         args.extend(self.gateway_args.iter().cloned());
-        let env = ("GANTRY_GATEWAY_SYNC_TOKEN", self.sync_token.as_str());
-        self.spawn("gateway", "gantry-gateway", args, env, dir)
-            .await
+        (
+            args,
+            ("GANTRY_GATEWAY_SYNC_TOKEN", self.sync_token.as_str()),
+        )
     }
 
     /// Starts `bin` with `args` and the variable `env` (the sync token: in the environment,
@@ -285,8 +337,24 @@ impl HostBackend {
         env: (&str, &str),
         dir: &Path,
     ) -> Result<Service, BackendError> {
-        let log = dir.join(format!("{name}.log"));
-        let mut service = Service {
+        let mut service = self.service(name, bin, args, env, dir);
+        let url = service.launch().await?;
+        // Later starts keep the address: peers and clients hold it.
+        service.launch.pin_port(&url);
+        service.url = url;
+        Ok(service)
+    }
+
+    /// A service of `bin`, not started, logging to `<dir>/<name>.log`.
+    fn service(
+        &self,
+        name: &str,
+        bin: &str,
+        args: Vec<String>,
+        env: (&str, &str),
+        dir: &Path,
+    ) -> Service {
+        Service {
             name: name.to_owned(),
             url: String::new(),
             launch: Launch {
@@ -294,14 +362,9 @@ impl HostBackend {
                 args,
                 env: (env.0.to_owned(), env.1.to_owned()),
             },
-            log,
+            log: dir.join(format!("{name}.log")),
             process: Mutex::new(None),
-        };
-        let url = service.launch().await?;
-        // Later starts keep the address: peers and clients hold it.
-        service.launch.pin_port(&url);
-        service.url = url;
-        Ok(service)
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod docker;
 pub mod host;
 pub mod middleware;
+pub mod postgres;
 mod ready;
 pub mod redis;
 

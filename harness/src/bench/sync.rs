@@ -221,9 +221,9 @@ async fn measure(
         .expect("the topology started alpha")
         .host_port();
     let admin =
-        AdminClient::login(topo.admin.url(), super::ADMIN_USER, super::ADMIN_PASSWORD).await?;
-    let raw = RawAdmin::login(topo.admin.url()).await?;
-    let gateway = GatewayClient::new(topo.gateway.url());
+        AdminClient::login(topo.admin().url(), super::ADMIN_USER, super::ADMIN_PASSWORD).await?;
+    let raw = RawAdmin::login(topo.admin().url()).await?;
+    let gateway = GatewayClient::new(topo.gateway().url());
     let plugin = admin
         .plugin_id("divide")
         .await?

@@ -111,7 +111,7 @@ impl Case<'_> {
                 let mut attempts = Vec::new();
                 for _ in 0..p.repeat {
                     let before = self.journal_lengths(&p.attempts).await?;
-                    answers.push(self.send(&self.gateway, &p.request).await);
+                    answers.push(self.send(self.gateway(), &p.request).await);
                     let after = self.journal_lengths(&p.attempts).await?;
                     attempts.push(
                         after
@@ -146,7 +146,7 @@ impl Case<'_> {
                 let cycle = cycle(&selector(made, &c.selector)?);
                 let mut observed = Vec::new();
                 for _ in 0..c.rounds as usize * cycle.len() {
-                    observed.push(label(&self.send(&self.gateway, &c.request).await));
+                    observed.push(label(&self.send(self.gateway(), &c.request).await));
                 }
                 CycleJudge { cycle }.judge(&observed)
             }
@@ -158,7 +158,7 @@ impl Case<'_> {
             }
             CheckKind::Burst(b) => {
                 let answers = futures_util::future::join_all(
-                    (0..b.requests).map(|_| self.send(&self.gateway, &b.request)),
+                    (0..b.requests).map(|_| self.send(self.gateway(), &b.request)),
                 )
                 .await;
                 let statuses: Vec<Result<u16, String>> =
@@ -212,7 +212,7 @@ impl Case<'_> {
     async fn count(&self, request: &RequestSpec, n: u32, concurrency: u32) -> Counts {
         let mut counts = Counts::default();
         let mut answers = futures_util::stream::iter(0..n)
-            .map(|_| self.send(&self.gateway, request))
+            .map(|_| self.send(self.gateway(), request))
             .buffer_unordered(concurrency.max(1) as usize);
         while let Some(a) = answers.next().await {
             counts.add(&a);
@@ -238,7 +238,7 @@ impl Case<'_> {
             }));
         let mut observed: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
         for ip in client_addresses(self.seed, &spec.selector, spec.clients) {
-            let client = GatewayClient::from_source(self.topo.gateway.url(), ip);
+            let client = GatewayClient::from_source(self.topo.gateways()[self.primary()].url(), ip);
             let mut answers = Vec::new();
             for _ in 0..spec.repeat {
                 answers.push(label(&self.send(&client, &spec.request).await));
@@ -312,7 +312,7 @@ impl Case<'_> {
         for i in 0..spec.changes {
             let change = timed_toggle(
                 admin,
-                &self.gateway,
+                self.gateway(),
                 (&sel.id, &mut sel.dto),
                 i + 1,
                 (probe_policy, digest_policy),

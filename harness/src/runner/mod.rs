@@ -8,6 +8,11 @@
 //!                                                  checks   digests equal
 //! ```
 //!
+//! With several admins and gateways (`topology`), admin calls go to the first running admin,
+//! every wait and digest equality covers every running gateway (each gateway's digest must
+//! equal the admin's), and checks, `during` probes and teardown probes go to the first running
+//! gateway. A fault step keeps track of which run.
+//!
 //! Setup first sets `setup.plugins` (config with its placeholders filled in from the
 //! topology's components, enabled flag); those plugins are put back with the step ones.
 //!
@@ -112,6 +117,7 @@ pub async fn run_case(
         &scenario.components,
         opts.keep,
         scenario.steps.iter().any(StepSpec::partitions),
+        &scenario.topology,
     )
     .await
     .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
@@ -127,7 +133,17 @@ pub async fn run_case(
     let case = Case {
         scenario,
         topo: &topo,
-        gateway: GatewayClient::new(topo.gateway.url()),
+        gateways: topo
+            .gateways()
+            .iter()
+            .map(|g| GatewayClient::new(g.url()))
+            .collect(),
+        running: Mutex::new(Running {
+            admins: vec![true; topo.admins().len()],
+            gateways: (0..scenario.topology.gateways)
+                .map(|i| !scenario.topology.late.contains(&i))
+                .collect(),
+        }),
         addrs,
         backend: backend.kind(),
         seed: opts.seed,
@@ -165,10 +181,19 @@ struct ChangedPlugin {
     enabled: bool,
 }
 
+/// Which admins and gateways run, by index, as the steps' faults leave them.
+struct Running {
+    admins: Vec<bool>,
+    gateways: Vec<bool>,
+}
+
 struct Case<'a> {
     scenario: &'a Scenario,
     topo: &'a Topology,
-    gateway: GatewayClient,
+    /// A client per gateway, by index.
+    gateways: Vec<GatewayClient>,
+    /// Which admins and gateways run.
+    running: Mutex<Running>,
     /// Where each upstream listens, as the gateway reaches it.
     addrs: Addresses,
     backend: BackendKind,
@@ -321,14 +346,22 @@ impl Case<'_> {
                 .fault(action, target)
                 .await
                 .map_err(at(Step::Steps))?;
-            if target == Target::Admin {
-                *admin_down = matches!(
-                    action,
-                    FaultAction::Stop | FaultAction::Kill | FaultAction::Pause
-                );
-                if matches!(action, FaultAction::Start | FaultAction::Restart) {
-                    *admin = self.login().await.map_err(at(Step::Steps))?;
+            let runs = !matches!(
+                action,
+                FaultAction::Stop | FaultAction::Kill | FaultAction::Pause
+            );
+            match (target, target.index()) {
+                (Target::Admin(_), Some(i)) => {
+                    self.running().admins[i] = runs;
+                    *admin_down = self.first_admin().is_none();
+                    // A started admin forgets its sessions; a stopped one takes them along:
+                    // log in again to the first running one.
+                    if !*admin_down {
+                        *admin = self.login().await.map_err(at(Step::Steps))?;
+                    }
                 }
+                (Target::Gateway(_), Some(i)) => self.running().gateways[i] = runs,
+                _ => {}
             }
         }
         let committed = now_us();
@@ -376,7 +409,7 @@ impl Case<'_> {
         while !done.load(Ordering::Relaxed) {
             during.sent += 1;
             let verdict = self
-                .send(&self.gateway, &probe.request)
+                .send(self.gateway(), &probe.request)
                 .await
                 .and_then(|resp| judge(&probe.expect, &resp, &names));
             if let Err(miss) = verdict {
@@ -439,9 +472,47 @@ impl Case<'_> {
         }
     }
 
-    /// Logs in to the topology's admin.
+    /// Logs in to the first running admin.
     async fn login(&self) -> Result<AdminClient, ClientError> {
-        AdminClient::login(self.topo.admin.url(), ADMIN_USER, ADMIN_PASSWORD).await
+        let admin = &self.topo.admins()[self.first_admin().unwrap_or(0)];
+        AdminClient::login(admin.url(), ADMIN_USER, ADMIN_PASSWORD).await
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The index of the first running admin, if one runs.
+    fn first_admin(&self) -> Option<usize> {
+        self.running().admins.iter().position(|r| *r)
+    }
+
+    /// The indexes of the running gateways.
+    fn running_gateways(&self) -> Vec<usize> {
+        let running = self.running();
+        (0..running.gateways.len())
+            .filter(|&i| running.gateways[i])
+            .collect()
+    }
+
+    /// The index of the first running gateway: checks and probes go through it (the
+    /// parse-time checks make sure one runs at the end of every step).
+    fn primary(&self) -> usize {
+        self.running().gateways.iter().position(|r| *r).unwrap_or(0)
+    }
+
+    /// The first running gateway's client.
+    fn gateway(&self) -> &GatewayClient {
+        &self.gateways[self.primary()]
+    }
+
+    /// How failures name gateway `i`: `the gateway`, or `gateway[i]` when there are several.
+    fn gateway_name(&self, i: usize) -> String {
+        if self.gateways.len() == 1 {
+            "the gateway".to_owned()
+        } else {
+            format!("gateway[{i}]")
+        }
     }
 
     /// Applies one admin change, keeping `made` current.
@@ -776,57 +847,106 @@ impl Case<'_> {
 
 impl Case<'_> {
     async fn probe_once(&self, request: &RequestSpec, expect: &Expect) -> Result<(), String> {
-        let resp = self
-            .gateway
-            .send(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        self.probe_on(self.gateway(), request, expect).await
+    }
+
+    async fn probe_on(
+        &self,
+        gateway: &GatewayClient,
+        request: &RequestSpec,
+        expect: &Expect,
+    ) -> Result<(), String> {
+        let resp = gateway.send(request).await.map_err(|e| e.to_string())?;
         let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
         judge(expect, &resp, &names)
     }
 
+    /// Waits until `wait`'s probe passes on every running gateway (at once), and answers the
+    /// latest convergence of them.
     async fn wait_for(&self, wait: &Wait, what: &str) -> Result<Converged, RunErrorKind> {
         let probe = &wait.probe;
-        await_convergence(policy(wait), || {
-            self.probe_once(&probe.request, &probe.expect)
-        })
-        .await
-        .map_err(|source| RunErrorKind::Timeout {
-            what: what.to_owned(),
-            source,
-        })
+        let waits = self.running_gateways().into_iter().map(|i| async move {
+            await_convergence(policy(wait), || {
+                self.probe_on(&self.gateways[i], &probe.request, &probe.expect)
+            })
+            .await
+            .map_err(|source| RunErrorKind::Timeout {
+                what: if self.gateways.len() == 1 {
+                    what.to_owned()
+                } else {
+                    format!("{what} on gateway[{i}]")
+                },
+                source,
+            })
+        });
+        let converged = futures_util::future::join_all(waits).await;
+        let mut latest: Option<Converged> = None;
+        for c in converged {
+            let c = c?;
+            if latest.is_none_or(|l| c.first_seen > l.first_seen) {
+                latest = Some(c);
+            }
+        }
+        Ok(latest.expect("a gateway runs at every wait (checked at parse time)"))
     }
 
-    /// Waits (within the scenario's wait timeout) until the gateway's config digest equals the
-    /// admin's, and returns the gateway's report (with the time that config went live). Sync
-    /// is eventually consistent: after the wait probe passes, other parts of the same change
-    /// may still be on their way (ZooKeeper and etcd deliver per node), so this is a bounded
-    /// wait, not a single comparison; a timeout reports both digests last seen.
+    /// Waits (within the scenario's wait timeout) until every running gateway's config digest
+    /// equals the admin's, and returns the report of the gateway that applied it last (with
+    /// the time that config went live). Sync is eventually consistent: after the wait probe
+    /// passes, other parts of the same change may still be on their way (ZooKeeper and etcd
+    /// deliver per node), so this is a bounded wait, not a single comparison; a timeout names
+    /// the gateway and reports both digests last seen.
     async fn digests_converge(
         &self,
         admin: &AdminClient,
+        what: &str,
+    ) -> Result<AppliedDigest, RunErrorKind> {
+        let mut last: Option<AppliedDigest> = None;
+        for i in self.running_gateways() {
+            let applied = self.digest_converges(admin, i, what).await?;
+            if last
+                .as_ref()
+                .is_none_or(|l| applied.applied_at_us > l.applied_at_us)
+            {
+                last = Some(applied);
+            }
+        }
+        Ok(last.expect("a gateway runs at every digest equality (checked at parse time)"))
+    }
+
+    /// [`Case::digests_converge`] for gateway `i`.
+    async fn digest_converges(
+        &self,
+        admin: &AdminClient,
+        i: usize,
         what: &str,
     ) -> Result<AppliedDigest, RunErrorKind> {
         let policy = WaitPolicy {
             consecutive: 1,
             ..policy(&self.scenario.wait)
         };
+        let gateway = &self.gateways[i];
+        let name = self.gateway_name(i);
         let seen: Mutex<Option<(String, AppliedDigest)>> = Mutex::new(None);
         await_convergence(policy, || async {
             let (a, g) = (
                 admin.digest().await.map_err(|e| e.to_string())?,
-                self.gateway.digest().await.map_err(|e| e.to_string())?,
+                gateway.digest().await.map_err(|e| e.to_string())?,
             );
             if a.digest == g.report.digest {
                 *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some((a.digest, g));
                 Ok(())
             } else {
-                Err(format!("admin {a:?}, gateway {g:?}"))
+                Err(format!("admin {a:?}, {name} {g:?}"))
             }
         })
         .await
         .map_err(|source| RunErrorKind::Timeout {
-            what: what.to_owned(),
+            what: if self.gateways.len() == 1 {
+                what.to_owned()
+            } else {
+                format!("{what} ({name})")
+            },
             source,
         })?;
         let (admin_digest, gateway) = seen

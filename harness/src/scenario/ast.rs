@@ -31,6 +31,10 @@ pub struct Scenario {
     /// mode (e.g. `[redis]`); their addresses fill the placeholders of `setup.plugins`.
     #[serde(default)]
     pub components: Vec<Component>,
+    /// How many admins and gateways run, and on which storage (default: one admin on SQLite,
+    /// one gateway).
+    #[serde(default)]
+    pub topology: TopologySpec,
     /// The scenario's upstreams: a name (an echo upstream) or `{ name, behave }`.
     #[serde(default)]
     pub upstreams: Vec<UpstreamDecl>,
@@ -156,6 +160,77 @@ impl Component {
 impl std::fmt::Display for Component {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// `topology`: the admins and gateways of a case. Every gateway lists every admin URL, in
+/// order (it fails over from one to the next); the admins share one database.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TopologySpec {
+    /// Where the admins keep their data: one SQLite file they share (default), or a
+    /// throwaway PostgreSQL cluster the harness starts (Debian `postgresql`).
+    #[serde(default)]
+    pub storage: Storage,
+    /// How many admins (1 to 3).
+    #[serde(default = "one_process")]
+    pub admins: u8,
+    /// How many gateways (1 to 4).
+    #[serde(default = "one_process")]
+    pub gateways: u8,
+    /// Gateways (by index) not started before setup: a step's `start: gateway[i]` starts
+    /// them, and they must converge by a full sync on their first connection.
+    #[serde(default)]
+    pub late: Vec<u8>,
+}
+
+fn one_process() -> u8 {
+    1
+}
+
+impl Default for TopologySpec {
+    fn default() -> Self {
+        Self {
+            storage: Storage::Sqlite,
+            admins: 1,
+            gateways: 1,
+            late: Vec::new(),
+        }
+    }
+}
+
+impl TopologySpec {
+    /// The most admins a case may ask for.
+    pub const MAX_ADMINS: u8 = 3;
+    /// The most gateways a case may ask for.
+    pub const MAX_GATEWAYS: u8 = 4;
+
+    /// Whether it is the default: one admin on SQLite, one gateway started before setup.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Where the admins keep their data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Storage {
+    /// One SQLite file in the topology's directory, shared by the admins (they watch it for
+    /// each other's changes).
+    #[default]
+    Sqlite,
+    /// A PostgreSQL cluster the harness starts on a free port (the admins notify each other
+    /// with LISTEN/NOTIFY).
+    Postgres,
+}
+
+impl Storage {
+    /// The name in case files, `GANTRY_REQUIRE` and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::Sqlite => "sqlite",
+            Storage::Postgres => "postgres",
+        }
     }
 }
 
@@ -1111,14 +1186,15 @@ impl FaultAction {
     }
 }
 
-/// A process of the topology a step can stop, kill, start, restart, pause or resume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+/// A process of the topology a step can stop, kill, start, restart, pause or resume:
+/// `admin`, `gateway` (when the topology runs one), `admin[i]`, `gateway[i]`, `zookeeper`,
+/// `etcd` or `redis`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Target {
-    /// The admin.
-    Admin,
-    /// The gateway.
-    Gateway,
+    /// An admin: `admin` (`None`, the only one) or `admin[i]`.
+    Admin(Option<u8>),
+    /// A gateway: `gateway` (`None`, the only one) or `gateway[i]`.
+    Gateway(Option<u8>),
     /// The ZooKeeper server (cases that run only in the zookeeper mode).
     Zookeeper,
     /// The etcd server (cases that run only in the etcd mode).
@@ -1128,21 +1204,95 @@ pub enum Target {
 }
 
 impl Target {
-    /// The name in case files and messages.
+    /// The kind's name in case files and messages, without an index.
     pub fn name(self) -> &'static str {
         match self {
-            Target::Admin => "admin",
-            Target::Gateway => "gateway",
+            Target::Admin(_) => "admin",
+            Target::Gateway(_) => "gateway",
             Target::Zookeeper => "zookeeper",
             Target::Etcd => "etcd",
             Target::Redis => "redis",
+        }
+    }
+
+    /// The index of an admin or gateway (`admin` alone is the first).
+    pub fn index(self) -> Option<usize> {
+        match self {
+            Target::Admin(i) | Target::Gateway(i) => Some(usize::from(i.unwrap_or(0))),
+            _ => None,
+        }
+    }
+
+    /// The same process with its index spelled out (`admin` → `admin[0]`), so that both
+    /// spellings name one process.
+    pub fn resolved(self) -> Target {
+        match self {
+            Target::Admin(i) => Target::Admin(Some(i.unwrap_or(0))),
+            Target::Gateway(i) => Target::Gateway(Some(i.unwrap_or(0))),
+            other => other,
         }
     }
 }
 
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Target::Admin(Some(i)) | Target::Gateway(Some(i)) => write!(f, "{}[{i}]", self.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (kind, index) = match text.split_once('[') {
+            Some((kind, rest)) => {
+                let index = rest
+                    .strip_suffix(']')
+                    .and_then(|i| i.parse::<u8>().ok())
+                    .ok_or_else(|| format!("`{text}`: an index is written `{kind}[0]`"))?;
+                (kind, Some(index))
+            }
+            None => (text, None),
+        };
+        match (kind, index) {
+            ("admin", i) => Ok(Target::Admin(i)),
+            ("gateway", i) => Ok(Target::Gateway(i)),
+            ("zookeeper", None) => Ok(Target::Zookeeper),
+            ("etcd", None) => Ok(Target::Etcd),
+            ("redis", None) => Ok(Target::Redis),
+            (kind @ ("zookeeper" | "etcd" | "redis"), Some(_)) => {
+                Err(format!("`{text}`: there is one {kind}, without an index"))
+            }
+            _ => Err(format!(
+                "unknown process `{text}`, expected admin, gateway, admin[i], gateway[i], \
+                 zookeeper, etcd or redis"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Target {
+    fn schema_name() -> Cow<'static, str> {
+        "Target".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A process of the topology: admin, gateway (when there is one), \
+                            admin[i], gateway[i], zookeeper, etcd or redis.",
+            "type": "string",
+            "pattern": "^((admin|gateway)(\\[[0-9]+\\])?|zookeeper|etcd|redis)$"
+        })
     }
 }
 

@@ -12,7 +12,7 @@ use model::ParamType;
 
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PluginSetup,
-    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, Target, Wait,
+    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, Target, TopologySpec, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -166,6 +166,7 @@ impl<'s> Validator<'s> {
             "components",
             "component",
         );
+        self.topology();
         self.plugins();
         self.unique(
             s.setup.selectors.iter().map(|x| x.name.as_str()),
@@ -445,6 +446,90 @@ impl<'s> Validator<'s> {
         }
     }
 
+    /// `topology`: counts in range, late gateways exist and leave one for setup, and any
+    /// topology but one admin on SQLite and one gateway runs on the host backend only.
+    fn topology(&mut self) {
+        let t = &self.s.topology;
+        if !(1..=TopologySpec::MAX_ADMINS).contains(&t.admins) {
+            self.report(
+                "topology.admins",
+                format!("must be 1 to {}", TopologySpec::MAX_ADMINS),
+            );
+        }
+        if !(1..=TopologySpec::MAX_GATEWAYS).contains(&t.gateways) {
+            self.report(
+                "topology.gateways",
+                format!("must be 1 to {}", TopologySpec::MAX_GATEWAYS),
+            );
+        }
+        let mut seen = HashSet::new();
+        for (i, &late) in t.late.iter().enumerate() {
+            if late >= t.gateways {
+                self.report(
+                    format!("topology.late[{i}]"),
+                    format!(
+                        "gateway[{late}] does not exist: the topology runs {} gateway(s), \
+                         gateway[0] to gateway[{}]",
+                        t.gateways,
+                        t.gateways.saturating_sub(1)
+                    ),
+                );
+            } else if !seen.insert(late) {
+                self.report(
+                    format!("topology.late[{i}]"),
+                    format!("gateway[{late}] twice"),
+                );
+            }
+        }
+        if t.gateways > 0 && seen.len() >= usize::from(t.gateways) {
+            self.report(
+                "topology.late",
+                "every gateway is late, but setup and its wait need one: leave one out",
+            );
+        }
+        if !t.is_default() && self.s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                "topology",
+                "several admins or gateways, late gateways and PostgreSQL storage run on the \
+                 host backend only so far: add `backends: [host]`",
+            );
+        }
+    }
+
+    /// The processes as they are before the first step: late gateways stopped.
+    fn initial_processes(&self) -> Processes {
+        let mut processes = Processes::default();
+        for &late in &self.s.topology.late {
+            processes
+                .0
+                .insert(Target::Gateway(Some(late)), ProcessState::Stopped);
+        }
+        processes
+    }
+
+    /// When none of the topology's `count` admins or gateways (`kind`) runs: `the admin is
+    /// stopped` (one of them), `no admin is running` (several), and the pronoun for "start or
+    /// resume" it.
+    fn none_runs(
+        &self,
+        processes: &Processes,
+        count: u8,
+        kind: fn(Option<u8>) -> Target,
+    ) -> Option<(String, &'static str)> {
+        let mut states = (0..count).map(|i| processes.state(kind(Some(i))));
+        if states.any(|state| state == ProcessState::Running) {
+            return None;
+        }
+        let name = kind(None);
+        Some(match count {
+            1 => (
+                format!("the {name} is {}", processes.state(kind(None))),
+                "it",
+            ),
+            _ => (format!("no {name} is running"), "one"),
+        })
+    }
+
     /// Step changes name setup objects that still exist at that point, and declared upstreams;
     /// a step's checks see the selectors alive after its changes.
     fn steps(&mut self) {
@@ -461,8 +546,9 @@ impl<'s> Validator<'s> {
                 )
             })
             .collect();
-        let mut processes = Processes::default();
+        let mut processes = self.initial_processes();
         let mut partitioned = false;
+        let topology = &s.topology;
         for (i, st) in s.steps.iter().enumerate() {
             if st.changes.is_empty() {
                 self.report(
@@ -479,10 +565,12 @@ impl<'s> Validator<'s> {
                         target,
                         &format!("{at}.{}", c.name()),
                     );
-                } else if let Some(state) = processes.not_running(Target::Admin) {
+                } else if let Some((which, it)) =
+                    self.none_runs(&processes, topology.admins, Target::Admin)
+                {
                     self.report(
                         format!("{at}.{}", c.name()),
-                        format!("the admin is {state} at this point: start or resume it first"),
+                        format!("{which} at this point: start or resume {it} first"),
                     );
                 }
                 match c {
@@ -541,6 +629,13 @@ impl<'s> Validator<'s> {
                             );
                         }
                         partitioned = partition;
+                        if topology.admins > 1 || topology.gateways > 1 {
+                            self.report(
+                                at.clone(),
+                                "partitions need a topology of one admin and one gateway so \
+                                 far (the proxy sits on that one sync connection)",
+                            );
+                        }
                         if s.backends.contains(&crate::BackendKind::Docker) {
                             self.report(
                                 at,
@@ -557,12 +652,14 @@ impl<'s> Validator<'s> {
                     | Change::Resume(_) => {}
                 }
             }
-            if let Some(state) = processes.not_running(Target::Gateway) {
+            if let Some((which, it)) =
+                self.none_runs(&processes, topology.gateways, Target::Gateway)
+            {
                 self.report(
                     format!("steps[{i}]"),
                     format!(
-                        "the gateway is {state} at the end of the step, but its wait and checks \
-                         go through it: start or resume it in the same step"
+                        "{which} at the end of the step, but its wait and checks go through \
+                         it: start or resume {it} in the same step"
                     ),
                 );
             }
@@ -579,7 +676,15 @@ impl<'s> Validator<'s> {
                      sync: add `heal`",
                 );
             }
-            for target in [Target::Admin, Target::Zookeeper, Target::Etcd] {
+            if let Some((which, it)) = self.none_runs(&processes, topology.admins, Target::Admin) {
+                self.report(
+                    format!("steps[{last}]"),
+                    format!(
+                        "{which} after the last step, but teardown needs it: start or resume {it}"
+                    ),
+                );
+            }
+            for target in [Target::Zookeeper, Target::Etcd] {
                 if let Some(state) = processes.not_running(target) {
                     self.report(
                         format!("steps[{last}]"),
@@ -614,7 +719,8 @@ impl<'s> Validator<'s> {
             })
         };
         let unavailable = match target {
-            Target::Admin | Target::Gateway => None,
+            Target::Admin(i) => self.indexed(i, s.topology.admins, "admins"),
+            Target::Gateway(i) => self.indexed(i, s.topology.gateways, "gateways"),
             Target::Zookeeper => only_mode(model::SyncMode::Zookeeper),
             Target::Etcd => only_mode(model::SyncMode::Etcd),
             Target::Redis => (!s.components.contains(&Component::Redis))
@@ -648,6 +754,23 @@ impl<'s> Validator<'s> {
                     }
                 ),
             );
+        }
+    }
+
+    /// What is wrong with `admin`/`gateway` (`index` `None`) or `admin[i]`/`gateway[i]` in a
+    /// topology of `count` (`field` in `topology`), if anything.
+    fn indexed(&self, index: Option<u8>, count: u8, field: &str) -> Option<String> {
+        let kind = &field[..field.len() - 1];
+        match index {
+            None if count > 1 => Some(format!(
+                "the topology runs {count} {field} (`topology.{field}`): name one, \
+                 `{kind}[0]` to `{kind}[{}]`",
+                count - 1
+            )),
+            Some(i) if i >= count => Some(format!(
+                "`{kind}[{i}]` does not exist: `topology.{field}` is {count}"
+            )),
+            _ => None,
         }
     }
 
@@ -857,7 +980,7 @@ impl std::fmt::Display for ProcessState {
 
 impl Processes {
     fn state(&self, target: Target) -> ProcessState {
-        self.0.get(&target).copied().unwrap_or_default()
+        self.0.get(&target.resolved()).copied().unwrap_or_default()
     }
 
     /// Its state, when it is not running.
@@ -878,7 +1001,7 @@ impl Processes {
         if now != from {
             return Err(now);
         }
-        self.0.insert(target, to);
+        self.0.insert(target.resolved(), to);
         Ok(())
     }
 }
@@ -1565,6 +1688,141 @@ steps:
             ),
             "{e}"
         );
+    }
+
+    /// MINIMAL on the host backend with `topology` and `steps` (changes separated by `, `).
+    fn topology_case(topology: &str, steps: &[&str]) -> String {
+        let steps: String = steps
+            .iter()
+            .enumerate()
+            .map(|(i, changes)| {
+                // Block style: `admin[0]` is a plain scalar there, not in a flow sequence.
+                let changes: String = changes
+                    .split(", ")
+                    .map(|c| format!("      - {c}\n"))
+                    .collect();
+                format!(
+                    "  - name: s{i}\n    changes:\n{changes}    wait: {{ probe: {{ request: {{ path: /x }}, expect: {{ status: 200 }} }} }}\n"
+                )
+            })
+            .collect();
+        format!("{MINIMAL}backends: [host]\ntopology: {topology}\nsteps:\n{steps}")
+    }
+
+    #[test]
+    fn topology_counts_late_gateways_and_backends_are_checked() {
+        let s = parse_str(
+            Path::new("x.yaml"),
+            &topology_case(
+                "{ storage: postgres, admins: 2, gateways: 3, late: [2] }",
+                &[
+                    "kill: admin[0], start: gateway[2]",
+                    "start: admin[0], restart: gateway[1]",
+                ],
+            ),
+        )
+        .unwrap();
+        assert_eq!(s.topology.storage, super::super::ast::Storage::Postgres);
+        assert_eq!((s.topology.admins, s.topology.gateways), (2, 3));
+        assert_eq!(s.steps[0].changes[0], Change::Kill(Target::Admin(Some(0))));
+        let e = err(&topology_case(
+            "{ admins: 0, gateways: 5 }",
+            &["kill: admin"],
+        ));
+        assert!(e.contains("topology.admins: must be 1 to 3"), "{e}");
+        assert!(e.contains("topology.gateways: must be 1 to 4"), "{e}");
+        let e = err(&topology_case(
+            "{ gateways: 2, late: [2, 1, 1] }",
+            &["start: gateway[1]"],
+        ));
+        assert!(
+            e.contains(
+                "topology.late[0]: gateway[2] does not exist: the topology runs 2 gateway(s)"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("topology.late[2]: gateway[1] twice"), "{e}");
+        let e = err(&topology_case(
+            "{ gateways: 2, late: [0, 1] }",
+            &["start: gateway[1]"],
+        ));
+        assert!(e.contains("topology.late: every gateway is late"), "{e}");
+        let e = err(
+            &topology_case("{ storage: postgres }", &["kill: admin, start: admin"])
+                .replace("backends: [host]\n", ""),
+        );
+        assert!(
+            e.contains("topology: several admins or gateways, late gateways and PostgreSQL storage run on the host backend only so far: add `backends: [host]`"),
+            "{e}"
+        );
+        let e = err(&topology_case(
+            "{ storage: mysql }",
+            &["kill: admin, start: admin"],
+        ));
+        assert!(
+            e.contains("topology.storage: unknown variant `mysql`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn indexed_targets_name_existing_processes_in_their_state() {
+        let two = "{ admins: 2, gateways: 2, late: [1] }";
+        let e = err(&topology_case(two, &["kill: admin, start: admin"]));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].kill: the topology runs 2 admins (`topology.admins`): name \
+                 one, `admin[0]` to `admin[1]`"
+            ),
+            "{e}"
+        );
+        let e = err(&topology_case(two, &["restart: gateway[2]"]));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].restart: `gateway[2]` does not exist: `topology.gateways` is 2"
+            ),
+            "{e}"
+        );
+        // gateway[1] is late: stopped until a step starts it.
+        let e = err(&topology_case(two, &["stop: gateway[1]"]));
+        assert!(
+            e.contains("`stop` needs the gateway[1] running, but it is stopped at this point"),
+            "{e}"
+        );
+        // One admin down is fine; both down stops admin changes and teardown.
+        let e = err(&topology_case(
+            two,
+            &["stop: admin[0], stop: admin[1], deleteSelector: s"],
+        ));
+        assert!(
+            e.contains("steps[0].changes[2].deleteSelector: no admin is running at this point: start or resume one first"),
+            "{e}"
+        );
+        assert!(
+            e.contains("steps[0]: no admin is running after the last step, but teardown needs it: start or resume one"),
+            "{e}"
+        );
+        let e = err(&topology_case(two, &["pause: gateway[0]"]));
+        assert!(
+            e.contains("steps[0]: no gateway is running at the end of the step"),
+            "{e}"
+        );
+        let e = err(&topology_case(two, &["partition: cut, heal"]));
+        assert!(
+            e.contains("steps[0].changes[0].partition: partitions need a topology of one admin and one gateway so far"),
+            "{e}"
+        );
+        for (bad, why) in [
+            (
+                "redis[0]",
+                "`redis[0]`: there is one redis, without an index",
+            ),
+            ("admin[x]", "`admin[x]`: an index is written `admin[0]`"),
+            ("nginx", "unknown process `nginx`"),
+        ] {
+            let e = err(&topology_case(two, &[&format!("kill: {bad}")]));
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

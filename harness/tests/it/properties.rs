@@ -664,8 +664,8 @@ impl Live {
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let topo =
             Topology::start(&backend, mode, &[UpstreamDecl::echo("alpha")], &[], false).await?;
-        let admin = AdminClient::login(topo.admin.url(), "admin", "123456").await?;
-        let gateway = GatewayClient::new(topo.gateway.url());
+        let admin = AdminClient::login(topo.admin().url(), "admin", "123456").await?;
+        let gateway = GatewayClient::new(topo.gateway().url());
         let plugin_id = admin
             .plugin_id("divide")
             .await?
@@ -869,7 +869,7 @@ impl Live {
 
     async fn probe(&self, tag: u64, r: &Req) -> Result<Seen, String> {
         let target = target(r);
-        let url = reqwest::Url::parse(&format!("{}{target}", self.topo.gateway.url()))
+        let url = reqwest::Url::parse(&format!("{}{target}", self.topo.gateway().url()))
             .map_err(|e| format!("bad target {target:?}: {e}"))?;
         if url.path() != r.path || url.query() != r.query.as_deref() {
             return Err(format!(
