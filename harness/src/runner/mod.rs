@@ -8,7 +8,8 @@
 //!                                                  checks   digests equal
 //! ```
 //!
-//! With several admins and gateways (`topology`), admin calls go to the first running admin,
+//! With several admins and gateways (`topology`), admin calls go to the first running admin
+//! (a step's changes to its `via` admin when it names one),
 //! every wait and digest equality covers every running gateway (each gateway's digest must
 //! equal the admin's), and checks, `during` probes and teardown probes go to the first running
 //! gateway. A fault step keeps track of which run.
@@ -331,6 +332,9 @@ impl Case<'_> {
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
+        // The step's `via` admin, logged in to at its first admin change (after the faults
+        // before it).
+        let mut via: Option<AdminClient> = None;
         for change in &st.changes {
             match change {
                 Change::Partition(_) => *partitioned = true,
@@ -338,7 +342,12 @@ impl Case<'_> {
                 _ => {}
             }
             let Some((action, target)) = change.fault() else {
-                self.apply(admin, &st.name, change, made, plugins).await?;
+                let client = match (st.via.and_then(Target::index), &via) {
+                    (None, _) => &*admin,
+                    (Some(_), Some(client)) => client,
+                    (Some(i), None) => via.insert(self.login_to(i).await.map_err(at(Step::Steps))?),
+                };
+                self.apply(client, &st.name, change, made, plugins).await?;
                 continue;
             };
             tracing::info!(case = %self.id, step = %st.name, "{}: {target}", action.name());
@@ -474,8 +483,12 @@ impl Case<'_> {
 
     /// Logs in to the first running admin.
     async fn login(&self) -> Result<AdminClient, ClientError> {
-        let admin = &self.topo.admins()[self.first_admin().unwrap_or(0)];
-        AdminClient::login(admin.url(), ADMIN_USER, ADMIN_PASSWORD).await
+        self.login_to(self.first_admin().unwrap_or(0)).await
+    }
+
+    /// Logs in to admin `i`.
+    async fn login_to(&self, i: usize) -> Result<AdminClient, ClientError> {
+        AdminClient::login(self.topo.admins()[i].url(), ADMIN_USER, ADMIN_PASSWORD).await
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, Running> {

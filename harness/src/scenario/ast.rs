@@ -1065,6 +1065,10 @@ pub struct StepSpec {
     #[serde(with = "serde_norway::with::singleton_map_recursive")]
     #[schemars(with = "Vec<Change>")]
     pub changes: Vec<Change>,
+    /// The admin the step's admin changes go to (`admin[i]`; default: the first running
+    /// one). It must be running when they are made.
+    #[serde(default)]
+    pub via: Option<Target>,
     /// The probe that proves the changes are live (required).
     pub wait: Wait,
     /// A request sent back to back from before the first change until the gateway has

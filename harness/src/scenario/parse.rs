@@ -565,6 +565,8 @@ impl<'s> Validator<'s> {
                         target,
                         &format!("{at}.{}", c.name()),
                     );
+                } else if let Some(via) = st.via {
+                    self.via(&processes, via, &format!("steps[{i}].via"), &at);
                 } else if let Some((which, it)) =
                     self.none_runs(&processes, topology.admins, Target::Admin)
                 {
@@ -753,6 +755,26 @@ impl<'s> Validator<'s> {
                         _ => "running",
                     }
                 ),
+            );
+        }
+    }
+
+    /// A step's `via` (at `field`) names an admin of the topology, running when the admin
+    /// change at `change` is made.
+    fn via(&mut self, processes: &Processes, via: Target, field: &str, change: &str) {
+        let Target::Admin(index) = via else {
+            self.report(
+                field,
+                format!("`{via}` is not an admin: name one, `admin[i]`"),
+            );
+            return;
+        };
+        if let Some(why) = self.indexed(index, self.s.topology.admins, "admins") {
+            self.report(field, why);
+        } else if let Some(state) = processes.not_running(via) {
+            self.report(
+                change,
+                format!("the step's changes go to {via} (`via`), which is {state} at this point"),
             );
         }
     }
