@@ -330,6 +330,11 @@ impl Topology {
             })
             .collect();
         if let Some(postgres) = &self.postgres {
+            let kept = if self.keep {
+                format!(", kept in {}", postgres.dir().display())
+            } else {
+                String::new()
+            };
             tails += &format!(
                 "\n--- postgres log (last {n} lines{kept}) ---\n{}",
                 postgres.log_tail(n)

@@ -458,7 +458,7 @@ pub struct Service {
 }
 
 impl Service {
-    /// `admin` or `gateway`.
+    /// `admin` or `gateway`, or `admin[i]`, `gateway[i]` in a topology of several.
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -208,7 +208,7 @@ impl PostgresServer {
             .unwrap_or_default()
     }
 
-    /// Where its files are.
+    /// Where its files are (a directory of its own, apart from the topology's).
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
