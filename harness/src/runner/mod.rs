@@ -11,8 +11,9 @@
 //! With several admins and gateways (`topology`), admin calls go to the first running admin
 //! (a step's changes to its `via` admin when it names one),
 //! every wait and digest equality covers every running gateway (each gateway's digest must
-//! equal the admin's), and checks, `during` probes and teardown probes go to the first running
-//! gateway. A fault step keeps track of which run.
+//! equal the admin's), a step's `during` probe goes to each running gateway in turn, and
+//! checks and teardown probes go to the first running gateway. A fault step keeps track of
+//! which run.
 //!
 //! Setup first sets `setup.plugins` (config with its placeholders filled in from the
 //! topology's components, enabled flag); those plugins are put back with the step ones.
@@ -351,14 +352,19 @@ impl Case<'_> {
                 continue;
             };
             tracing::info!(case = %self.id, step = %st.name, "{}: {target}", action.name());
-            self.topo
-                .fault(action, target)
-                .await
-                .map_err(at(Step::Steps))?;
             let runs = !matches!(
                 action,
                 FaultAction::Stop | FaultAction::Kill | FaultAction::Pause
             );
+            // `during` probes leave a gateway before it goes down, and come back once it is
+            // up again.
+            if let (Target::Gateway(_), Some(i), false) = (target, target.index(), runs) {
+                self.running().gateways[i] = false;
+            }
+            self.topo
+                .fault(action, target)
+                .await
+                .map_err(at(Step::Steps))?;
             match (target, target.index()) {
                 (Target::Admin(_), Some(i)) => {
                     self.running().admins[i] = runs;
@@ -410,22 +416,33 @@ impl Case<'_> {
         Ok(())
     }
 
-    /// Sends `probe` back to back until `done`, judging each answer as it comes.
+    /// Sends `probe` back to back until `done`, judging each answer as it comes; with
+    /// several gateways, to each running one in turn (one going down is left out first).
     async fn during(&self, probe: &Probe, done: &AtomicBool) -> During {
         let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let started = Instant::now();
         let mut during = During::default();
         while !done.load(Ordering::Relaxed) {
+            let running = self.running_gateways();
+            let i = running
+                .get(during.sent as usize % running.len().max(1))
+                .copied()
+                .unwrap_or_else(|| self.primary());
             during.sent += 1;
             let verdict = self
-                .send(self.gateway(), &probe.request)
+                .send(&self.gateways[i], &probe.request)
                 .await
                 .and_then(|resp| judge(&probe.expect, &resp, &names));
             if let Err(miss) = verdict {
                 during.failed += 1;
                 if during.first.len() < 3 {
                     let at_ms = started.elapsed().as_millis();
-                    during.first.push(format!("at {at_ms} ms: {miss}"));
+                    let on = if self.gateways.len() == 1 {
+                        String::new()
+                    } else {
+                        format!(" on gateway[{i}]")
+                    };
+                    during.first.push(format!("at {at_ms} ms{on}: {miss}"));
                 }
             }
         }
