@@ -57,12 +57,13 @@ impl Topology {
         components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
-        Self::start_with(backend, mode, upstreams, components, keep, false).await
+        Self::start_with(backend, mode, upstreams, components, keep, false, false).await
     }
 
     /// [`Topology::start`], with the gateway's sync connection (to the admin, or to
     /// ZooKeeper or etcd) through a [`FaultProxy`] when `sync_proxy` (host backend), so that
-    /// steps can partition and heal it.
+    /// steps can partition and heal it, and the admin's test-only protocol fault hook on when
+    /// `sync_faults` (host backend; steps' `syncFault`).
     pub async fn start_with(
         backend: &Backend,
         mode: SyncMode,
@@ -70,6 +71,7 @@ impl Topology {
         components: &[Component],
         keep: bool,
         sync_proxy: bool,
+        sync_faults: bool,
     ) -> Result<Self, BackendError> {
         let mut dir = tempfile::Builder::new()
             .prefix("gantry-")
@@ -101,7 +103,19 @@ impl Topology {
             },
             None => (None, None),
         };
-        let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
+        let admin = match (&run, sync_faults) {
+            (_, false) => run.start_admin(mode, store.as_ref(), dir.path()).await?,
+            (Run::Host(host), true) => Service::Host(
+                start_admin_with_fault_hook(host, mode, store.as_ref(), dir.path()).await?,
+            ),
+            (Run::Docker(_), true) => {
+                return Err(BackendError::FaultUnsupported {
+                    action: "syncFault",
+                    target: Target::Admin,
+                    backend: "docker",
+                });
+            }
+        };
         let (gateway, proxy) = match (&run, sync_proxy) {
             (Run::Host(host), true) => {
                 let (proxy, source) = sync_proxy_for(mode, &admin, store.as_ref()).await?;
@@ -276,6 +290,21 @@ impl Topology {
         }
         tails
     }
+}
+
+/// Starts a host admin with its test-only protocol fault hook on (`--test-only-sync-faults`).
+async fn start_admin_with_fault_hook(
+    host: &host::HostBackend,
+    mode: SyncMode,
+    store: Option<&StoreServer>,
+    dir: &Path,
+) -> Result<host::Service, BackendError> {
+    let db = dir.join("admin.db").display().to_string();
+    let launch = host::AdminLaunch {
+        args: vec!["--test-only-sync-faults".to_owned()],
+        ..host::AdminLaunch::on(&db)
+    };
+    host.start_admin_with(mode, store, dir, &launch).await
 }
 
 /// A fault on a host admin or gateway.

@@ -112,6 +112,7 @@ pub async fn run_case(
         &scenario.components,
         opts.keep,
         scenario.steps.iter().any(StepSpec::partitions),
+        scenario.steps.iter().any(StepSpec::arms_sync_faults),
     )
     .await
     .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
@@ -531,6 +532,10 @@ impl Case<'_> {
                 })
                 .map_err(at(Step::Steps)),
             Change::Heal => self.topo.heal().map_err(at(Step::Steps)),
+            Change::SyncFault(fault) => {
+                tracing::info!(case = %self.id, step, "syncFault: {}", fault.kind.name());
+                admin.arm_sync_fault(fault).await.map_err(at(Step::Steps))
+            }
             Change::Stop(_)
             | Change::Kill(_)
             | Change::Start(_)

@@ -12,7 +12,7 @@ use model::ParamType;
 
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PluginSetup,
-    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, Target, Wait,
+    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind, Target, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -549,6 +549,7 @@ impl<'s> Validator<'s> {
                             );
                         }
                     }
+                    Change::SyncFault(f) => self.sync_fault(f, &format!("{at}.syncFault")),
                     Change::Stop(_)
                     | Change::Kill(_)
                     | Change::Start(_)
@@ -590,6 +591,53 @@ impl<'s> Validator<'s> {
                     );
                 }
             }
+        }
+    }
+
+    /// A protocol fault fits the case: its kind means something in every mode the case runs
+    /// in, the backend is the host (the admin's test-only hook), `count` is 1 to 100 and
+    /// `delay` is given for `lateAnswer` only.
+    fn sync_fault(&mut self, f: &SyncFault, at: &str) {
+        let s = self.s;
+        let kind = f.kind.name();
+        let mode = f.kind.mode();
+        let others: Vec<String> = s
+            .modes
+            .iter()
+            .filter(|m| **m != mode)
+            .map(ToString::to_string)
+            .collect();
+        if !others.is_empty() {
+            self.report(
+                format!("{at}.kind"),
+                format!(
+                    "`{kind}` is a fault of the {mode} sync channel and means nothing in {}: \
+                     give `modes: [{mode}]`",
+                    others.join(", ")
+                ),
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "protocol faults run on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if !(1..=100).contains(&f.count) {
+            self.report(
+                format!("{at}.count"),
+                format!("must be between 1 and 100, got {}", f.count),
+            );
+        }
+        match (f.kind, f.delay) {
+            (SyncFaultKind::LateAnswer, None) => {
+                self.report(format!("{at}.delay"), "`lateAnswer` needs a delay");
+            }
+            (SyncFaultKind::LateAnswer, Some(_)) | (_, None) => {}
+            (_, Some(_)) => self.report(
+                format!("{at}.delay"),
+                format!("only `lateAnswer` waits; `{kind}` takes no delay"),
+            ),
         }
     }
 
