@@ -224,13 +224,20 @@ impl AppState {
         // Off: no feed, so only the periodic comparison remains.
         service::spawn_watch(&admin, config.peer_watch);
         let sync_faults = config.test_sync_faults.then(|| {
-            tracing::warn!("test-only sync fault hook on (--test-only-sync-faults): never in production");
+            tracing::warn!(
+                "test-only sync fault hook on (--test-only-sync-faults): never in production"
+            );
             Arc::new(sync::fault::SyncFaults::default())
         });
         let mut publishers: Vec<Box<dyn Publisher>> = Vec::new();
         for mode in &config.sync {
             if !publishers.iter().any(|p| p.mode() == *mode) {
-                publishers.push(sync::publisher(*mode, &admin, config, sync_faults.as_ref())?);
+                publishers.push(sync::publisher(
+                    *mode,
+                    &admin,
+                    config,
+                    sync_faults.as_ref(),
+                )?);
             }
         }
         let auth = Auth::start(

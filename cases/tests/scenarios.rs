@@ -174,7 +174,11 @@ fn check_failing(shared: &Shared, path: &Path) -> Result<(), Failed> {
         .build()?;
     let outcome = rt.block_on(harness::run_case(
         &scenario,
-        scenario.modes.first().copied().unwrap_or(SyncMode::Websocket),
+        scenario
+            .modes
+            .first()
+            .copied()
+            .unwrap_or(SyncMode::Websocket),
         &backend,
         &shared.opts,
         &|_| {},

@@ -230,6 +230,31 @@ impl Topology {
         Ok(())
     }
 
+    /// The current revision of the etcd of the etcd mode (host backend).
+    pub async fn etcd_revision(&self) -> Result<i64, BackendError> {
+        crate::fault::etcd::revision(&self.etcd_url()?).await
+    }
+
+    /// Compacts the etcd of the etcd mode (a step's `compact: etcd`, host backend) to its
+    /// current revision once that is at least `least`; returns it.
+    pub async fn compact_etcd(&self, least: i64) -> Result<i64, BackendError> {
+        crate::fault::etcd::compact_at_least(&self.etcd_url()?, least).await
+    }
+
+    fn etcd_url(&self) -> Result<String, BackendError> {
+        match self.stores().as_ref() {
+            Some(s) if s.kind() == StoreKind::Etcd => Ok(s.url()),
+            _ if self.store_container.is_some() => Err(BackendError::FaultUnsupported {
+                action: "compact",
+                target: Target::Etcd,
+                backend: "docker",
+            }),
+            _ => Err(BackendError::NoSuchProcess {
+                target: Target::Etcd,
+            }),
+        }
+    }
+
     fn sync_proxy(&self) -> Result<&FaultProxy, BackendError> {
         self.proxy.as_ref().ok_or(BackendError::NoSyncProxy)
     }

@@ -119,7 +119,10 @@ pub(crate) fn take(
 
 /// Adds `POST /test-only/sync-fault` to `router` (the token-protected routes) when the hook
 /// is on.
-pub(crate) fn routes(router: Router<AppState>, faults: Option<&Arc<SyncFaults>>) -> Router<AppState> {
+pub(crate) fn routes(
+    router: Router<AppState>,
+    faults: Option<&Arc<SyncFaults>>,
+) -> Router<AppState> {
     let Some(faults) = faults else {
         return router;
     };

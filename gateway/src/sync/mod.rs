@@ -207,7 +207,9 @@ impl SyncState {
                 lock(&self.refills).push(event);
                 Some(emptied)
             }
-            Some(crate::EmulatedBug::ClearBeforeRefill) => Some(event),
+            Some(
+                crate::EmulatedBug::ClearBeforeRefill | crate::EmulatedBug::ResumeCompactedWatch,
+            ) => Some(event),
             Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
                 DataEventType::Delete => None,
                 t if t.is_full() => {

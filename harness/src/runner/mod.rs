@@ -307,13 +307,36 @@ impl Case<'_> {
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
+        // A compaction covers the step's writes (at least one per admin change before it):
+        // etcd's revision before its changes, and the admin changes made so far.
+        let mut admin_changes = 0;
+        let etcd_before = match st.changes.iter().any(|c| matches!(c, Change::Compact(_))) {
+            true => Some(self.topo.etcd_revision().await.map_err(at(Step::Steps))?),
+            false => None,
+        };
         for change in &st.changes {
             match change {
                 Change::Partition(_) => *partitioned = true,
                 Change::Heal => *partitioned = false,
+                Change::Compact(_) => {
+                    let least = etcd_before.unwrap_or_default() + admin_changes;
+                    let revision = self
+                        .topo
+                        .compact_etcd(least)
+                        .await
+                        .map_err(at(Step::Steps))?;
+                    tracing::info!(case = %self.id, step = %st.name, revision, "etcd compacted");
+                    continue;
+                }
                 _ => {}
             }
             let Some((action, target)) = change.fault() else {
+                if !matches!(
+                    change,
+                    Change::Partition(_) | Change::Heal | Change::SyncFault(_)
+                ) {
+                    admin_changes += 1;
+                }
                 self.apply(admin, &st.name, change, made, plugins).await?;
                 continue;
             };
@@ -536,6 +559,7 @@ impl Case<'_> {
                 tracing::info!(case = %self.id, step, "syncFault: {}", fault.kind.name());
                 admin.arm_sync_fault(fault).await.map_err(at(Step::Steps))
             }
+            Change::Compact(_) => unreachable!("steps() compacts itself"),
             Change::Stop(_)
             | Change::Kill(_)
             | Change::Start(_)

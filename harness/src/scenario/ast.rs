@@ -1009,12 +1009,13 @@ pub struct StepSpec {
 impl StepSpec {
     /// Whether a change of the step is a fault (a partition and a heal are too).
     pub fn has_faults(&self) -> bool {
-        self.changes
-            .iter()
-            .any(|c| {
-                c.fault().is_some()
-                    || matches!(c, Change::Partition(_) | Change::Heal | Change::SyncFault(_))
-            })
+        self.changes.iter().any(|c| {
+            c.fault().is_some()
+                || matches!(
+                    c,
+                    Change::Partition(_) | Change::Heal | Change::SyncFault(_) | Change::Compact(_)
+                )
+        })
     }
 
     /// Whether a change arms a protocol fault (the admin then needs its test-only hook).
@@ -1079,6 +1080,9 @@ pub enum Change {
     /// Arms a protocol fault on the sync channel for the admin's next pushes, through the
     /// admin's test-only hook (host backend; `docs/faults.md`).
     SyncFault(SyncFault),
+    /// Compacts the store to its current revision (`etcd` only, etcd mode, host backend): a
+    /// watch resuming from an older revision is cancelled and must read everything again.
+    Compact(Target),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -1233,6 +1237,7 @@ impl Change {
             Change::Partition(_) => "partition",
             Change::Heal => "heal",
             Change::SyncFault(_) => "syncFault",
+            Change::Compact(_) => "compact",
             change => change.fault().map_or("", |(action, _)| action.name()),
         }
     }

@@ -550,6 +550,9 @@ impl<'s> Validator<'s> {
                         }
                     }
                     Change::SyncFault(f) => self.sync_fault(f, &format!("{at}.syncFault")),
+                    Change::Compact(target) => {
+                        self.compact(&processes, *target, &format!("{at}.compact"));
+                    }
                     Change::Stop(_)
                     | Change::Kill(_)
                     | Change::Start(_)
@@ -638,6 +641,34 @@ impl<'s> Validator<'s> {
                 format!("{at}.delay"),
                 format!("only `lateAnswer` waits; `{kind}` takes no delay"),
             ),
+        }
+    }
+
+    /// A `compact` names etcd, in a case that runs in the etcd mode only, on the host
+    /// backend, while etcd runs.
+    fn compact(&mut self, processes: &Processes, target: Target, at: &str) {
+        let s = self.s;
+        if target != Target::Etcd {
+            self.report(at, format!("only etcd compacts revisions, not `{target}`"));
+            return;
+        }
+        if s.modes.iter().any(|m| *m != model::SyncMode::Etcd) {
+            self.report(
+                at,
+                "`compact: etcd` means something in the etcd mode only: give `modes: [etcd]`",
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "`compact: etcd` runs on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if let Some(state) = processes.not_running(Target::Etcd) {
+            self.report(
+                at,
+                format!("the etcd is {state} at this point: start it first"),
+            );
         }
     }
 
