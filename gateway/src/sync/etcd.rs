@@ -11,7 +11,10 @@
 //!
 //! The first watch message is the "created" acknowledgement, with no events. A watch the
 //! server cancels (its start revision was compacted), a stream that ends or a lost connection
-//! starts over: read everything again (one swap), watch again.
+//! starts over: read everything again (one swap), watch again; so a compacted revision is
+//! never asked for (`compact: etcd` in case files). Under
+//! [`crate::EmulatedBug::ResumeCompactedWatch`] a new session skips the read and resumes from
+//! the last revision seen, which a compaction makes impossible.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

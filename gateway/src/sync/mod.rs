@@ -417,6 +417,21 @@ mod tests {
     }
 
     #[test]
+    fn a_duplicated_increment_is_applied_once() {
+        // The websocket `duplicate` protocol fault (docs/faults.md): the same frame twice.
+        let update = SELECTOR.replace("MYSELF", "UPDATE");
+        let delete = SELECTOR.replace("MYSELF", "DELETE");
+        let once = SyncState::new(SyncMode::Websocket);
+        let twice = SyncState::new(SyncMode::Websocket);
+        for frame in [SELECTOR, &update, &delete] {
+            once.apply_text(frame).unwrap();
+            twice.apply_text(frame).unwrap();
+            twice.apply_text(frame).unwrap();
+            assert_eq!(once.snapshot().digest, twice.snapshot().digest, "{frame}");
+        }
+    }
+
+    #[test]
     fn malformed_frames_are_counted_and_change_nothing() {
         let state = SyncState::new(SyncMode::Websocket);
         assert_eq!(state.apply_text(SELECTOR).unwrap(), Applied::Event);

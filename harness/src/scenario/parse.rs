@@ -1647,6 +1647,67 @@ steps:
     }
 
     #[test]
+    fn protocol_faults_fit_their_mode_backend_and_fields() {
+        const WS: &str = include_str!("../../../cases/scenarios/faults/protocol_websocket.yaml");
+        const HTTP: &str = include_str!("../../../cases/scenarios/faults/protocol_http.yaml");
+        const ETCD: &str = include_str!("../../../cases/scenarios/faults/protocol_etcd.yaml");
+        for ok in [WS, HTTP, ETCD] {
+            parse_str(Path::new("x.yaml"), ok).unwrap();
+        }
+        let e = err(&WS.replace("modes: [websocket]", "modes: [websocket, http]"));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault.kind: `duplicate` is a fault of the websocket sync \
+                 channel and means nothing in http: give `modes: [websocket]`"
+            ),
+            "{e}"
+        );
+        let e = err(&HTTP.replace("backends: [host]", ""));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault: protocol faults run on the host backend only so \
+                 far: add `backends: [host]`"
+            ),
+            "{e}"
+        );
+        let e = err(&WS.replace(
+            "{ kind: duplicate }",
+            "{ kind: duplicate, count: 0, delay: 1s }",
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].syncFault.count: must be between 1 and 100, got 0"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault.delay: only `lateAnswer` waits; `duplicate` takes \
+                 no delay"
+            ),
+            "{e}"
+        );
+        let e = err(&HTTP.replace("{ kind: lateAnswer, delay: 1s }", "{ kind: lateAnswer }"));
+        assert!(
+            e.contains("steps[2].changes[0].syncFault.delay: `lateAnswer` needs a delay"),
+            "{e}"
+        );
+        let e = err(&ETCD.replacen("compact: etcd", "compact: zookeeper", 1));
+        assert!(
+            e.contains(
+                "steps[0].changes[3].compact: only etcd compacts revisions, not `zookeeper`"
+            ),
+            "{e}"
+        );
+        let e = err(&ETCD.replace("modes: [etcd]", "modes: [etcd, websocket]"));
+        assert!(
+            e.contains(
+                "steps[0].changes[3].compact: `compact: etcd` means something in the etcd mode \
+                 only: give `modes: [etcd]`"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_burst_must_count_every_request() {
         let burst = "  - name: b\n    burst: { request: { path: /x }, requests: 5, statuses: { 200: 3, 429: 1 } }\n";
         let e = err(&with_judges(burst));
