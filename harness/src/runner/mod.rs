@@ -331,10 +331,7 @@ impl Case<'_> {
                 _ => {}
             }
             let Some((action, target)) = change.fault() else {
-                if !matches!(
-                    change,
-                    Change::Partition(_) | Change::Heal | Change::SyncFault(_)
-                ) {
+                if change.is_admin_change() {
                     admin_changes += 1;
                 }
                 self.apply(admin, &st.name, change, made, plugins).await?;

@@ -1242,6 +1242,20 @@ impl Change {
         }
     }
 
+    /// Whether it changes the admin's config (and so makes the admin push): an update, an
+    /// enable or a delete.
+    pub fn is_admin_change(&self) -> bool {
+        matches!(
+            self,
+            Change::UpdateSelector(_)
+                | Change::UpdateRule(_)
+                | Change::EnablePlugin(_)
+                | Change::DeleteSelector(_)
+                | Change::DeleteRule(_)
+                | Change::UpdatePlugin(_)
+        )
+    }
+
     /// The fault this change is, if it is one: what it does and to which process.
     pub fn fault(&self) -> Option<(FaultAction, Target)> {
         Some(match *self {

@@ -549,7 +549,18 @@ impl<'s> Validator<'s> {
                             );
                         }
                     }
-                    Change::SyncFault(f) => self.sync_fault(f, &format!("{at}.syncFault")),
+                    Change::SyncFault(f) => {
+                        let at = format!("{at}.syncFault");
+                        self.sync_fault(f, &at);
+                        let pushed = st.changes[j + 1..].iter().any(Change::is_admin_change);
+                        if !pushed {
+                            self.report(
+                                at,
+                                "a protocol fault applies to the admin's next pushes: give a \
+                                 change of the config after it in the same step",
+                            );
+                        }
+                    }
                     Change::Compact(target) => {
                         self.compact(&processes, *target, &format!("{at}.compact"));
                     }
@@ -1688,6 +1699,18 @@ steps:
         let e = err(&HTTP.replace("{ kind: lateAnswer, delay: 1s }", "{ kind: lateAnswer }"));
         assert!(
             e.contains("steps[2].changes[0].syncFault.delay: `lateAnswer` needs a delay"),
+            "{e}"
+        );
+        let e = err(&HTTP.replacen(
+            "      - updateSelector: { name: route, upstreams: [{ upstream: beta }] }\n",
+            "",
+            1,
+        ));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault: a protocol fault applies to the admin's next \
+                 pushes: give a change of the config after it in the same step"
+            ),
             "{e}"
         );
         let e = err(&ETCD.replacen("compact: etcd", "compact: zookeeper", 1));
