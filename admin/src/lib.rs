@@ -73,6 +73,9 @@ pub struct Config {
     pub peer_watch: Option<Duration>,
     /// How failed logins are throttled.
     pub login_throttle: LoginThrottle,
+    /// Tests only: serve `POST /test-only/sync-fault`, which arms protocol faults on the
+    /// sync channel (`sync::fault`). Off by default.
+    pub test_sync_faults: bool,
 }
 
 impl fmt::Debug for Config {
@@ -95,6 +98,7 @@ impl fmt::Debug for Config {
             .field("full_sync_interval", &self.full_sync_interval)
             .field("peer_watch", &self.peer_watch)
             .field("login_throttle", &self.login_throttle)
+            .field("test_sync_faults", &self.test_sync_faults)
             .finish()
     }
 }
@@ -121,6 +125,7 @@ impl Config {
             full_sync_interval: Duration::from_millis(1000),
             peer_watch: Some(Duration::from_millis(100)),
             login_throttle: LoginThrottle::default(),
+            test_sync_faults: false,
         }
     }
 }
@@ -184,6 +189,8 @@ pub struct AppState {
     admin: Arc<Admin>,
     auth: Arc<Auth>,
     publishers: Arc<[Box<dyn Publisher>]>,
+    /// The test-only protocol fault hook, when on.
+    sync_faults: Option<Arc<sync::fault::SyncFaults>>,
     closing: Arc<watch::Sender<bool>>,
 }
 
@@ -216,10 +223,21 @@ impl AppState {
         let admin = Arc::new(Admin::new(Arc::clone(&store)).await?);
         // Off: no feed, so only the periodic comparison remains.
         service::spawn_watch(&admin, config.peer_watch);
+        let sync_faults = config.test_sync_faults.then(|| {
+            tracing::warn!(
+                "test-only sync fault hook on (--test-only-sync-faults): never in production"
+            );
+            Arc::new(sync::fault::SyncFaults::default())
+        });
         let mut publishers: Vec<Box<dyn Publisher>> = Vec::new();
         for mode in &config.sync {
             if !publishers.iter().any(|p| p.mode() == *mode) {
-                publishers.push(sync::publisher(*mode, &admin, config)?);
+                publishers.push(sync::publisher(
+                    *mode,
+                    &admin,
+                    config,
+                    sync_faults.as_ref(),
+                )?);
             }
         }
         let auth = Auth::start(
@@ -235,6 +253,7 @@ impl AppState {
             admin,
             auth: Arc::new(auth),
             publishers: publishers.into(),
+            sync_faults,
             closing: Arc::new(closing),
         })
     }

@@ -85,6 +85,10 @@ struct Cli {
         default_value_t = 300_000
     )]
     login_lockout_max_ms: u64,
+    /// Tests only (hidden; no environment variable): serve `POST /test-only/sync-fault`, which
+    /// arms protocol faults on the sync channel (dropped, duplicated, reordered increments...).
+    #[arg(long, hide = true)]
+    test_only_sync_faults: bool,
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -140,6 +144,7 @@ async fn main() -> anyhow::Result<()> {
             lockout: Duration::from_millis(cli.login_lockout_ms),
             max_lockout: Duration::from_millis(cli.login_lockout_max_ms),
         },
+        test_sync_faults: cli.test_only_sync_faults,
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
         .await

@@ -1,7 +1,8 @@
 //! One trial per scenario × sync mode, named `<name>@<mode>`, each on a fresh topology; a file
 //! that does not parse is one failing trial `<file stem>@parse`. Files under `cases/invalid/`
 //! must fail to parse with exactly the error in their sibling `.err` file. Files under
-//! `cases/failing/` are scenarios that must fail when run (on the host backend, websocket):
+//! `cases/failing/` are scenarios that must fail when run (on the host backend, in their first
+//! mode):
 //! each line of their `.err` file must appear in the error, so a runner that stopped reporting
 //! a failure is seen failing; a first line `# gateway-args: …` starts the gateway with those
 //! arguments (e.g. `--emulate-bug drop-deletes`). With a Docker engine, every scenario × mode
@@ -173,7 +174,11 @@ fn check_failing(shared: &Shared, path: &Path) -> Result<(), Failed> {
         .build()?;
     let outcome = rt.block_on(harness::run_case(
         &scenario,
-        SyncMode::Websocket,
+        scenario
+            .modes
+            .first()
+            .copied()
+            .unwrap_or(SyncMode::Websocket),
         &backend,
         &shared.opts,
         &|_| {},

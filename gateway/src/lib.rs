@@ -138,6 +138,10 @@ pub enum EmulatedBug {
     /// requests miss routes meanwhile (ShenYu #7034, #5580: the cache is cleared, then
     /// re-added item by item).
     ClearBeforeRefill,
+    /// The etcd subscriber resumes its watch from the last revision it saw instead of
+    /// reading everything again on a new session, and retries a watch the server cancels as
+    /// compacted from that same revision: after a compaction it never catches up.
+    ResumeCompactedWatch,
 }
 
 impl Config {

@@ -56,6 +56,18 @@ pub struct Topology {
     run: Run,
 }
 
+/// How a case's topology differs from the default (one admin on SQLite, one gateway, their
+/// sync connection direct): what [`Topology::start_with`] reads from its scenario.
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    /// The admins, gateways, late gateways and storage (`topology:`).
+    pub spec: TopologySpec,
+    /// The gateway's sync connection goes through a [`FaultProxy`] (steps partition it).
+    pub sync_proxy: bool,
+    /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
+    pub sync_faults: bool,
+}
+
 impl Topology {
     /// Starts the upstreams named `upstreams`, the `components` (in any mode), the store
     /// server the mode needs (ZooKeeper, etcd), then the admin, then the gateway.
@@ -66,23 +78,26 @@ impl Topology {
         components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
-        let spec = TopologySpec::default();
-        Self::start_with(backend, mode, upstreams, components, keep, false, &spec).await
+        Self::start_with(backend, mode, upstreams, components, keep, &Shape::default()).await
     }
 
-    /// [`Topology::start`] with the admins and gateways of `spec` (several of them, late
-    /// ones, PostgreSQL: host backend), and with the gateway's sync connection (to the admin,
-    /// or to ZooKeeper or etcd) through a [`FaultProxy`] when `sync_proxy` (host backend, one
-    /// admin and one gateway), so that steps can partition and heal it.
+    /// [`Topology::start`] in the `shape` a case asks for: the admins and gateways of its
+    /// `topology` (several of them, late ones, PostgreSQL: host backend), the gateway's sync
+    /// connection (to the admin, or to ZooKeeper or etcd) through a [`FaultProxy`] so that
+    /// steps can partition and heal it, the admins' test-only protocol fault hook on.
     pub async fn start_with(
         backend: &Backend,
         mode: SyncMode,
         upstreams: &[UpstreamDecl],
         components: &[Component],
         keep: bool,
-        sync_proxy: bool,
-        spec: &TopologySpec,
+        shape: &Shape,
     ) -> Result<Self, BackendError> {
+        let Shape {
+            spec,
+            sync_proxy,
+            sync_faults,
+        } = shape;
         let mut dir = tempfile::Builder::new()
             .prefix("gantry-")
             .tempdir()
@@ -114,11 +129,18 @@ impl Topology {
             None => (None, None),
         };
         let mut postgres = None;
-        let (admins, gateways, proxy) = match (&run, sync_proxy) {
+        let (admins, gateways, proxy) = match (&run, *sync_proxy) {
             (Run::Docker(_), true) => {
                 return Err(BackendError::FaultUnsupported {
                     action: "partition",
                     target: Target::Gateway(None),
+                    backend: "docker",
+                });
+            }
+            (Run::Docker(_), _) if *sync_faults => {
+                return Err(BackendError::FaultUnsupported {
+                    action: "syncFault",
+                    target: Target::Admin(None),
                     backend: "docker",
                 });
             }
@@ -135,6 +157,10 @@ impl Topology {
                     Storage::Sqlite => dir.path().join("admin.db").display().to_string(),
                     Storage::Postgres => postgres.insert(PostgresServer::start(keep).await?).url(),
                 };
+                let mut launch = AdminLaunch::on(&db);
+                if *sync_faults {
+                    launch.args.push("--test-only-sync-faults".to_owned());
+                }
                 let mut admins = Vec::new();
                 for i in 0..spec.admins {
                     let name = numbered("admin", i, spec.admins);
@@ -144,12 +170,12 @@ impl Topology {
                             mode,
                             store.as_ref(),
                             dir.path(),
-                            &AdminLaunch::on(&db),
+                            &launch,
                         )
                         .await?;
                     admins.push(Service::Host(admin));
                 }
-                let (source, proxy) = if sync_proxy {
+                let (source, proxy) = if *sync_proxy {
                     let (proxy, source) = sync_proxy_for(mode, &admins[0], store.as_ref()).await?;
                     (source, Some(proxy))
                 } else {
@@ -286,6 +312,31 @@ impl Topology {
     pub fn heal(&self) -> Result<(), BackendError> {
         self.sync_proxy()?.heal();
         Ok(())
+    }
+
+    /// The current revision of the etcd of the etcd mode (host backend).
+    pub async fn etcd_revision(&self) -> Result<i64, BackendError> {
+        crate::fault::etcd::revision(&self.etcd_url()?).await
+    }
+
+    /// Compacts the etcd of the etcd mode (a step's `compact: etcd`, host backend) to its
+    /// current revision once that is at least `least`; returns it.
+    pub async fn compact_etcd(&self, least: i64) -> Result<i64, BackendError> {
+        crate::fault::etcd::compact_at_least(&self.etcd_url()?, least).await
+    }
+
+    fn etcd_url(&self) -> Result<String, BackendError> {
+        match self.stores().as_ref() {
+            Some(s) if s.kind() == StoreKind::Etcd => Ok(s.url()),
+            _ if self.store_container.is_some() => Err(BackendError::FaultUnsupported {
+                action: "compact",
+                target: Target::Etcd,
+                backend: "docker",
+            }),
+            _ => Err(BackendError::NoSuchProcess {
+                target: Target::Etcd,
+            }),
+        }
     }
 
     fn sync_proxy(&self) -> Result<&FaultProxy, BackendError> {

@@ -95,11 +95,10 @@ pub(crate) fn routes(state: AppState) -> Router {
         )
         .route("/shenyu-client/register-uri", post(register::register_uri))
         .route("/shenyu-client/offline", post(register::offline))
-        .route("/rule/{id}", get(detail::<Rules>).put(update::<Rules>))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            crate::auth::require_token,
-        ));
+        .route("/rule/{id}", get(detail::<Rules>).put(update::<Rules>));
+    let protected = crate::sync::fault::routes(protected, state.sync_faults.as_ref()).route_layer(
+        middleware::from_fn_with_state(state.clone(), crate::auth::require_token),
+    );
     let mut router = Router::new()
         .merge(protected)
         .route("/platform/login", post(crate::auth::login))

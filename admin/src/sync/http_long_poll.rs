@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, watch};
 
+use super::fault::{self, FaultKind, SyncFaults};
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::Authorized;
@@ -56,6 +57,8 @@ pub(crate) struct LongPoll {
     /// Becomes true once the cache holds every group.
     ready: watch::Sender<bool>,
     hold: Duration,
+    /// The test-only protocol fault hook, when on.
+    faults: Option<Arc<SyncFaults>>,
 }
 
 /// Serves `/configs/fetch` and `/configs/listener`.
@@ -87,8 +90,14 @@ fn group_json(snapshot: &Snapshot, group: ConfigGroup) -> String {
 impl HttpLongPollPublisher {
     /// Starts serving `admin`'s committed data: listeners are held up to `hold`, and the cache
     /// is loaded now (in the background), then rebuilt after every change and at least every
-    /// `refresh`, until the admin is dropped.
-    pub(crate) fn start(admin: &Arc<Admin>, hold: Duration, refresh: Duration) -> Self {
+    /// `refresh`, until the admin is dropped; with the test-only protocol `faults` hook when
+    /// given.
+    pub(crate) fn start(
+        admin: &Arc<Admin>,
+        hold: Duration,
+        refresh: Duration,
+        faults: Option<Arc<SyncFaults>>,
+    ) -> Self {
         let (changes, _) = broadcast::channel(CHANGE_CAPACITY);
         let (ready, _) = watch::channel(false);
         let poll = Arc::new(LongPoll {
@@ -97,6 +106,7 @@ impl HttpLongPollPublisher {
             rebuild: tokio::sync::Mutex::new(()),
             ready,
             hold,
+            faults,
         });
         // Subscribed now, so no change committed from here on can be missed.
         let events = admin.subscribe();
@@ -338,6 +348,21 @@ fn wanted_groups(
 }
 
 /// The listener's answer, exactly as ShenYu writes it.
+impl LongPoll {
+    /// The listener answer naming `groups` (changed), as the armed test-only fault (if any)
+    /// says (`sync::fault`): naming none, or after a delay.
+    async fn answer(&self, groups: &[ConfigGroup]) -> Response {
+        match fault::take(self.faults.as_deref(), FaultKind::HTTP) {
+            Some((FaultKind::EmptyAnswer, _)) => listener_response(&[]),
+            Some((_, delay)) => {
+                tokio::time::sleep(delay).await;
+                listener_response(groups)
+            }
+            None => listener_response(groups),
+        }
+    }
+}
+
 fn listener_response(groups: &[ConfigGroup]) -> Response {
     let names: Vec<&str> = groups.iter().map(|g| g.as_str()).collect();
     let mut body = serde_json::to_string(&AdminResult::success("success", names))
@@ -374,7 +399,7 @@ async fn listener(
     let admin = &state.admin;
     let stale = poll.stale_groups(admin, &wanted).await?;
     if !stale.is_empty() {
-        return Ok(listener_response(&stale));
+        return Ok(poll.answer(&stale).await);
     }
     let deadline = tokio::time::Instant::now() + poll.hold;
     loop {
@@ -394,7 +419,7 @@ async fn listener(
             .iter()
             .any(|(g, md5, _)| *g == group && *md5 == current.md5);
         if !has_it {
-            return Ok(listener_response(&[group]));
+            return Ok(poll.answer(&[group]).await);
         }
     }
 }

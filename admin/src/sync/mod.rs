@@ -3,6 +3,7 @@
 //! (`--sync websocket,http`).
 
 pub(crate) mod etcd;
+pub(crate) mod fault;
 pub(crate) mod http_long_poll;
 pub(crate) mod keyspace;
 pub(crate) mod websocket;
@@ -38,22 +39,25 @@ pub(crate) fn check_supported(mode: SyncMode, config: &Config) -> Result<(), Sta
 }
 
 /// Starts the publisher for `mode` over `admin`; its background work (if any) stops when it
-/// is dropped or the admin is.
+/// is dropped or the admin is. `faults`: the test-only protocol fault hook, when on.
 pub(crate) fn publisher(
     mode: SyncMode,
     admin: &Arc<Admin>,
     config: &Config,
+    faults: Option<&Arc<fault::SyncFaults>>,
 ) -> Result<Box<dyn Publisher>, StartError> {
     check_supported(mode, config)?;
     Ok(match mode {
         SyncMode::Websocket => Box::new(websocket::WebsocketPublisher::new(
             config.sync_token.as_deref().filter(|t| !t.is_empty()),
             config.full_sync_interval,
+            faults.cloned(),
         )),
         SyncMode::Http => Box::new(http_long_poll::HttpLongPollPublisher::start(
             admin,
             config.long_poll_hold,
             config.long_poll_refresh,
+            faults.cloned(),
         )),
         SyncMode::Zookeeper => {
             let url = config

@@ -21,6 +21,7 @@ use model::{DataEvent, DataEventType, SyncMode};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
+use super::fault::{self, FaultKind, SyncFaults};
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::secrets_equal;
@@ -39,6 +40,8 @@ pub(crate) struct WebsocketPublisher {
     sync_token: SyncToken,
     /// The least time between two full syncs on one session.
     full_sync_interval: Duration,
+    /// The test-only protocol fault hook, when on.
+    faults: Option<Arc<SyncFaults>>,
 }
 
 /// The sync token a websocket upgrade must carry, if any (ShenYu 2.6 has none: open).
@@ -54,11 +57,17 @@ impl std::fmt::Debug for SyncToken {
 
 impl WebsocketPublisher {
     /// A publisher requiring `sync_token` on upgrades when it is set, answering at most one
-    /// `MYSELF` per `full_sync_interval` on each session.
-    pub(crate) fn new(sync_token: Option<&str>, full_sync_interval: Duration) -> Self {
+    /// `MYSELF` per `full_sync_interval` on each session, with the test-only protocol
+    /// `faults` hook when given.
+    pub(crate) fn new(
+        sync_token: Option<&str>,
+        full_sync_interval: Duration,
+        faults: Option<Arc<SyncFaults>>,
+    ) -> Self {
         Self {
             sync_token: SyncToken(sync_token.map(Arc::from)),
             full_sync_interval,
+            faults,
         }
     }
 }
@@ -102,7 +111,8 @@ async fn upgrade(
     ws.on_upgrade(move |socket| async move {
         tracing::info!("websocket sync session opened");
         let full_syncs = FullSyncs::new(publisher.full_sync_interval);
-        match session(socket, &admin, events, closing, full_syncs).await {
+        let faults = publisher.faults.as_deref();
+        match session(socket, &admin, events, closing, full_syncs, faults).await {
             Ok(()) => tracing::info!("websocket sync session closed"),
             Err(e) => tracing::warn!(error = %e, "websocket sync session failed"),
         }
@@ -186,7 +196,10 @@ async fn session(
     mut events: broadcast::Receiver<DataEvent>,
     mut closing: watch::Receiver<bool>,
     mut full_syncs: FullSyncs,
+    faults: Option<&SyncFaults>,
 ) -> Result<(), axum::Error> {
+    // An increment a test-only `reorder` fault holds back until the next one is sent.
+    let mut held = None;
     loop {
         let owed = full_syncs.owed;
         tokio::select! {
@@ -211,7 +224,12 @@ async fn session(
                 },
             },
             event = events.recv() => match event {
-                Ok(event) => socket.send(Message::text(event.to_websocket_text())).await?,
+                Ok(event) => {
+                    if !push(&mut socket, event.to_websocket_text(), faults, &mut held).await? {
+                        tracing::warn!("test-only closeMidPush: the session ends instead of pushing");
+                        return Ok(());
+                    }
+                }
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::warn!(missed, "websocket session fell behind; closing it so the gateway resyncs");
                     return close(socket, close_code::AGAIN, "fell behind, reconnect and resync").await;
@@ -230,6 +248,34 @@ async fn session(
             }
         }
     }
+}
+
+/// Sends an increment's `frame`, as the armed test-only fault (if any) says (`sync::fault`):
+/// dropped, sent twice, held until the next one is sent (`held`), or `Ok(false)`: the session
+/// must end at once, without a close frame.
+async fn push(
+    socket: &mut WebSocket,
+    frame: String,
+    faults: Option<&SyncFaults>,
+    held: &mut Option<String>,
+) -> Result<bool, axum::Error> {
+    match fault::take(faults, FaultKind::WEBSOCKET).map(|(kind, _)| kind) {
+        Some(FaultKind::Drop) => {}
+        Some(FaultKind::CloseMidPush) => return Ok(false),
+        Some(FaultKind::Reorder) if held.is_none() => {
+            *held = Some(frame);
+            return Ok(true);
+        }
+        Some(FaultKind::Duplicate) => {
+            socket.send(Message::text(frame.clone())).await?;
+            socket.send(Message::text(frame)).await?;
+        }
+        _ => socket.send(Message::text(frame)).await?,
+    }
+    if let Some(earlier) = held.take() {
+        socket.send(Message::text(earlier)).await?;
+    }
+    Ok(true)
 }
 
 async fn close(mut socket: WebSocket, code: u16, reason: &'static str) -> Result<(), axum::Error> {

@@ -11,9 +11,13 @@
 //!
 //! The first watch message is the "created" acknowledgement, with no events. A watch the
 //! server cancels (its start revision was compacted), a stream that ends or a lost connection
-//! starts over: read everything again (one swap), watch again.
+//! starts over: read everything again (one swap), watch again; so a compacted revision is
+//! never asked for (`compact: etcd` in case files). Under
+//! [`crate::EmulatedBug::ResumeCompactedWatch`] a new session skips the read and resumes from
+//! the last revision seen, which a compaction makes impossible.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -33,6 +37,9 @@ pub(crate) struct EtcdSubscriber {
     endpoints: Vec<String>,
     /// HTTP/2 keep-alive: a ping every half of it, acknowledged within the other half.
     silence: Duration,
+    /// The last revision seen (0: none yet); a session resumes from it only under
+    /// [`crate::EmulatedBug::ResumeCompactedWatch`].
+    seen: AtomicI64,
 }
 
 impl EtcdSubscriber {
@@ -47,6 +54,7 @@ impl EtcdSubscriber {
                 .map(str::to_owned)
                 .collect(),
             silence,
+            seen: AtomicI64::new(0),
         }
     }
 
@@ -64,23 +72,13 @@ impl EtcdSubscriber {
         .map_err(|_| anyhow::anyhow!("connecting to etcd at {endpoints} timed out"))?
         .with_context(|| format!("connecting to etcd at {endpoints}"))?;
         let prefix = format!("{}/", keyspace::ROOT);
-        let read = tokio::time::timeout(
-            REQUEST_TIMEOUT,
-            client.get(prefix.as_str(), Some(etcd::GetOptions::new().with_prefix())),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("reading {prefix} timed out"))?
-        .with_context(|| format!("reading {prefix}"))?;
-        let revision = read
-            .header()
-            .map(etcd::ResponseHeader::revision)
-            .context("the read answer has no header")?;
-        let kvs = read
-            .kvs()
-            .iter()
-            .filter_map(|kv| Some((kv.key_str().ok()?.to_owned(), kv.value().to_vec())));
-        let items = nodes::replace_all(state, kvs);
-        state.refill().await;
+        let seen = self.seen.load(Ordering::Relaxed);
+        let revision =
+            if seen > 0 && state.emulate == Some(crate::EmulatedBug::ResumeCompactedWatch) {
+                seen
+            } else {
+                self.read_all(&mut client, &prefix, state).await?
+            };
         let options = etcd::WatchOptions::new()
             .with_prefix()
             .with_start_revision(revision + 1);
@@ -88,7 +86,7 @@ impl EtcdSubscriber {
             .watch(prefix.as_str(), Some(options))
             .await
             .with_context(|| format!("watching {prefix}"))?;
-        tracing::info!(%endpoints, items, revision, "etcd sync connected; config read in full");
+        tracing::info!(%endpoints, revision, "etcd sync connected; watching from the next revision");
         let _connected = state.connected();
         backoff.reset();
         while let Some(response) = watch.message().await.context("watch stream broke")? {
@@ -98,6 +96,9 @@ impl EtcdSubscriber {
                     response.compact_revision(),
                     response.cancel_reason()
                 );
+            }
+            if let Some(header) = response.header() {
+                self.seen.store(header.revision(), Ordering::Relaxed);
             }
             for event in response.events() {
                 let Some(kv) = event.kv() else { continue };
@@ -112,6 +113,36 @@ impl EtcdSubscriber {
             }
         }
         anyhow::bail!("watch stream ended")
+    }
+
+    /// Reads everything under `prefix` and applies it in one swap; returns the read's
+    /// revision.
+    async fn read_all(
+        &self,
+        client: &mut etcd::Client,
+        prefix: &str,
+        state: &SyncState,
+    ) -> anyhow::Result<i64> {
+        let read = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            client.get(prefix, Some(etcd::GetOptions::new().with_prefix())),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("reading {prefix} timed out"))?
+        .with_context(|| format!("reading {prefix}"))?;
+        let revision = read
+            .header()
+            .map(etcd::ResponseHeader::revision)
+            .context("the read answer has no header")?;
+        let kvs = read
+            .kvs()
+            .iter()
+            .filter_map(|kv| Some((kv.key_str().ok()?.to_owned(), kv.value().to_vec())));
+        let items = nodes::replace_all(state, kvs);
+        state.refill().await;
+        self.seen.store(revision, Ordering::Relaxed);
+        tracing::info!(items, revision, "etcd config read in full");
+        Ok(revision)
     }
 }
 

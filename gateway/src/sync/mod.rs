@@ -207,7 +207,9 @@ impl SyncState {
                 lock(&self.refills).push(event);
                 Some(emptied)
             }
-            Some(crate::EmulatedBug::ClearBeforeRefill) => Some(event),
+            Some(
+                crate::EmulatedBug::ClearBeforeRefill | crate::EmulatedBug::ResumeCompactedWatch,
+            ) => Some(event),
             Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
                 DataEventType::Delete => None,
                 t if t.is_full() => {
@@ -411,6 +413,21 @@ mod tests {
                 (h.full_syncs, h.events_applied),
                 (2, 2 + u64::from(state.emulate.is_some()))
             );
+        }
+    }
+
+    #[test]
+    fn a_duplicated_increment_is_applied_once() {
+        // The websocket `duplicate` protocol fault (docs/faults.md): the same frame twice.
+        let update = SELECTOR.replace("MYSELF", "UPDATE");
+        let delete = SELECTOR.replace("MYSELF", "DELETE");
+        let once = SyncState::new(SyncMode::Websocket);
+        let twice = SyncState::new(SyncMode::Websocket);
+        for frame in [SELECTOR, &update, &delete] {
+            once.apply_text(frame).unwrap();
+            twice.apply_text(frame).unwrap();
+            twice.apply_text(frame).unwrap();
+            assert_eq!(once.snapshot().digest, twice.snapshot().digest, "{frame}");
         }
     }
 

@@ -272,6 +272,22 @@ impl AdminClient {
             })
     }
 
+    /// Arms a protocol fault on the sync channel for the admin's next pushes (`POST
+    /// /test-only/sync-fault`; the admin must run with `--test-only-sync-faults`).
+    pub async fn arm_sync_fault(
+        &self,
+        fault: &crate::scenario::ast::SyncFault,
+    ) -> Result<(), ClientError> {
+        let path = "/test-only/sync-fault";
+        let body = serde_json::json!({
+            "kind": fault.kind.name(),
+            "count": fault.count,
+            "delayMs": fault.delay.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        });
+        let (status, text) = self.call(reqwest::Method::POST, path, Some(&body)).await?;
+        envelope::<serde_json::Value>(&format!("POST {path}"), status, text).map(drop)
+    }
+
     /// The admin's config digest.
     pub async fn digest(&self) -> Result<model::DigestReport, ClientError> {
         super::gateway::digest(&self.http, &self.base).await

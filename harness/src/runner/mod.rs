@@ -51,7 +51,7 @@ use crate::scenario::ast::{
     Route, StepSpec, Target, Wait,
 };
 use crate::scenario::placeholder;
-use crate::topology::Topology;
+use crate::topology::{Shape, Topology};
 use crate::wait::{Converged, WaitPolicy, await_convergence};
 
 /// The admin's built-in credentials.
@@ -118,8 +118,11 @@ pub async fn run_case(
         &scenario.upstreams,
         &scenario.components,
         opts.keep,
-        scenario.steps.iter().any(StepSpec::partitions),
-        &scenario.topology,
+        &Shape {
+            spec: scenario.topology.clone(),
+            sync_proxy: scenario.steps.iter().any(StepSpec::partitions),
+            sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
+        },
     )
     .await
     .map_err(|e| fail(Step::Start, e.into(), String::new(), CaseRecord::default()))?;
@@ -336,13 +339,33 @@ impl Case<'_> {
         // The step's `via` admin, logged in to at its first admin change (after the faults
         // before it).
         let mut via: Option<AdminClient> = None;
+        // A compaction covers the step's writes (at least one per admin change before it):
+        // etcd's revision before its changes, and the admin changes made so far.
+        let mut admin_changes = 0;
+        let etcd_before = match st.changes.iter().any(|c| matches!(c, Change::Compact(_))) {
+            true => Some(self.topo.etcd_revision().await.map_err(at(Step::Steps))?),
+            false => None,
+        };
         for change in &st.changes {
             match change {
                 Change::Partition(_) => *partitioned = true,
                 Change::Heal => *partitioned = false,
+                Change::Compact(_) => {
+                    let least = etcd_before.unwrap_or_default() + admin_changes;
+                    let revision = self
+                        .topo
+                        .compact_etcd(least)
+                        .await
+                        .map_err(at(Step::Steps))?;
+                    tracing::info!(case = %self.id, step = %st.name, revision, "etcd compacted");
+                    continue;
+                }
                 _ => {}
             }
             let Some((action, target)) = change.fault() else {
+                if change.is_admin_change() {
+                    admin_changes += 1;
+                }
                 let client = match (st.via.and_then(Target::index), &via) {
                     (None, _) => &*admin,
                     (Some(_), Some(client)) => client,
@@ -632,6 +655,11 @@ impl Case<'_> {
                 })
                 .map_err(at(Step::Steps)),
             Change::Heal => self.topo.heal().map_err(at(Step::Steps)),
+            Change::SyncFault(fault) => {
+                tracing::info!(case = %self.id, step, "syncFault: {}", fault.kind.name());
+                admin.arm_sync_fault(fault).await.map_err(at(Step::Steps))
+            }
+            Change::Compact(_) => unreachable!("steps() compacts itself"),
             Change::Stop(_)
             | Change::Kill(_)
             | Change::Start(_)

@@ -1088,9 +1088,20 @@ pub struct StepSpec {
 impl StepSpec {
     /// Whether a change of the step is a fault (a partition and a heal are too).
     pub fn has_faults(&self) -> bool {
+        self.changes.iter().any(|c| {
+            c.fault().is_some()
+                || matches!(
+                    c,
+                    Change::Partition(_) | Change::Heal | Change::SyncFault(_) | Change::Compact(_)
+                )
+        })
+    }
+
+    /// Whether a change arms a protocol fault (the admin then needs its test-only hook).
+    pub fn arms_sync_faults(&self) -> bool {
         self.changes
             .iter()
-            .any(|c| c.fault().is_some() || matches!(c, Change::Partition(_) | Change::Heal))
+            .any(|c| matches!(c, Change::SyncFault(_)))
     }
 
     /// Whether a change partitions the gateway.
@@ -1145,6 +1156,73 @@ pub enum Change {
     /// Ends the partition: the sync connection passes again (a blackholed connection
     /// resumes; the gateway reconnects after a cut or reset).
     Heal,
+    /// Arms a protocol fault on the sync channel for the admin's next pushes, through the
+    /// admin's test-only hook (host backend; `docs/faults.md`).
+    SyncFault(SyncFault),
+    /// Compacts the store to its current revision (`etcd` only, etcd mode, host backend): a
+    /// watch resuming from an older revision is cancelled and must read everything again.
+    Compact(Target),
+}
+
+/// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
+/// (websocket increments, long-poll listener answers naming changed groups) go wrong as
+/// `kind` says.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SyncFault {
+    /// What goes wrong.
+    pub kind: SyncFaultKind,
+    /// How many pushes it applies to (1 to 100; default 1).
+    #[serde(default = "one_push")]
+    pub count: u32,
+    /// `lateAnswer` only (required there): how long each answer waits.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "Option<DurationText>")]
+    pub delay: Option<Duration>,
+}
+
+fn one_push() -> u32 {
+    1
+}
+
+/// What a `syncFault` does to a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SyncFaultKind {
+    /// websocket: the increment is not sent.
+    Drop,
+    /// websocket: the increment is sent twice.
+    Duplicate,
+    /// websocket: the increment is held and sent right after the next one.
+    Reorder,
+    /// websocket: the session ends (no close frame) where the increment would be sent.
+    CloseMidPush,
+    /// http: a listener answer naming changed groups names none.
+    EmptyAnswer,
+    /// http: a listener answer naming changed groups waits `delay` first.
+    LateAnswer,
+}
+
+impl SyncFaultKind {
+    /// The name in a file and on the admin's hook (`closeMidPush`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncFaultKind::Drop => "drop",
+            SyncFaultKind::Duplicate => "duplicate",
+            SyncFaultKind::Reorder => "reorder",
+            SyncFaultKind::CloseMidPush => "closeMidPush",
+            SyncFaultKind::EmptyAnswer => "emptyAnswer",
+            SyncFaultKind::LateAnswer => "lateAnswer",
+        }
+    }
+
+    /// The one sync mode whose channel it applies to.
+    pub fn mode(self) -> model::SyncMode {
+        match self {
+            SyncFaultKind::EmptyAnswer | SyncFaultKind::LateAnswer => model::SyncMode::Http,
+            _ => model::SyncMode::Websocket,
+        }
+    }
 }
 
 /// How a `partition` breaks the gateway's sync connection.
@@ -1312,8 +1390,24 @@ impl Change {
             Change::UpdatePlugin(_) => "updatePlugin",
             Change::Partition(_) => "partition",
             Change::Heal => "heal",
+            Change::SyncFault(_) => "syncFault",
+            Change::Compact(_) => "compact",
             change => change.fault().map_or("", |(action, _)| action.name()),
         }
+    }
+
+    /// Whether it changes the admin's config (and so makes the admin push): an update, an
+    /// enable or a delete.
+    pub fn is_admin_change(&self) -> bool {
+        matches!(
+            self,
+            Change::UpdateSelector(_)
+                | Change::UpdateRule(_)
+                | Change::EnablePlugin(_)
+                | Change::DeleteSelector(_)
+                | Change::DeleteRule(_)
+                | Change::UpdatePlugin(_)
+        )
     }
 
     /// The fault this change is, if it is one: what it does and to which process.

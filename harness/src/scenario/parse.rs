@@ -12,7 +12,8 @@ use model::ParamType;
 
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PluginSetup,
-    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, Target, TopologySpec, Wait,
+    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind, Target,
+    TopologySpec, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -646,6 +647,21 @@ impl<'s> Validator<'s> {
                             );
                         }
                     }
+                    Change::SyncFault(f) => {
+                        let at = format!("{at}.syncFault");
+                        self.sync_fault(f, &at);
+                        let pushed = st.changes[j + 1..].iter().any(Change::is_admin_change);
+                        if !pushed {
+                            self.report(
+                                at,
+                                "a protocol fault applies to the admin's next pushes: give a \
+                                 change of the config after it in the same step",
+                            );
+                        }
+                    }
+                    Change::Compact(target) => {
+                        self.compact(&processes, *target, &format!("{at}.compact"));
+                    }
                     Change::Stop(_)
                     | Change::Kill(_)
                     | Change::Start(_)
@@ -697,6 +713,81 @@ impl<'s> Validator<'s> {
                     );
                 }
             }
+        }
+    }
+
+    /// A protocol fault fits the case: its kind means something in every mode the case runs
+    /// in, the backend is the host (the admin's test-only hook), `count` is 1 to 100 and
+    /// `delay` is given for `lateAnswer` only.
+    fn sync_fault(&mut self, f: &SyncFault, at: &str) {
+        let s = self.s;
+        let kind = f.kind.name();
+        let mode = f.kind.mode();
+        let others: Vec<String> = s
+            .modes
+            .iter()
+            .filter(|m| **m != mode)
+            .map(ToString::to_string)
+            .collect();
+        if !others.is_empty() {
+            self.report(
+                format!("{at}.kind"),
+                format!(
+                    "`{kind}` is a fault of the {mode} sync channel and means nothing in {}: \
+                     give `modes: [{mode}]`",
+                    others.join(", ")
+                ),
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "protocol faults run on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if !(1..=100).contains(&f.count) {
+            self.report(
+                format!("{at}.count"),
+                format!("must be between 1 and 100, got {}", f.count),
+            );
+        }
+        match (f.kind, f.delay) {
+            (SyncFaultKind::LateAnswer, None) => {
+                self.report(format!("{at}.delay"), "`lateAnswer` needs a delay");
+            }
+            (SyncFaultKind::LateAnswer, Some(_)) | (_, None) => {}
+            (_, Some(_)) => self.report(
+                format!("{at}.delay"),
+                format!("only `lateAnswer` waits; `{kind}` takes no delay"),
+            ),
+        }
+    }
+
+    /// A `compact` names etcd, in a case that runs in the etcd mode only, on the host
+    /// backend, while etcd runs.
+    fn compact(&mut self, processes: &Processes, target: Target, at: &str) {
+        let s = self.s;
+        if target != Target::Etcd {
+            self.report(at, format!("only etcd compacts revisions, not `{target}`"));
+            return;
+        }
+        if s.modes.iter().any(|m| *m != model::SyncMode::Etcd) {
+            self.report(
+                at,
+                "`compact: etcd` means something in the etcd mode only: give `modes: [etcd]`",
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "`compact: etcd` runs on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if let Some(state) = processes.not_running(Target::Etcd) {
+            self.report(
+                at,
+                format!("the etcd is {state} at this point: start it first"),
+            );
         }
     }
 
@@ -1845,6 +1936,79 @@ steps:
             let e = err(&topology_case(two, &[&format!("kill: {bad}")]));
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn protocol_faults_fit_their_mode_backend_and_fields() {
+        const WS: &str = include_str!("../../../cases/scenarios/faults/protocol_websocket.yaml");
+        const HTTP: &str = include_str!("../../../cases/scenarios/faults/protocol_http.yaml");
+        const ETCD: &str = include_str!("../../../cases/scenarios/faults/protocol_etcd.yaml");
+        for ok in [WS, HTTP, ETCD] {
+            parse_str(Path::new("x.yaml"), ok).unwrap();
+        }
+        let e = err(&WS.replace("modes: [websocket]", "modes: [websocket, http]"));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault.kind: `duplicate` is a fault of the websocket sync \
+                 channel and means nothing in http: give `modes: [websocket]`"
+            ),
+            "{e}"
+        );
+        let e = err(&HTTP.replace("backends: [host]", ""));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault: protocol faults run on the host backend only so \
+                 far: add `backends: [host]`"
+            ),
+            "{e}"
+        );
+        let e = err(&WS.replace(
+            "{ kind: duplicate }",
+            "{ kind: duplicate, count: 0, delay: 1s }",
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].syncFault.count: must be between 1 and 100, got 0"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault.delay: only `lateAnswer` waits; `duplicate` takes \
+                 no delay"
+            ),
+            "{e}"
+        );
+        let e = err(&HTTP.replace("{ kind: lateAnswer, delay: 1s }", "{ kind: lateAnswer }"));
+        assert!(
+            e.contains("steps[2].changes[0].syncFault.delay: `lateAnswer` needs a delay"),
+            "{e}"
+        );
+        let e = err(&HTTP.replacen(
+            "      - updateSelector: { name: route, upstreams: [{ upstream: beta }] }\n",
+            "",
+            1,
+        ));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].syncFault: a protocol fault applies to the admin's next \
+                 pushes: give a change of the config after it in the same step"
+            ),
+            "{e}"
+        );
+        let e = err(&ETCD.replacen("compact: etcd", "compact: zookeeper", 1));
+        assert!(
+            e.contains(
+                "steps[0].changes[3].compact: only etcd compacts revisions, not `zookeeper`"
+            ),
+            "{e}"
+        );
+        let e = err(&ETCD.replace("modes: [etcd]", "modes: [etcd, websocket]"));
+        assert!(
+            e.contains(
+                "steps[0].changes[3].compact: `compact: etcd` means something in the etcd mode \
+                 only: give `modes: [etcd]`"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

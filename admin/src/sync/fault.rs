@@ -1,0 +1,172 @@
+//! Test-only protocol faults on the sync channel (harness case files' `syncFault` step
+//! change; `docs/faults.md`). Off unless the admin starts with the hidden flag
+//! `--test-only-sync-faults` (no environment variable: it cannot be switched on by a stray
+//! setting); then `POST /test-only/sync-fault` (behind the login token) arms one fault for the
+//! next `count` pushes:
+//!
+//! | kind | mode | what the admin does instead of the push |
+//! |---|---|---|
+//! | `drop` | websocket | the increment is not sent |
+//! | `duplicate` | websocket | the increment is sent twice |
+//! | `reorder` | websocket | the increment is held and sent right after the next one |
+//! | `closeMidPush` | websocket | the session ends (no close frame) instead of sending it |
+//! | `emptyAnswer` | http | a listener answer naming changed groups names none |
+//! | `lateAnswer` | http | a listener answer naming changed groups waits `delayMs` first |
+//!
+//! Faults armed one after another queue up: the first is consumed (`count` times) before the
+//! next applies, and a fault of another mode's kind is never consumed.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::Extension;
+use axum::routing::post;
+use axum::{Json, Router};
+use model::AdminResult;
+use serde::Deserialize;
+
+use crate::AppState;
+
+/// A protocol fault's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum FaultKind {
+    /// A websocket increment is not sent.
+    Drop,
+    /// A websocket increment is sent twice.
+    Duplicate,
+    /// A websocket increment is sent after the next one.
+    Reorder,
+    /// The websocket session ends where the increment would be sent.
+    CloseMidPush,
+    /// A long-poll listener answer names no group.
+    EmptyAnswer,
+    /// A long-poll listener answer is delayed.
+    LateAnswer,
+}
+
+impl FaultKind {
+    /// The kinds the websocket publisher consumes.
+    pub(crate) const WEBSOCKET: &[FaultKind] = &[
+        FaultKind::Drop,
+        FaultKind::Duplicate,
+        FaultKind::Reorder,
+        FaultKind::CloseMidPush,
+    ];
+    /// The kinds the long-poll publisher consumes.
+    pub(crate) const HTTP: &[FaultKind] = &[FaultKind::EmptyAnswer, FaultKind::LateAnswer];
+}
+
+/// The body of `POST /test-only/sync-fault`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct FaultRequest {
+    kind: FaultKind,
+    /// How many pushes it applies to (at least 1).
+    #[serde(default = "one")]
+    count: u32,
+    /// For `lateAnswer`: how long the answer waits.
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The faults armed, in order: shared by the endpoint and the publishers.
+#[derive(Debug, Default)]
+pub(crate) struct SyncFaults {
+    armed: Mutex<VecDeque<FaultRequest>>,
+}
+
+impl SyncFaults {
+    /// Arms `request` after those already armed.
+    fn arm(&self, request: FaultRequest) {
+        tracing::warn!(?request, "test-only sync fault armed");
+        if request.count > 0 {
+            self.lock().push_back(request);
+        }
+    }
+
+    /// Consumes one use of the first armed fault if its kind is one of `kinds`: the kind and
+    /// its delay.
+    pub(crate) fn take(&self, kinds: &[FaultKind]) -> Option<(FaultKind, Duration)> {
+        let mut armed = self.lock();
+        let request = armed.front_mut().filter(|r| kinds.contains(&r.kind))?;
+        let taken = (request.kind, Duration::from_millis(request.delay_ms));
+        request.count -= 1;
+        if request.count == 0 {
+            armed.pop_front();
+        }
+        tracing::warn!(kind = ?taken.0, "test-only sync fault applied");
+        Some(taken)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<FaultRequest>> {
+        self.armed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Consumes a fault of `kinds` from `faults`, when the hook is on.
+pub(crate) fn take(
+    faults: Option<&SyncFaults>,
+    kinds: &[FaultKind],
+) -> Option<(FaultKind, Duration)> {
+    faults.and_then(|f| f.take(kinds))
+}
+
+/// Adds `POST /test-only/sync-fault` to `router` (the token-protected routes) when the hook
+/// is on.
+pub(crate) fn routes(
+    router: Router<AppState>,
+    faults: Option<&Arc<SyncFaults>>,
+) -> Router<AppState> {
+    let Some(faults) = faults else {
+        return router;
+    };
+    router
+        .route("/test-only/sync-fault", post(arm))
+        .layer(Extension(Arc::clone(faults)))
+}
+
+async fn arm(
+    Extension(faults): Extension<Arc<SyncFaults>>,
+    Json(request): Json<FaultRequest>,
+) -> Json<AdminResult<()>> {
+    faults.arm(request);
+    Json(AdminResult::success("armed", ()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_is_consumed_count_times_by_its_mode_only() {
+        let faults = SyncFaults::default();
+        faults.arm(serde_json::from_str(r#"{"kind":"duplicate","count":2}"#).unwrap());
+        assert_eq!(faults.take(FaultKind::HTTP), None);
+        for _ in 0..2 {
+            assert_eq!(
+                faults.take(FaultKind::WEBSOCKET),
+                Some((FaultKind::Duplicate, Duration::ZERO))
+            );
+        }
+        assert_eq!(faults.take(FaultKind::WEBSOCKET), None);
+        faults.arm(serde_json::from_str(r#"{"kind":"lateAnswer","delayMs":5}"#).unwrap());
+        faults.arm(serde_json::from_str(r#"{"kind":"drop"}"#).unwrap());
+        assert_eq!(faults.take(FaultKind::WEBSOCKET), None, "queued behind");
+        assert_eq!(
+            take(Some(&faults), FaultKind::HTTP),
+            Some((FaultKind::LateAnswer, Duration::from_millis(5)))
+        );
+        assert_eq!(take(None, FaultKind::HTTP), None);
+        assert_eq!(
+            faults.take(FaultKind::WEBSOCKET),
+            Some((FaultKind::Drop, Duration::ZERO))
+        );
+        assert!(serde_json::from_str::<FaultRequest>(r#"{"kind":"smash"}"#).is_err());
+    }
+}
