@@ -17,7 +17,6 @@ use crate::backend::{
 use crate::error::BackendError;
 use std::net::SocketAddr;
 
-use crate::backend::host;
 use crate::backend::middleware::signal;
 use crate::fault::{FaultProxy, Mode as ProxyMode};
 use crate::scenario::ast::{Component, FaultAction, Target, UpstreamDecl};
@@ -62,7 +61,8 @@ impl Topology {
 
     /// [`Topology::start`], with the gateway's sync connection (to the admin, or to
     /// ZooKeeper or etcd) through a [`FaultProxy`] when `sync_proxy` (host backend), so that
-    /// steps can partition and heal it.
+    /// steps can partition and heal it. Docker runs need no proxy: they partition on the
+    /// run's sync network.
     pub async fn start_with(
         backend: &Backend,
         mode: SyncMode,
@@ -108,14 +108,8 @@ impl Topology {
                 let gateway = host.start_gateway_on(mode, source, dir.path()).await?;
                 (Service::Host(gateway), Some(proxy))
             }
-            (Run::Docker(_), true) => {
-                return Err(BackendError::FaultUnsupported {
-                    action: "partition",
-                    target: Target::Gateway,
-                    backend: "docker",
-                });
-            }
-            (_, false) => (
+            // Docker runs partition on the run's sync network instead (`Topology::partition`).
+            _ => (
                 run.start_gateway(mode, &admin, store.as_ref(), dir.path())
                     .await?,
                 None,
@@ -155,35 +149,23 @@ impl Topology {
     /// it. A stopped process keeps its address, so a `start` brings it back where its peers
     /// look for it.
     pub async fn fault(&self, action: FaultAction, target: Target) -> Result<(), BackendError> {
-        let unsupported = |backend| BackendError::FaultUnsupported {
-            action: action.name(),
-            target,
-            backend,
-        };
         match target {
-            Target::Admin | Target::Gateway => {
-                let service = if target == Target::Admin {
-                    &self.admin
-                } else {
-                    &self.gateway
-                };
-                match service {
-                    Service::Host(s) => host_fault(s, action).await,
-                    Service::Docker(_) => Err(unsupported("docker")),
-                }
-            }
+            Target::Admin => self.admin.fault(action).await,
+            Target::Gateway => self.gateway.fault(action).await,
             Target::Zookeeper | Target::Etcd => {
                 let missing = BackendError::NoSuchProcess { target };
+                if let Some(Store::Docker(c)) = &self.store_container {
+                    return match c.role() == target.name() {
+                        true => c.fault(action).await,
+                        false => Err(missing),
+                    };
+                }
                 let mut store = match self.stores().take() {
                     Some(s) if s.kind().name() == target.name() => s,
                     Some(other) => {
                         *self.stores() = Some(other);
-                        return Err(match &self.store_container {
-                            Some(_) => unsupported("docker"),
-                            None => missing,
-                        });
+                        return Err(missing);
                     }
-                    None if self.store_container.is_some() => return Err(unsupported("docker")),
                     None => return Err(missing),
                 };
                 let done = store_fault(&mut store, action).await;
@@ -196,24 +178,42 @@ impl Topology {
                     .components()
                     .remove(&component)
                     .ok_or(BackendError::NoSuchProcess { target })?;
-                let done = component_fault(&mut service, action).await;
+                let done = service.fault(action).await;
                 self.components().insert(component, service);
                 done
             }
         }
     }
 
-    /// Cuts the gateway off from where it syncs, `how` the proxy says (a step's
-    /// `partition`); [`Topology::heal`] ends it.
-    pub fn partition(&self, how: ProxyMode) -> Result<(), BackendError> {
-        self.sync_proxy()?.set(how);
-        Ok(())
+    /// Cuts the gateway off from where it syncs (a step's `partition`): on the host, `how`
+    /// the proxy says; on docker, a disconnect from the run's sync network (connections go
+    /// silent, as `blackhole`; parse refuses the other modes there). [`Topology::heal`] ends it.
+    pub async fn partition(&self, how: ProxyMode) -> Result<(), BackendError> {
+        match (&self.run, &self.gateway) {
+            (Run::Docker(run), Service::Docker(gateway)) if how == ProxyMode::Blackhole => {
+                run.partition(gateway).await
+            }
+            (Run::Docker(_), _) => Err(BackendError::FaultUnsupported {
+                action: "partition",
+                target: Target::Gateway,
+                backend: "docker",
+            }),
+            (Run::Host(_), _) => {
+                self.sync_proxy()?.set(how);
+                Ok(())
+            }
+        }
     }
 
     /// Ends a partition: the gateway's sync connection passes again (a step's `heal`).
-    pub fn heal(&self) -> Result<(), BackendError> {
-        self.sync_proxy()?.heal();
-        Ok(())
+    pub async fn heal(&self) -> Result<(), BackendError> {
+        match (&self.run, &self.gateway) {
+            (Run::Docker(run), Service::Docker(gateway)) => run.heal(gateway).await,
+            _ => {
+                self.sync_proxy()?.heal();
+                Ok(())
+            }
+        }
     }
 
     fn sync_proxy(&self) -> Result<&FaultProxy, BackendError> {
@@ -278,22 +278,6 @@ impl Topology {
     }
 }
 
-/// A fault on a host admin or gateway.
-async fn host_fault(s: &host::Service, action: FaultAction) -> Result<(), BackendError> {
-    match action {
-        FaultAction::Stop => s.stop().await,
-        FaultAction::Kill => s.kill().await,
-        FaultAction::Start => return s.start().await,
-        FaultAction::Restart => {
-            s.stop().await;
-            return s.start().await;
-        }
-        FaultAction::Pause => return s.signal(Signal::STOP),
-        FaultAction::Resume => return s.signal(Signal::CONT),
-    }
-    Ok(())
-}
-
 /// A fault on a host ZooKeeper or etcd server (stopping one always kills it).
 async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), BackendError> {
     let name = s.kind().name();
@@ -310,23 +294,6 @@ async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), Bac
         FaultAction::Resume => return signal(name, pid()?, Signal::CONT),
     }
     Ok(())
-}
-
-/// A fault on a component (Redis): a host process or a container.
-async fn component_fault(
-    service: &mut ComponentService,
-    action: FaultAction,
-) -> Result<(), BackendError> {
-    match action {
-        FaultAction::Stop | FaultAction::Kill => service.stop().await,
-        FaultAction::Start => service.start().await,
-        FaultAction::Restart => {
-            service.stop().await?;
-            service.start().await
-        }
-        FaultAction::Pause => service.signal(Signal::STOP, action),
-        FaultAction::Resume => service.signal(Signal::CONT, action),
-    }
 }
 
 /// A fault proxy in front of what the gateway syncs from (the admin in the websocket and

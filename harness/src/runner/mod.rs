@@ -529,8 +529,9 @@ impl Case<'_> {
                     PartitionHow::Cut => ProxyMode::Cut,
                     PartitionHow::Reset => ProxyMode::Reset,
                 })
+                .await
                 .map_err(at(Step::Steps)),
-            Change::Heal => self.topo.heal().map_err(at(Step::Steps)),
+            Change::Heal => self.topo.heal().await.map_err(at(Step::Steps)),
             Change::Stop(_)
             | Change::Kill(_)
             | Change::Start(_)
