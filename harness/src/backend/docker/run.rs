@@ -10,18 +10,22 @@
 //!
 //! The gateway joins the upstream network first; its name sorts first, so that network holds
 //! the gateway's default route and its published port, and [`DockerRun::partition`] (a
-//! disconnect from the sync network) leaves both alone. The sync network has its own subnet
-//! so that [`DockerRun::heal`] can give the gateway its old address back: a blackholed
-//! connection then resumes where it stood. Every container publishes its port on a host port
-//! picked once, so a restarted container answers the harness where it did.
+//! disconnect from the sync network) leaves both alone. The sync network has its own subnet,
+//! on which each container gets a fixed address, so that a restarted admin or store comes back
+//! where its peers' connections pointed, and [`DockerRun::heal`] can give the gateway its old
+//! address back: a blackholed connection then resumes where it stood. Every container
+//! publishes its port on a host port picked once, so a restarted container answers the
+//! harness where it did.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use bollard::Docker;
 use bollard::models::{
     ContainerCreateBody, EndpointIpamConfig, EndpointSettings, HostConfig, Ipam, IpamConfig,
-    NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest, PortBinding,
+    NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest, NetworkingConfig,
+    PortBinding,
 };
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use rand::Rng;
@@ -37,6 +41,8 @@ use crate::images;
 /// How many random subnets [`DockerRun::create`] tries for the sync network before giving up
 /// (one may overlap another run's).
 const SUBNET_TRIES: usize = 8;
+/// The host part of the first container address on the sync network (`.1` is its gateway).
+const FIRST_HOST: u8 = 10;
 
 /// Which of a run's networks a container joins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +84,10 @@ pub struct DockerRun {
     /// The sync-network address of each partitioned container (name, address), given back
     /// on heal.
     partitioned: Mutex<Vec<(String, String)>>,
+    /// `10.x.y.`: the sync network's /24, once created.
+    sync_prefix: OnceLock<String>,
+    /// The host part of the next container address on the sync network.
+    next_host: AtomicU8,
     labels: HashMap<String, String>,
     keep: bool,
     /// Extra arguments for every gateway.
@@ -107,6 +117,8 @@ impl DockerRun {
             docker,
             labels: labels(&id),
             partitioned: Mutex::new(Vec::new()),
+            sync_prefix: OnceLock::new(),
+            next_host: AtomicU8::new(FIRST_HOST),
             id,
             network,
             keep,
@@ -132,14 +144,15 @@ impl DockerRun {
     async fn create_sync_network(&self) -> Result<(), BackendError> {
         let mut last = None;
         for _ in 0..SUBNET_TRIES {
-            let subnet = {
+            let prefix = {
                 let mut rng = rand::rng();
                 format!(
-                    "10.{}.{}.0/24",
+                    "10.{}.{}.",
                     rng.random_range(200..=254),
                     rng.random_range(0..=255)
                 )
             };
+            let subnet = format!("{prefix}0/24");
             let request = NetworkCreateRequest {
                 name: self.sync_network(),
                 driver: Some("bridge".into()),
@@ -154,7 +167,10 @@ impl DockerRun {
                 ..Default::default()
             };
             match self.docker.create_network(request).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    self.sync_prefix.get_or_init(|| prefix);
+                    return Ok(());
+                }
                 Err(e) => last = Some((subnet, e)),
             }
         }
@@ -232,6 +248,25 @@ impl DockerRun {
             )))
     }
 
+    /// The endpoint of a new container on the sync network: the next fixed address.
+    fn sync_endpoint(&self) -> Result<EndpointSettings, BackendError> {
+        let host = self.next_host.fetch_add(1, Ordering::Relaxed);
+        let prefix = self.sync_prefix.get().expect("created with the run");
+        if host == u8::MAX {
+            return Err(BackendError::Docker {
+                what: format!("adding a container to network {}", self.sync_network()),
+                detail: "no address left".into(),
+            });
+        }
+        Ok(EndpointSettings {
+            ipam_config: Some(EndpointIpamConfig {
+                ipv4_address: Some(format!("{prefix}{host}")),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
     /// `gantry-<id>-sync`: the admin, the store and the gateway.
     fn sync_network(&self) -> String {
         format!("{}-sync", self.network)
@@ -291,6 +326,12 @@ impl DockerRun {
             Side::Sync => self.sync_network(),
             Side::Upstream | Side::Both => self.network.clone(),
         };
+        let networking_config = match side {
+            Side::Sync => Some(NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(first.clone(), self.sync_endpoint()?)])),
+            }),
+            Side::Upstream | Side::Both => None,
+        };
         let host_port = free_port().map_err(|source| BackendError::Io {
             what: format!("picking a host port for container {}", spec.name),
             source,
@@ -303,6 +344,7 @@ impl DockerRun {
             env: Some(ENV.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             labels: Some(labels),
             exposed_ports: Some(vec![port_key.clone()]),
+            networking_config,
             host_config: Some(HostConfig {
                 network_mode: Some(first),
                 port_bindings: Some(HashMap::from([(
@@ -334,7 +376,7 @@ impl DockerRun {
                     &self.sync_network(),
                     NetworkConnectRequest {
                         container: spec.name.clone(),
-                        endpoint_config: None,
+                        endpoint_config: Some(self.sync_endpoint()?),
                     },
                 )
                 .await
