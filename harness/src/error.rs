@@ -214,6 +214,9 @@ pub enum BackendError {
     /// A step partitions a topology started without a sync proxy.
     #[error("the topology has no proxy on the gateway's sync connection to partition")]
     NoSyncProxy,
+    /// A step heals a container that no partition cut off.
+    #[error("the gateway is not partitioned: nothing to heal")]
+    NotPartitioned,
     /// A signal was meant for a process that is not running.
     #[error("{service} is not running")]
     NotRunning {

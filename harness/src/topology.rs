@@ -23,7 +23,7 @@ use crate::backend::{
 use crate::error::BackendError;
 use std::net::SocketAddr;
 
-use crate::backend::host::{self, AdminLaunch};
+use crate::backend::host::AdminLaunch;
 use crate::backend::middleware::signal;
 use crate::backend::postgres::PostgresServer;
 use crate::fault::{FaultProxy, Mode as ProxyMode};
@@ -78,13 +78,22 @@ impl Topology {
         components: &[Component],
         keep: bool,
     ) -> Result<Self, BackendError> {
-        Self::start_with(backend, mode, upstreams, components, keep, &Shape::default()).await
+        Self::start_with(
+            backend,
+            mode,
+            upstreams,
+            components,
+            keep,
+            &Shape::default(),
+        )
+        .await
     }
 
     /// [`Topology::start`] in the `shape` a case asks for: the admins and gateways of its
     /// `topology` (several of them, late ones, PostgreSQL: host backend), the gateway's sync
     /// connection (to the admin, or to ZooKeeper or etcd) through a [`FaultProxy`] so that
-    /// steps can partition and heal it, the admins' test-only protocol fault hook on.
+    /// steps can partition and heal it (host backend; docker runs partition on the run's sync
+    /// network instead), the admins' test-only protocol fault hook on (host backend).
     pub async fn start_with(
         backend: &Backend,
         mode: SyncMode,
@@ -130,13 +139,6 @@ impl Topology {
         };
         let mut postgres = None;
         let (admins, gateways, proxy) = match (&run, *sync_proxy) {
-            (Run::Docker(_), true) => {
-                return Err(BackendError::FaultUnsupported {
-                    action: "partition",
-                    target: Target::Gateway(None),
-                    backend: "docker",
-                });
-            }
             (Run::Docker(_), _) if *sync_faults => {
                 return Err(BackendError::FaultUnsupported {
                     action: "syncFault",
@@ -144,10 +146,11 @@ impl Topology {
                     backend: "docker",
                 });
             }
-            (Run::Docker(_), false) if !spec.is_default() => {
+            (Run::Docker(_), _) if !spec.is_default() => {
                 return Err(BackendError::TopologyUnsupported { backend: "docker" });
             }
-            (Run::Docker(_), false) => {
+            // Docker runs partition on the run's sync network (`Topology::partition`).
+            (Run::Docker(_), _) => {
                 let admin = run.start_admin(mode, None, dir.path()).await?;
                 let gateway = run.start_gateway(mode, &admin, None, dir.path()).await?;
                 (vec![admin], vec![gateway], None)
@@ -165,13 +168,7 @@ impl Topology {
                 for i in 0..spec.admins {
                     let name = numbered("admin", i, spec.admins);
                     let admin = host
-                        .start_admin_as(
-                            &name,
-                            mode,
-                            store.as_ref(),
-                            dir.path(),
-                            &launch,
-                        )
+                        .start_admin_as(&name, mode, store.as_ref(), dir.path(), &launch)
                         .await?;
                     admins.push(Service::Host(admin));
                 }
@@ -250,11 +247,6 @@ impl Topology {
     /// it. A stopped process keeps its address, so a `start` brings it back where its peers
     /// look for it.
     pub async fn fault(&self, action: FaultAction, target: Target) -> Result<(), BackendError> {
-        let unsupported = |backend| BackendError::FaultUnsupported {
-            action: action.name(),
-            target,
-            backend,
-        };
         match target {
             Target::Admin(_) | Target::Gateway(_) => {
                 let services = match target {
@@ -265,23 +257,22 @@ impl Topology {
                     .index()
                     .and_then(|i| services.get(i))
                     .ok_or(BackendError::NoSuchProcess { target })?;
-                match service {
-                    Service::Host(s) => host_fault(s, action).await,
-                    Service::Docker(_) => Err(unsupported("docker")),
-                }
+                service.fault(action).await
             }
             Target::Zookeeper | Target::Etcd => {
                 let missing = BackendError::NoSuchProcess { target };
+                if let Some(Store::Docker(c)) = &self.store_container {
+                    return match c.role() == target.name() {
+                        true => c.fault(action).await,
+                        false => Err(missing),
+                    };
+                }
                 let mut store = match self.stores().take() {
                     Some(s) if s.kind().name() == target.name() => s,
                     Some(other) => {
                         *self.stores() = Some(other);
-                        return Err(match &self.store_container {
-                            Some(_) => unsupported("docker"),
-                            None => missing,
-                        });
+                        return Err(missing);
                     }
-                    None if self.store_container.is_some() => return Err(unsupported("docker")),
                     None => return Err(missing),
                 };
                 let done = store_fault(&mut store, action).await;
@@ -294,24 +285,42 @@ impl Topology {
                     .components()
                     .remove(&component)
                     .ok_or(BackendError::NoSuchProcess { target })?;
-                let done = component_fault(&mut service, action).await;
+                let done = service.fault(action).await;
                 self.components().insert(component, service);
                 done
             }
         }
     }
 
-    /// Cuts the gateway off from where it syncs, `how` the proxy says (a step's
-    /// `partition`); [`Topology::heal`] ends it.
-    pub fn partition(&self, how: ProxyMode) -> Result<(), BackendError> {
-        self.sync_proxy()?.set(how);
-        Ok(())
+    /// Cuts the gateway off from where it syncs (a step's `partition`): on the host, `how`
+    /// the proxy says; on docker, a disconnect from the run's sync network (connections go
+    /// silent, as `blackhole`; parse refuses the other modes there). [`Topology::heal`] ends it.
+    pub async fn partition(&self, how: ProxyMode) -> Result<(), BackendError> {
+        match (&self.run, self.gateway()) {
+            (Run::Docker(run), Service::Docker(gateway)) if how == ProxyMode::Blackhole => {
+                run.partition(gateway).await
+            }
+            (Run::Docker(_), _) => Err(BackendError::FaultUnsupported {
+                action: "partition",
+                target: Target::Gateway(None),
+                backend: "docker",
+            }),
+            (Run::Host(_), _) => {
+                self.sync_proxy()?.set(how);
+                Ok(())
+            }
+        }
     }
 
     /// Ends a partition: the gateway's sync connection passes again (a step's `heal`).
-    pub fn heal(&self) -> Result<(), BackendError> {
-        self.sync_proxy()?.heal();
-        Ok(())
+    pub async fn heal(&self) -> Result<(), BackendError> {
+        match (&self.run, self.gateway()) {
+            (Run::Docker(run), Service::Docker(gateway)) => run.heal(gateway).await,
+            _ => {
+                self.sync_proxy()?.heal();
+                Ok(())
+            }
+        }
     }
 
     /// The current revision of the etcd of the etcd mode (host backend).
@@ -434,22 +443,6 @@ fn gateway_source(admins: &[Service], store: Option<&StoreServer>) -> Vec<String
     source
 }
 
-/// A fault on a host admin or gateway.
-async fn host_fault(s: &host::Service, action: FaultAction) -> Result<(), BackendError> {
-    match action {
-        FaultAction::Stop => s.stop().await,
-        FaultAction::Kill => s.kill().await,
-        FaultAction::Start => return s.start().await,
-        FaultAction::Restart => {
-            s.stop().await;
-            return s.start().await;
-        }
-        FaultAction::Pause => return s.signal(Signal::STOP),
-        FaultAction::Resume => return s.signal(Signal::CONT),
-    }
-    Ok(())
-}
-
 /// A fault on a host ZooKeeper or etcd server (stopping one always kills it).
 async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), BackendError> {
     let name = s.kind().name();
@@ -466,23 +459,6 @@ async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), Bac
         FaultAction::Resume => return signal(name, pid()?, Signal::CONT),
     }
     Ok(())
-}
-
-/// A fault on a component (Redis): a host process or a container.
-async fn component_fault(
-    service: &mut ComponentService,
-    action: FaultAction,
-) -> Result<(), BackendError> {
-    match action {
-        FaultAction::Stop | FaultAction::Kill => service.stop().await,
-        FaultAction::Start => service.start().await,
-        FaultAction::Restart => {
-            service.stop().await?;
-            service.start().await
-        }
-        FaultAction::Pause => service.signal(Signal::STOP, action),
-        FaultAction::Resume => service.signal(Signal::CONT, action),
-    }
 }
 
 /// A fault proxy in front of what the gateway syncs from (the admin in the websocket and

@@ -24,8 +24,10 @@ pub use host::HostBackend;
 pub use middleware::{StoreKind, StoreServer};
 pub use redis::RedisServer;
 
+use rustix::process::Signal;
+
 use crate::error::BackendError;
-use crate::scenario::ast::Component;
+use crate::scenario::ast::{Component, FaultAction};
 use crate::upstream::{Behaviour, Upstream};
 
 /// Which backend to run on.
@@ -90,7 +92,10 @@ impl Backend {
     pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<Run, BackendError> {
         match self {
             Backend::Host(h) => Ok(Run::Host(h.for_run())),
-            Backend::Docker(d) => d.begin(mode, keep).await.map(Run::Docker),
+            Backend::Docker(d) => d
+                .begin(mode, keep)
+                .await
+                .map(|run| Run::Docker(Box::new(run))),
         }
     }
 }
@@ -129,8 +134,8 @@ impl std::fmt::Debug for SyncToken {
 pub enum Run {
     /// Host processes.
     Host(HostBackend),
-    /// Containers on the run's network.
-    Docker(DockerRun),
+    /// Containers on the run's networks.
+    Docker(Box<DockerRun>),
 }
 
 impl Run {
@@ -298,46 +303,30 @@ impl ComponentService {
         }
     }
 
-    /// Stops it: the host process is killed (its port stays its own), the container stopped.
-    pub async fn stop(&mut self) -> Result<(), BackendError> {
-        match self {
-            ComponentService::Host(s) => {
+    /// Applies a step's fault. The host process: `stop` and `kill` kill it (its port stays
+    /// its own), `start` starts it again at the same address and waits until it answers,
+    /// `pause` and `resume` send SIGSTOP and SIGCONT. The container: [`Container::fault`].
+    pub async fn fault(&mut self, action: FaultAction) -> Result<(), BackendError> {
+        let s = match self {
+            ComponentService::Host(s) => s,
+            ComponentService::Docker(c) => return c.fault(action).await,
+        };
+        let pid = || {
+            s.pid().ok_or_else(|| BackendError::NotRunning {
+                service: "redis".to_owned(),
+            })
+        };
+        match action {
+            FaultAction::Stop | FaultAction::Kill => s.stop().await,
+            FaultAction::Start => return s.start_again().await,
+            FaultAction::Restart => {
                 s.stop().await;
-                Ok(())
+                return s.start_again().await;
             }
-            ComponentService::Docker(c) => c.stop().await,
+            FaultAction::Pause => return middleware::signal("redis", pid()?, Signal::STOP),
+            FaultAction::Resume => return middleware::signal("redis", pid()?, Signal::CONT),
         }
-    }
-
-    /// Starts it again after [`ComponentService::stop`], at the same address as the gateway
-    /// reaches it, and waits until it answers.
-    pub async fn start(&mut self) -> Result<(), BackendError> {
-        match self {
-            ComponentService::Host(s) => s.start_again().await,
-            ComponentService::Docker(c) => c.start().await,
-        }
-    }
-
-    /// Sends `signal` to the host process (pause, resume); `action` names it in the error a
-    /// container answers.
-    pub fn signal(
-        &self,
-        signal: rustix::process::Signal,
-        action: crate::scenario::ast::FaultAction,
-    ) -> Result<(), BackendError> {
-        match self {
-            ComponentService::Host(s) => {
-                let pid = s.pid().ok_or_else(|| BackendError::NotRunning {
-                    service: "redis".to_owned(),
-                })?;
-                middleware::signal("redis", pid, signal)
-            }
-            ComponentService::Docker(_) => Err(BackendError::FaultUnsupported {
-                action: action.name(),
-                target: crate::scenario::ast::Target::Redis,
-                backend: "docker",
-            }),
-        }
+        Ok(())
     }
 
     /// The last `n` lines of its log.
@@ -373,6 +362,28 @@ impl Service {
             Service::Host(s) => s.url(),
             Service::Docker(c) => c.url(),
         }
+    }
+
+    /// Applies a step's fault: stops (gracefully), kills, starts (and waits until it is
+    /// ready), restarts, pauses or resumes it. It keeps its address across a stop, so a
+    /// `start` brings it back where its peers and the harness look for it.
+    pub async fn fault(&self, action: FaultAction) -> Result<(), BackendError> {
+        let s = match self {
+            Service::Host(s) => s,
+            Service::Docker(c) => return c.fault(action).await,
+        };
+        match action {
+            FaultAction::Stop => s.stop().await,
+            FaultAction::Kill => s.kill().await,
+            FaultAction::Start => return s.start().await,
+            FaultAction::Restart => {
+                s.stop().await;
+                return s.start().await;
+            }
+            FaultAction::Pause => return s.signal(Signal::STOP),
+            FaultAction::Resume => return s.signal(Signal::CONT),
+        }
+        Ok(())
     }
 
     /// Base URL as the other services reach it.

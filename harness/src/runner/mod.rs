@@ -653,8 +653,9 @@ impl Case<'_> {
                     PartitionHow::Cut => ProxyMode::Cut,
                     PartitionHow::Reset => ProxyMode::Reset,
                 })
+                .await
                 .map_err(at(Step::Steps)),
-            Change::Heal => self.topo.heal().map_err(at(Step::Steps)),
+            Change::Heal => self.topo.heal().await.map_err(at(Step::Steps)),
             Change::SyncFault(fault) => {
                 tracing::info!(case = %self.id, step, "syncFault: {}", fault.kind.name());
                 admin.arm_sync_fault(fault).await.map_err(at(Step::Steps))

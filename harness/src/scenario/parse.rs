@@ -11,9 +11,9 @@ use std::time::Duration;
 use model::ParamType;
 
 use super::ast::{
-    Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PluginSetup,
-    RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind, Target,
-    TopologySpec, Wait,
+    Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
+    PluginSetup, RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind,
+    Target, TopologySpec, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -639,11 +639,23 @@ impl<'s> Validator<'s> {
                                  far (the proxy sits on that one sync connection)",
                             );
                         }
-                        if s.backends.contains(&crate::BackendKind::Docker) {
+                        if let Change::Partition(how @ (PartitionHow::Cut | PartitionHow::Reset)) =
+                            c
+                            && s.backends.contains(&crate::BackendKind::Docker)
+                        {
                             self.report(
                                 at,
-                                "partitions run on the host backend only so far: add \
-                                 `backends: [host]`",
+                                format!(
+                                    "`partition: {}` runs on the host backend only (its sync \
+                                     proxy closes connections); the docker backend disconnects \
+                                     the gateway from its sync network, which leaves them \
+                                     silent: use `blackhole` or add `backends: [host]`",
+                                    if *how == PartitionHow::Cut {
+                                        "cut"
+                                    } else {
+                                        "reset"
+                                    }
+                                ),
                             );
                         }
                     }
@@ -791,7 +803,8 @@ impl<'s> Validator<'s> {
         }
     }
 
-    /// A fault fits the case (its target runs in every mode and backend the case runs on)
+    /// A fault fits the case (its target runs in every mode the case runs in; every backend
+    /// applies every fault)
     /// and the target's state at that point (`start` needs it stopped, `resume` paused, the
     /// others running).
     fn fault(&mut self, processes: &mut Processes, action: FaultAction, target: Target, at: &str) {
@@ -822,17 +835,6 @@ impl<'s> Validator<'s> {
         if let Some(why) = unavailable {
             self.report(at, why);
             return;
-        }
-        let docker_ready =
-            target == Target::Redis && matches!(action, FaultAction::Stop | FaultAction::Start);
-        if !docker_ready && s.backends.contains(&crate::BackendKind::Docker) {
-            self.report(
-                at,
-                format!(
-                    "`{}: {target}` runs on the host backend only so far: add `backends: [host]`",
-                    action.name()
-                ),
-            );
         }
         if let Err(state) = processes.apply(action, target) {
             self.report(
@@ -1792,12 +1794,22 @@ steps:
         );
         let e = err(&steps("resume: etcd"));
         assert!(e.contains("`etcd` runs only in the etcd mode"), "{e}");
-        // Without `backends: [host]`, only Redis stop and start (which the docker backend can do).
-        let e = err(&steps("restart: gateway").replace("backends: [host]", ""));
+        // Both backends apply every fault; docker partitions only silently (`blackhole`).
+        let both = |changes: &str| steps(changes).replace("backends: [host]", "");
+        parse_str(
+            Path::new("x.yaml"),
+            &both("restart: gateway, kill: admin, start: admin, pause: redis, resume: redis"),
+        )
+        .unwrap();
+        parse_str(Path::new("x.yaml"), &both("partition: blackhole, heal")).unwrap();
+        parse_str(Path::new("x.yaml"), &steps("partition: reset, heal")).unwrap();
+        let e = err(&both("partition: cut, heal"));
         assert!(
             e.contains(
-                "steps[0].changes[0].restart: `restart: gateway` runs on the host backend only so \
-                 far: add `backends: [host]`"
+                "steps[0].changes[0].partition: `partition: cut` runs on the host backend only \
+                 (its sync proxy closes connections); the docker backend disconnects the gateway \
+                 from its sync network, which leaves them silent: use `blackhole` or add \
+                 `backends: [host]`"
             ),
             "{e}"
         );

@@ -1,7 +1,9 @@
 //! The docker backend leaves nothing behind: no container or network labelled with a run's
 //! id remains after a passing case, a failing case, a panic, or Ctrl-C on `gantry run`; a
 //! failing case's report carries the containers' logs; and leftovers of dead harness processes
-//! are swept when the backend opens; a case's Redis component is a container of its run.
+//! are swept when the backend opens; a case's Redis component is a container of its run; a
+//! partition cuts the gateway off its sync network only, and the heal and a restart keep
+//! its addresses.
 //!
 //! Needs a Docker engine: without one these trials are ignored (a note on stderr says so),
 //! with `GANTRY_REQUIRE_DOCKER=1` they fail. Images are built on first use.
@@ -13,8 +15,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use harness::backend::docker::{self, EngineCheck, Labelled};
-use harness::scenario::ast::{Component, UpstreamDecl};
-use harness::topology::Topology;
+use harness::scenario::ast::{Component, FaultAction, Target, UpstreamDecl};
+use harness::topology::{Shape, Topology};
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
@@ -114,7 +116,10 @@ fn after_pass() -> Result<(), Failed> {
         names.sort();
         let prefix = format!("gantry-{id}-");
         let expected = ["admin", "gateway", "upstream-alpha"].map(|n| format!("{prefix}{n}"));
-        if names != expected || networks.len() != 1 || networks[0].name != format!("gantry-{id}") {
+        let mut networks: Vec<_> = networks.into_iter().map(|n| n.name).collect();
+        networks.sort();
+        let expected_networks = [format!("gantry-{id}"), format!("gantry-{id}-sync")];
+        if names != expected || networks != expected_networks {
             return Err(Failed::from(format!(
                 "while running: {names:?}, {networks:?}"
             )));
@@ -252,6 +257,84 @@ fn redis_component_goes_with_its_run() -> Result<(), Failed> {
     assert_gone(&run_label(&id))
 }
 
+/// The sync-network address of container `name`, if it is on that network of run `id`.
+async fn sync_address(id: &str, name: &str) -> Result<Option<String>, Failed> {
+    let d = docker::connect().await?;
+    let inspect = d.inspect_container(name, None).await?;
+    Ok(inspect
+        .network_settings
+        .and_then(|n| n.networks)
+        .and_then(|mut n| n.remove(&format!("gantry-{id}-sync")))
+        .and_then(|e| e.ip_address))
+}
+
+/// `GET <url>/actuator/health` answers 200.
+async fn healthy(url: &str) -> Result<(), Failed> {
+    let status = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()?
+        .get(format!("{url}/actuator/health"))
+        .send()
+        .await?
+        .status();
+    match status.as_u16() {
+        200 => Ok(()),
+        other => Err(format!("{url}/actuator/health answered {other}").into()),
+    }
+}
+
+/// A partition disconnects the gateway from the run's sync network only: its published port
+/// still answers, and the heal puts it back at its old address. A restarted gateway answers
+/// at the same published port.
+fn partition_keeps_the_published_port() -> Result<(), Failed> {
+    let backend = backend()?;
+    let id = runtime()?.block_on(async {
+        let topo = Topology::start_with(
+            backend,
+            SyncMode::Websocket,
+            &[UpstreamDecl::echo("alpha")],
+            &[],
+            false,
+            &Shape {
+                sync_proxy: true,
+                ..Shape::default()
+            },
+        )
+        .await?;
+        let id = topo.docker_run_id().ok_or("not a docker run")?.to_owned();
+        let gateway = topo.gateway().name().to_owned();
+        let url = topo.gateway().url().to_owned();
+        let before = sync_address(&id, &gateway)
+            .await?
+            .ok_or("the gateway is not on the sync network")?;
+        topo.partition(harness::fault::Mode::Blackhole).await?;
+        if let Some(ip) = sync_address(&id, &gateway).await? {
+            return Err(Failed::from(format!("still on the sync network at {ip}")));
+        }
+        healthy(&url).await?;
+        topo.heal().await?;
+        let after = sync_address(&id, &gateway).await?;
+        if after.as_deref() != Some(before.as_str()) {
+            return Err(Failed::from(format!(
+                "healed at {after:?}, was at {before}"
+            )));
+        }
+        topo.fault(FaultAction::Restart, Target::Gateway(None))
+            .await?;
+        if topo.gateway().url() != url {
+            return Err(Failed::from(format!(
+                "restarted at {}, was at {url}",
+                topo.gateway().url()
+            )));
+        }
+        healthy(&url).await?;
+        drop(topo);
+        Ok::<_, Failed>(id)
+    })?;
+    assert_gone(&run_label(&id))
+}
+
 /// A network left by a harness whose pid is gone is removed when the backend opens; one of a
 /// live harness (this one) is not.
 fn stale_runs_are_swept() -> Result<(), Failed> {
@@ -301,7 +384,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    let tests: [(&str, Check); 6] = [
+    let tests: [(&str, Check); 7] = [
         ("docker::no_leftovers_after_pass", after_pass),
         ("docker::no_leftovers_after_failure", after_failure),
         ("docker::no_leftovers_after_panic", after_panic),
@@ -310,6 +393,10 @@ pub(crate) fn trials() -> Vec<Trial> {
         (
             "docker::redis_component_goes_with_its_run",
             redis_component_goes_with_its_run,
+        ),
+        (
+            "docker::partition_keeps_the_published_port",
+            partition_keeps_the_published_port,
         ),
     ];
     tests

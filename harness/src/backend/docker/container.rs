@@ -1,18 +1,27 @@
 //! One running container of a run ([`Container`]): how the harness and the other containers
-//! reach it, its logs (followed into a bounded buffer) and the wait until it is ready.
+//! reach it, its logs (followed into a bounded buffer), the wait until it is ready, and the
+//! faults a step applies to it ([`Container::fault`]: stop, kill, start, restart, pause,
+//! resume).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::query_parameters::LogsOptionsBuilder;
+use bollard::query_parameters::{
+    KillContainerOptionsBuilder, LogsOptionsBuilder, StartContainerOptions,
+    StopContainerOptionsBuilder,
+};
 use futures_util::StreamExt;
 
 use super::engine::docker_err;
 use super::specs::{ContainerSpec, Probe};
 use crate::backend::ready::{self, ReadyWait};
 use crate::error::BackendError;
+use crate::scenario::ast::FaultAction;
 
+/// How long a graceful stop waits for the process to exit on SIGTERM before docker kills it
+/// (admin, gateway, ZooKeeper and etcd all exit on SIGTERM).
+const STOP_GRACE_SECS: i32 = 10;
 /// How long a container may take to answer its health endpoint.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of container log kept per container.
@@ -30,7 +39,8 @@ pub struct Container {
     url: String,
     peer: String,
     logs: Arc<Mutex<String>>,
-    follower: tokio::task::JoinHandle<()>,
+    /// Follows the logs of the container's current start (replaced on each start).
+    follower: Mutex<tokio::task::JoinHandle<()>>,
 }
 
 impl Container {
@@ -56,50 +66,88 @@ impl Container {
             url: String::new(),
             peer: format!("{}:{}", spec.name, spec.port),
             logs,
-            follower,
+            follower: Mutex::new(follower),
         };
-        container.await_running().await?;
+        container.read_url().await?;
+        container.await_healthy(container.probe).await?;
         Ok(container)
     }
 
-    /// Stops the container (it keeps its name, so peers reach it again after
-    /// [`Container::start`]).
-    pub async fn stop(&mut self) -> Result<(), BackendError> {
-        let opts = bollard::query_parameters::StopContainerOptionsBuilder::default()
-            .t(0)
-            .build();
+    /// Applies a step's fault: `stop` (SIGTERM, then SIGKILL after a grace period), `kill`
+    /// (SIGKILL), `start` (and wait until ready), `restart` (stop, then start), `pause` and
+    /// `resume` (the cgroup freezer: `docker pause` / `unpause`). The container keeps its name,
+    /// networks and published port across a stop, so peers and the harness reach it again
+    /// where they did.
+    pub async fn fault(&self, action: FaultAction) -> Result<(), BackendError> {
+        let what = |verb: &str| docker_err(format!("{verb} container {}", self.name));
+        match action {
+            FaultAction::Stop => self.stop(STOP_GRACE_SECS).await,
+            FaultAction::Kill => self
+                .docker
+                .kill_container(
+                    &self.name,
+                    Some(
+                        KillContainerOptionsBuilder::default()
+                            .signal("SIGKILL")
+                            .build(),
+                    ),
+                )
+                .await
+                .map_err(what("killing")),
+            FaultAction::Start => self.start().await,
+            FaultAction::Restart => {
+                self.stop(STOP_GRACE_SECS).await?;
+                self.start().await
+            }
+            FaultAction::Pause => self
+                .docker
+                .pause_container(&self.name)
+                .await
+                .map_err(what("pausing")),
+            FaultAction::Resume => self
+                .docker
+                .unpause_container(&self.name)
+                .await
+                .map_err(what("resuming")),
+        }
+    }
+
+    /// Stops the container, giving its process `grace_secs` to exit on SIGTERM.
+    async fn stop(&self, grace_secs: i32) -> Result<(), BackendError> {
+        let opts = StopContainerOptionsBuilder::default().t(grace_secs).build();
         self.docker
             .stop_container(&self.name, Some(opts))
             .await
             .map_err(docker_err(format!("stopping container {}", self.name)))
     }
 
-    /// Starts the stopped container again, reads its (possibly new) published port and waits
-    /// until it is ready; its logs keep reaching [`Container::log_tail`].
-    pub async fn start(&mut self) -> Result<(), BackendError> {
+    /// Starts the stopped container again (on the same published port) and waits until it is
+    /// ready; its logs keep reaching [`Container::log_tail`].
+    async fn start(&self) -> Result<(), BackendError> {
         self.docker
-            .start_container(
-                &self.name,
-                None::<bollard::query_parameters::StartContainerOptions>,
-            )
+            .start_container(&self.name, None::<StartContainerOptions>)
             .await
             .map_err(docker_err(format!("starting container {}", self.name)))?;
         // The first follower ended with the container; this one reads from the restart on.
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX));
-        self.follower.abort();
-        self.follower = tokio::spawn(follow_logs(
+        let follower = tokio::spawn(follow_logs(
             self.docker.clone(),
             self.name.clone(),
             Arc::clone(&self.logs),
             since,
         ));
-        self.await_running().await
+        std::mem::replace(&mut *self.follower(), follower).abort();
+        self.await_healthy(self.probe).await
     }
 
-    /// Reads the published port into [`Container::url`], then waits until it is ready.
-    async fn await_running(&mut self) -> Result<(), BackendError> {
+    fn follower(&self) -> std::sync::MutexGuard<'_, tokio::task::JoinHandle<()>> {
+        self.follower.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads the published port into [`Container::url`].
+    async fn read_url(&mut self) -> Result<(), BackendError> {
         let what = |verb: &str| format!("{verb} container {}", self.name);
         let inspect = self
             .docker
@@ -118,7 +166,7 @@ impl Container {
                 detail: format!("no host port for {}", self.port_key),
             })?;
         self.url = format!("http://127.0.0.1:{host_port}");
-        self.await_healthy(self.probe).await
+        Ok(())
     }
 
     /// The container name.
@@ -204,6 +252,6 @@ async fn follow_logs(docker: Docker, name: String, logs: Arc<Mutex<String>>, sin
 
 impl Drop for Container {
     fn drop(&mut self) {
-        self.follower.abort();
+        self.follower().abort();
     }
 }

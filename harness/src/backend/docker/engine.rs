@@ -139,8 +139,8 @@ impl DockerBackend {
         })
     }
 
-    /// Starts a run: a fresh id and its private network. `keep` leaves its containers and
-    /// network in place when it ends (`GANTRY_KEEP=1`).
+    /// Starts a run: a fresh id and its two private networks. `keep` leaves its containers and
+    /// networks in place when it ends (`GANTRY_KEEP=1`).
     pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<DockerRun, BackendError> {
         let needed = images::needed(mode).ok_or_else(|| BackendError::StoreUnavailable {
             mode,

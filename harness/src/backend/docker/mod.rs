@@ -1,13 +1,15 @@
 //! The docker backend: admin, gateway and echo upstreams as containers of the `gantry/*:dev`
-//! images (see [`crate::images`]) on one private network per run.
+//! images (see [`crate::images`]) on two private networks per run.
 //!
-//! A run (one topology) has an id; its network is `gantry-<id>` and its containers
-//! `gantry-<id>-<role>`, so they resolve each other by name. Everything it creates carries the
+//! A run (one topology) has an id; its networks are `gantry-<id>` (the gateway's upstream
+//! side: upstreams, Redis) and `gantry-<id>-sync` (its sync side: the admin, ZooKeeper or
+//! etcd), the gateway on both, and its containers `gantry-<id>-<role>`, so they resolve each
+//! other by name. A step's partition disconnects the gateway from the sync network only. Everything it creates carries the
 //! labels `gantry.run=<id>`, `gantry.pid=<harness pid>` and `gantry.host=<hostname>`. Cleanup
 //! never depends on a reaper container:
 //!
 //! - dropping a [`DockerRun`] (end of a case, a failed start, a panic unwinding, the future
-//!   dropped by Ctrl-C) force-removes every container labelled with its id, then its network;
+//!   dropped by Ctrl-C) force-removes every container labelled with its id, then its networks;
 //! - opening the backend removes what earlier harness processes on this host left behind when
 //!   their pid is gone (a `kill -9`, a crash in a destructor).
 //!
@@ -22,8 +24,10 @@
 //!   needs and the [`DockerBackend`] opened on them;
 //! - `cleanup`: the labels every object carries, listing and removing by label, the sweep of
 //!   stale runs;
-//! - `run`: one topology's network and the containers started on it ([`DockerRun`]);
-//! - `container`: one running container ([`Container`]): its address, logs and readiness.
+//! - `run`: one topology's networks, the containers started on them and the partition of the
+//!   gateway ([`DockerRun`]);
+//! - `container`: one running container ([`Container`]): its address, logs, readiness and
+//!   faults.
 
 mod cleanup;
 mod container;
