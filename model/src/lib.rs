@@ -28,6 +28,7 @@ pub mod re2j;
 mod register;
 mod rule;
 mod selector;
+mod sync_fault;
 mod sync_mode;
 pub mod time;
 pub mod url_codec;
@@ -54,6 +55,7 @@ pub use rate_limiter::{
 pub use register::{MetaDataRegister, UriRegister};
 pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};
+pub use sync_fault::{SyncFaultKind, SyncFaultRequest};
 pub use sync_mode::SyncMode;
 pub use wire_enum::UnknownName;
 

@@ -23,78 +23,30 @@ use std::time::Duration;
 use axum::extract::Extension;
 use axum::routing::post;
 use axum::{Json, Router};
-use model::AdminResult;
-use serde::Deserialize;
+use model::{AdminResult, SyncFaultKind, SyncFaultRequest, SyncMode};
 
 use crate::AppState;
-
-/// A protocol fault's kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) enum FaultKind {
-    /// A websocket increment is not sent.
-    Drop,
-    /// A websocket increment is sent twice.
-    Duplicate,
-    /// A websocket increment is sent after the next one.
-    Reorder,
-    /// The websocket session ends where the increment would be sent.
-    CloseMidPush,
-    /// A long-poll listener answer names no group.
-    EmptyAnswer,
-    /// A long-poll listener answer is delayed.
-    LateAnswer,
-}
-
-impl FaultKind {
-    /// The kinds the websocket publisher consumes.
-    pub(crate) const WEBSOCKET: &[FaultKind] = &[
-        FaultKind::Drop,
-        FaultKind::Duplicate,
-        FaultKind::Reorder,
-        FaultKind::CloseMidPush,
-    ];
-    /// The kinds the long-poll publisher consumes.
-    pub(crate) const HTTP: &[FaultKind] = &[FaultKind::EmptyAnswer, FaultKind::LateAnswer];
-}
-
-/// The body of `POST /test-only/sync-fault`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct FaultRequest {
-    kind: FaultKind,
-    /// How many pushes it applies to (at least 1).
-    #[serde(default = "one")]
-    count: u32,
-    /// For `lateAnswer`: how long the answer waits.
-    #[serde(default)]
-    delay_ms: u64,
-}
-
-fn one() -> u32 {
-    1
-}
 
 /// The faults armed, in order: shared by the endpoint and the publishers.
 #[derive(Debug, Default)]
 pub(crate) struct SyncFaults {
-    armed: Mutex<VecDeque<FaultRequest>>,
+    armed: Mutex<VecDeque<SyncFaultRequest>>,
 }
 
 impl SyncFaults {
     /// Arms `request` after those already armed.
-    fn arm(&self, request: FaultRequest) {
+    fn arm(&self, request: SyncFaultRequest) {
         tracing::warn!(?request, "test-only sync fault armed");
         if request.count > 0 {
             self.lock().push_back(request);
         }
     }
 
-    /// Consumes one use of the first armed fault if its kind is one of `kinds`: the kind and
-    /// its delay.
-    pub(crate) fn take(&self, kinds: &[FaultKind]) -> Option<(FaultKind, Duration)> {
+    /// Consumes one use of the first armed fault if it is one of `mode`'s channel: the kind
+    /// and its delay.
+    pub(crate) fn take(&self, mode: SyncMode) -> Option<(SyncFaultKind, Duration)> {
         let mut armed = self.lock();
-        let request = armed.front_mut().filter(|r| kinds.contains(&r.kind))?;
+        let request = armed.front_mut().filter(|r| r.kind.mode() == mode)?;
         let taken = (request.kind, Duration::from_millis(request.delay_ms));
         request.count -= 1;
         if request.count == 0 {
@@ -104,17 +56,17 @@ impl SyncFaults {
         Some(taken)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<FaultRequest>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<SyncFaultRequest>> {
         self.armed.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// Consumes a fault of `kinds` from `faults`, when the hook is on.
+/// Consumes a fault of `mode`'s channel from `faults`, when the hook is on.
 pub(crate) fn take(
     faults: Option<&SyncFaults>,
-    kinds: &[FaultKind],
-) -> Option<(FaultKind, Duration)> {
-    faults.and_then(|f| f.take(kinds))
+    mode: SyncMode,
+) -> Option<(SyncFaultKind, Duration)> {
+    faults.and_then(|f| f.take(mode))
 }
 
 /// Adds `POST /test-only/sync-fault` to `router` (the token-protected routes) when the hook
@@ -133,7 +85,7 @@ pub(crate) fn routes(
 
 async fn arm(
     Extension(faults): Extension<Arc<SyncFaults>>,
-    Json(request): Json<FaultRequest>,
+    Json(request): Json<SyncFaultRequest>,
 ) -> Json<AdminResult<()>> {
     faults.arm(request);
     Json(AdminResult::success("armed", ()))
@@ -147,26 +99,25 @@ mod tests {
     fn a_fault_is_consumed_count_times_by_its_mode_only() {
         let faults = SyncFaults::default();
         faults.arm(serde_json::from_str(r#"{"kind":"duplicate","count":2}"#).unwrap());
-        assert_eq!(faults.take(FaultKind::HTTP), None);
+        assert_eq!(faults.take(SyncMode::Http), None);
         for _ in 0..2 {
             assert_eq!(
-                faults.take(FaultKind::WEBSOCKET),
-                Some((FaultKind::Duplicate, Duration::ZERO))
+                faults.take(SyncMode::Websocket),
+                Some((SyncFaultKind::Duplicate, Duration::ZERO))
             );
         }
-        assert_eq!(faults.take(FaultKind::WEBSOCKET), None);
+        assert_eq!(faults.take(SyncMode::Websocket), None);
         faults.arm(serde_json::from_str(r#"{"kind":"lateAnswer","delayMs":5}"#).unwrap());
         faults.arm(serde_json::from_str(r#"{"kind":"drop"}"#).unwrap());
-        assert_eq!(faults.take(FaultKind::WEBSOCKET), None, "queued behind");
+        assert_eq!(faults.take(SyncMode::Websocket), None, "queued behind");
         assert_eq!(
-            take(Some(&faults), FaultKind::HTTP),
-            Some((FaultKind::LateAnswer, Duration::from_millis(5)))
+            take(Some(&faults), SyncMode::Http),
+            Some((SyncFaultKind::LateAnswer, Duration::from_millis(5)))
         );
-        assert_eq!(take(None, FaultKind::HTTP), None);
+        assert_eq!(take(None, SyncMode::Http), None);
         assert_eq!(
-            faults.take(FaultKind::WEBSOCKET),
-            Some((FaultKind::Drop, Duration::ZERO))
+            faults.take(SyncMode::Websocket),
+            Some((SyncFaultKind::Drop, Duration::ZERO))
         );
-        assert!(serde_json::from_str::<FaultRequest>(r#"{"kind":"smash"}"#).is_err());
     }
 }

@@ -21,12 +21,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use md5::{Digest, Md5};
-use model::{AdminResult, ConfigGroup, DataEvent, SyncMode};
+use model::{AdminResult, ConfigGroup, DataEvent, SyncFaultKind, SyncMode};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, watch};
 
-use super::fault::{self, FaultKind, SyncFaults};
+use super::fault::{self, SyncFaults};
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::Authorized;
@@ -352,8 +352,8 @@ impl LongPoll {
     /// The listener answer naming `groups` (changed), as the armed test-only fault (if any)
     /// says (`sync::fault`): naming none, or after a delay.
     async fn answer(&self, groups: &[ConfigGroup]) -> Response {
-        match fault::take(self.faults.as_deref(), FaultKind::HTTP) {
-            Some((FaultKind::EmptyAnswer, _)) => listener_response(&[]),
+        match fault::take(self.faults.as_deref(), SyncMode::Http) {
+            Some((SyncFaultKind::EmptyAnswer, _)) => listener_response(&[]),
             Some((_, delay)) => {
                 tokio::time::sleep(delay).await;
                 listener_response(groups)

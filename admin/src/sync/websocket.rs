@@ -17,11 +17,11 @@ use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use model::{DataEvent, DataEventType, SyncMode};
+use model::{DataEvent, DataEventType, SyncFaultKind, SyncMode};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
-use super::fault::{self, FaultKind, SyncFaults};
+use super::fault::{self, SyncFaults};
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::secrets_equal;
@@ -259,14 +259,14 @@ async fn push(
     faults: Option<&SyncFaults>,
     held: &mut Option<String>,
 ) -> Result<bool, axum::Error> {
-    match fault::take(faults, FaultKind::WEBSOCKET).map(|(kind, _)| kind) {
-        Some(FaultKind::Drop) => {}
-        Some(FaultKind::CloseMidPush) => return Ok(false),
-        Some(FaultKind::Reorder) if held.is_none() => {
+    match fault::take(faults, SyncMode::Websocket).map(|(kind, _)| kind) {
+        Some(SyncFaultKind::Drop) => {}
+        Some(SyncFaultKind::CloseMidPush) => return Ok(false),
+        Some(SyncFaultKind::Reorder) if held.is_none() => {
             *held = Some(frame);
             return Ok(true);
         }
-        Some(FaultKind::Duplicate) => {
+        Some(SyncFaultKind::Duplicate) => {
             socket.send(Message::text(frame.clone())).await?;
             socket.send(Message::text(frame)).await?;
         }

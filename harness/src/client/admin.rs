@@ -279,11 +279,13 @@ impl AdminClient {
         fault: &crate::scenario::ast::SyncFault,
     ) -> Result<(), ClientError> {
         let path = "/test-only/sync-fault";
-        let body = serde_json::json!({
-            "kind": fault.kind.name(),
-            "count": fault.count,
-            "delayMs": fault.delay.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        });
+        let body = model::SyncFaultRequest {
+            kind: fault.kind,
+            count: fault.count,
+            delay_ms: fault
+                .delay
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        };
         let (status, text) = self.call(reqwest::Method::POST, path, Some(&body)).await?;
         envelope::<serde_json::Value>(&format!("POST {path}"), status, text).map(drop)
     }

@@ -11,6 +11,8 @@ use model::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 
+pub use model::SyncFaultKind;
+
 /// One scenario file.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -1183,46 +1185,6 @@ pub struct SyncFault {
 
 fn one_push() -> u32 {
     1
-}
-
-/// What a `syncFault` does to a push.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum SyncFaultKind {
-    /// websocket: the increment is not sent.
-    Drop,
-    /// websocket: the increment is sent twice.
-    Duplicate,
-    /// websocket: the increment is held and sent right after the next one.
-    Reorder,
-    /// websocket: the session ends (no close frame) where the increment would be sent.
-    CloseMidPush,
-    /// http: a listener answer naming changed groups names none.
-    EmptyAnswer,
-    /// http: a listener answer naming changed groups waits `delay` first.
-    LateAnswer,
-}
-
-impl SyncFaultKind {
-    /// The name in a file and on the admin's hook (`closeMidPush`).
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncFaultKind::Drop => "drop",
-            SyncFaultKind::Duplicate => "duplicate",
-            SyncFaultKind::Reorder => "reorder",
-            SyncFaultKind::CloseMidPush => "closeMidPush",
-            SyncFaultKind::EmptyAnswer => "emptyAnswer",
-            SyncFaultKind::LateAnswer => "lateAnswer",
-        }
-    }
-
-    /// The one sync mode whose channel it applies to.
-    pub fn mode(self) -> model::SyncMode {
-        match self {
-            SyncFaultKind::EmptyAnswer | SyncFaultKind::LateAnswer => model::SyncMode::Http,
-            _ => model::SyncMode::Websocket,
-        }
-    }
 }
 
 /// How a `partition` breaks the gateway's sync connection.
