@@ -182,6 +182,7 @@ mod tests {
             full_syncs: 5,
             events_applied: 7,
             events_rejected: 1,
+            session: None,
         };
         let text = m.render(&sync, "ab\"c");
         for line in [

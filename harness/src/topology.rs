@@ -334,6 +334,38 @@ impl Topology {
         crate::fault::etcd::compact_at_least(&self.etcd_url()?, least).await
     }
 
+    /// Pauses gateway `target` until ZooKeeper has expired its session (a step's
+    /// `expireSession`, zookeeper mode, host backend); returns how long that took. It stays
+    /// paused.
+    pub async fn expire_zookeeper_session(
+        &self,
+        target: Target,
+    ) -> Result<std::time::Duration, BackendError> {
+        let port = match self.stores().as_ref() {
+            Some(s) if s.kind() == StoreKind::Zookeeper => s.port(),
+            _ if self.store_container.is_some() => {
+                return Err(BackendError::FaultUnsupported {
+                    action: "expireSession",
+                    target,
+                    backend: "docker",
+                });
+            }
+            _ => {
+                return Err(BackendError::NoSuchProcess {
+                    target: Target::Zookeeper,
+                });
+            }
+        };
+        let gateway = target
+            .index()
+            .and_then(|i| self.gateways.get(i))
+            .ok_or(BackendError::NoSuchProcess { target })?;
+        let session = crate::fault::zookeeper::gateway_session(gateway.url()).await?;
+        self.fault(FaultAction::Pause, target).await?;
+        use crate::fault::zookeeper::{EXPIRY_MARGIN, wait_expired};
+        wait_expired(port, &session, EXPIRY_MARGIN).await
+    }
+
     fn etcd_url(&self) -> Result<String, BackendError> {
         match self.stores().as_ref() {
             Some(s) if s.kind() == StoreKind::Etcd => Ok(s.url()),

@@ -154,6 +154,8 @@ pub(crate) struct SyncState {
     refills: Mutex<Vec<DataEvent>>,
     /// Subscriber sessions currently connected (one per admin at most).
     sessions: AtomicUsize,
+    /// The ZooKeeper session in use, as ZooKeeper prints its id (`0x…`).
+    zookeeper_session: Mutex<Option<String>>,
     full_syncs: AtomicU64,
     events_applied: AtomicU64,
     events_rejected: AtomicU64,
@@ -174,6 +176,10 @@ pub(crate) struct SyncHealth {
     pub(crate) events_applied: u64,
     /// Frames or fetched groups rejected as malformed.
     pub(crate) events_rejected: u64,
+    /// ZooKeeper: the id of the session in use (`0x…`, as ZooKeeper's `cons` prints it);
+    /// absent between sessions and in the other modes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<String>,
 }
 
 impl SyncState {
@@ -186,6 +192,7 @@ impl SyncState {
             emulate: None,
             refills: Mutex::new(Vec::new()),
             sessions: AtomicUsize::new(0),
+            zookeeper_session: Mutex::new(None),
             full_syncs: AtomicU64::new(0),
             events_applied: AtomicU64::new(0),
             events_rejected: AtomicU64::new(0),
@@ -339,7 +346,13 @@ impl SyncState {
             full_syncs: self.full_syncs.load(Ordering::Relaxed),
             events_applied: self.events_applied.load(Ordering::Relaxed),
             events_rejected: self.events_rejected.load(Ordering::Relaxed),
+            session: lock(&self.zookeeper_session).clone(),
         }
+    }
+
+    /// Records the ZooKeeper session in use (`None` when it ended).
+    pub(crate) fn set_zookeeper_session(&self, id: Option<String>) {
+        *lock(&self.zookeeper_session) = id;
     }
 }
 

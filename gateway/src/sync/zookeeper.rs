@@ -65,8 +65,10 @@ impl ZookeeperSubscriber {
                 .context("watching /shenyu")?;
         let items = full_read(&client, state).await?;
         state.refill().await;
-        tracing::info!(url = %self.url, items, "ZooKeeper sync connected; config read in full");
+        let session = client.session_id().to_string();
+        tracing::info!(url = %self.url, items, %session, "ZooKeeper sync connected; config read in full");
         let _connected = state.connected();
+        state.set_zookeeper_session(Some(session));
         backoff.reset();
         loop {
             let event = watcher.changed().await;
@@ -128,7 +130,9 @@ impl Subscriber for ZookeeperSubscriber {
     async fn run(self, state: Arc<SyncState>) {
         let mut backoff = Backoff::new();
         loop {
-            if let Err(e) = self.session(&state, &mut backoff).await {
+            let ended = self.session(&state, &mut backoff).await;
+            state.set_zookeeper_session(None);
+            if let Err(e) = ended {
                 tracing::warn!(
                     error = format!("{e:#}"),
                     "ZooKeeper sync failed; reconnecting"

@@ -280,7 +280,7 @@ impl StoreServer {
             let cfg = format!(
                 "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
                  clientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
-                 4lw.commands.whitelist=srvr,ruok\n",
+                 4lw.commands.whitelist=srvr,ruok,cons\n",
                 dir.join("data").display(),
                 server.port
             );

@@ -143,6 +143,7 @@ pub async fn run_case(
             .iter()
             .map(|g| GatewayClient::new(g.url()))
             .collect(),
+        in_flight: tokio::sync::RwLock::new(()),
         running: Mutex::new(Running {
             admins: vec![true; topo.admins().len()],
             gateways: (0..scenario.topology.gateways)
@@ -199,6 +200,10 @@ struct Case<'a> {
     gateways: Vec<GatewayClient>,
     /// Which admins and gateways run.
     running: Mutex<Running>,
+    /// Held (shared) by each `during` probe while it picks a running gateway and sends; a
+    /// gateway going down is marked so, then this is taken exclusively once, so no probe is
+    /// left in flight to it (a probe to a paused gateway would hang until its timeout).
+    in_flight: tokio::sync::RwLock<()>,
     /// Where each upstream listens, as the gateway reaches it.
     addrs: Addresses,
     backend: BackendKind,
@@ -360,6 +365,19 @@ impl Case<'_> {
                     tracing::info!(case = %self.id, step = %st.name, revision, "etcd compacted");
                     continue;
                 }
+                Change::ExpireSession(target) => {
+                    // `during` probes leave the gateway while it is paused.
+                    if let Some(i) = target.index() {
+                        self.gateway_goes_down(i).await;
+                    }
+                    let took = self
+                        .topo
+                        .expire_zookeeper_session(*target)
+                        .await
+                        .map_err(at(Step::Steps))?;
+                    tracing::info!(case = %self.id, step = %st.name, ?took, "{target} paused until ZooKeeper expired its session");
+                    continue;
+                }
                 _ => {}
             }
             let Some((action, target)) = change.fault() else {
@@ -382,7 +400,7 @@ impl Case<'_> {
             // `during` probes leave a gateway before it goes down, and come back once it is
             // up again.
             if let (Target::Gateway(_), Some(i), false) = (target, target.index(), runs) {
-                self.running().gateways[i] = false;
+                self.gateway_goes_down(i).await;
             }
             self.topo
                 .fault(action, target)
@@ -439,18 +457,28 @@ impl Case<'_> {
         Ok(())
     }
 
-    /// Sends `probe` back to back until `done`, judging each answer as it comes; with
-    /// several gateways, to each running one in turn (one going down is left out first).
+    /// Marks gateway `i` down for `during` probes and waits until none is in flight to it.
+    async fn gateway_goes_down(&self, i: usize) {
+        self.running().gateways[i] = false;
+        drop(self.in_flight.write().await);
+    }
+
+    /// Sends `probe` back to back until `done`, judging each answer as it comes; to each
+    /// running gateway in turn (one going down is left out first, and the probes in flight to
+    /// it answered); while none runs, it waits for one.
     async fn during(&self, probe: &Probe, done: &AtomicBool) -> During {
         let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let started = Instant::now();
         let mut during = During::default();
         while !done.load(Ordering::Relaxed) {
+            let sending = self.in_flight.read().await;
             let running = self.running_gateways();
-            let i = running
-                .get(during.sent as usize % running.len().max(1))
-                .copied()
-                .unwrap_or_else(|| self.primary());
+            let Some(&i) = running.get(during.sent as usize % running.len().max(1)) else {
+                drop(sending);
+                // No gateway to serve: poll for one to come back.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
             during.sent += 1;
             let verdict = self
                 .send(&self.gateways[i], &probe.request)
@@ -660,7 +688,9 @@ impl Case<'_> {
                 tracing::info!(case = %self.id, step, "syncFault: {}", fault.kind.name());
                 admin.arm_sync_fault(fault).await.map_err(at(Step::Steps))
             }
-            Change::Compact(_) => unreachable!("steps() compacts itself"),
+            Change::Compact(_) | Change::ExpireSession(_) => {
+                unreachable!("steps() compacts and expires sessions itself")
+            }
             Change::Stop(_)
             | Change::Kill(_)
             | Change::Start(_)

@@ -1094,7 +1094,11 @@ impl StepSpec {
             c.fault().is_some()
                 || matches!(
                     c,
-                    Change::Partition(_) | Change::Heal | Change::SyncFault(_) | Change::Compact(_)
+                    Change::Partition(_)
+                        | Change::Heal
+                        | Change::SyncFault(_)
+                        | Change::Compact(_)
+                        | Change::ExpireSession(_)
                 )
         })
     }
@@ -1164,6 +1168,10 @@ pub enum Change {
     /// Compacts the store to its current revision (`etcd` only, etcd mode, host backend): a
     /// watch resuming from an older revision is cancelled and must read everything again.
     Compact(Target),
+    /// Expires a gateway's ZooKeeper session as a long stall does: pauses the gateway
+    /// (SIGSTOP) until ZooKeeper has expired its session and no longer lists it; the gateway
+    /// stays paused until a `resume` (zookeeper mode, host backend).
+    ExpireSession(Target),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -1354,6 +1362,7 @@ impl Change {
             Change::Heal => "heal",
             Change::SyncFault(_) => "syncFault",
             Change::Compact(_) => "compact",
+            Change::ExpireSession(_) => "expireSession",
             change => change.fault().map_or("", |(action, _)| action.name()),
         }
     }

@@ -674,6 +674,13 @@ impl<'s> Validator<'s> {
                     Change::Compact(target) => {
                         self.compact(&processes, *target, &format!("{at}.compact"));
                     }
+                    Change::ExpireSession(target) => {
+                        self.expire_session(
+                            &mut processes,
+                            *target,
+                            &format!("{at}.expireSession"),
+                        );
+                    }
                     Change::Stop(_)
                     | Change::Kill(_)
                     | Change::Start(_)
@@ -801,6 +808,35 @@ impl<'s> Validator<'s> {
                 format!("the etcd is {state} at this point: start it first"),
             );
         }
+    }
+
+    /// `expireSession` names a running gateway of a case that runs in the zookeeper mode only,
+    /// on the host backend; the gateway is paused afterwards.
+    fn expire_session(&mut self, processes: &mut Processes, target: Target, at: &str) {
+        let s = self.s;
+        if !matches!(target, Target::Gateway(_)) {
+            self.report(
+                at,
+                format!("only a gateway's ZooKeeper session expires here, not `{target}`'s"),
+            );
+            return;
+        }
+        if s.modes.iter().any(|m| *m != model::SyncMode::Zookeeper) {
+            self.report(
+                at,
+                "`expireSession` means something in the zookeeper mode only: give \
+                 `modes: [zookeeper]`",
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "`expireSession` runs on the host backend only so far (it asks ZooKeeper's \
+                 `cons` on the host): add `backends: [host]`",
+            );
+        }
+        // The gateway is paused while its session expires: a `pause` for what runs.
+        self.fault(processes, FaultAction::Pause, target, at);
     }
 
     /// A fault fits the case (its target runs in every mode the case runs in; every backend
@@ -2018,6 +2054,53 @@ steps:
             e.contains(
                 "steps[0].changes[3].compact: `compact: etcd` means something in the etcd mode \
                  only: give `modes: [etcd]`"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_expired_session_is_a_paused_gateway_of_the_zookeeper_mode_on_the_host() {
+        const EXPIRY: &str =
+            include_str!("../../../cases/scenarios/faults/zookeeper_session_expiry.yaml");
+        parse_str(Path::new("x.yaml"), EXPIRY).unwrap();
+        let e = err(&EXPIRY.replacen("expireSession: gateway", "expireSession: admin", 1));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].expireSession: only a gateway's ZooKeeper session expires \
+                 here, not `admin`'s"
+            ),
+            "{e}"
+        );
+        let e = err(&EXPIRY.replace("modes: [zookeeper]", "modes: [zookeeper, etcd]"));
+        assert!(
+            e.contains(
+                "steps[0].changes[0].expireSession: `expireSession` means something in the \
+                 zookeeper mode only: give `modes: [zookeeper]`"
+            ),
+            "{e}"
+        );
+        let e = err(&EXPIRY.replace("backends: [host]\n", ""));
+        assert!(
+            e.contains("`expireSession` runs on the host backend only so far"),
+            "{e}"
+        );
+        // The gateway stays paused: without the `resume`, the step ends with it paused, and a
+        // second expiry in a row finds it paused already.
+        let e = err(&EXPIRY.replacen("      - resume: gateway\n", "", 1));
+        assert!(
+            e.contains("steps[0]: the gateway is paused at the end of the step"),
+            "{e}"
+        );
+        let e = err(&EXPIRY.replacen(
+            "      - resume: gateway\n",
+            "      - expireSession: gateway\n      - resume: gateway\n",
+            1,
+        ));
+        assert!(
+            e.contains(
+                "steps[0].changes[3].expireSession: `pause` needs the gateway running, but it is \
+                 paused at this point"
             ),
             "{e}"
         );

@@ -237,6 +237,42 @@ async fn server_restart_converges(kind: StoreKind) -> Result<(), Failed> {
     setup.finish()
 }
 
+/// The wait for a ZooKeeper session to expire fails on a session that does not expire (the
+/// gateway keeps pinging) and on one ZooKeeper does not list: `expireSession` cannot pass on
+/// a stall that never expired anything.
+async fn expiry_wait_fails_on_a_live_session(kind: StoreKind) -> Result<(), Failed> {
+    use harness::fault::zookeeper::{gateway_session, wait_expired};
+    let mut setup = Setup::start(kind).await?;
+    setup.start_gateway().await?;
+    let url = setup.gateway.as_ref().ok_or("no gateway")?.url().to_owned();
+    // The gateway reports its session once connected.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let session = loop {
+        match gateway_session(&url).await {
+            Ok(session) => break session,
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e.into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let port = setup.store.port();
+    let e = wait_expired(port, "0x1", Duration::ZERO)
+        .await
+        .expect_err("a session ZooKeeper does not list expired");
+    if !e.to_string().contains("ZooKeeper lists no session 0x1") {
+        return Err(format!("unexpected error: {e}").into());
+    }
+    let e = wait_expired(port, &session, Duration::ZERO)
+        .await
+        .expect_err("a live session expired");
+    if !e
+        .to_string()
+        .contains(&format!("session {session} (timeout"))
+    {
+        return Err(format!("unexpected error: {e}\n{}", setup.logs()).into());
+    }
+    setup.finish()
+}
+
 fn block_on<F: Future<Output = Result<(), Failed>>>(f: F) -> Result<(), Failed> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -273,6 +309,15 @@ pub(crate) fn trials() -> Vec<Trial> {
             })
             .with_ignored_flag(ignored),
         );
+        if kind == StoreKind::Zookeeper {
+            trials.push(
+                Trial::test(
+                    format!("expiry_wait_fails_on_a_live_session@{mode}"),
+                    move || block_on(expiry_wait_fails_on_a_live_session(kind)),
+                )
+                .with_ignored_flag(ignored),
+            );
+        }
     }
     trials
 }
