@@ -5,6 +5,9 @@
 //! the binaries, [`run_case`] runs one scenario under one mode, and [`run_paths`] does all of it
 //! for the `gantry` CLI. Layers: [`scenario`] (parse, validate) → [`topology`] on a [`backend`]
 //! → [`runner`] (with [`probe`] verdicts and [`wait`] convergence) → [`report`].
+//!
+//! In a test of your own, [`Gantry`] starts a topology and hands out its admin client and
+//! gateway address (`harness/examples/own_test.rs`).
 
 pub mod backend;
 pub mod bench;
@@ -12,6 +15,7 @@ pub mod client;
 pub mod compose;
 pub mod error;
 pub mod fault;
+pub mod gantry;
 pub mod images;
 pub mod judge;
 pub mod lower;
@@ -30,6 +34,7 @@ use model::SyncMode;
 
 pub use backend::{Backend, BackendKind};
 pub use error::{BackendError, RunError, ScenarioError};
+pub use gantry::{Gantry, GantryBuilder};
 pub use report::{CaseResult, Event};
 pub use runner::{CaseOutcome, run_case};
 pub use scenario::{CaseFile, Scenario, discover};

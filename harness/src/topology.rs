@@ -392,6 +392,13 @@ impl Topology {
         self.components.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The docker run's networks (upstream, sync), for docker runs: a container of your own
+    /// joins the upstream one to be reached by the gateway as an upstream, the sync one to sit
+    /// beside the admin and the store.
+    pub fn docker_networks(&self) -> Option<(String, String)> {
+        self.run.docker_networks()
+    }
+
     /// The docker run id (labels `gantry.run`, names `gantry-<id>-*`), for docker runs.
     pub fn docker_run_id(&self) -> Option<&str> {
         self.run.docker_id()

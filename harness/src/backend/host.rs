@@ -33,7 +33,8 @@ pub struct HostBackend {
 }
 
 /// The directory holding the binaries: `GANTRY_BIN_DIR` if given, else the directory of the
-/// running executable (its parent when that is `deps`, as for test executables).
+/// running executable (its parent when that is `deps` or `examples`, as for test executables
+/// and examples).
 pub fn default_bin_dir(env_bin_dir: Option<PathBuf>) -> Result<PathBuf, BackendError> {
     if let Some(dir) = env_bin_dir {
         return Ok(dir);
@@ -43,7 +44,10 @@ pub fn default_bin_dir(env_bin_dir: Option<PathBuf>) -> Result<PathBuf, BackendE
         source,
     })?;
     let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    if dir.file_name().is_some_and(|n| n == "deps") {
+    if dir
+        .file_name()
+        .is_some_and(|n| n == "deps" || n == "examples")
+    {
         dir.pop();
     }
     Ok(dir)

@@ -147,6 +147,14 @@ impl Run {
         }
     }
 
+    /// The docker run's networks (upstream, sync), for docker runs.
+    pub fn docker_networks(&self) -> Option<(String, String)> {
+        match self {
+            Run::Host(_) => None,
+            Run::Docker(d) => Some(d.networks()),
+        }
+    }
+
     /// The docker run id, for docker runs.
     pub fn docker_id(&self) -> Option<&str> {
         match self {

@@ -39,10 +39,7 @@ pub use fanout::{FanoutOptions, FanoutReport};
 pub use proxy::{ProxyOptions, ProxyReport};
 pub use sync::{SyncOptions, SyncReport};
 
-/// The admin's built-in credentials (a fresh database has them).
-pub(crate) const ADMIN_USER: &str = "admin";
-/// See [`ADMIN_USER`].
-pub(crate) const ADMIN_PASSWORD: &str = "123456";
+pub(crate) use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 
 /// What every bench report starts with.
 #[derive(Debug, Clone, Serialize)]

@@ -9,6 +9,11 @@ use serde::de::DeserializeOwned;
 use super::{http, send};
 use crate::error::ClientError;
 
+/// The admin's built-in user (a fresh database has it; ShenYu's default).
+pub const ADMIN_USER: &str = "admin";
+/// The password of [`ADMIN_USER`].
+pub const ADMIN_PASSWORD: &str = "123456";
+
 /// A logged-in admin client.
 #[derive(Debug, Clone)]
 pub struct AdminClient {

@@ -54,9 +54,7 @@ use crate::scenario::placeholder;
 use crate::topology::{Shape, Topology};
 use crate::wait::{Converged, WaitPolicy, await_convergence};
 
-/// The admin's built-in credentials.
-const ADMIN_USER: &str = "admin";
-const ADMIN_PASSWORD: &str = "123456";
+use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 /// Lines of each service log attached to a failure.
 const LOG_LINES: usize = 40;
 

@@ -272,6 +272,12 @@ impl DockerRun {
         format!("{}-sync", self.network)
     }
 
+    /// The run's networks: the upstream one (the gateway, its upstreams and components) and
+    /// the sync one (the admin, ZooKeeper or etcd, and the gateway).
+    pub fn networks(&self) -> (String, String) {
+        (self.network.clone(), self.sync_network())
+    }
+
     fn partitioned(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
         self.partitioned.lock().unwrap_or_else(|e| e.into_inner())
     }

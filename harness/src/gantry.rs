@@ -1,0 +1,240 @@
+//! gantry as a library, for a test of your own: [`Gantry`] starts a topology (echo upstreams,
+//! the store of the sync mode, an admin, a gateway) on the host or docker backend, hands out
+//! the admin client and the gateway's address, makes routes, waits for the gateway to hold
+//! the admin's config, and removes everything when dropped.
+//!
+//! ```no_run
+//! use harness::{BackendKind, Gantry};
+//! use model::SyncMode;
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let gantry = Gantry::builder(SyncMode::Websocket)
+//!     .backend(BackendKind::Host)
+//!     .upstreams(["alpha", "beta"])
+//!     .start()
+//!     .await?;
+//! let admin = gantry.admin().await?;
+//! gantry.route(&admin, "hello", "/hello/", "alpha").await?;
+//! gantry.converged().await?;
+//! let answer = reqwest::get(format!("{}/hello/world", gantry.gateway_url())).await?;
+//! assert_eq!(answer.headers()["x-gantry-upstream"], "alpha");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Scenario files run through [`crate::run_paths`] (each case starts its own topology). The
+//! binaries come from `cargo build --workspace` (`cargo test` and `cargo run --example` build
+//! them); the docker backend needs `gantry images`. A container of your own (testcontainers,
+//! bollard) joins [`Gantry::docker_networks`] to sit beside gantry's.
+
+use std::time::Duration;
+
+use model::SyncMode;
+use serde_json::json;
+
+use crate::backend::{Backend, BackendKind};
+use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
+use crate::client::{AdminClient, GatewayClient};
+use crate::error::{BackendError, ClientError};
+use crate::lower;
+use crate::scenario::ast::{SelectorSpec, UpstreamDecl};
+use crate::topology::Topology;
+use crate::wait::{Converged, WaitPolicy, WaitTimeout, await_convergence};
+
+/// How [`Gantry::converged`] waits: every 20 ms, until the digests agree, within 10 s.
+const CONVERGE: WaitPolicy = WaitPolicy {
+    consecutive: 1,
+    interval: Duration::from_millis(20),
+    timeout: Duration::from_secs(10),
+};
+
+/// A running topology for one sync mode; dropping it stops and removes everything.
+#[derive(Debug)]
+pub struct Gantry {
+    // Dropped first: the services, then the backend they ran on.
+    topology: Topology,
+    backend: Backend,
+}
+
+/// What [`Gantry::builder`] starts.
+#[derive(Debug, Clone)]
+pub struct GantryBuilder {
+    mode: SyncMode,
+    backend: BackendKind,
+    upstreams: Vec<String>,
+    keep: bool,
+}
+
+impl GantryBuilder {
+    /// The backend (default: host processes).
+    pub fn backend(mut self, backend: BackendKind) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The echo upstreams to start, by name (each answers with `x-gantry-upstream: <name>`).
+    pub fn upstreams<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.upstreams = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Keeps the logs and files (and, on docker, the containers) after the drop, as
+    /// `GANTRY_KEEP=1` does for scenario runs.
+    pub fn keep(mut self, keep: bool) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    /// Starts the upstreams, the store of the mode, the admin and the gateway, and returns
+    /// once they answer. The binaries are the workspace's, next to the running executable
+    /// (or in `GANTRY_BIN_DIR`); on docker, the `gantry/*:dev` images.
+    pub async fn start(self) -> Result<Gantry, BackendError> {
+        let bin_dir = std::env::var_os("GANTRY_BIN_DIR").map(Into::into);
+        let dir = crate::backend::host::default_bin_dir(bin_dir)?;
+        let backend = Backend::new(self.backend, dir)?;
+        let upstreams: Vec<UpstreamDecl> = self
+            .upstreams
+            .iter()
+            .map(|n| UpstreamDecl::echo(n))
+            .collect();
+        let topology = Topology::start(&backend, self.mode, &upstreams, &[], self.keep).await?;
+        Ok(Gantry { topology, backend })
+    }
+}
+
+impl Gantry {
+    /// A topology for `mode` on the host backend with the upstream `alpha`, to adjust.
+    pub fn builder(mode: SyncMode) -> GantryBuilder {
+        GantryBuilder {
+            mode,
+            backend: BackendKind::Host,
+            upstreams: vec!["alpha".to_owned()],
+            keep: false,
+        }
+    }
+
+    /// The admin's base URL (`http://127.0.0.1:<port>`).
+    pub fn admin_url(&self) -> &str {
+        self.topology.admin().url()
+    }
+
+    /// The gateway's base URL, where traffic goes.
+    pub fn gateway_url(&self) -> &str {
+        self.topology.gateway().url()
+    }
+
+    /// An admin client logged in with the built-in user.
+    pub async fn admin(&self) -> Result<AdminClient, ClientError> {
+        AdminClient::login(self.admin_url(), ADMIN_USER, ADMIN_PASSWORD).await
+    }
+
+    /// A client of the gateway (requests as case files send them, digest, health).
+    pub fn gateway(&self) -> GatewayClient {
+        GatewayClient::new(self.gateway_url())
+    }
+
+    /// Where upstream `name` listens as the gateway reaches it (`host:port`, a divide
+    /// `upstreamUrl`).
+    pub fn upstream_address(&self, name: &str) -> Option<String> {
+        self.topology.upstream(name).map(|u| u.host_port())
+    }
+
+    /// The docker run's networks (upstream, sync), on the docker backend.
+    pub fn docker_networks(&self) -> Option<(String, String)> {
+        self.topology.docker_networks()
+    }
+
+    /// The running topology: its services, and the faults a case file's steps inject
+    /// ([`Topology::fault`], [`Topology::partition`]).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The backend the topology runs on.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Creates a divide selector `name` whose requests start with `prefix`, with one rule
+    /// over the same condition, to `upstream`, as a case file's setup would; returns the
+    /// selector id. For anything else, build a [`SelectorSpec`] (the case files' `setup`
+    /// vocabulary) and call [`Gantry::create_selector`].
+    pub async fn route(
+        &self,
+        admin: &AdminClient,
+        name: &str,
+        prefix: &str,
+        upstream: &str,
+    ) -> Result<String, ClientError> {
+        let condition =
+            json!({ "paramType": "uri", "operator": "startsWith", "paramValue": prefix });
+        let spec: SelectorSpec = serde_json::from_value(json!({
+            "name": name,
+            "plugin": "divide",
+            "conditions": [condition],
+            "upstreams": [{ "upstream": upstream }],
+            "rules": [{ "name": name, "conditions": [condition] }],
+        }))
+        .expect("a valid selector spec");
+        self.create_selector(admin, &spec).await
+    }
+
+    /// Creates the selector `spec` and its rules through `admin`; returns the selector id.
+    /// Its upstreams must be names given to [`GantryBuilder::upstreams`].
+    pub async fn create_selector(
+        &self,
+        admin: &AdminClient,
+        spec: &SelectorSpec,
+    ) -> Result<String, ClientError> {
+        let addrs: lower::Addresses = spec
+            .upstreams
+            .iter()
+            .map(|u| {
+                let addr = self
+                    .upstream_address(&u.upstream)
+                    .ok_or_else(|| ClientError::Body {
+                        what: format!("selector `{}`", spec.name),
+                        detail: format!("no upstream `{}` was started", u.upstream),
+                        body: String::new(),
+                    })?;
+                Ok((u.upstream.clone(), addr))
+            })
+            .collect::<Result<_, ClientError>>()?;
+        let plugin_id = admin
+            .plugin_id(&spec.plugin)
+            .await?
+            .ok_or_else(|| ClientError::Body {
+                what: format!("selector `{}`", spec.name),
+                detail: format!("the admin has no plugin `{}`", spec.plugin),
+                body: String::new(),
+            })?;
+        let id = admin
+            .create_selector(&lower::selector_dto(spec, &plugin_id, &addrs))
+            .await?;
+        for rule in &spec.rules {
+            admin.create_rule(&lower::rule_dto(rule, &id)).await?;
+        }
+        Ok(id)
+    }
+
+    /// Waits (within 10 s) until the gateway's config digest equals the admin's: every
+    /// change made so far is live on the gateway.
+    pub async fn converged(&self) -> Result<Converged, WaitTimeout> {
+        let gateway = self.gateway();
+        let admin_url = self.admin_url().to_owned();
+        let admin = self.admin().await;
+        await_convergence(CONVERGE, || async {
+            let admin = admin
+                .as_ref()
+                .map_err(|e| format!("logging in to {admin_url}: {e}"))?;
+            let a = admin.digest().await.map_err(|e| e.to_string())?;
+            let g = gateway.digest().await.map_err(|e| e.to_string())?;
+            if a.digest == g.report.digest {
+                Ok(())
+            } else {
+                Err(format!("admin {a:?}, gateway {:?}", g.report))
+            }
+        })
+        .await
+    }
+}
