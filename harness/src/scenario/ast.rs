@@ -1005,13 +1005,12 @@ fn five_s_text() -> &'static str {
     "5s"
 }
 
-/// `churn:` keep `connections` requests in flight on a stable route, first for `duration`
-/// without churn (the baseline), then for `duration` while the harness makes `rate` admin
-/// changes a second (plus `burst`s) on routes of its own under `/gantry-churn/`, the load
-/// `requestRate` requests a second over `connections` connections: every
-/// answer in both phases must meet `expect`, and the admin must have acknowledged at least
-/// 80% of the asked change rate. The stable route's latency with and without churn is
-/// reported, not judged. Everything the check made is deleted before it ends.
+/// `churn:` send `requestRate` requests a second (over at most `connections` in flight) on a
+/// stable route, first for `duration` without churn (the baseline), then for `duration` while
+/// the harness makes `rate` admin changes a second (plus `burst`s) on routes of its own under
+/// `/gantry-churn/`: every answer in both phases must meet `expect`, and the admin must have
+/// acknowledged at least 80% of the asked change rate. The stable route's latency with and
+/// without churn is reported, not judged. Everything the check made is deleted before it ends.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChurnSpec {
