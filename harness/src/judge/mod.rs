@@ -8,6 +8,7 @@
 //! [`Measurements`] variant, and one arm where the runner observes.
 
 pub mod burst;
+pub mod churn;
 pub mod distribution;
 pub mod hash;
 pub mod latency;
@@ -70,6 +71,8 @@ pub enum Measurements {
     Latency(latency::Stats),
     /// Answers per status of requests sent at once.
     Burst(burst::Stats),
+    /// A stable route's answers and latency without and during churn.
+    Churn(churn::Stats),
     /// Nothing was measured (the check was skipped or could not observe).
     None,
 }

@@ -274,6 +274,7 @@ fn measured(m: &Measurements) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Measurements::Churn(c) => c.summary(),
         Measurements::None => String::new(),
     }
 }

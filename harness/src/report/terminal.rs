@@ -159,6 +159,9 @@ pub fn check_notes(results: &[CaseResult]) -> String {
                         l.changes
                     );
                 }
+                Measurements::Churn(ch) => {
+                    out += &format!("{at}: churn `{}`: {}\n", c.name, ch.summary());
+                }
                 _ => {}
             }
         }

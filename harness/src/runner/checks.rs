@@ -18,6 +18,7 @@ use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::RunErrorKind;
 use crate::judge::burst::BurstJudge;
+use crate::judge::churn::ChurnJudge;
 use crate::judge::distribution::{DistributionJudge, shares_from_weights};
 use crate::judge::hash::{HashJudge, Ring};
 use crate::judge::latency::{ChangeLatency, LatencyJudge};
@@ -34,7 +35,7 @@ use crate::upstream::{DELAY_HEADER, UPSTREAM_HEADER};
 use crate::wait::{WaitPolicy, await_convergence};
 
 /// Why a check produced no verdict.
-enum NoVerdict {
+pub(super) enum NoVerdict {
     /// It cannot run here (e.g. on this backend); reported as skipped, never as passed.
     Skip(String),
     /// Observing failed (a change that never became visible, an admin error).
@@ -167,6 +168,13 @@ impl Case<'_> {
                     statuses: &b.statuses,
                 }
                 .judge(&statuses)
+            }
+            CheckKind::Churn(c) => {
+                let observed = self.churn(admin, c).await?;
+                ChurnJudge {
+                    asked_rate: c.asked_rate(),
+                }
+                .judge(&observed)
             }
         })
     }

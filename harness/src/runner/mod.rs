@@ -24,6 +24,7 @@
 //! [`made`] keeps what setup made current; [`checks`] observes and judges each check kind.
 
 mod checks;
+mod churn;
 mod made;
 
 pub(crate) use self::checks::timed_toggle;

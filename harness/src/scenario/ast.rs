@@ -673,6 +673,9 @@ pub enum CheckKind {
     /// Requests sent all at once; the answers counted per HTTP status must be exactly the
     /// expected counts (a concurrency limit's allowed/denied split).
     Burst(BurstSpec),
+    /// Steady load on a stable route, first without and then during churn on other routes:
+    /// every answer must meet the expectation.
+    Churn(ChurnSpec),
 }
 
 impl CheckKind {
@@ -686,6 +689,7 @@ impl CheckKind {
             CheckKind::Steer(_) => "steer",
             CheckKind::Latency(_) => "latency",
             CheckKind::Burst(_) => "burst",
+            CheckKind::Churn(_) => "churn",
         }
     }
 
@@ -699,6 +703,7 @@ impl CheckKind {
             CheckKind::Steer(s) => &s.request,
             CheckKind::Latency(l) => &l.request,
             CheckKind::Burst(b) => &b.request,
+            CheckKind::Churn(c) => &c.request,
         }
     }
 }
@@ -730,16 +735,19 @@ struct RawCheck {
     latency: Option<LatencySpec>,
     /// Requests sent at once, answers counted per status.
     burst: Option<BurstSpec>,
+    /// A stable route under load while other routes change.
+    churn: Option<ChurnSpec>,
 }
 
 /// The judge keys of a check; with the probe (`request` + `expect`) exactly one kind is given.
-const JUDGE_KEYS: [&str; 6] = [
+const JUDGE_KEYS: [&str; 7] = [
     "distribution",
     "roundRobin",
     "hash",
     "steer",
     "latency",
     "burst",
+    "churn",
 ];
 
 /// In the schema a check is what [`RawCheck`] reads, plus what `TryFrom<RawCheck>` enforces:
@@ -791,6 +799,7 @@ impl TryFrom<RawCheck> for Check {
         kinds.extend(raw.steer.map(CheckKind::Steer));
         kinds.extend(raw.latency.map(CheckKind::Latency));
         kinds.extend(raw.burst.map(CheckKind::Burst));
+        kinds.extend(raw.churn.map(CheckKind::Churn));
         let judge_keys = JUDGE_KEYS.join(", ");
         let probe = match (raw.request, raw.expect) {
             (Some(request), Some(expect)) => Some(ProbeCheck {
@@ -974,6 +983,80 @@ pub struct BurstSpec {
 
 fn twenty() -> u32 {
     20
+}
+
+fn fifty_u32() -> u32 {
+    50
+}
+
+fn four() -> u32 {
+    4
+}
+
+fn four_hundred() -> u32 {
+    400
+}
+
+fn five_s() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn five_s_text() -> &'static str {
+    "5s"
+}
+
+/// `churn:` send `requestRate` requests a second (over at most `connections` in flight) on a
+/// stable route, first for `duration` without churn (the baseline), then for `duration` while
+/// the harness makes `rate` admin changes a second (plus `burst`s) on routes of its own under
+/// `/gantry-churn/`: every answer in both phases must meet `expect`, and the admin must have
+/// acknowledged at least 80% of the asked change rate. The stable route's latency with and
+/// without churn is reported, not judged. Everything the check made is deleted before it ends.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChurnSpec {
+    /// The stable route's request.
+    pub request: RequestSpec,
+    /// What every answer on the stable route must meet.
+    pub expect: Expect,
+    /// Admin changes per second on the churned routes (default 50).
+    #[serde(default = "fifty_u32")]
+    pub rate: u32,
+    /// How long each phase lasts, the baseline and the churn (default 5s).
+    #[serde(default = "five_s", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "five_s_text")]
+    pub duration: Duration,
+    /// Extra changes made back to back every so often, on top of `rate`.
+    #[serde(default)]
+    pub burst: Option<ChurnBurst>,
+    /// Requests in flight at most at once on the stable route (default 4).
+    #[serde(default = "four")]
+    pub connections: u32,
+    /// Requests per second on the stable route, spread over the connections (default 400):
+    /// steady traffic that leaves the machine room to churn, not a saturation test.
+    #[serde(default = "four_hundred")]
+    pub request_rate: u32,
+}
+
+impl ChurnSpec {
+    /// Admin changes per second asked for, bursts included.
+    pub fn asked_rate(&self) -> f64 {
+        f64::from(self.rate)
+            + self
+                .burst
+                .map_or(0.0, |b| f64::from(b.changes) / b.every.as_secs_f64())
+    }
+}
+
+/// `churn.burst:` `changes` extra admin changes, made at once every `every`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChurnBurst {
+    /// The period.
+    #[serde(deserialize_with = "duration")]
+    #[schemars(with = "DurationText")]
+    pub every: Duration,
+    /// Changes per burst.
+    pub changes: u32,
 }
 
 fn one_ms() -> Duration {

@@ -1068,6 +1068,64 @@ impl<'s> Validator<'s> {
                     );
                 }
             }
+            CheckKind::Churn(ch) => {
+                self.expectation(&ch.expect, &base);
+                if !(1..=MAX_CHURN_RATE).contains(&ch.rate) {
+                    self.report(
+                        format!("{base}.rate"),
+                        format!(
+                            "must be between 1 and {MAX_CHURN_RATE} changes/s, got {}",
+                            ch.rate
+                        ),
+                    );
+                }
+                if !(1..=MAX_CHURN_CONNECTIONS).contains(&ch.connections) {
+                    self.report(
+                        format!("{base}.connections"),
+                        format!(
+                            "must be between 1 and {MAX_CHURN_CONNECTIONS}, got {}",
+                            ch.connections
+                        ),
+                    );
+                }
+                if !(1..=MAX_CHURN_REQUEST_RATE).contains(&ch.request_rate) {
+                    self.report(
+                        format!("{base}.requestRate"),
+                        format!(
+                            "must be between 1 and {MAX_CHURN_REQUEST_RATE} requests/s, got {}",
+                            ch.request_rate
+                        ),
+                    );
+                }
+                if ch.duration < MIN_CHURN_DURATION {
+                    self.report(
+                        format!("{base}.duration"),
+                        format!(
+                            "must be at least {} (an achieved rate needs a few changes), got {}",
+                            humantime::format_duration(MIN_CHURN_DURATION),
+                            humantime::format_duration(ch.duration)
+                        ),
+                    );
+                }
+                if let Some(b) = &ch.burst {
+                    if b.every.is_zero() || b.every > ch.duration {
+                        self.report(
+                            format!("{base}.burst.every"),
+                            format!(
+                                "must be positive and at most the duration ({}), got {}",
+                                humantime::format_duration(ch.duration),
+                                humantime::format_duration(b.every)
+                            ),
+                        );
+                    }
+                    if !(1..=MAX_CHURN_RATE).contains(&b.changes) {
+                        self.report(
+                            format!("{base}.burst.changes"),
+                            format!("must be between 1 and {MAX_CHURN_RATE}, got {}", b.changes),
+                        );
+                    }
+                }
+            }
         }
     }
 
@@ -1162,6 +1220,18 @@ const MAX_HASH_CLIENTS: u32 = 1024;
 
 /// The most requests a burst check sends at once.
 const MAX_BURST: u32 = 256;
+
+/// The most admin changes a second (and per burst) a churn check may ask for.
+const MAX_CHURN_RATE: u32 = 1000;
+
+/// The most requests a churn check keeps in flight on its stable route.
+const MAX_CHURN_CONNECTIONS: u32 = 64;
+
+/// The most requests a second a churn check sends on its stable route.
+const MAX_CHURN_REQUEST_RATE: u32 = 100_000;
+
+/// The shortest phase of a churn check.
+const MIN_CHURN_DURATION: Duration = Duration::from_millis(500);
 
 /// The longest probe interval of a latency check.
 pub const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
@@ -2104,6 +2174,37 @@ steps:
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_churn_check_has_defaults_and_bounds() {
+        use super::super::ast::CheckKind;
+        let churn =
+            "  - name: c\n    churn: { request: { path: /x }, expect: { upstream: alpha } }\n";
+        let s = parse_str(Path::new("x.yaml"), &with_judges(churn)).unwrap();
+        let CheckKind::Churn(c) = &s.checks[2].kind else {
+            panic!("{:?}", s.checks[2].kind)
+        };
+        assert_eq!(
+            (c.rate, c.duration, c.connections, c.request_rate, c.burst),
+            (50, Duration::from_secs(5), 4, 400, None)
+        );
+        let e = err(&with_judges(&churn.replace(
+            "expect: { upstream: alpha }",
+            "expect: { upstream: omega }, rate: 0, connections: 0, requestRate: 0, duration: 10ms, \
+             burst: { every: 1s, changes: 0 }",
+        )));
+        for want in [
+            "checks[2].churn.expect.upstream: ",
+            "checks[2].churn.rate: must be between 1 and 1000 changes/s, got 0",
+            "checks[2].churn.connections: must be between 1 and 64, got 0",
+            "checks[2].churn.requestRate: must be between 1 and 100000 requests/s, got 0",
+            "checks[2].churn.duration: must be at least 500ms",
+            "checks[2].churn.burst.every: must be positive and at most the duration (10ms), got 1s",
+            "checks[2].churn.burst.changes: must be between 1 and 1000, got 0",
+        ] {
+            assert!(e.contains(want), "{want} not in {e}");
+        }
     }
 
     #[test]

@@ -1,0 +1,317 @@
+//! The churn judge: a stable route under steady load, first without churn (the baseline),
+//! then while other routes change at a given rate (ShenYu #7034: a change to one route must
+//! not disturb another). Every answer in both phases must have met the expectation, and the
+//! admin must have acknowledged at least [`MIN_RATE_SHARE`] of the asked change rate (else
+//! the check did not test what it claims). The stable route's latency quantiles in both
+//! phases and the achieved rate are measured, not judged.
+
+use serde::Serialize;
+
+use super::latency::Quantiles;
+use super::{Judge, Measurements, Verdict};
+
+/// The least share of the asked change rate the admin must have acknowledged.
+pub const MIN_RATE_SHARE: f64 = 0.8;
+
+/// How many misses (and failed changes) a failure names.
+const NAMED: usize = 3;
+
+/// One answer on the stable route that missed the expectation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Miss {
+    /// When it was sent, ms from the start of its phase.
+    pub at_ms: f64,
+    /// What was wrong (a status, a wrong upstream, a transport error).
+    pub what: String,
+}
+
+/// What the load on the stable route saw in one phase.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Phase {
+    /// Answers (and transport errors) seen.
+    pub sent: u64,
+    /// Every answer's latency, µs.
+    pub latencies_us: Vec<u64>,
+    /// How many missed.
+    pub missed: u64,
+    /// The earliest misses (at most [`NAMED`]).
+    pub first_misses: Vec<Miss>,
+}
+
+impl Phase {
+    /// Records one answer sent `at_ms` into the phase, taking `latency_us`; `outcome` is why
+    /// it missed, if it did.
+    pub fn record(&mut self, at_ms: f64, latency_us: u64, outcome: Result<(), String>) {
+        self.sent += 1;
+        self.latencies_us.push(latency_us);
+        if let Err(what) = outcome {
+            self.missed += 1;
+            self.first_misses.push(Miss { at_ms, what });
+            self.keep_first_misses();
+        }
+    }
+
+    /// Both phases' observations in one (the load's connections each record their own).
+    pub fn merge(mut self, other: Phase) -> Phase {
+        self.sent += other.sent;
+        self.latencies_us.extend(other.latencies_us);
+        self.missed += other.missed;
+        self.first_misses.extend(other.first_misses);
+        self.keep_first_misses();
+        self
+    }
+
+    fn keep_first_misses(&mut self) {
+        self.first_misses
+            .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        self.first_misses.truncate(NAMED);
+    }
+}
+
+/// What the churn check observed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChurnObservation {
+    /// The stable route without churn.
+    pub baseline: Phase,
+    /// The stable route during churn.
+    pub churn: Phase,
+    /// Admin changes acknowledged during the churn phase.
+    pub changes: u64,
+    /// Admin changes that failed, and the first errors (at most [`NAMED`]).
+    pub failed_changes: (u64, Vec<String>),
+    /// How long the churn phase lasted, s.
+    pub churn_secs: f64,
+}
+
+/// The asked change rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChurnJudge {
+    /// Admin changes per second asked for (bursts included).
+    pub asked_rate: f64,
+}
+
+/// One phase's numbers, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct PhaseStats {
+    /// Requests sent on the stable route.
+    pub sent: u64,
+    /// Answers that missed.
+    pub missed: u64,
+    /// The stable route's latency, ms.
+    pub latency: Quantiles,
+}
+
+/// What the churn check measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Stats {
+    /// The stable route without churn.
+    pub baseline: PhaseStats,
+    /// The stable route during churn.
+    pub churn: PhaseStats,
+    /// Admin changes acknowledged during churn.
+    pub changes: u64,
+    /// Admin changes that failed.
+    pub failed_changes: u64,
+    /// Changes per second asked for.
+    pub asked_rate: f64,
+    /// Changes per second the admin acknowledged.
+    pub achieved_rate: f64,
+}
+
+impl Stats {
+    /// One line for the terminal and HTML reports.
+    pub fn summary(&self) -> String {
+        let phase = |p: &PhaseStats| {
+            format!(
+                "{}/{} missed, p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+                p.missed, p.sent, p.latency.p50, p.latency.p95, p.latency.p99, p.latency.max
+            )
+        };
+        format!(
+            "stable route without churn: {}; during churn: {}; {:.1} changes/s acknowledged \
+             ({} changes, {:.1}/s asked)",
+            phase(&self.baseline),
+            phase(&self.churn),
+            self.achieved_rate,
+            self.changes,
+            self.asked_rate
+        )
+    }
+}
+
+fn phase_stats(p: &Phase) -> PhaseStats {
+    PhaseStats {
+        sent: p.sent,
+        missed: p.missed,
+        latency: Quantiles::of(p.latencies_us.iter().copied()),
+    }
+}
+
+impl Judge for ChurnJudge {
+    type Observation = ChurnObservation;
+
+    fn judge(&self, o: &ChurnObservation) -> Verdict {
+        let mut failures = Vec::new();
+        for (name, phase) in [("without churn", &o.baseline), ("during churn", &o.churn)] {
+            if phase.sent == 0 {
+                failures.push(format!("no answer on the stable route {name}"));
+            }
+            if phase.missed > 0 {
+                let first: Vec<String> = phase
+                    .first_misses
+                    .iter()
+                    .map(|m| format!("at {:.0} ms: {}", m.at_ms, m.what))
+                    .collect();
+                failures.push(format!(
+                    "{} of {} answers on the stable route {name} missed; first: {}",
+                    phase.missed,
+                    phase.sent,
+                    first.join("; ")
+                ));
+            }
+        }
+        let (failed, errors) = &o.failed_changes;
+        if *failed > 0 {
+            failures.push(format!(
+                "{failed} admin changes failed; first: {}",
+                errors.join("; ")
+            ));
+        }
+        let achieved_rate = if o.churn_secs > 0.0 {
+            o.changes as f64 / o.churn_secs
+        } else {
+            0.0
+        };
+        if achieved_rate < MIN_RATE_SHARE * self.asked_rate {
+            failures.push(format!(
+                "the admin acknowledged {achieved_rate:.1} changes/s ({} in {:.2} s), under {:.0}% \
+                 of the {:.1}/s asked: the stable route was not tested under that churn",
+                o.changes,
+                o.churn_secs,
+                MIN_RATE_SHARE * 100.0,
+                self.asked_rate
+            ));
+        }
+        Verdict {
+            failures,
+            measurements: Measurements::Churn(Stats {
+                baseline: phase_stats(&o.baseline),
+                churn: phase_stats(&o.churn),
+                changes: o.changes,
+                failed_changes: *failed,
+                asked_rate: self.asked_rate,
+                achieved_rate,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` passing answers of 1 ms each, one every 10 ms.
+    fn clean(n: u64) -> Phase {
+        let mut p = Phase::default();
+        for i in 0..n {
+            p.record(i as f64 * 10.0, 1000, Ok(()));
+        }
+        p
+    }
+
+    fn observed() -> ChurnObservation {
+        ChurnObservation {
+            baseline: clean(100),
+            churn: clean(100),
+            changes: 150,
+            failed_changes: (0, Vec::new()),
+            churn_secs: 3.0,
+        }
+    }
+
+    const JUDGE: ChurnJudge = ChurnJudge { asked_rate: 50.0 };
+
+    #[test]
+    fn clean_phases_at_the_asked_rate_pass_and_are_measured() {
+        let v = JUDGE.judge(&observed());
+        assert!(v.passed(), "{:?}", v.failures);
+        let Measurements::Churn(s) = &v.measurements else {
+            panic!("{:?}", v.measurements)
+        };
+        assert!((s.achieved_rate - 50.0).abs() < 1e-9, "{s:?}");
+        assert_eq!((s.baseline.sent, s.churn.missed), (100, 0));
+        assert!((s.churn.latency.p50 - 1.0).abs() < 0.01, "{s:?}");
+    }
+
+    #[test]
+    fn a_miss_during_churn_fails_naming_the_earliest() {
+        let mut o = observed();
+        let mut late = Phase::default();
+        late.record(
+            900.0,
+            2000,
+            Err("expected upstream alpha, got beta".to_owned()),
+        );
+        for at in [40.0, 30.0, 20.0] {
+            late.record(at, 2000, Err(format!("HTTP 404 at {at}")));
+        }
+        o.churn = o.churn.merge(late);
+        let v = JUDGE.judge(&o);
+        assert_eq!(v.failures.len(), 1, "{:?}", v.failures);
+        assert_eq!(
+            v.failures[0],
+            "4 of 104 answers on the stable route during churn missed; first: \
+             at 20 ms: HTTP 404 at 20; at 30 ms: HTTP 404 at 30; at 40 ms: HTTP 404 at 40"
+        );
+    }
+
+    #[test]
+    fn a_wrong_upstream_in_the_baseline_fails() {
+        let mut o = observed();
+        o.baseline.record(
+            5.0,
+            900,
+            Err("expected upstream alpha, got beta".to_owned()),
+        );
+        let v = JUDGE.judge(&o);
+        assert_eq!(
+            v.failures,
+            [
+                "1 of 101 answers on the stable route without churn missed; first: at 5 ms: \
+              expected upstream alpha, got beta"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_low_achieved_rate_or_a_failed_change_fails() {
+        let mut o = observed();
+        o.changes = 119; // 39.7/s < 40/s
+        o.failed_changes = (1, vec!["PUT /selector/7: HTTP 500".to_owned()]);
+        let v = JUDGE.judge(&o);
+        assert_eq!(v.failures.len(), 2, "{:?}", v.failures);
+        assert!(
+            v.failures[0].starts_with("1 admin changes failed; first: PUT /selector/7"),
+            "{:?}",
+            v.failures
+        );
+        assert!(
+            v.failures[1].starts_with("the admin acknowledged 39.7 changes/s (119 in 3.00 s)"),
+            "{:?}",
+            v.failures
+        );
+        o.changes = 120;
+        o.failed_changes = (0, Vec::new());
+        assert!(JUDGE.judge(&o).passed());
+    }
+
+    #[test]
+    fn a_silent_phase_fails() {
+        let mut o = observed();
+        o.baseline = Phase::default();
+        let v = JUDGE.judge(&o);
+        assert_eq!(v.failures, ["no answer on the stable route without churn"]);
+    }
+}

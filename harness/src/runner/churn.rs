@@ -1,0 +1,340 @@
+//! Observing the churn check ([`crate::judge::churn`]): steady load on the stable route for a
+//! baseline phase, then again while the harness churns routes of its own on the admin; at the
+//! end it deletes what it made and waits until every running gateway holds the admin's config
+//! again.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use model::SelectorDto;
+use serde_json::json;
+
+use super::Case;
+use super::checks::NoVerdict;
+use crate::client::AdminClient;
+use crate::judge::churn::{ChurnObservation, Phase};
+use crate::lower::{self, Addresses};
+use crate::probe::judge;
+use crate::scenario::ast::{ChurnSpec, RuleSpec, SelectorSpec, UpdateSelector};
+
+/// Where the churned routes live: `/gantry-churn/<slot>/`.
+const PREFIX: &str = "/gantry-churn";
+
+/// How many churned routes cycle beside a burst's: enough that a slow admin answer does not
+/// leave a tick without an idle route.
+const SLOTS: u32 = 32;
+
+/// The stage of one churned route; each admin change moves it to the next.
+#[derive(Debug)]
+enum Stage {
+    /// Nothing on the admin.
+    Empty,
+    /// A selector without a rule.
+    Selector { id: String, dto: SelectorDto },
+    /// A selector with its rule.
+    Ruled { id: String, dto: SelectorDto },
+    /// Its upstream and conditions changed.
+    Updated { id: String },
+}
+
+/// One churned route.
+#[derive(Debug)]
+struct Slot {
+    index: u32,
+    /// How many times it went through the cycle (picks its upstreams).
+    round: usize,
+    stage: Stage,
+}
+
+/// What the churned routes are made of.
+struct Churner<'a> {
+    admin: &'a AdminClient,
+    plugin_id: String,
+    addrs: &'a Addresses,
+    /// The case's upstreams, by name.
+    upstreams: Vec<String>,
+}
+
+impl Churner<'_> {
+    /// Slot `index`'s selector at `round` (`upstream` picks among the case's upstreams,
+    /// `deeper` narrows its path, for an update).
+    fn selector(&self, index: u32, upstream: usize, deeper: bool) -> SelectorSpec {
+        let path = if deeper {
+            format!("{PREFIX}/{index}/x/")
+        } else {
+            format!("{PREFIX}/{index}/")
+        };
+        serde_json::from_value(json!({
+            "name": format!("gantry-churn-{index}"),
+            "plugin": "divide",
+            "conditions": [{ "paramType": "uri", "operator": "startsWith", "paramValue": path }],
+            "upstreams": [{ "upstream": self.upstreams[upstream % self.upstreams.len()] }],
+        }))
+        .expect("a churn selector is a valid spec")
+    }
+
+    /// Makes the next admin change of `slot`.
+    async fn advance(&self, slot: &mut Slot) -> Result<(), String> {
+        let (index, round) = (slot.index, slot.round);
+        slot.stage = match std::mem::replace(&mut slot.stage, Stage::Empty) {
+            Stage::Empty => {
+                let spec = self.selector(index, round, false);
+                let dto = lower::selector_dto(&spec, &self.plugin_id, self.addrs);
+                let id = self
+                    .admin
+                    .create_selector(&dto)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Stage::Selector { id, dto }
+            }
+            Stage::Selector { id, dto } => {
+                let rule: RuleSpec = serde_json::from_value(json!({
+                    "name": "all",
+                    "conditions": [{
+                        "paramType": "uri", "operator": "startsWith",
+                        "paramValue": format!("{PREFIX}/{index}/"),
+                    }],
+                }))
+                .expect("a churn rule is a valid spec");
+                let created = self.admin.create_rule(&lower::rule_dto(&rule, &id)).await;
+                match created {
+                    Ok(Some(_)) => Stage::Ruled { id, dto },
+                    Ok(None) => {
+                        slot.stage = Stage::Selector { id, dto };
+                        return Err(format!(
+                            "the rule of churned selector {index} is not listed"
+                        ));
+                    }
+                    Err(e) => {
+                        slot.stage = Stage::Selector { id, dto };
+                        return Err(e.to_string());
+                    }
+                }
+            }
+            Stage::Ruled { id, mut dto } => {
+                let next = self.selector(index, round + 1, true);
+                let change = UpdateSelector {
+                    name: next.name,
+                    upstreams: Some(next.upstreams),
+                    enabled: None,
+                    conditions: Some(next.conditions),
+                };
+                lower::update_selector(&mut dto, &id, &change, self.addrs);
+                if let Err(e) = self.admin.update_selector(&id, &dto).await {
+                    slot.stage = Stage::Ruled { id, dto };
+                    return Err(e.to_string());
+                }
+                Stage::Updated { id }
+            }
+            Stage::Updated { id } => {
+                if let Err(e) = self.delete(std::slice::from_ref(&id)).await {
+                    slot.stage = Stage::Updated { id };
+                    return Err(e);
+                }
+                slot.round += 1;
+                Stage::Empty
+            }
+        };
+        Ok(())
+    }
+
+    /// Deletes the selectors `ids` (with their rules).
+    async fn delete(&self, ids: &[String]) -> Result<(), String> {
+        let deleted = self
+            .admin
+            .delete_selectors(ids)
+            .await
+            .map_err(|e| e.to_string())?;
+        if usize::try_from(deleted).ok() == Some(ids.len()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "deleting churned selectors {ids:?}: the admin deleted {deleted}"
+            ))
+        }
+    }
+}
+
+/// Admin changes made during the churn phase.
+#[derive(Debug, Default)]
+struct Changes {
+    acknowledged: u64,
+    failed: u64,
+    first_errors: Vec<String>,
+}
+
+impl Changes {
+    fn count(&mut self, result: Result<(), String>) {
+        match result {
+            Ok(()) => self.acknowledged += 1,
+            Err(e) => {
+                self.failed += 1;
+                if self.first_errors.len() < 3 {
+                    self.first_errors.push(e);
+                }
+            }
+        }
+    }
+}
+
+impl Case<'_> {
+    /// Runs both phases of a churn check and cleans up after it.
+    pub(super) async fn churn(
+        &self,
+        admin: &AdminClient,
+        spec: &ChurnSpec,
+    ) -> Result<ChurnObservation, NoVerdict> {
+        let plugin_id = admin
+            .plugin_id("divide")
+            .await
+            .map_err(|e| NoVerdict::Failed(e.to_string()))?
+            .ok_or_else(|| NoVerdict::Failed("the admin has no divide plugin".to_owned()))?;
+        let churner = Churner {
+            admin,
+            plugin_id,
+            addrs: &self.addrs,
+            upstreams: self.addrs.keys().cloned().collect(),
+        };
+        let slots = SLOTS + spec.burst.map_or(0, |b| b.changes);
+        let slots: Vec<Slot> = (0..slots)
+            .map(|index| Slot {
+                index,
+                round: 0,
+                stage: Stage::Empty,
+            })
+            .collect();
+
+        let stop = AtomicBool::new(false);
+        let (baseline, ()) = tokio::join!(self.load(spec, &stop), async {
+            tokio::time::sleep(spec.duration).await;
+            stop.store(true, Ordering::Relaxed);
+        });
+
+        stop.store(false, Ordering::Relaxed);
+        let started = Instant::now();
+        let (churn, (changes, slots)) = tokio::join!(self.load(spec, &stop), async {
+            let done = churn_for(&churner, slots, spec).await;
+            stop.store(true, Ordering::Relaxed);
+            done
+        });
+        let churn_secs = started.elapsed().as_secs_f64();
+
+        let left: Vec<String> = slots
+            .iter()
+            .filter_map(|s| match &s.stage {
+                Stage::Empty => None,
+                Stage::Selector { id, .. } | Stage::Ruled { id, .. } | Stage::Updated { id } => {
+                    Some(id.clone())
+                }
+            })
+            .collect();
+        if !left.is_empty() {
+            churner
+                .delete(&left)
+                .await
+                .map_err(|e| NoVerdict::Failed(format!("cleaning up after churn: {e}")))?;
+        }
+        self.digests_converge(admin, "digest equality after churn")
+            .await
+            .map_err(|e| NoVerdict::Failed(e.to_string()))?;
+        Ok(ChurnObservation {
+            baseline,
+            churn,
+            changes: changes.acknowledged,
+            failed_changes: (changes.failed, changes.first_errors),
+            churn_secs,
+        })
+    }
+
+    /// `spec.request_rate` requests a second on the stable route over `spec.connections`
+    /// connections, each paced (a tick missed while its request is in flight is skipped),
+    /// until `stop`; each answer judged against `spec.expect`.
+    async fn load(&self, spec: &ChurnSpec, stop: &AtomicBool) -> Phase {
+        let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (names, gateway) = (&names, self.gateway());
+        let started = Instant::now();
+        let period = Duration::from_secs(1) * spec.connections / spec.request_rate.max(1);
+        let connections = (0..spec.connections).map(|c| async move {
+            let mut phase = Phase::default();
+            // The connections' ticks are spread over the period.
+            let first = tokio::time::Instant::now() + period * c / spec.connections.max(1);
+            let mut tick = tokio::time::interval_at(first, period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let sent = Instant::now();
+                let outcome = match gateway.send(&spec.request).await {
+                    Ok(resp) => judge(&spec.expect, &resp, names),
+                    Err(e) => Err(e.to_string()),
+                };
+                phase.record(
+                    (sent - started).as_secs_f64() * 1000.0,
+                    u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX),
+                    outcome,
+                );
+            }
+            phase
+        });
+        futures_util::future::join_all(connections)
+            .await
+            .into_iter()
+            .fold(Phase::default(), Phase::merge)
+    }
+}
+
+/// Makes admin changes at `spec.rate` (one idle slot's next change per tick) and
+/// `spec.burst`s (that many idle slots' changes at once) for `spec.duration`; a slot's changes
+/// are made in order, different slots' overlap (so the admin's latency does not cap the rate).
+/// A tick that finds no idle slot makes no change (the achieved rate shows it). Returns once
+/// every change under way has been answered, with every slot.
+async fn churn_for(
+    churner: &Churner<'_>,
+    slots: Vec<Slot>,
+    spec: &ChurnSpec,
+) -> (Changes, Vec<Slot>) {
+    let mut changes = Changes::default();
+    let mut idle: VecDeque<Slot> = slots.into();
+    let mut busy = FuturesUnordered::new();
+    let deadline = tokio::time::Instant::now() + spec.duration;
+    let mut tick = tokio::time::interval(Duration::from_secs(1) / spec.rate.max(1));
+    let mut burst = spec.burst.map(|b| {
+        let mut i = tokio::time::interval(b.every);
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        (i, b.changes as usize)
+    });
+    loop {
+        let n = tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(deadline) => break,
+            Some((slot, result)) = busy.next() => {
+                changes.count(result);
+                idle.push_back(slot);
+                continue;
+            }
+            n = async {
+                match &mut burst {
+                    Some((every, n)) => {
+                        every.tick().await;
+                        *n
+                    }
+                    None => std::future::pending().await,
+                }
+            } => n,
+            _ = tick.tick() => 1,
+        };
+        for mut slot in idle.drain(..n.min(idle.len())) {
+            busy.push(async move {
+                let result = churner.advance(&mut slot).await;
+                (slot, result)
+            });
+        }
+    }
+    while let Some((slot, result)) = busy.next().await {
+        changes.count(result);
+        idle.push_back(slot);
+    }
+    (changes, idle.into())
+}
