@@ -108,32 +108,49 @@ impl Case<'_> {
         };
         Ok(match kind {
             CheckKind::Probe(p) => {
-                let mut answers = Vec::new();
-                let mut attempts = Vec::new();
-                for _ in 0..p.repeat {
-                    let before = self.journal_lengths(&p.attempts).await?;
-                    answers.push(self.send(self.gateway(), &p.request).await);
-                    let after = self.journal_lengths(&p.attempts).await?;
-                    attempts.push(
-                        after
-                            .into_iter()
-                            .map(|(name, n)| {
-                                let was = before.get(&name).copied().unwrap_or(0);
-                                (name, n.saturating_sub(was))
-                            })
-                            .collect(),
-                    );
-                }
+                // Every running gateway must answer as expected (a stale one is named).
                 let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let mut verdict = ProbeJudge {
-                    expect: &p.expect,
-                    names: &names,
+                let several = self.running_gateways().len() > 1;
+                let (mut failures, mut sent, mut passed) = (Vec::new(), 0, 0);
+                for i in self.running_gateways() {
+                    let mut answers = Vec::new();
+                    let mut attempts = Vec::new();
+                    for _ in 0..p.repeat {
+                        let before = self.journal_lengths(&p.attempts).await?;
+                        answers.push(self.send(&self.gateways[i], &p.request).await);
+                        let after = self.journal_lengths(&p.attempts).await?;
+                        attempts.push(
+                            after
+                                .into_iter()
+                                .map(|(name, n)| {
+                                    let was = before.get(&name).copied().unwrap_or(0);
+                                    (name, n.saturating_sub(was))
+                                })
+                                .collect(),
+                        );
+                    }
+                    let mut verdict = ProbeJudge {
+                        expect: &p.expect,
+                        names: &names,
+                    }
+                    .judge(&answers);
+                    verdict
+                        .failures
+                        .extend(attempt_misses(&p.attempts, &attempts));
+                    let on = |f: String| match several {
+                        true => format!("{}: {f}", self.gateway_name(i)),
+                        false => f,
+                    };
+
+                    failures.extend(verdict.failures.into_iter().map(on));
+                    if let Measurements::Probe { sent: s, passed: p } = verdict.measurements {
+                        (sent, passed) = (sent + s, passed + p);
+                    }
                 }
-                .judge(&answers);
-                verdict
-                    .failures
-                    .extend(attempt_misses(&p.attempts, &attempts));
-                verdict
+                Verdict {
+                    failures,
+                    measurements: Measurements::Probe { sent, passed },
+                }
             }
             CheckKind::Distribution(d) => {
                 let shares = match &d.shares {

@@ -12,8 +12,8 @@
 //! (a step's changes to its `via` admin when it names one),
 //! every wait and digest equality covers every running gateway (each gateway's digest must
 //! equal the admin's), a step's `during` probe goes to each running gateway in turn, and
-//! checks and teardown probes go to the first running gateway. A fault step keeps track of
-//! which run.
+//! probe checks and teardown probes to every running gateway, the other checks to the first
+//! running one. A fault step keeps track of which run.
 //!
 //! Setup first sets `setup.plugins` (config with its placeholders filled in from the
 //! topology's components, enabled flag); those plugins are put back with the step ones.
@@ -1110,9 +1110,19 @@ impl Case<'_> {
             .await?;
         self.timing("teardown", committed, &applied, converge);
         let mut failures = Vec::new();
+        let several = self.running_gateways().len() > 1;
         for (i, p) in self.scenario.teardown.probes.iter().enumerate() {
-            if let Err(miss) = self.probe_once(&p.request, &p.expect).await {
-                failures.push(format!("  teardown probe {i}: {miss}"));
+            for g in self.running_gateways() {
+                if let Err(miss) = self
+                    .probe_on(&self.gateways[g], &p.request, &p.expect)
+                    .await
+                {
+                    let on = match several {
+                        true => format!(" on {}", self.gateway_name(g)),
+                        false => String::new(),
+                    };
+                    failures.push(format!("  teardown probe {i}{on}: {miss}"));
+                }
             }
         }
         if failures.is_empty() {

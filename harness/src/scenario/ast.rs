@@ -1009,7 +1009,7 @@ fn five_s_text() -> &'static str {
 /// stable route, first for `duration` without churn (the baseline), then for `duration` while
 /// the harness makes `rate` admin changes a second (plus `burst`s) on routes of its own under
 /// `/gantry-churn/`: every answer in both phases must meet `expect`, and the admin must have
-/// acknowledged at least 80% of the asked change rate. The stable route's latency with and
+/// acknowledged at least half the asked change rate. The stable route's latency with and
 /// without churn is reported, not judged. Everything the check made is deleted before it ends.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
