@@ -35,7 +35,7 @@ pub struct Options {
     pub faults: bool,
     /// How long after the last heal every route must be stable and the digests equal.
     pub bound: Duration,
-    /// Shrinking stops after this many histories run…
+    /// Proptest's shrinking, then the greedy pass, each stop after this many histories…
     pub shrink_iters: u32,
     /// …or after this long.
     pub shrink_time: Duration,
@@ -45,7 +45,8 @@ pub struct Options {
 
 impl Options {
     /// The defaults of the `cargo test` trials: 64 histories of at most 8 steps with faults,
-    /// a 5 s bound, shrinking bounded by 40 histories and 60 s.
+    /// a 5 s bound; proptest's shrinking and then the greedy pass each bounded by 40
+    /// histories and 30 s.
     pub fn new(mode: ::model::SyncMode, seed: u64) -> Options {
         Options {
             mode,
@@ -55,7 +56,7 @@ impl Options {
             faults: true,
             bound: Duration::from_secs(5),
             shrink_iters: 40,
-            shrink_time: Duration::from_secs(60),
+            shrink_time: Duration::from_secs(30),
             keep: false,
         }
     }

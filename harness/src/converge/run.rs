@@ -132,10 +132,10 @@ impl Live {
         self.acknowledged += state.acknowledged;
         let report = match applied {
             Ok(healed) => self.judge(case, history, &state.model, healed, bound).await,
-            Err(e) => Ok(CaseReport {
+            Err(e) => CaseReport {
                 classes: Vec::new(),
                 verdict: Err(e),
-            }),
+            },
         };
         let ids: Vec<String> = state.ids.into_values().map(|(s, _)| s).collect();
         if !ids.is_empty() {
@@ -144,7 +144,7 @@ impl Live {
                 .await
                 .map_err(|e| format!("deleting case {case}'s selectors: {e}"))?;
         }
-        report
+        Ok(report)
     }
 
     /// Applies every step; returns when the last fault was healed (or the last operation
@@ -297,7 +297,7 @@ impl Live {
         model: &Model,
         healed: Instant,
         bound: Duration,
-    ) -> Result<CaseReport, String> {
+    ) -> CaseReport {
         let elements: Vec<(u8, usize, Expect)> = history
             .keys()
             .into_iter()
@@ -359,7 +359,7 @@ impl Live {
                 bound.as_secs_f64()
             ))
         };
-        Ok(CaseReport { classes, verdict })
+        CaseReport { classes, verdict }
     }
 
     async fn probe(&self, gateway: &GatewayClient, case: u64, key: u8) -> Answer {
