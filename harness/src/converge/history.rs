@@ -88,6 +88,10 @@ pub enum Fault {
     KillAdmin,
     /// The admin paused, then resumed.
     PauseAdmin,
+    /// The admin's next push hit by a protocol fault its mode heals by itself (websocket:
+    /// `closeMidPush`, the gateway resyncs on a new session; http: `emptyAnswer`, the
+    /// gateway polls again); generated in those two modes only.
+    Protocol,
 }
 
 impl Fault {
@@ -220,24 +224,34 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn fault_step() -> impl Strategy<Value = Step> {
-    prop_oneof![
-        Just(Fault::RestartGateway),
-        Just(Fault::PauseGateway),
-        Just(Fault::Partition),
-        Just(Fault::KillAdmin),
-        Just(Fault::PauseAdmin),
-    ]
-    .prop_flat_map(|fault| {
-        let most = if fault.admin_down() { 0 } else { 2 };
-        prop::collection::vec(op(), 0..=most).prop_map(move |during| Step::Fault { fault, during })
+fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
+    let mut faults = vec![
+        Fault::RestartGateway,
+        Fault::PauseGateway,
+        Fault::Partition,
+        Fault::KillAdmin,
+        Fault::PauseAdmin,
+    ];
+    if protocol {
+        faults.push(Fault::Protocol);
+    }
+    prop::sample::select(faults).prop_flat_map(|fault| {
+        // A protocol fault hits a push, so an operation follows it.
+        let (least, most) = match fault {
+            f if f.admin_down() => (0, 0),
+            Fault::Protocol => (1, 2),
+            _ => (0, 2),
+        };
+        prop::collection::vec(op(), least..=most)
+            .prop_map(move |during| Step::Fault { fault, during })
     })
 }
 
-/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault.
-pub fn history(steps: usize, faults: bool) -> BoxedStrategy<History> {
+/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (a
+/// [`Fault::Protocol`] among them only with `protocol`).
+pub fn history(steps: usize, faults: bool, protocol: bool) -> BoxedStrategy<History> {
     let step = if faults {
-        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step()].boxed()
+        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(protocol)].boxed()
     } else {
         op().prop_map(Step::Op).boxed()
     };

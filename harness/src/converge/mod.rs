@@ -126,7 +126,8 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         run::count(&mut tally.borrow_mut(), &report);
         report.verdict
     };
-    let result = runner.run(&history::history(opts.steps, opts.faults), |h| {
+    let protocol = run::protocol_fault(opts.mode).is_some();
+    let result = runner.run(&history::history(opts.steps, opts.faults, protocol), |h| {
         test(&h).map_err(TestCaseError::fail)
     });
     let seed = opts.seed;

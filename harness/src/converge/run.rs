@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use model::{DivideUpstream, GatewayError, RuleDto, SelectorDto, SyncMode};
+use model::{DivideUpstream, GatewayError, RuleDto, SelectorDto, SyncFaultKind, SyncMode};
 
 use super::checker::{Answer, Class, Sample, Tally, classify};
 use super::history::{Fault, History, Op, Step, Upstream};
@@ -13,7 +13,7 @@ use super::model::{Expect, Model};
 use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
-use crate::scenario::ast::{FaultAction, RequestSpec, Target, UpstreamDecl};
+use crate::scenario::ast::{FaultAction, RequestSpec, SyncFault, Target, UpstreamDecl};
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
 use crate::wait::{WaitPolicy, await_convergence};
@@ -35,6 +35,7 @@ pub struct Live {
     admin: AdminClient,
     gateways: Vec<GatewayClient>,
     plugin_id: String,
+    mode: SyncMode,
     /// The divide handles sending to alpha and to beta.
     handles: [String; 2],
     /// Selectors the admin holds besides ours.
@@ -73,6 +74,7 @@ impl Live {
         let upstreams = [UpstreamDecl::echo("alpha"), UpstreamDecl::echo("beta")];
         let shape = Shape {
             sync_proxy: true,
+            sync_faults: protocol_fault(mode).is_some(),
             ..Shape::default()
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
@@ -110,6 +112,7 @@ impl Live {
             admin,
             gateways,
             plugin_id,
+            mode,
             handles,
             baseline,
             next_case: 1,
@@ -258,6 +261,22 @@ impl Live {
             Fault::Partition => self.topo.partition(ProxyMode::Blackhole).await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Kill, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Pause, ADMIN).await,
+            Fault::Protocol => {
+                let kind = protocol_fault(self.mode).ok_or(format!(
+                    "no protocol fault heals by itself in the {} mode",
+                    self.mode
+                ))?;
+                let armed = SyncFault {
+                    kind,
+                    count: 1,
+                    delay: None,
+                };
+                return self
+                    .admin
+                    .arm_sync_fault(&armed)
+                    .await
+                    .map_err(|e| format!("arming {}: {e}", kind.name()));
+            }
         };
         done.map_err(|e| format!("injecting {fault:?}: {e}"))
     }
@@ -270,6 +289,8 @@ impl Live {
             Fault::Partition => self.topo.heal().await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
+            // It heals by itself (or hits the next push, if none came).
+            Fault::Protocol => Ok(()),
         };
         done.map_err(|e| format!("healing {fault:?}: {e}\n{}", self.topo.log_tails(20)))?;
         if fault == Fault::KillAdmin {
@@ -482,6 +503,16 @@ impl Live {
 }
 
 const ADMIN: Target = Target::Admin(None);
+
+/// The protocol fault [`Fault::Protocol`] arms in `mode`, if any (one the gateway heals by
+/// itself: docs/faults.md).
+pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
+    match mode {
+        SyncMode::Websocket => Some(SyncFaultKind::CloseMidPush),
+        SyncMode::Http => Some(SyncFaultKind::EmptyAnswer),
+        _ => None,
+    }
+}
 
 /// Route `key` of case `case`.
 fn route_path(case: u64, key: u8) -> String {
