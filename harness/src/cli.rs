@@ -35,6 +35,39 @@ pub(crate) enum Command {
     Validate(ValidateArgs),
     /// Benchmarks (release binaries; each prints a table and writes `--report-json`).
     Bench(BenchArgs),
+    /// The convergence property (docs/convergence.md): random admin histories with faults,
+    /// every route checked on every gateway after the last heal; replays a seed.
+    Check(CheckArgs),
+}
+
+/// `gantry check` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The sync mode.
+    #[arg(long, default_value = "websocket")]
+    pub(crate) sync: SyncMode,
+    /// The seed (default: random; printed, and named by a failure).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// At most this many steps (operations or faults) per history.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) ops: usize,
+    /// Faults in the histories: `on` or `off`.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub(crate) faults: String,
+    /// Histories to generate.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) cases: u32,
+    /// How long after the last heal every route must be stable.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub(crate) bound: Duration,
+    /// An extra argument for the gateway (repeat it; e.g.
+    /// `--gateway-arg=--emulate-bug --gateway-arg=drop-deletes`).
+    #[arg(long = "gateway-arg", allow_hyphen_values = true)]
+    pub(crate) gateway_args: Vec<String>,
+    /// Do not run `cargo build --workspace --bins` first.
+    #[arg(long)]
+    pub(crate) no_build: bool,
 }
 
 /// `gantry images` arguments.

@@ -13,6 +13,7 @@ pub mod backend;
 pub mod bench;
 pub mod client;
 pub mod compose;
+pub mod converge;
 pub mod error;
 pub mod fault;
 pub mod gantry;

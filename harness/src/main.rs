@@ -41,6 +41,49 @@ fn main() -> ExitCode {
         }
         cli::Command::Validate(args) => validate(&args),
         cli::Command::Bench(args) => runtime.block_on(bench(args.bench)),
+        cli::Command::Check(args) => check(&args),
+    }
+}
+
+/// `gantry check`: runs the convergence property; prints the counts and time-to-stable
+/// quantiles, and on failure the shrunk history and the seed (exit 1).
+fn check(args: &cli::CheckArgs) -> ExitCode {
+    use harness::converge::{Options, check};
+    let mut opts = harness::RunOptions::from_env(&ProcessEnv);
+    opts.build &= !args.no_build;
+    opts.gateway_args.clone_from(&args.gateway_args);
+    let backend = match harness::prepare(&opts) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit_code::SETUP);
+        }
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    eprintln!("convergence@{}: seed {seed}", args.sync);
+    let options = Options {
+        cases: args.cases,
+        steps: args.ops,
+        faults: args.faults == "on",
+        bound: args.bound,
+        keep: opts.keep,
+        ..Options::new(args.sync, seed)
+    };
+    match check(&backend, &options) {
+        Ok(outcome) => {
+            println!("convergence@{}: {}", args.sync, outcome.summary());
+            match outcome.verdict {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    println!("{message}");
+                    ExitCode::from(exit_code::FAILED)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(exit_code::SETUP)
+        }
     }
 }
 

@@ -6,9 +6,10 @@
 //! Trial names are those of the former separate binaries, so filters still select an area:
 //! `cargo test --workspace --test it -- docker::`, `-- predicates`, `-- html_report`, or
 //! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`,
-//! `-- redis::` (the Redis component on the host backend).
+//! `-- redis::` (the Redis component on the host backend), `-- convergence`.
 
 mod admin_cluster;
+mod convergence;
 mod docker;
 mod html_report;
 mod middleware_faults;
@@ -22,6 +23,7 @@ fn main() {
     let args = Arguments::from_args();
     let mut trials = docker::trials();
     trials.extend(admin_cluster::trials());
+    trials.extend(convergence::trials());
     trials.extend(html_report::trials());
     trials.extend(middleware_faults::trials());
     trials.extend(properties::trials());

@@ -1012,7 +1012,8 @@ struct RunResult {
     tally: [usize; 4],
 }
 
-fn seed_for(trial: &str) -> u64 {
+/// The seed of `trial`: `GANTRY_PROPTEST_SEED`, else a constant per trial name.
+pub(crate) fn seed_for(trial: &str) -> u64 {
     if let Ok(s) = std::env::var("GANTRY_PROPTEST_SEED") {
         let s = s.trim();
         let parsed = match s.strip_prefix("0x") {

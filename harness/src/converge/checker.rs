@@ -1,0 +1,264 @@
+//! The set-full-style checker (after Jepsen's): every element (route × gateway) is probed
+//! repeatedly from the last heal until it is stable or the bound passes, and classified from
+//! its samples against what the model says, in this order:
+//!
+//! - **stale**: the last answer (at the bound) serves the route the old way: served though
+//!   deleted, disabled or its rule deleted, or served by its old upstream;
+//! - **flapping**: answered right, then wrong again (ending right, or wrong but not stale);
+//! - **lost**: never answered right (acknowledged, never served as acknowledged);
+//! - **ok**: answered right from some sample on; its time-to-stable is when that first right
+//!   answer came (from the last heal).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::model::Expect;
+
+/// A gateway's answer to a route's probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// HTTP 200 from the upstream of this name.
+    Served(String),
+    /// HTTP 404 with gateway code -107 or -102: no route.
+    Absent,
+    /// Anything else (status and the start of the body, or the transport error).
+    Other(String),
+}
+
+impl Answer {
+    /// Whether it is what `expect` asks for.
+    pub fn agrees(&self, expect: Expect) -> bool {
+        match (self, expect) {
+            (Answer::Served(got), Expect::Served(want)) => got == want.name(),
+            (Answer::Absent, Expect::Absent) => true,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Served(u) => write!(f, "served by {u}"),
+            Answer::Absent => f.write_str("absent (404)"),
+            Answer::Other(what) => write!(f, "unexpected: {what}"),
+        }
+    }
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Served(u) => write!(f, "served by {}", u.name()),
+            Expect::Absent => f.write_str("absent"),
+        }
+    }
+}
+
+/// One probe's answer, `at` after the last heal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// When it was sent, from the last heal.
+    pub at: Duration,
+    /// What came back.
+    pub answer: Answer,
+}
+
+/// An element's class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Right from `stable_after` (after the last heal) on.
+    Ok {
+        /// Time-to-stable.
+        stable_after: Duration,
+    },
+    /// Never answered as acknowledged (and not stale).
+    Lost,
+    /// Deleted, disabled or moved, still answered the old way at the bound.
+    Stale,
+    /// Right, then wrong again.
+    Flapping,
+}
+
+/// Classifies one element's samples (in time order) against what the model says.
+pub fn classify(expect: Expect, samples: &[Sample]) -> Class {
+    let Some(last) = samples.last() else {
+        return Class::Lost;
+    };
+    if !last.answer.agrees(expect) && matches!(last.answer, Answer::Served(_)) {
+        return Class::Stale;
+    }
+    let Some(first_right) = samples.iter().position(|s| s.answer.agrees(expect)) else {
+        return Class::Lost;
+    };
+    if samples[first_right..]
+        .iter()
+        .all(|s| s.answer.agrees(expect))
+    {
+        Class::Ok {
+            stable_after: samples[first_right].at,
+        }
+    } else {
+        Class::Flapping
+    }
+}
+
+/// Counts per class and the times-to-stable of the ok elements, over any number of histories.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Ok elements.
+    pub ok: usize,
+    /// Lost elements.
+    pub lost: usize,
+    /// Stale elements.
+    pub stale: usize,
+    /// Flapping elements.
+    pub flapping: usize,
+    /// The ok elements' times-to-stable.
+    pub stable_after: Vec<Duration>,
+}
+
+impl Tally {
+    /// Counts `class`.
+    pub fn add(&mut self, class: Class) {
+        match class {
+            Class::Ok { stable_after } => {
+                self.ok += 1;
+                self.stable_after.push(stable_after);
+            }
+            Class::Lost => self.lost += 1,
+            Class::Stale => self.stale += 1,
+            Class::Flapping => self.flapping += 1,
+        }
+    }
+
+    /// The `q` quantile (0–1, nearest rank) of the times-to-stable, if any.
+    pub fn quantile(&self, q: f64) -> Option<Duration> {
+        let mut sorted = self.stable_after.clone();
+        sorted.sort_unstable();
+        let last = sorted.len().checked_sub(1)?;
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+        sorted.get(rank.min(last)).copied()
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ok, {} lost, {} stale, {} flapping",
+            self.ok, self.lost, self.stale, self.flapping
+        )?;
+        let ms = |q| self.quantile(q).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+        if !self.stable_after.is_empty() {
+            write!(
+                f,
+                "; time-to-stable after the last heal p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+                ms(0.5),
+                ms(0.9),
+                ms(1.0)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::converge::history::Upstream;
+
+    fn samples(answers: &[Answer]) -> Vec<Sample> {
+        answers
+            .iter()
+            .enumerate()
+            .map(|(i, answer)| Sample {
+                at: Duration::from_millis(100 * i as u64),
+                answer: answer.clone(),
+            })
+            .collect()
+    }
+
+    fn alpha() -> Answer {
+        Answer::Served("alpha".into())
+    }
+
+    fn beta() -> Answer {
+        Answer::Served("beta".into())
+    }
+
+    const ALPHA: Expect = Expect::Served(Upstream::Alpha);
+
+    #[test]
+    fn right_from_some_point_on_is_ok_with_its_time_to_stable() {
+        let s = samples(&[Answer::Absent, Answer::Absent, alpha(), alpha()]);
+        assert_eq!(
+            classify(ALPHA, &s),
+            Class::Ok {
+                stable_after: Duration::from_millis(200)
+            }
+        );
+        let s = samples(&[alpha(), Answer::Absent]);
+        assert_eq!(
+            classify(Expect::Absent, &s),
+            Class::Ok {
+                stable_after: Duration::from_millis(100)
+            }
+        );
+    }
+
+    #[test]
+    fn acknowledged_but_never_served_is_lost() {
+        let s = samples(&[Answer::Absent, Answer::Absent]);
+        assert_eq!(classify(ALPHA, &s), Class::Lost);
+        let s = samples(&[Answer::Other("HTTP 502".into())]);
+        assert_eq!(classify(ALPHA, &s), Class::Lost);
+        let s = samples(&[alpha(), Answer::Other("HTTP 502".into())]);
+        assert_eq!(classify(Expect::Absent, &s), Class::Lost);
+        assert_eq!(classify(ALPHA, &[]), Class::Lost);
+    }
+
+    #[test]
+    fn deleted_or_moved_but_still_served_the_old_way_is_stale() {
+        assert_eq!(
+            classify(Expect::Absent, &samples(&[alpha(), alpha()])),
+            Class::Stale
+        );
+        assert_eq!(classify(ALPHA, &samples(&[beta(), beta()])), Class::Stale);
+        // Absent before the create arrived, then the create, never the delete.
+        let s = samples(&[Answer::Absent, alpha(), alpha()]);
+        assert_eq!(classify(Expect::Absent, &s), Class::Stale);
+    }
+
+    #[test]
+    fn right_then_wrong_is_flapping() {
+        let s = samples(&[alpha(), Answer::Absent, alpha()]);
+        assert_eq!(classify(ALPHA, &s), Class::Flapping);
+        let s = samples(&[alpha(), Answer::Absent]);
+        assert_eq!(classify(ALPHA, &s), Class::Flapping);
+        let s = samples(&[Answer::Absent, Answer::Other("HTTP 502".into())]);
+        assert_eq!(classify(Expect::Absent, &s), Class::Flapping);
+    }
+
+    #[test]
+    fn the_tally_counts_and_takes_quantiles() {
+        let mut t = Tally::default();
+        for ms in [30, 10, 20, 40] {
+            t.add(Class::Ok {
+                stable_after: Duration::from_millis(ms),
+            });
+        }
+        t.add(Class::Lost);
+        t.add(Class::Stale);
+        t.add(Class::Flapping);
+        assert_eq!((t.ok, t.lost, t.stale, t.flapping), (4, 1, 1, 1));
+        assert_eq!(t.quantile(0.5), Some(Duration::from_millis(20)));
+        assert_eq!(t.quantile(0.9), Some(Duration::from_millis(40)));
+        assert_eq!(t.quantile(1.0), Some(Duration::from_millis(40)));
+        assert_eq!(Tally::default().quantile(0.5), None);
+        assert!(
+            t.to_string()
+                .starts_with("4 ok, 1 lost, 1 stale, 1 flapping; ")
+        );
+    }
+}

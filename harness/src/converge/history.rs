@@ -1,0 +1,287 @@
+//! What the convergence property generates: histories of admin operations on a few routes,
+//! interleaved with faults, each fault healed before the next step (so every history ends
+//! healed: everything running, no partition).
+
+use std::fmt;
+
+use proptest::prelude::*;
+
+/// Routes per history: few, so that operations collide on them.
+pub const KEYS: u8 = 3;
+
+/// The echo upstream a route sends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Upstream {
+    /// The upstream named `alpha`.
+    Alpha,
+    /// The upstream named `beta`.
+    Beta,
+}
+
+impl Upstream {
+    /// Its name (the `x-gantry-upstream` header it answers with).
+    pub fn name(self) -> &'static str {
+        match self {
+            Upstream::Alpha => "alpha",
+            Upstream::Beta => "beta",
+        }
+    }
+}
+
+/// One admin operation on route `key` (`/conv/<case>/<key>`: a divide selector and its rule,
+/// both matching that path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Creates the route to `upstream`, or moves it there (and recreates its rule if deleted).
+    Put {
+        /// The route.
+        key: u8,
+        /// Where it sends.
+        upstream: Upstream,
+    },
+    /// Enables or disables the route's selector.
+    Enable {
+        /// The route.
+        key: u8,
+        /// Enabled after it.
+        on: bool,
+    },
+    /// Deletes the route's selector (and with it its rule).
+    Delete {
+        /// The route.
+        key: u8,
+    },
+    /// Deletes the route's rule only (the selector stays; nothing is served).
+    DeleteRule {
+        /// The route.
+        key: u8,
+    },
+}
+
+impl Op {
+    /// The route it acts on.
+    pub fn key(self) -> u8 {
+        match self {
+            Op::Put { key, .. }
+            | Op::Enable { key, .. }
+            | Op::Delete { key }
+            | Op::DeleteRule { key } => key,
+        }
+    }
+
+    /// Whether it deletes something (a selector or a rule).
+    pub fn deletes(self) -> bool {
+        matches!(self, Op::Delete { .. } | Op::DeleteRule { .. })
+    }
+}
+
+/// A fault, injected before its step's operations and healed after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Every gateway stopped, then started again.
+    RestartGateway,
+    /// Every gateway paused (SIGSTOP), then resumed.
+    PauseGateway,
+    /// The gateways' sync connection blackholed (the fault proxy), then healed.
+    Partition,
+    /// The admin killed, then started again.
+    KillAdmin,
+    /// The admin paused, then resumed.
+    PauseAdmin,
+    /// The admin's next push hit by a protocol fault its mode heals by itself (websocket:
+    /// `closeMidPush`, the gateway resyncs on a new session; http: `emptyAnswer`, the
+    /// gateway polls again); generated in those two modes only.
+    Protocol,
+}
+
+impl Fault {
+    /// Whether the admin cannot acknowledge anything during the fault (so no operation is
+    /// generated inside it).
+    pub fn admin_down(self) -> bool {
+        matches!(self, Fault::KillAdmin | Fault::PauseAdmin)
+    }
+}
+
+/// One step of a history.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// An operation with everything running.
+    Op(Op),
+    /// A fault, the operations `during` it (none when it takes the admin down), its heal.
+    Fault {
+        /// What is broken.
+        fault: Fault,
+        /// Operations sent while it lasts.
+        during: Vec<Op>,
+    },
+}
+
+/// A generated history.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct History(pub Vec<Step>);
+
+impl History {
+    /// Every operation, in order.
+    pub fn ops(&self) -> impl Iterator<Item = Op> + '_ {
+        self.0.iter().flat_map(|s| match s {
+            Step::Op(op) => std::slice::from_ref(op).iter().copied(),
+            Step::Fault { during, .. } => during.iter().copied(),
+        })
+    }
+
+    /// Steps plus operations inside faults: its length as a shrunk history is judged.
+    pub fn len(&self) -> usize {
+        self.0
+            .iter()
+            .map(|s| match s {
+                Step::Op(_) => 1,
+                Step::Fault { during, .. } => 1 + during.len(),
+            })
+            .sum()
+    }
+
+    /// Whether it has no step.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The routes it touches, in order.
+    pub fn keys(&self) -> Vec<u8> {
+        let mut keys: Vec<u8> = self.ops().map(Op::key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Op::Put { key, upstream } => write!(f, "put route {key} -> {}", upstream.name()),
+            Op::Enable { key, on: true } => write!(f, "enable route {key}"),
+            Op::Enable { key, on: false } => write!(f, "disable route {key}"),
+            Op::Delete { key } => write!(f, "delete route {key}"),
+            Op::DeleteRule { key } => write!(f, "delete the rule of route {key}"),
+        }
+    }
+}
+
+impl fmt::Display for History {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            match step {
+                Step::Op(op) => writeln!(f, "  [{i}] {op}")?,
+                Step::Fault { fault, during } => {
+                    writeln!(f, "  [{i}] fault {fault:?}")?;
+                    for op in during {
+                        writeln!(f, "        during: {op}")?;
+                    }
+                    writeln!(f, "        heal")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The histories one edit smaller than `h`: without one of its steps, without one
+/// operation inside a fault, or with a fault replaced by its operations.
+pub fn smaller(h: &History) -> Vec<History> {
+    let mut out = Vec::new();
+    for (i, step) in h.0.iter().enumerate() {
+        let with = |replacement: Vec<Step>| {
+            let mut steps = h.0[..i].to_vec();
+            steps.extend(replacement);
+            steps.extend_from_slice(&h.0[i + 1..]);
+            History(steps)
+        };
+        out.push(with(Vec::new()));
+        if let Step::Fault { fault, during } = step {
+            out.push(with(during.iter().copied().map(Step::Op).collect()));
+            for j in 0..during.len() {
+                let mut fewer = during.clone();
+                fewer.remove(j);
+                out.push(with(vec![Step::Fault {
+                    fault: *fault,
+                    during: fewer,
+                }]));
+            }
+        }
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = 0..KEYS;
+    let upstream = prop_oneof![Just(Upstream::Alpha), Just(Upstream::Beta)];
+    // Put first: proptest shrinks a `prop_oneof` towards its first arm.
+    prop_oneof![
+        4 => (key.clone(), upstream).prop_map(|(key, upstream)| Op::Put { key, upstream }),
+        2 => (key.clone(), any::<bool>()).prop_map(|(key, on)| Op::Enable { key, on }),
+        2 => key.clone().prop_map(|key| Op::Delete { key }),
+        1 => key.prop_map(|key| Op::DeleteRule { key }),
+    ]
+}
+
+fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
+    let mut faults = vec![
+        Fault::RestartGateway,
+        Fault::PauseGateway,
+        Fault::Partition,
+        Fault::KillAdmin,
+        Fault::PauseAdmin,
+    ];
+    if protocol {
+        faults.push(Fault::Protocol);
+    }
+    prop::sample::select(faults).prop_flat_map(|fault| {
+        // A protocol fault hits a push, so an operation follows it.
+        let (least, most) = match fault {
+            f if f.admin_down() => (0, 0),
+            Fault::Protocol => (1, 2),
+            _ => (0, 2),
+        };
+        prop::collection::vec(op(), least..=most)
+            .prop_map(move |during| Step::Fault { fault, during })
+    })
+}
+
+/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (a
+/// [`Fault::Protocol`] among them only with `protocol`).
+pub fn history(steps: usize, faults: bool, protocol: bool) -> BoxedStrategy<History> {
+    let step = if faults {
+        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(protocol)].boxed()
+    } else {
+        op().prop_map(Step::Op).boxed()
+    };
+    prop::collection::vec(step, 1..=steps.max(1))
+        .prop_map(History)
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smaller_histories_drop_one_thing_each() {
+        let put = Op::Put {
+            key: 0,
+            upstream: Upstream::Alpha,
+        };
+        let delete = Op::Delete { key: 0 };
+        let h = History(vec![
+            Step::Fault {
+                fault: Fault::Partition,
+                during: vec![put],
+            },
+            Step::Op(delete),
+        ]);
+        let lens: Vec<usize> = smaller(&h).iter().map(History::len).collect();
+        assert_eq!(lens, [1, 2, 2, 2]);
+        assert!(smaller(&History(vec![Step::Op(put)])).is_empty());
+        assert_eq!(h.len(), 3);
+        assert_eq!(h.keys(), [0]);
+    }
+}

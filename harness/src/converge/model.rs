@@ -1,0 +1,142 @@
+//! The reference model: the routes as the admin acknowledged them. An operation enters it only
+//! once the admin answered it with success.
+
+use std::collections::BTreeMap;
+
+use super::history::{Op, Upstream};
+
+/// What a route should answer once the gateways have converged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// HTTP 200 from this upstream.
+    Served(Upstream),
+    /// HTTP 404, route absent (gateway code -107 or -102).
+    Absent,
+}
+
+/// One route as acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Route {
+    upstream: Upstream,
+    enabled: bool,
+    rule: bool,
+}
+
+/// The acknowledged state of every route of a history.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    routes: BTreeMap<u8, Route>,
+}
+
+impl Model {
+    /// Whether `op` means anything now (a route must exist to be enabled or deleted, a rule
+    /// to be deleted); the runner sends only those.
+    pub fn applies(&self, op: Op) -> bool {
+        match op {
+            Op::Put { .. } => true,
+            Op::Enable { key, .. } | Op::Delete { key } => self.routes.contains_key(&key),
+            Op::DeleteRule { key } => self.routes.get(&key).is_some_and(|r| r.rule),
+        }
+    }
+
+    /// Whether the route's selector exists (so a `Put` updates it).
+    pub fn exists(&self, key: u8) -> bool {
+        self.routes.contains_key(&key)
+    }
+
+    /// Whether the route's rule exists.
+    pub fn has_rule(&self, key: u8) -> bool {
+        self.routes.get(&key).is_some_and(|r| r.rule)
+    }
+
+    /// Whether the route's selector is enabled (a new one is).
+    pub fn enabled(&self, key: u8) -> bool {
+        self.routes.get(&key).is_none_or(|r| r.enabled)
+    }
+
+    /// The upstream the route sends to (served or not), if it exists.
+    pub fn upstream(&self, key: u8) -> Option<Upstream> {
+        self.routes.get(&key).map(|r| r.upstream)
+    }
+
+    /// Records `op` as acknowledged by the admin.
+    pub fn acknowledged(&mut self, op: Op) {
+        match op {
+            Op::Put { key, upstream } => {
+                let route = self.routes.entry(key).or_insert(Route {
+                    upstream,
+                    enabled: true,
+                    rule: true,
+                });
+                route.upstream = upstream;
+                route.rule = true;
+            }
+            Op::Enable { key, on } => {
+                if let Some(r) = self.routes.get_mut(&key) {
+                    r.enabled = on;
+                }
+            }
+            Op::Delete { key } => {
+                self.routes.remove(&key);
+            }
+            Op::DeleteRule { key } => {
+                if let Some(r) = self.routes.get_mut(&key) {
+                    r.rule = false;
+                }
+            }
+        }
+    }
+
+    /// What route `key` must answer.
+    pub fn expect(&self, key: u8) -> Expect {
+        match self.routes.get(&key) {
+            Some(r) if r.enabled && r.rule => Expect::Served(r.upstream),
+            _ => Expect::Absent,
+        }
+    }
+
+    /// The routes that exist (their selectors must be deleted when the case ends).
+    pub fn keys(&self) -> impl Iterator<Item = u8> + '_ {
+        self.routes.keys().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_the_acknowledged_operations() {
+        let mut m = Model::default();
+        assert!(!m.applies(Op::Delete { key: 0 }));
+        m.acknowledged(Op::Put {
+            key: 0,
+            upstream: Upstream::Alpha,
+        });
+        assert_eq!(m.expect(0), Expect::Served(Upstream::Alpha));
+        m.acknowledged(Op::Enable { key: 0, on: false });
+        assert_eq!(m.expect(0), Expect::Absent);
+        m.acknowledged(Op::Put {
+            key: 0,
+            upstream: Upstream::Beta,
+        });
+        assert_eq!(
+            m.expect(0),
+            Expect::Absent,
+            "a put keeps the selector disabled"
+        );
+        m.acknowledged(Op::Enable { key: 0, on: true });
+        assert_eq!(m.expect(0), Expect::Served(Upstream::Beta));
+        m.acknowledged(Op::DeleteRule { key: 0 });
+        assert_eq!(m.expect(0), Expect::Absent);
+        assert!(!m.applies(Op::DeleteRule { key: 0 }));
+        m.acknowledged(Op::Put {
+            key: 0,
+            upstream: Upstream::Alpha,
+        });
+        assert_eq!(m.expect(0), Expect::Served(Upstream::Alpha));
+        m.acknowledged(Op::Delete { key: 0 });
+        assert_eq!(m.expect(0), Expect::Absent);
+        assert_eq!(m.keys().count(), 0);
+    }
+}

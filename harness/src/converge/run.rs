@@ -1,0 +1,565 @@
+//! Applying a history to a live topology and observing the gateways afterwards.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use model::{DivideUpstream, GatewayError, RuleDto, SelectorDto, SyncFaultKind, SyncMode};
+
+use super::checker::{Answer, Class, Sample, Tally, classify};
+use super::history::{Fault, History, Op, Step, Upstream};
+use super::model::{Expect, Model};
+use crate::backend::Backend;
+use crate::client::{AdminClient, GatewayClient};
+use crate::fault::Mode as ProxyMode;
+use crate::scenario::ast::{FaultAction, RequestSpec, SyncFault, Target, UpstreamDecl};
+use crate::topology::{Shape, Topology};
+use crate::upstream::UPSTREAM_HEADER;
+use crate::wait::{WaitPolicy, await_convergence};
+
+/// Time between probe rounds.
+const POLL: Duration = Duration::from_millis(25);
+/// An element is stable once it has answered right for this long.
+const SETTLE: Duration = Duration::from_millis(500);
+/// Between cases the previous case's cleanup must reach the gateways within this, else
+/// they are restarted (a gateway that drops deletes never forgets a route otherwise).
+const CLEAN: Duration = Duration::from_secs(1);
+
+/// A topology (one admin, one gateway, the sync connection through the fault proxy, echo
+/// upstreams `alpha` and `beta`) on which histories run one after another, each on routes of
+/// its own (`/conv/<case>/<key>`).
+#[derive(Debug)]
+pub struct Live {
+    topo: Topology,
+    admin: AdminClient,
+    gateways: Vec<GatewayClient>,
+    plugin_id: String,
+    mode: SyncMode,
+    /// The divide handles sending to alpha and to beta.
+    handles: [String; 2],
+    /// Selectors the admin holds besides ours.
+    baseline: usize,
+    next_case: u64,
+    /// How often the gateways had to be restarted between cases to forget a case's routes.
+    pub resets: usize,
+    /// Operations the admin acknowledged, over every case.
+    pub acknowledged: usize,
+    /// Faults injected (and healed), over every case.
+    pub faults: usize,
+}
+
+/// What one history did.
+#[derive(Debug)]
+pub struct CaseReport {
+    /// Per element (route × gateway): its class.
+    pub classes: Vec<Class>,
+    /// `Err` describes every element not ok, a digest that disagrees, or what broke.
+    pub verdict: Result<(), String>,
+}
+
+/// The acknowledged state of one case: the model and the ids the admin gave.
+#[derive(Default)]
+struct CaseState {
+    model: Model,
+    /// Per route: its selector's id and its rule's id.
+    ids: BTreeMap<u8, (String, Option<String>)>,
+    /// Operations the admin acknowledged.
+    acknowledged: usize,
+}
+
+impl Live {
+    /// Starts the topology in `mode` and waits until the gateways serve the admin's config.
+    pub async fn start(backend: &Backend, mode: SyncMode, keep: bool) -> Result<Live, String> {
+        let upstreams = [UpstreamDecl::echo("alpha"), UpstreamDecl::echo("beta")];
+        let shape = Shape {
+            sync_proxy: true,
+            sync_faults: protocol_fault(mode).is_some(),
+            ..Shape::default()
+        };
+        let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
+            .await
+            .map_err(|e| format!("starting the {mode} topology: {e}"))?;
+        let admin = AdminClient::login(topo.admin().url(), "admin", "123456")
+            .await
+            .map_err(|e| format!("logging in to the admin: {e}"))?;
+        let gateways = topo
+            .gateways()
+            .iter()
+            .map(|g| GatewayClient::new(g.url()))
+            .collect();
+        let plugin_id = admin
+            .plugin_id("divide")
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("the admin has no divide plugin")?;
+        let handle = |name: &str| -> Result<String, String> {
+            let upstream = topo.upstream(name).ok_or(format!("no upstream {name}"))?;
+            serde_json::to_string(&[DivideUpstream {
+                protocol: "http://".to_owned(),
+                upstream_url: upstream.host_port(),
+                upstream_host: Some("localhost".to_owned()),
+                weight: 50,
+                status: true,
+                ..Default::default()
+            }])
+            .map_err(|e| e.to_string())
+        };
+        let handles = [handle("alpha")?, handle("beta")?];
+        let baseline = admin.digest().await.map_err(|e| e.to_string())?.selectors;
+        let mut live = Live {
+            topo,
+            admin,
+            gateways,
+            plugin_id,
+            mode,
+            handles,
+            baseline,
+            next_case: 1,
+            resets: 0,
+            acknowledged: 0,
+            faults: 0,
+        };
+        live.clean().await?;
+        Ok(live)
+    }
+
+    /// Runs `history` on fresh routes, observes every gateway for at most `bound` after the
+    /// last heal, deletes the routes again.
+    pub async fn run(&mut self, history: &History, bound: Duration) -> Result<CaseReport, String> {
+        self.clean().await?;
+        let case = self.next_case;
+        self.next_case += 1;
+        let mut state = CaseState::default();
+        let applied = self.apply(case, history, &mut state).await;
+        self.acknowledged += state.acknowledged;
+        let report = match applied {
+            Ok(healed) => self.judge(case, history, &state.model, healed, bound).await,
+            Err(e) => CaseReport {
+                classes: Vec::new(),
+                verdict: Err(e),
+            },
+        };
+        let ids: Vec<String> = state.ids.into_values().map(|(s, _)| s).collect();
+        if !ids.is_empty() {
+            self.admin
+                .delete_selectors(&ids)
+                .await
+                .map_err(|e| format!("deleting case {case}'s selectors: {e}"))?;
+        }
+        Ok(report)
+    }
+
+    /// Applies every step; returns when the last fault was healed (or the last operation
+    /// acknowledged). Every fault is healed even when an operation inside it fails.
+    async fn apply(
+        &mut self,
+        case: u64,
+        history: &History,
+        state: &mut CaseState,
+    ) -> Result<Instant, String> {
+        for step in &history.0 {
+            match step {
+                Step::Op(op) => self.op(case, *op, state).await?,
+                Step::Fault { fault, during } => {
+                    self.inject(*fault).await?;
+                    self.faults += 1;
+                    let mut done = Ok(());
+                    for op in during {
+                        done = self.op(case, *op, state).await;
+                        if done.is_err() {
+                            break;
+                        }
+                    }
+                    self.heal(*fault).await?;
+                    done?;
+                }
+            }
+        }
+        Ok(Instant::now())
+    }
+
+    /// Sends `op` when it applies; records it in the model once the admin acknowledged it.
+    async fn op(&self, case: u64, op: Op, state: &mut CaseState) -> Result<(), String> {
+        if !state.model.applies(op) {
+            return Ok(());
+        }
+        let failed = |e: &dyn std::fmt::Display| format!("the admin failed `{op}`: {e}");
+        let key = op.key();
+        match op {
+            Op::Put { upstream, .. } => {
+                let selector = match state.ids.get(&key) {
+                    Some((id, _)) => {
+                        let dto = self.selector(case, key, upstream, state.model.enabled(key));
+                        self.admin
+                            .update_selector(id, &dto)
+                            .await
+                            .map_err(|e| failed(&e))?;
+                        id.clone()
+                    }
+                    None => {
+                        let dto = self.selector(case, key, upstream, true);
+                        let id = self
+                            .admin
+                            .create_selector(&dto)
+                            .await
+                            .map_err(|e| failed(&e))?;
+                        state.ids.insert(key, (id.clone(), None));
+                        id
+                    }
+                };
+                if !state.model.has_rule(key) {
+                    let rule = self
+                        .admin
+                        .create_rule(&rule(case, key, &selector))
+                        .await
+                        .map_err(|e| failed(&e))?
+                        .ok_or_else(|| failed(&"the new rule is not listed"))?;
+                    if let Some(ids) = state.ids.get_mut(&key) {
+                        ids.1 = Some(rule);
+                    }
+                }
+            }
+            Op::Enable { on, .. } => {
+                let (id, _) = &state.ids[&key];
+                let upstream = match state.model.upstream(key) {
+                    Some(u) => u,
+                    None => return Err(failed(&"harness bug: the route has no upstream")),
+                };
+                let dto = self.selector(case, key, upstream, on);
+                self.admin
+                    .update_selector(id, &dto)
+                    .await
+                    .map_err(|e| failed(&e))?;
+            }
+            Op::Delete { .. } => {
+                let (id, _) = &state.ids[&key];
+                self.admin
+                    .delete_selectors(std::slice::from_ref(id))
+                    .await
+                    .map_err(|e| failed(&e))?;
+                state.ids.remove(&key);
+            }
+            Op::DeleteRule { .. } => {
+                let rule = state.ids.get_mut(&key).and_then(|ids| ids.1.take());
+                let rule = rule.ok_or_else(|| failed(&"harness bug: no rule id"))?;
+                self.admin
+                    .delete_rules(&[rule])
+                    .await
+                    .map_err(|e| failed(&e))?;
+            }
+        }
+        state.model.acknowledged(op);
+        state.acknowledged += 1;
+        Ok(())
+    }
+
+    async fn inject(&self, fault: Fault) -> Result<(), String> {
+        let done = match fault {
+            Fault::RestartGateway => self.on_gateways(FaultAction::Stop).await,
+            Fault::PauseGateway => self.on_gateways(FaultAction::Pause).await,
+            Fault::Partition => self.topo.partition(ProxyMode::Blackhole).await,
+            Fault::KillAdmin => self.topo.fault(FaultAction::Kill, ADMIN).await,
+            Fault::PauseAdmin => self.topo.fault(FaultAction::Pause, ADMIN).await,
+            Fault::Protocol => {
+                let kind = protocol_fault(self.mode).ok_or(format!(
+                    "no protocol fault heals by itself in the {} mode",
+                    self.mode
+                ))?;
+                let armed = SyncFault {
+                    kind,
+                    count: 1,
+                    delay: None,
+                };
+                return self
+                    .admin
+                    .arm_sync_fault(&armed)
+                    .await
+                    .map_err(|e| format!("arming {}: {e}", kind.name()));
+            }
+        };
+        done.map_err(|e| format!("injecting {fault:?}: {e}"))
+    }
+
+    /// Ends `fault`; after an admin restart logs in again (its tokens do not survive it).
+    async fn heal(&mut self, fault: Fault) -> Result<(), String> {
+        let done = match fault {
+            Fault::RestartGateway => self.on_gateways(FaultAction::Start).await,
+            Fault::PauseGateway => self.on_gateways(FaultAction::Resume).await,
+            Fault::Partition => self.topo.heal().await,
+            Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
+            Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
+            // It heals by itself (or hits the next push, if none came).
+            Fault::Protocol => Ok(()),
+        };
+        done.map_err(|e| format!("healing {fault:?}: {e}\n{}", self.topo.log_tails(20)))?;
+        if fault == Fault::KillAdmin {
+            self.admin = AdminClient::login(self.topo.admin().url(), "admin", "123456")
+                .await
+                .map_err(|e| format!("logging in to the restarted admin: {e}"))?;
+        }
+        Ok(())
+    }
+
+    async fn on_gateways(&self, action: FaultAction) -> Result<(), crate::BackendError> {
+        for i in 0..self.gateways.len() {
+            let i = u8::try_from(i).unwrap_or(u8::MAX);
+            self.topo.fault(action, Target::Gateway(Some(i))).await?;
+        }
+        Ok(())
+    }
+
+    /// Probes every route of the history on every gateway until each is stable or `bound`
+    /// after `healed` has passed, classifies them, and checks the digests agree.
+    async fn judge(
+        &self,
+        case: u64,
+        history: &History,
+        model: &Model,
+        healed: Instant,
+        bound: Duration,
+    ) -> CaseReport {
+        let elements: Vec<(u8, usize, Expect)> = history
+            .keys()
+            .into_iter()
+            .flat_map(|k| (0..self.gateways.len()).map(move |g| (k, g, model.expect(k))))
+            .collect();
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); elements.len()];
+        loop {
+            let at = healed.elapsed();
+            let answers = join_all(
+                elements
+                    .iter()
+                    .map(|&(k, g, _)| self.probe(&self.gateways[g], case, k)),
+            )
+            .await;
+            for (s, answer) in samples.iter_mut().zip(answers) {
+                s.push(Sample { at, answer });
+            }
+            let settled = elements
+                .iter()
+                .zip(&samples)
+                .all(|(&(_, _, e), s)| right_for(e, s) >= SETTLE);
+            if settled || healed.elapsed() >= bound {
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        let classes: Vec<Class> = elements
+            .iter()
+            .zip(&samples)
+            .map(|(&(_, _, e), s)| classify(e, s))
+            .collect();
+        let mut problems = String::new();
+        for ((&(k, g, e), s), class) in elements.iter().zip(&samples).zip(&classes) {
+            if !matches!(class, Class::Ok { .. }) {
+                let last = s.last().map(|s| (s.at, &s.answer));
+                let _ = write!(
+                    problems,
+                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples",
+                    self.topo.gateways()[g].name(),
+                    s.len()
+                );
+                if let Some((at, answer)) = last {
+                    let _ = write!(problems, ", the last {answer} at {:.2} s", at.as_secs_f64());
+                }
+                problems.push(')');
+            }
+        }
+        if let Err(e) = self
+            .digests_agree(bound.saturating_sub(healed.elapsed()))
+            .await
+        {
+            let _ = write!(problems, "\n  {e}");
+        }
+        let verdict = if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "after the history, within {:.1} s of the last heal:{problems}",
+                bound.as_secs_f64()
+            ))
+        };
+        CaseReport { classes, verdict }
+    }
+
+    async fn probe(&self, gateway: &GatewayClient, case: u64, key: u8) -> Answer {
+        let req = RequestSpec {
+            method: "GET".to_owned(),
+            path: route_path(case, key),
+            headers: BTreeMap::new(),
+            query: BTreeMap::new(),
+            body: None,
+        };
+        let resp = match gateway.send(&req).await {
+            Ok(r) => r,
+            Err(e) => return Answer::Other(e.to_string()),
+        };
+        let missing =
+            serde_json::from_str::<GatewayError>(&resp.body).is_ok_and(|e| e.is_route_missing());
+        match (resp.status, resp.header(UPSTREAM_HEADER)) {
+            (200, Some(u)) => Answer::Served(u.to_owned()),
+            (404, None) if missing => Answer::Absent,
+            (status, _) => Answer::Other(format!(
+                "HTTP {status}: {}",
+                resp.body.chars().take(200).collect::<String>()
+            )),
+        }
+    }
+
+    /// Waits `within` (at least 100 ms) until every gateway's digest equals the admin's.
+    async fn digests_agree(&self, within: Duration) -> Result<(), String> {
+        let policy = WaitPolicy {
+            consecutive: 1,
+            interval: POLL,
+            timeout: within.max(Duration::from_millis(100)),
+        };
+        await_convergence(policy, || self.digest_gap(None))
+            .await
+            .map(drop)
+            .map_err(|t| format!("digest equality: {t}"))
+    }
+
+    /// `Ok` when every gateway serves the admin's config (with `selectors` selectors, if
+    /// given), else what differs.
+    async fn digest_gap(&self, selectors: Option<usize>) -> Result<(), String> {
+        let a = self.admin.digest().await.map_err(|e| e.to_string())?;
+        if let Some(want) = selectors
+            && a.selectors != want
+        {
+            return Err(format!(
+                "the admin has {} selectors, want {want}",
+                a.selectors
+            ));
+        }
+        for (g, client) in self.gateways.iter().enumerate() {
+            let d = client.digest().await.map_err(|e| e.to_string())?;
+            if d.report.digest != a.digest {
+                return Err(format!(
+                    "admin {} ({} selectors, {} rules), {} {} ({} selectors, {} rules)",
+                    a.digest,
+                    a.selectors,
+                    a.rules,
+                    self.topo.gateways()[g].name(),
+                    d.report.digest,
+                    d.report.selectors,
+                    d.report.rules
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the gateways hold the admin's config without any case's routes; restarts
+    /// them when that does not happen within [`CLEAN`] (counted in [`Live::resets`]).
+    async fn clean(&mut self) -> Result<(), String> {
+        let want = Some(self.baseline);
+        let policy = |timeout| WaitPolicy {
+            consecutive: 1,
+            interval: POLL,
+            timeout,
+        };
+        if await_convergence(policy(CLEAN), || self.digest_gap(want))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        self.resets += 1;
+        self.on_gateways(FaultAction::Restart)
+            .await
+            .map_err(|e| format!("restarting the gateways between cases: {e}"))?;
+        await_convergence(policy(Duration::from_secs(30)), || self.digest_gap(want))
+            .await
+            .map(drop)
+            .map_err(|t| format!("between cases: {t}\n{}", self.topo.log_tails(20)))
+    }
+
+    fn selector(&self, case: u64, key: u8, upstream: Upstream, enabled: bool) -> SelectorDto {
+        let handle = match upstream {
+            Upstream::Alpha => &self.handles[0],
+            Upstream::Beta => &self.handles[1],
+        };
+        SelectorDto {
+            plugin_id: Some(self.plugin_id.clone()),
+            name: Some(format!("conv-{case}-{key}")),
+            selector_type: Some(model::SelectorType::Custom.code()),
+            match_mode: Some(model::MatchMode::And.code()),
+            sort: Some(1),
+            enabled: Some(enabled),
+            loged: Some(false),
+            continued: Some(true),
+            match_restful: Some(false),
+            handle: Some(handle.clone()),
+            selector_conditions: Some(vec![model::ConditionDto::new(
+                "uri",
+                "=",
+                "",
+                &route_path(case, key),
+            )]),
+            ..Default::default()
+        }
+    }
+}
+
+const ADMIN: Target = Target::Admin(None);
+
+/// The protocol fault [`Fault::Protocol`] arms in `mode`, if any (one the gateway heals by
+/// itself: docs/faults.md).
+pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
+    match mode {
+        SyncMode::Websocket => Some(SyncFaultKind::CloseMidPush),
+        SyncMode::Http => Some(SyncFaultKind::EmptyAnswer),
+        _ => None,
+    }
+}
+
+/// Route `key` of case `case`.
+fn route_path(case: u64, key: u8) -> String {
+    format!("/conv/{case}/{key}")
+}
+
+fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
+    RuleDto {
+        selector_id: Some(selector.to_owned()),
+        name: Some(format!("conv-{case}-{key}-rule")),
+        match_mode: Some(model::MatchMode::And.code()),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(false),
+        match_restful: Some(false),
+        handle: Some(
+            r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#
+                .to_owned(),
+        ),
+        rule_conditions: Some(vec![model::ConditionDto::new(
+            "uri",
+            "=",
+            "",
+            &route_path(case, key),
+        )]),
+        ..Default::default()
+    }
+}
+
+/// How long the element has answered right up to its latest sample (zero if that is wrong).
+fn right_for(expect: Expect, samples: &[Sample]) -> Duration {
+    let Some(last) = samples.last() else {
+        return Duration::ZERO;
+    };
+    let run_start = samples
+        .iter()
+        .rposition(|s| !s.answer.agrees(expect))
+        .map_or(0, |i| i + 1);
+    match samples.get(run_start) {
+        Some(first) => last.at - first.at,
+        None => Duration::ZERO,
+    }
+}
+
+/// Adds the report's classes to `tally`.
+pub fn count(tally: &mut Tally, report: &CaseReport) {
+    for &c in &report.classes {
+        tally.add(c);
+    }
+}

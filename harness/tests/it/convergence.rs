@@ -1,0 +1,110 @@
+//! The convergence property with faults ([`harness::converge`], docs/convergence.md), on the
+//! host backend: `convergence@<mode>` for the four sync modes must pass; with a gateway that
+//! drops deletes (`--emulate-bug drop-deletes`), `convergence_planted_bug@websocket` must
+//! fail with a shrunk history of at most 3 operations and faults that contains a delete.
+//!
+//! Seeds: a constant per trial, or `GANTRY_PROPTEST_SEED` for all (printed; every failure
+//! names it and the `gantry check` command that replays it). Budgets: [`Options::new`] (8
+//! histories of at most 6 steps, bound 5 s); measured times are in docs/convergence.md.
+
+use harness::converge::{Options, Outcome, check};
+use harness::{Backend, BackendKind, ProcessEnv};
+use libtest_mimic::{Failed, Trial};
+use model::SyncMode;
+
+use crate::properties::seed_for;
+
+fn run(mode: SyncMode, trial: &str, gateway_args: &[&str]) -> Result<Outcome, Failed> {
+    let seed = seed_for(trial);
+    eprintln!("{trial}: seed {seed} (GANTRY_PROPTEST_SEED={seed} reruns it)");
+    let bin_dir = harness::backend::host::default_bin_dir(None)?;
+    let backend = Backend::new(BackendKind::Host, bin_dir)?
+        .with_gateway_args(gateway_args.iter().map(|a| (*a).to_owned()).collect());
+    let outcome = check(&backend, &Options::new(mode, seed))?;
+    eprintln!("{trial}: {}", outcome.summary());
+    Ok(outcome)
+}
+
+fn convergence(mode: SyncMode) -> Result<(), Failed> {
+    let outcome = run(mode, &format!("convergence@{mode}"), &[])?;
+    outcome.verdict?;
+    if outcome.resets > 0 {
+        return Err(format!(
+            "the gateways held a finished history's deleted routes {} time(s) (restarted \
+             between histories)",
+            outcome.resets
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A gateway that drops deletes must fail the property with a short shrunk history.
+fn planted_bug() -> Result<(), Failed> {
+    let trial = "convergence_planted_bug@websocket";
+    let outcome = run(
+        SyncMode::Websocket,
+        trial,
+        &["--emulate-bug", "drop-deletes"],
+    )?;
+    let message = match outcome.verdict {
+        Ok(()) => return Err("the property passed on a gateway that drops deletes".into()),
+        Err(m) => m,
+    };
+    println!("{trial}: the planted bug was caught; the property's failure message:\n{message}");
+    let minimal = outcome
+        .minimal
+        .ok_or("the failure carries no minimal history")?;
+    let seed = seed_for(trial).to_string();
+    let checks = [
+        (message.contains(&seed), "the message names the seed"),
+        (
+            minimal.len() <= 3,
+            "the history shrank to at most 3 operations and faults",
+        ),
+        (
+            minimal.ops().any(|op| op.deletes()),
+            "the minimal history deletes something",
+        ),
+        (
+            outcome.tally.stale > 0,
+            "the checker classified a deleted route as stale",
+        ),
+    ];
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|(ok, _)| !ok)
+        .map(|(_, what)| *what)
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}; the message was:\n{message}", failed.join("; ")).into())
+    }
+}
+
+/// `convergence@<mode>` for every sync mode (ignored, with a note, when the mode's server is
+/// not installed), then `convergence_planted_bug@websocket`.
+pub(crate) fn trials() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for mode in [
+        SyncMode::Websocket,
+        SyncMode::Http,
+        SyncMode::Zookeeper,
+        SyncMode::Etcd,
+    ] {
+        let skip = harness::backend::middleware::skip_reason(&ProcessEnv, mode);
+        if let Some(reason) = &skip {
+            eprintln!("note: `convergence@{mode}` is ignored: {reason}");
+        }
+        trials.push(
+            Trial::test(format!("convergence@{mode}"), move || convergence(mode))
+                .with_ignored_flag(skip.is_some()),
+        );
+    }
+    trials.push(Trial::test(
+        "convergence_planted_bug@websocket",
+        planted_bug,
+    ));
+    trials
+}
