@@ -352,7 +352,8 @@ impl Case<'_> {
         };
         for change in &st.changes {
             match change {
-                Change::Partition(_) => *partitioned = true,
+                // A delayed link still syncs: digest equality holds after the wait.
+                Change::Partition(how) => *partitioned = how.cuts_off(),
                 Change::Heal => *partitioned = false,
                 Change::Compact(_) => {
                     let least = etcd_before.unwrap_or_default() + admin_changes;
@@ -679,6 +680,7 @@ impl Case<'_> {
                     PartitionHow::Blackhole => ProxyMode::Blackhole,
                     PartitionHow::Cut => ProxyMode::Cut,
                     PartitionHow::Reset => ProxyMode::Reset,
+                    PartitionHow::Delay(d) => ProxyMode::Delay(*d),
                 })
                 .await
                 .map_err(at(Step::Steps)),

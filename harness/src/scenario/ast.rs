@@ -1240,7 +1240,8 @@ pub enum Change {
     Resume(Target),
     /// Cuts the gateway off from where it syncs (the admin in the websocket and http modes,
     /// ZooKeeper or etcd in theirs), through a proxy on that connection: `blackhole` (a
-    /// silent partition: connections stay open, nothing passes), `cut` (closed) or `reset`.
+    /// silent partition: connections stay open, nothing passes), `cut` (closed) or `reset`;
+    /// or slows it down: `{ delay: 300ms }`.
     Partition(PartitionHow),
     /// Ends the partition: the sync connection passes again (a blackholed connection
     /// resumes; the gateway reconnects after a cut or reset).
@@ -1288,6 +1289,30 @@ pub enum PartitionHow {
     Cut,
     /// Connections are reset (RST), new ones reset on accept.
     Reset,
+    /// Everything passes, each chunk this long late (`partition: { delay: 300ms }`): a slow
+    /// link rather than a broken one; the gateway stays in sync, late.
+    Delay(
+        #[serde(deserialize_with = "duration")]
+        #[schemars(with = "DurationText")]
+        Duration,
+    ),
+}
+
+impl PartitionHow {
+    /// Its name in case files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionHow::Blackhole => "blackhole",
+            PartitionHow::Cut => "cut",
+            PartitionHow::Reset => "reset",
+            PartitionHow::Delay(_) => "delay",
+        }
+    }
+
+    /// Whether the gateway is cut off from its config (no digest equality meanwhile).
+    pub fn cuts_off(self) -> bool {
+        !matches!(self, PartitionHow::Delay(_))
+    }
 }
 
 /// What a fault in a step does to its target.

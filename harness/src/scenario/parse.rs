@@ -639,22 +639,19 @@ impl<'s> Validator<'s> {
                                  far (the proxy sits on that one sync connection)",
                             );
                         }
-                        if let Change::Partition(how @ (PartitionHow::Cut | PartitionHow::Reset)) =
-                            c
+                        if let Change::Partition(how) = c
+                            && *how != PartitionHow::Blackhole
                             && s.backends.contains(&crate::BackendKind::Docker)
                         {
                             self.report(
                                 at,
                                 format!(
                                     "`partition: {}` runs on the host backend only (its sync \
-                                     proxy closes connections); the docker backend disconnects \
-                                     the gateway from its sync network, which leaves them \
-                                     silent: use `blackhole` or add `backends: [host]`",
-                                    if *how == PartitionHow::Cut {
-                                        "cut"
-                                    } else {
-                                        "reset"
-                                    }
+                                     proxy closes or delays connections); the docker backend \
+                                     disconnects the gateway from its sync network, which \
+                                     leaves them silent: use `blackhole` or add `backends: \
+                                     [host]`",
+                                    how.name()
                                 ),
                             );
                         }
@@ -1909,16 +1906,28 @@ steps:
         .unwrap();
         parse_str(Path::new("x.yaml"), &both("partition: blackhole, heal")).unwrap();
         parse_str(Path::new("x.yaml"), &steps("partition: reset, heal")).unwrap();
+        parse_str(
+            Path::new("x.yaml"),
+            &steps("partition: { delay: 300ms }, heal"),
+        )
+        .unwrap();
         let e = err(&both("partition: cut, heal"));
         assert!(
             e.contains(
                 "steps[0].changes[0].partition: `partition: cut` runs on the host backend only \
-                 (its sync proxy closes connections); the docker backend disconnects the gateway \
-                 from its sync network, which leaves them silent: use `blackhole` or add \
-                 `backends: [host]`"
+                 (its sync proxy closes or delays connections); the docker backend disconnects \
+                 the gateway from its sync network, which leaves them silent: use `blackhole` or \
+                 add `backends: [host]`"
             ),
             "{e}"
         );
+        let e = err(&both("partition: { delay: 300ms }, heal"));
+        assert!(
+            e.contains("`partition: delay` runs on the host backend only"),
+            "{e}"
+        );
+        let e = err(&steps("partition: { delay: soon }, heal"));
+        assert!(e.contains("steps[0].changes[0]"), "{e}");
     }
 
     /// MINIMAL on the host backend with `topology` and `steps` (changes separated by `, `).
