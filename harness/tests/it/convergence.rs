@@ -8,7 +8,7 @@
 //! histories of at most 6 steps, bound 5 s); measured times are in docs/convergence.md.
 
 use harness::converge::{Options, Outcome, check};
-use harness::{Backend, BackendKind, ProcessEnv};
+use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
 
@@ -71,37 +71,13 @@ fn planted_bug() -> Result<(), Failed> {
             "the checker classified a deleted route as stale",
         ),
     ];
-    let failed: Vec<&str> = checks
-        .iter()
-        .filter(|(ok, _)| !ok)
-        .map(|(_, what)| *what)
-        .collect();
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{}; the message was:\n{message}", failed.join("; ")).into())
-    }
+    crate::all_hold(&checks, &message)
 }
 
 /// `convergence@<mode>` for every sync mode (ignored, with a note, when the mode's server is
 /// not installed), then `convergence_planted_bug@websocket`.
 pub(crate) fn trials() -> Vec<Trial> {
-    let mut trials = Vec::new();
-    for mode in [
-        SyncMode::Websocket,
-        SyncMode::Http,
-        SyncMode::Zookeeper,
-        SyncMode::Etcd,
-    ] {
-        let skip = harness::backend::middleware::skip_reason(&ProcessEnv, mode);
-        if let Some(reason) = &skip {
-            eprintln!("note: `convergence@{mode}` is ignored: {reason}");
-        }
-        trials.push(
-            Trial::test(format!("convergence@{mode}"), move || convergence(mode))
-                .with_ignored_flag(skip.is_some()),
-        );
-    }
+    let mut trials = crate::per_mode("convergence", convergence);
     trials.push(Trial::test(
         "convergence_planted_bug@websocket",
         planted_bug,

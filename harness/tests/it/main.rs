@@ -16,7 +16,8 @@ mod middleware_faults;
 mod properties;
 mod redis;
 
-use libtest_mimic::Arguments;
+use libtest_mimic::{Arguments, Failed, Trial};
+use model::SyncMode;
 
 /// Collects every module's trials and runs those the command line selects.
 fn main() {
@@ -29,4 +30,39 @@ fn main() {
     trials.extend(properties::trials());
     trials.extend(redis::trials());
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// `<name>@<mode>` for every sync mode, each running `test(mode)`; a mode whose server is not
+/// installed is ignored (with a note on stderr) unless `GANTRY_REQUIRE` names it.
+fn per_mode(name: &'static str, test: fn(SyncMode) -> Result<(), Failed>) -> Vec<Trial> {
+    [
+        SyncMode::Websocket,
+        SyncMode::Http,
+        SyncMode::Zookeeper,
+        SyncMode::Etcd,
+    ]
+    .into_iter()
+    .map(|mode| {
+        let skip = harness::backend::middleware::skip_reason(&harness::ProcessEnv, mode);
+        if let Some(reason) = &skip {
+            eprintln!("note: `{name}@{mode}` is ignored: {reason}");
+        }
+        Trial::test(format!("{name}@{mode}"), move || test(mode)).with_ignored_flag(skip.is_some())
+    })
+    .collect()
+}
+
+/// What a planted-bug trial asserts of the failure it provoked: every `(holds, what)` must
+/// hold; else the ones that do not, with the failure's `message`.
+fn all_hold(checks: &[(bool, &str)], message: &str) -> Result<(), Failed> {
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|(ok, _)| !ok)
+        .map(|(_, what)| *what)
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}; the message was:\n{message}", failed.join("; ")).into())
+    }
 }

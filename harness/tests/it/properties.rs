@@ -71,7 +71,7 @@ use harness::reference::{Outcome, PlantedBug, Reference, Request};
 use harness::scenario::ast::UpstreamDecl;
 use harness::topology::Topology;
 use harness::wait::{WaitPolicy, await_convergence};
-use harness::{Backend, BackendKind, ProcessEnv};
+use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
 use model::{ConditionData, ConditionDto, DivideUpstream, RuleDto, SelectorDto, SyncMode};
 use proptest::prelude::*;
@@ -1153,38 +1153,14 @@ fn planted_bug(mode: SyncMode) -> Result<(), Failed> {
             "the message shows the minimal case",
         ),
     ];
-    let failed: Vec<&str> = checks
-        .iter()
-        .filter(|(ok, _)| !ok)
-        .map(|(_, what)| *what)
-        .collect();
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{}; the message was:\n{message}", failed.join("; ")).into())
-    }
+    crate::all_hold(&checks, &message)
 }
 
 /// The trials: `predicates@<mode>` for every sync mode (ignored, with a note on stderr, when
 /// the mode's server is not installed, unless `GANTRY_REQUIRE` names it), then
 /// `predicates_planted_bug@websocket`.
 pub(crate) fn trials() -> Vec<Trial> {
-    let mut trials = Vec::new();
-    for mode in [
-        SyncMode::Websocket,
-        SyncMode::Http,
-        SyncMode::Zookeeper,
-        SyncMode::Etcd,
-    ] {
-        let skip = harness::backend::middleware::skip_reason(&ProcessEnv, mode);
-        if let Some(reason) = &skip {
-            eprintln!("note: `predicates@{mode}` is ignored: {reason}");
-        }
-        trials.push(
-            Trial::test(format!("predicates@{mode}"), move || predicates(mode))
-                .with_ignored_flag(skip.is_some()),
-        );
-    }
+    let mut trials = crate::per_mode("predicates", predicates);
     trials.push(Trial::test("predicates_planted_bug@websocket", || {
         planted_bug(SyncMode::Websocket)
     }));
