@@ -157,7 +157,12 @@ pub fn skip_reason(env: &dyn Env, mode: SyncMode) -> Option<String> {
     }
 }
 
-/// A free loopback port (bound, then released for the server).
+/// How many times a server is started on fresh ports when another process took its port
+/// between [`free_port`] and the server's bind.
+pub(super) const PORT_ATTEMPTS: u32 = 3;
+
+/// A free loopback port (bound, then released for the server: another process may take it
+/// before the server binds it; see [`lost_port_race`]).
 pub(super) fn free_port() -> Result<u16, BackendError> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
@@ -166,6 +171,23 @@ pub(super) fn free_port() -> Result<u16, BackendError> {
             what: "picking a free port".into(),
             source,
         })
+}
+
+/// Whether a server's log says its port was taken before it could bind it (ZooKeeper's
+/// `BindException`, etcd's, Redis's and PostgreSQL's `bind: Address already in use`): the
+/// harness's port pick lost a race, so starting again on a fresh port is no hidden failure.
+pub(super) fn lost_port_race(log: &str) -> bool {
+    log.to_ascii_lowercase().contains("address already in use")
+}
+
+/// Moves a failed start's log aside (`<log>.<attempt>`, kept for a post-mortem) so that the
+/// next attempt's log starts empty.
+pub(super) fn retire_log(log: &Path, attempt: u32) {
+    let mut aside = log.as_os_str().to_owned();
+    aside.push(format!(".{attempt}"));
+    if let Err(e) = std::fs::rename(log, &aside) {
+        tracing::warn!(log = %log.display(), "moving a failed start's log aside: {e}");
+    }
 }
 
 /// A running ZooKeeper or etcd server; killed and reaped on drop.
@@ -265,30 +287,61 @@ impl StoreServer {
     /// Starts a server of `kind` with its files under `dir` (created), and waits until it
     /// answers.
     pub async fn start(kind: StoreKind, dir: &Path) -> Result<StoreServer, BackendError> {
-        let io = |what: String| move |source| BackendError::Io { what, source };
-        std::fs::create_dir_all(dir.join("data"))
-            .map_err(io(format!("creating {}", dir.display())))?;
+        StoreServer::start_on(kind, dir, free_port()?).await
+    }
+
+    /// [`StoreServer::start`] with the client port picked: on fresh ports when `port` turns
+    /// out to be taken.
+    async fn start_on(kind: StoreKind, dir: &Path, port: u16) -> Result<StoreServer, BackendError> {
         let mut server = StoreServer {
             kind,
             dir: dir.to_owned(),
-            port: free_port()?,
+            port,
             peer_port: free_port()?,
             log: dir.join(format!("{}.log", kind.name())),
             process: None,
         };
-        if kind == StoreKind::Zookeeper {
+        let mut attempt = 1;
+        loop {
+            server.prepare()?;
+            match server.launch().await {
+                Ok(()) => return Ok(server),
+                Err(e) if attempt < PORT_ATTEMPTS && lost_port_race(&server.log_tail(60)) => {
+                    tracing::warn!(
+                        server = kind.name(),
+                        port = server.port,
+                        "port taken before the server bound it; starting again on fresh ports: {e}"
+                    );
+                    retire_log(&server.log, attempt);
+                    server.port = free_port()?;
+                    server.peer_port = free_port()?;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// An empty data directory and, for ZooKeeper, its `zoo.cfg` on the current port.
+    fn prepare(&self) -> Result<(), BackendError> {
+        let io = |what: String| move |source| BackendError::Io { what, source };
+        let data = self.dir.join("data");
+        if data.exists() {
+            std::fs::remove_dir_all(&data).map_err(io(format!("emptying {}", data.display())))?;
+        }
+        std::fs::create_dir_all(&data).map_err(io(format!("creating {}", data.display())))?;
+        if self.kind == StoreKind::Zookeeper {
             let cfg = format!(
                 "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
                  clientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
                  4lw.commands.whitelist=srvr,ruok,cons\n",
-                dir.join("data").display(),
-                server.port
+                data.display(),
+                self.port
             );
-            let path = dir.join("zoo.cfg");
+            let path = self.dir.join("zoo.cfg");
             std::fs::write(&path, cfg).map_err(io(format!("writing {}", path.display())))?;
         }
-        server.launch().await?;
-        Ok(server)
+        Ok(())
     }
 
     /// Which store it is.
@@ -471,6 +524,43 @@ mod tests {
 
     use super::*;
     use crate::FakeEnv;
+
+    #[test]
+    fn port_races_are_told_from_other_start_failures() {
+        for lost in [
+            "java.net.BindException: Address already in use",
+            "2026-12-02 19:33:29.446898 C | etcdmain: listen tcp 127.0.0.1:36415: bind: address already in use",
+            "# Warning: Could not create server TCP listening socket 127.0.0.1:36415: bind: Address already in use",
+        ] {
+            assert!(lost_port_race(lost), "{lost}");
+        }
+        for other in [
+            "java.io.IOException: No snapshot found",
+            "connection refused",
+            "",
+        ] {
+            assert!(!lost_port_race(other), "{other}");
+        }
+    }
+
+    /// A store whose port is taken before it binds starts again on a fresh one, and keeps the
+    /// failed start's log (real servers; skipped where none is installed).
+    #[tokio::test]
+    async fn a_taken_port_is_replaced() {
+        for kind in [StoreKind::Zookeeper, StoreKind::Etcd] {
+            if kind.unavailable().is_some() {
+                continue;
+            }
+            let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            let port = taken.local_addr().unwrap().port();
+            let dir = tempfile::tempdir().unwrap();
+            let server = StoreServer::start_on(kind, dir.path(), port).await.unwrap();
+            assert_ne!(server.port(), port, "{}", kind.name());
+            let first =
+                std::fs::read_to_string(dir.path().join(format!("{}.log.1", kind.name()))).unwrap();
+            assert!(lost_port_race(&first), "{}: {first}", kind.name());
+        }
+    }
 
     #[test]
     fn require_names_modes() {

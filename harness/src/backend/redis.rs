@@ -12,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::middleware::{Watched, free_port, process_alive, required};
+use super::middleware::{
+    PORT_ATTEMPTS, Watched, free_port, lost_port_race, process_alive, required, retire_log,
+};
 use super::ready::{self, NotReady, ReadyWait};
 use crate::Env;
 use crate::error::BackendError;
@@ -77,8 +79,22 @@ impl RedisServer {
             log: dir.join("redis.log"),
             process: None,
         };
-        server.spawn().await?;
-        Ok(server)
+        let mut attempt = 1;
+        loop {
+            match server.spawn().await {
+                Ok(()) => return Ok(server),
+                Err(e) if attempt < PORT_ATTEMPTS && lost_port_race(&server.log_tail(30)) => {
+                    tracing::warn!(
+                        port = server.port,
+                        "port taken before redis bound it; starting again on a fresh port: {e}"
+                    );
+                    retire_log(&server.log, attempt);
+                    server.port = free_port()?;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Starts the server again after [`RedisServer::stop`], on the same port and with the same
