@@ -49,34 +49,10 @@ pub(crate) fn json_message(inner: &serde_json::Error) -> String {
     message
 }
 
-/// The param types a gantry gateway can extract from a request.
-const EXTRACTABLE: &[ParamType] = &[
-    ParamType::Uri,
-    ParamType::ReqMethod,
-    ParamType::Header,
-    ParamType::Query,
-    ParamType::Cookie,
-    ParamType::Ip,
-    ParamType::Host,
-    ParamType::Domain,
-    ParamType::Post,
-];
-
 const DIVIDE: &str = "divide";
 const CONTEXT_PATH: &str = "contextPath";
 const PARAM_MAPPING: &str = "paramMapping";
 const RATE_LIMITER: &str = "rateLimiter";
-
-// Bounds of a divide rule handle's numbers. ShenYu's dashboard (`plugin_handle` seed rows)
-// gives them no range (`"rule":""`) and its admin stores any integer; these keep one request
-// from retrying forever (`retry: 2147483647` spins a core) and refuse negatives.
-
-/// `retry`: retries after the first attempt.
-const RETRY_BOUNDS: RangeInclusive<i64> = 0..=10;
-/// `timeout` in ms; 0 takes the default 3000 (as the gateway reads it); at most 10 min.
-const TIMEOUT_MS_BOUNDS: RangeInclusive<i64> = 0..=600_000;
-/// `headerMaxSize` and `requestMaxSize` in bytes; 0 = unlimited.
-const MAX_SIZE_BOUNDS: RangeInclusive<i64> = 0..=i64::MAX;
 
 fn non_blank(field: &str, value: Option<String>) -> Result<String, FieldError> {
     match value {
@@ -119,70 +95,15 @@ fn condition(at: &str, dto: ConditionDto) -> Result<ConditionData, FieldError> {
         .trim()
         .parse()
         .map_err(|e| FieldError::new(field("paramType"), e))?;
-    if !EXTRACTABLE.contains(&param_type) {
-        let supported: Vec<&str> = EXTRACTABLE.iter().map(|p| p.as_str()).collect();
-        return Err(FieldError::new(
-            field("paramType"),
-            format!(
-                "param type `{param_type}` is not supported by the gateway (supported: {})",
-                supported.join(", ")
-            ),
-        ));
-    }
     let operator_text = non_blank(&field("operator"), dto.operator)?;
     let operator: Operator = operator_text
         .trim()
         .parse()
         .map_err(|e| FieldError::new(field("operator"), e))?;
-    if !operator.is_supported() {
-        return Err(FieldError::new(
-            field("operator"),
-            format!("operator `{operator}` is not supported (ShenYu has no judge for it)"),
-        ));
-    }
     let param_name = dto.param_name.unwrap_or_default();
-    if matches!(
-        param_type,
-        ParamType::Header | ParamType::Query | ParamType::Cookie
-    ) && param_name.trim().is_empty()
-    {
-        return Err(FieldError::new(
-            field("paramName"),
-            format!("must not be blank for param type `{param_type}`"),
-        ));
-    }
     let param_value = required(&field("paramValue"), dto.param_value)?;
-    if param_value.trim().is_empty() && operator != Operator::IsBlank {
-        return Err(FieldError::new(field("paramValue"), "must not be blank"));
-    }
-    if operator == Operator::PathPattern && param_type == ParamType::Uri {
-        // As the gateway parses it (Spring's `PathPatternParser`); what Spring cannot parse,
-        // ShenYu's gateway answers 400 to every request that reaches the condition.
-        let value = param_value.trim();
-        if let Err(e) = model::path_pattern::PathPattern::parse(value) {
-            return Err(FieldError::new(field("paramValue"), e));
-        }
-    }
-    if matches!(operator, Operator::TimeBefore | Operator::TimeAfter) {
-        model::time::parse_time(param_value.trim())
-            .map_err(|e| FieldError::new(field("paramValue"), e))?;
-    }
-    if operator == Operator::Regex {
-        // As the gateway compiles it: trimmed like Java's `String.trim()`, read as re2j reads
-        // it (syntax re2j refuses is refused here, ShenYu would answer 500), then built.
-        let value = param_value.trim_matches(|c: char| c <= '\u{20}');
-        let checked = model::re2j::translate(value).and_then(|body| {
-            regex::Regex::new(&format!("^(?:{body})$"))
-                .map(drop)
-                .map_err(|e| e.to_string())
-        });
-        if let Err(e) = checked {
-            return Err(FieldError::new(
-                field("paramValue"),
-                format!("invalid regex: {e}"),
-            ));
-        }
-    }
+    model::condition::check(param_type, operator, &param_name, &param_value)
+        .map_err(|(name, message)| FieldError::new(field(name), message))?;
     Ok(ConditionData {
         param_type: param_type.as_str().to_owned(),
         operator: operator.as_str().to_owned(),
@@ -233,41 +154,13 @@ pub(crate) fn path_pattern(field: &str, pattern: &str) -> Result<(), FieldError>
     Ok(())
 }
 
-/// Whether `url` is `host:port`.
-fn is_host_port(url: &str) -> bool {
-    match url.rsplit_once(':') {
-        Some((host, port)) => {
-            !host.is_empty()
-                && !host.contains('/')
-                && !host.contains(' ')
-                && port.parse::<u16>().is_ok()
-        }
-        None => false,
-    }
-}
-
 fn divide_selector_handle(handle: &str) -> Result<(), FieldError> {
     let upstreams = DivideUpstream::parse_list(handle)
         .map_err(|e| FieldError::new("handle", format!("invalid divide upstream list: {e}")))?;
     for (i, upstream) in upstreams.iter().enumerate() {
-        if !is_host_port(&upstream.upstream_url) {
-            return Err(FieldError::new(
-                format!("handle[{i}].upstreamUrl"),
-                format!("expected `host:port`, got `{}`", upstream.upstream_url),
-            ));
-        }
-        if upstream.weight < 0 {
-            return Err(FieldError::new(
-                format!("handle[{i}].weight"),
-                format!("must be >= 0, got {}", upstream.weight),
-            ));
-        }
-        if upstream.warmup < 0 {
-            return Err(FieldError::new(
-                format!("handle[{i}].warmup"),
-                format!("must be >= 0, got {}", upstream.warmup),
-            ));
-        }
+        upstream
+            .check()
+            .map_err(|(field, message)| FieldError::new(format!("handle[{i}].{field}"), message))?;
     }
     Ok(())
 }
@@ -295,30 +188,12 @@ fn parse_at<T: DeserializeOwned>(root: &str, what: &str, text: &str) -> Result<T
     Ok(parsed)
 }
 
-/// `value` of handle field `field` within `range`.
-fn within(field: &str, value: i64, range: &RangeInclusive<i64>) -> Result<(), FieldError> {
-    if range.contains(&value) {
-        return Ok(());
-    }
-    let expected = if *range.end() == i64::MAX {
-        format!(">= {}", range.start())
-    } else {
-        format!("within {range:?}")
-    };
-    Err(FieldError::new(
-        format!("handle.{field}"),
-        format!("must be {expected}, got {value}"),
-    ))
-}
-
 /// A divide rule handle: readable (known `loadBalance` and `retryStrategy` names) and its
-/// numbers within `RETRY_BOUNDS`, `TIMEOUT_MS_BOUNDS` and `MAX_SIZE_BOUNDS`.
+/// numbers within bounds ([`DivideRuleHandle::check`]).
 fn divide_rule_handle(handle: &str) -> Result<(), FieldError> {
-    let h: DivideRuleHandle = rule_handle(DIVIDE, handle)?;
-    within("retry", i64::from(h.retry), &RETRY_BOUNDS)?;
-    within("timeout", h.timeout, &TIMEOUT_MS_BOUNDS)?;
-    within("headerMaxSize", h.header_max_size, &MAX_SIZE_BOUNDS)?;
-    within("requestMaxSize", h.request_max_size, &MAX_SIZE_BOUNDS)
+    rule_handle::<DivideRuleHandle>(DIVIDE, handle)?
+        .check()
+        .map_err(|(field, message)| FieldError::new(format!("handle.{field}"), message))
 }
 
 /// A rateLimiter rule handle (ShenYu `RateLimiterHandle`): a known `algorithmName` and

@@ -1,6 +1,8 @@
 //! Divide handles: the selector's upstream list ([`DivideUpstream`]) and the rule's
 //! [`DivideRuleHandle`].
 
+use std::ops::RangeInclusive;
+
 use serde::{Deserialize, Serialize};
 
 use crate::de::{null_default, null_true};
@@ -40,6 +42,39 @@ pub struct DivideUpstream {
     /// Namespace id (ShenYu ≥2.7.0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_id: Option<String>,
+}
+
+impl DivideUpstream {
+    /// Why this upstream cannot be used, naming the field: an `upstreamUrl` that is not
+    /// `host:port`, a negative `weight` or `warmup`.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !is_host_port(&self.upstream_url) {
+            return Err((
+                "upstreamUrl",
+                format!("expected `host:port`, got `{}`", self.upstream_url),
+            ));
+        }
+        if self.weight < 0 {
+            return Err(("weight", format!("must be >= 0, got {}", self.weight)));
+        }
+        if self.warmup < 0 {
+            return Err(("warmup", format!("must be >= 0, got {}", self.warmup)));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `url` is `host:port`.
+fn is_host_port(url: &str) -> bool {
+    match url.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.is_empty()
+                && !host.contains('/')
+                && !host.contains(' ')
+                && port.parse::<u16>().is_ok()
+        }
+        None => false,
+    }
 }
 
 impl Default for DivideUpstream {
@@ -138,7 +173,27 @@ impl Default for DivideRuleHandle {
     }
 }
 
+// Bounds of a divide rule handle's numbers. ShenYu's dashboard (`plugin_handle` seed rows)
+// gives them no range (`"rule":""`) and its admin stores any integer; these keep one request
+// from retrying forever (`retry: 2147483647` spins a core) and refuse negatives.
+
+/// `retry`: retries after the first attempt.
+pub(crate) const RETRY_BOUNDS: RangeInclusive<i64> = 0..=10;
+/// `timeout` in ms; 0 takes the default 3000 (as the gateway reads it); at most 10 min.
+pub(crate) const TIMEOUT_MS_BOUNDS: RangeInclusive<i64> = 0..=600_000;
+/// `headerMaxSize` and `requestMaxSize` in bytes; 0 = unlimited.
+pub(crate) const MAX_SIZE_BOUNDS: RangeInclusive<i64> = 0..=i64::MAX;
+
 impl DivideRuleHandle {
+    /// Why this handle cannot work, naming the field: a number outside [`RETRY_BOUNDS`],
+    /// [`TIMEOUT_MS_BOUNDS`] or [`MAX_SIZE_BOUNDS`].
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        within("retry", i64::from(self.retry), &RETRY_BOUNDS)?;
+        within("timeout", self.timeout, &TIMEOUT_MS_BOUNDS)?;
+        within("headerMaxSize", self.header_max_size, &MAX_SIZE_BOUNDS)?;
+        within("requestMaxSize", self.request_max_size, &MAX_SIZE_BOUNDS)
+    }
+
     /// Parses a divide rule handle; blank means all defaults.
     pub fn parse(handle: &str) -> Result<DivideRuleHandle, serde_json::Error> {
         if handle.trim().is_empty() {
@@ -146,4 +201,21 @@ impl DivideRuleHandle {
         }
         serde_json::from_str(handle)
     }
+}
+
+/// `value` of field `field` within `range`, or why not.
+fn within(
+    field: &'static str,
+    value: i64,
+    range: &RangeInclusive<i64>,
+) -> Result<(), (&'static str, String)> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    let expected = if *range.end() == i64::MAX {
+        format!(">= {}", range.start())
+    } else {
+        format!("within {range:?}")
+    };
+    Err((field, format!("must be {expected}, got {value}")))
 }

@@ -12,7 +12,7 @@
 mod admin_api;
 mod app_auth;
 mod backoff;
-mod condition;
+pub mod condition;
 mod context_mapping;
 mod de;
 mod digest;

@@ -2,7 +2,7 @@
 //! for a name that is not one of them.
 //!
 //! The macro gives the enum its wire names (with accepted aliases), `ALL` in ShenYu's enum
-//! order, `as_str`, `FromStr`, `Display`, serde by name, and the OpenAPI / JSON schema of the
+//! order, `as_str`, `aliases`, `doc` (the variant's doc comment), `FromStr`, `Display`, serde by name, and the OpenAPI / JSON schema of the
 //! name list when the `openapi` / `schema` features are on.
 
 /// A name that is not one of an enum's ShenYu names.
@@ -22,13 +22,13 @@ macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
         $name:ident, $kind:literal {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal $(| $alias:literal)* ),+ $(,)?
+            $( $(#[doc = $vdoc:literal])* $variant:ident = $wire:literal $(| $alias:literal)* ),+ $(,)?
         }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum $name {
-            $( $(#[$vmeta])* $variant ),+
+            $( $(#[doc = $vdoc])* $variant ),+
         }
 
         impl $name {
@@ -38,6 +38,16 @@ macro_rules! wire_enum {
             /// The ShenYu wire name.
             pub fn as_str(self) -> &'static str {
                 match self { $( $name::$variant => $wire ),+ }
+            }
+
+            /// The other names `from_str` accepts for it.
+            pub fn aliases(self) -> &'static [&'static str] {
+                match self { $( $name::$variant => &[$( $alias ),*] ),+ }
+            }
+
+            /// Its doc comment (the lines joined), for generated reference tables.
+            pub fn doc(self) -> &'static str {
+                match self { $( $name::$variant => concat!("" $(, $vdoc)*).trim_ascii() ),+ }
             }
         }
 

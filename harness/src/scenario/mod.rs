@@ -1,12 +1,14 @@
 //! Scenario files: their shape ([`ast`]) and its JSON Schema ([`schema`]), parsing and
 //! validation ([`parse`], problems located in the YAML tree by `locate`), the placeholders of
-//! plugin configs ([`placeholder`]), and discovery.
+//! plugin configs ([`placeholder`]), the reference tables of the docs ([`tables`]), and
+//! discovery.
 
 pub mod ast;
 mod locate;
 pub mod parse;
 pub mod placeholder;
 pub mod schema;
+pub mod tables;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

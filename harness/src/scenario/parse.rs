@@ -8,12 +8,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use model::ParamType;
-
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
     PluginSetup, RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind,
-    Target, TopologySpec, Wait,
+    Target, TopologySpec, UpstreamRef, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -176,8 +174,9 @@ impl<'s> Validator<'s> {
         );
         for (i, sel) in s.setup.selectors.iter().enumerate() {
             let at = format!("setup.selectors[{i}]");
+            self.plugin_name(&sel.plugin, format!("{at}.plugin"));
             for (j, u) in sel.upstreams.iter().enumerate() {
-                self.known(&u.upstream, format!("{at}.upstreams[{j}].upstream"));
+                self.upstream_ref(u, &format!("{at}.upstreams[{j}]"));
             }
             self.conditions(&sel.conditions, &format!("{at}.conditions"));
             self.unique(
@@ -267,9 +266,7 @@ impl<'s> Validator<'s> {
     /// config is a JSON object whose placeholders are known and backed by `components`.
     fn plugin_setup(&mut self, p: &PluginSetup, at: &str) {
         let s = self.s;
-        if p.name.trim().is_empty() {
-            self.report(format!("{at}.name"), "must not be empty");
-        }
+        self.plugin_name(&p.name, format!("{at}.name"));
         if p.config.is_none() && p.enabled.is_none() {
             self.report(at, "sets nothing: give `config`, `enabled` or both");
         }
@@ -293,6 +290,46 @@ impl<'s> Validator<'s> {
                     format!("must be a JSON object: {e}"),
                 ),
             }
+        }
+    }
+
+    /// `name` is one of ShenYu's built-in plugins (the admin knows no other).
+    fn plugin_name(&mut self, name: &str, path: String) {
+        if name.trim().is_empty() {
+            self.report(path, "must not be empty");
+        } else if !model::BUILTIN_PLUGINS.iter().any(|p| p.name == name) {
+            let known: Vec<&str> = model::BUILTIN_PLUGINS.iter().map(|p| p.name).collect();
+            self.report(
+                path,
+                format!(
+                    "unknown plugin `{name}` (ShenYu's plugins: {})",
+                    known.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// A divide upstream (`...upstreams[j]`): a declared upstream with a weight the admin
+    /// takes ([`model::DivideUpstream::check`]).
+    fn upstream_ref(&mut self, u: &UpstreamRef, at: &str) {
+        self.known(&u.upstream, format!("{at}.upstream"));
+        // The address is only known at run time; a stand-in lets the shared check judge the
+        // rest.
+        let lowered = model::DivideUpstream {
+            upstream_url: "upstream:1".to_owned(),
+            weight: u.weight,
+            status: u.status,
+            ..Default::default()
+        };
+        if let Err((field, message)) = lowered.check() {
+            self.report(format!("{at}.{field}"), message);
+        }
+    }
+
+    /// A divide rule handle the admin takes ([`model::DivideRuleHandle::check`]).
+    fn divide_handle(&mut self, handle: &RuleHandleSpec, at: &str) {
+        if let Err((field, message)) = handle.to_handle().check() {
+            self.report(format!("{at}.{field}"), message);
         }
     }
 
@@ -324,7 +361,7 @@ impl<'s> Validator<'s> {
                 format!("{at}.handle"),
                 "is a divide rule handle; a contextPath rule takes `contextPath:`",
             ),
-            _ => {}
+            (None, _) => self.divide_handle(&rule.handle, &format!("{at}.handle")),
         }
         self.rate_limiter_handle(plugin, rule.rate_limiter.as_ref(), &rule.handle, at);
     }
@@ -583,7 +620,7 @@ impl<'s> Validator<'s> {
                             self.unknown_selector(&u.name, format!("{at}.name"));
                         }
                         for (k, up) in u.upstreams.iter().flatten().enumerate() {
-                            self.known(&up.upstream, format!("{at}.upstreams[{k}].upstream"));
+                            self.upstream_ref(up, &format!("{at}.upstreams[{k}]"));
                         }
                         if let Some(cs) = &u.conditions {
                             self.conditions(cs, &format!("{at}.conditions"));
@@ -600,11 +637,12 @@ impl<'s> Validator<'s> {
                         {
                             self.report(format!("{at}.rateLimiter.{field}"), message);
                         }
+                        if let Some(handle) = &u.handle {
+                            self.divide_handle(handle, &format!("{at}.handle"));
+                        }
                     }
                     Change::EnablePlugin(p) => {
-                        if p.name.trim().is_empty() {
-                            self.report(format!("{at}.enablePlugin.name"), "must not be empty");
-                        }
+                        self.plugin_name(&p.name, format!("{at}.enablePlugin.name"));
                     }
                     Change::DeleteSelector(name) => {
                         if live.remove(name.as_str()).is_none() {
@@ -1147,15 +1185,11 @@ impl<'s> Validator<'s> {
 
     fn conditions(&mut self, list: &[ConditionSpec], path: &str) {
         for (i, c) in list.iter().enumerate() {
-            let needs_name = matches!(
-                c.param_type,
-                ParamType::Header | ParamType::Query | ParamType::Cookie
-            );
-            if needs_name && c.param_name.as_deref().is_none_or(|n| n.trim().is_empty()) {
-                self.report(
-                    format!("{path}[{i}].paramName"),
-                    format!("required for paramType `{}`", c.param_type),
-                );
+            let name = c.param_name.as_deref().unwrap_or_default();
+            if let Err((field, message)) =
+                model::condition::check(c.param_type, c.operator, name, &c.param_value)
+            {
+                self.report(format!("{path}[{i}].{field}"), message);
             }
         }
     }
@@ -1395,7 +1429,7 @@ checks:
         assert_eq!(e.problem_count(), 5);
         let expected = [
             // A missing key: the mapping that lacks it.
-            "x.yaml:16:11: setup.selectors[0].conditions[0].paramName: required for paramType `header`",
+            "x.yaml:16:11: setup.selectors[0].conditions[0].paramName: must not be blank for param type `header`",
             "x.yaml:29:24: wait.probe.request.method: invalid HTTP method `G T`",
             "x.yaml:32:13: wait.interval: must be between 1ms and 50ms, got 100ms",
             "x.yaml:38:38: checks[0].expect.upstream: upstream `omega` is not declared in `upstreams` (declared: alpha)",
@@ -1455,10 +1489,50 @@ checks:
         let e = err(&GOOD.replacen("paramType: uri", "paramType: header", 1));
         assert!(
             e.contains(
-                "setup.selectors[0].conditions[0].paramName: required for paramType `header`"
+                "setup.selectors[0].conditions[0].paramName: must not be blank for param type `header`"
             ),
             "{e}"
         );
+    }
+
+    /// What the admin would refuse is found at parse time, at its line, under the case
+    /// file's own field names.
+    #[test]
+    fn what_the_admin_refuses_is_located_at_parse_time() {
+        let cases = [
+            (
+                GOOD.replacen("weight: 50", "weight: -5", 1),
+                "x.yaml:18:38: setup.selectors[0].upstreams[0].weight: must be >= 0, got -5",
+            ),
+            (
+                GOOD.replacen("plugin: divide", "plugin: divde", 1),
+                "x.yaml:9:15: setup.selectors[0].plugin: unknown plugin `divde`",
+            ),
+            (
+                GOOD.replacen(
+                    r#"operator: "=", paramValue: /http/order/findById }"#,
+                    r#"operator: regex, paramValue: "/a(b" }"#,
+                    1,
+                ),
+                "x.yaml:16:58: setup.selectors[0].conditions[0].paramValue: invalid regex",
+            ),
+            (
+                GOOD.replacen(r#"operator: "=""#, r#"operator: SpEL"#, 1),
+                "setup.selectors[0].conditions[0].operator: operator `SpEL` is not supported",
+            ),
+            (
+                GOOD.replacen("paramType: uri", "paramType: form-data", 1),
+                "setup.selectors[0].conditions[0].paramType: param type `form-data` is not supported",
+            ),
+            (
+                GOOD.replacen("timeout: 3000", "retry: 11, timeout: 3000", 1),
+                "setup.selectors[0].rules[0].handle.retry: must be within 0..=10, got 11",
+            ),
+        ];
+        for (src, want) in cases {
+            let e = err(&src);
+            assert!(e.contains(want), "want {want:?} in:\n{e}");
+        }
     }
 
     #[test]
