@@ -330,11 +330,14 @@ pub enum RunErrorKind {
         /// The selector id.
         selector_id: String,
     },
-    /// The wait probe passed before setup: it cannot prove the new config is live.
+    /// The wait probes all passed before setup: they cannot prove the new config is live.
     #[error(
-        "the wait probe already passes before setup, so it cannot prove the new config is live"
+        "the wait probe already passes before setup, so it cannot prove the new config is live; {got}"
     )]
-    ProbePassesBeforeSetup,
+    ProbePassesBeforeSetup {
+        /// What each probe got, e.g. `got HTTP 404: {...}`.
+        got: String,
+    },
     /// A convergence wait timed out.
     #[error("{what}: {source}")]
     Timeout {

@@ -12,12 +12,24 @@ use model::ParamType;
 
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
-    PluginSetup, RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind,
-    Target, TopologySpec, Wait,
+    PluginSetup, RateLimiterSpec, RegistrationSpec, RuleHandleSpec, RuleSpec, Scenario,
+    SelectorSpec, SyncFault, SyncFaultKind, Target, TopologySpec, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
 use crate::error::{ScenarioError, ScenarioProblem};
+use crate::json_path::JsonPath;
+
+/// Adds the probes of `wait` (at `at`) with their field paths.
+fn wait_probes<'s>(probes: &mut Vec<(String, &'s Expect, &'s str)>, wait: &'s Wait, at: &str) {
+    for (i, p) in wait.probes.iter().enumerate() {
+        probes.push((
+            format!("{at}.{}", wait.probe_path(i)),
+            &p.expect,
+            p.request.method.as_str(),
+        ));
+    }
+}
 
 /// The longest poll interval a scenario may ask for.
 pub const MAX_INTERVAL: Duration = Duration::from_millis(50);
@@ -175,40 +187,14 @@ impl<'s> Validator<'s> {
             "selector",
         );
         for (i, sel) in s.setup.selectors.iter().enumerate() {
-            let at = format!("setup.selectors[{i}]");
-            for (j, u) in sel.upstreams.iter().enumerate() {
-                self.known(&u.upstream, format!("{at}.upstreams[{j}].upstream"));
-            }
-            self.conditions(&sel.conditions, &format!("{at}.conditions"));
-            self.unique(
-                sel.rules.iter().map(|r| r.name.as_str()),
-                &format!("{at}.rules"),
-                "rule",
-            );
-            for (j, r) in sel.rules.iter().enumerate() {
-                self.conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"));
-                self.rule_handle(&sel.plugin, r, &format!("{at}.rules[{j}]"));
-            }
+            self.selector(sel, &format!("setup.selectors[{i}]"));
         }
         for (i, reg) in s.setup.registrations.iter().enumerate() {
-            let at = format!("setup.registrations[{i}]");
-            self.known(&reg.upstream, format!("{at}.upstream"));
-            if !reg.context_path.starts_with('/') {
-                self.report(
-                    format!("{at}.contextPath"),
-                    format!("must start with `/`, got `{}`", reg.context_path),
-                );
-            }
-            if reg.paths.is_empty() {
-                self.report(format!("{at}.paths"), "at least one API path is required");
-            }
+            self.registration(reg, &format!("setup.registrations[{i}]"));
         }
         self.wait_policy(&s.wait, "wait");
-        let mut probes: Vec<(String, &Expect, &str)> = vec![(
-            "wait.probe".into(),
-            &s.wait.probe.expect,
-            s.wait.probe.request.method.as_str(),
-        )];
+        let mut probes: Vec<(String, &Expect, &str)> = Vec::new();
+        wait_probes(&mut probes, &s.wait, "wait");
         let setup_selectors: HashSet<&str> =
             s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
         for (i, c) in s.checks.iter().enumerate() {
@@ -217,11 +203,7 @@ impl<'s> Validator<'s> {
         for (i, st) in s.steps.iter().enumerate() {
             let at = format!("steps[{i}]");
             self.wait_policy(&st.wait, &format!("{at}.wait"));
-            probes.push((
-                format!("{at}.wait.probe"),
-                &st.wait.probe.expect,
-                st.wait.probe.request.method.as_str(),
-            ));
+            wait_probes(&mut probes, &st.wait, &format!("{at}.wait"));
             self.unique(
                 st.checks.iter().map(|c| c.name.as_str()),
                 &format!("{at}.checks"),
@@ -247,6 +229,50 @@ impl<'s> Validator<'s> {
             );
         }
         self.unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check");
+    }
+
+    /// A selector (`setup.selectors[i]`, `createSelector`): declared upstreams, valid
+    /// conditions, unique rule names and rule handles that fit its plugin.
+    fn selector(&mut self, sel: &SelectorSpec, at: &str) {
+        if sel.name.trim().is_empty() {
+            self.report(format!("{at}.name"), "must not be empty");
+        }
+        for (j, u) in sel.upstreams.iter().enumerate() {
+            self.known(&u.upstream, format!("{at}.upstreams[{j}].upstream"));
+        }
+        self.conditions(&sel.conditions, &format!("{at}.conditions"));
+        self.unique(
+            sel.rules.iter().map(|r| r.name.as_str()),
+            &format!("{at}.rules"),
+            "rule",
+        );
+        for (j, r) in sel.rules.iter().enumerate() {
+            self.rule(&sel.plugin, r, &format!("{at}.rules[{j}]"));
+        }
+    }
+
+    /// A rule (of a selector of `plugin`): valid conditions and a handle that fits.
+    fn rule(&mut self, plugin: &str, r: &RuleSpec, at: &str) {
+        if r.name.trim().is_empty() {
+            self.report(format!("{at}.name"), "must not be empty");
+        }
+        self.conditions(&r.conditions, &format!("{at}.conditions"));
+        self.rule_handle(plugin, r, at);
+    }
+
+    /// A registration (`setup.registrations[i]`, `register`): a declared upstream, a context
+    /// path and at least one API path.
+    fn registration(&mut self, reg: &RegistrationSpec, at: &str) {
+        self.known(&reg.upstream, format!("{at}.upstream"));
+        if !reg.context_path.starts_with('/') {
+            self.report(
+                format!("{at}.contextPath"),
+                format!("must start with `/`, got `{}`", reg.context_path),
+            );
+        }
+        if reg.paths.is_empty() {
+            self.report(format!("{at}.paths"), "at least one API path is required");
+        }
     }
 
     /// `setup.plugins`: one entry per plugin, each changing something; a config is a JSON
@@ -369,31 +395,44 @@ impl<'s> Validator<'s> {
             self.report(
                 format!("{at}.expect"),
                 "accepts every answer: constrain at least one of status, upstream, route, code, \
-                 bodyContains, received, selector, rule",
+                 bodyContains, bodyNotContains, headers, json, received, selector, rule",
             );
         }
-        if let Some(name) = &expect.upstream {
-            self.known(name, format!("{at}.expect.upstream"));
+        if let Some(want) = &expect.upstream {
+            let path = format!("{at}.expect.upstream");
+            if want.names().is_empty() {
+                self.report(path.clone(), "name at least one upstream");
+            }
+            for name in want.names() {
+                self.known(name, path.clone());
+            }
         }
-        let selectors = &self.s.setup.selectors;
+        for path in expect.json.keys() {
+            if let Err(e) = path.parse::<JsonPath>() {
+                self.report(format!("{at}.expect.json"), e);
+            }
+        }
+        let selectors = self.every_selector();
         if let Some(name) = &expect.selector
-            && !selectors.iter().any(|x| &x.name == name)
+            && !selectors.contains_key(name.as_str())
         {
             self.report(
                 format!("{at}.expect.selector"),
-                format!("no setup selector named `{name}`"),
+                format!("no selector named `{name}` in setup or a `createSelector`"),
             );
         }
         if let Some(rule) = &expect.rule {
             let holders: Vec<&str> = selectors
                 .iter()
-                .filter(|x| expect.selector.as_ref().is_none_or(|n| &x.name == n))
-                .filter(|x| x.rules.iter().any(|r| &r.name == rule))
-                .map(|x| x.name.as_str())
+                .filter(|(x, _)| expect.selector.as_ref().is_none_or(|n| *x == n))
+                .filter(|(_, rules)| rules.contains(rule.as_str()))
+                .map(|(x, _)| *x)
                 .collect();
             let message = match holders.len() {
                 1 => None,
-                0 => Some(format!("no setup rule named `{rule}`")),
+                0 => Some(format!(
+                    "no rule named `{rule}` in setup, a `createSelector` or a `createRule`"
+                )),
                 _ => Some(format!(
                     "rule `{rule}` is in several selectors ({}): name the `selector` too",
                     holders.join(", ")
@@ -403,6 +442,55 @@ impl<'s> Validator<'s> {
                 self.report(format!("{at}.expect.rule"), message);
             }
         }
+    }
+
+    /// Every selector the scenario makes, in setup or a step, with the rules it ever gets
+    /// (sorted by name): what `selector` and `rule` expectations may name.
+    fn every_selector(&self) -> std::collections::BTreeMap<&'s str, HashSet<&'s str>> {
+        let s = self.s;
+        let mut all: std::collections::BTreeMap<&str, HashSet<&str>> =
+            std::collections::BTreeMap::new();
+        let created = s.steps.iter().flat_map(|st| &st.changes);
+        for sel in s
+            .setup
+            .selectors
+            .iter()
+            .chain(created.clone().filter_map(|c| match c {
+                Change::CreateSelector(sel) => Some(sel),
+                _ => None,
+            }))
+        {
+            all.entry(sel.name.as_str())
+                .or_default()
+                .extend(sel.rules.iter().map(|r| r.name.as_str()));
+        }
+        for c in created {
+            if let Change::CreateRule(r) = c {
+                all.entry(r.selector.as_str())
+                    .or_default()
+                    .insert(r.rule.name.as_str());
+            }
+        }
+        all
+    }
+
+    /// The plugin of the selector `name` (from setup or a `createSelector`).
+    fn plugin_of(&self, name: &str) -> Option<&'s str> {
+        let s = self.s;
+        let created = s
+            .steps
+            .iter()
+            .flat_map(|st| &st.changes)
+            .filter_map(|c| match c {
+                Change::CreateSelector(sel) => Some(sel),
+                _ => None,
+            });
+        s.setup
+            .selectors
+            .iter()
+            .chain(created)
+            .find(|x| x.name == name)
+            .map(|x| x.plugin.as_str())
     }
 
     fn wait_policy(&mut self, w: &Wait, at: &str) {
@@ -423,7 +511,10 @@ impl<'s> Validator<'s> {
     fn unknown_selector(&mut self, name: &str, path: String) {
         self.report(
             path,
-            format!("no setup selector named `{name}` (or it was deleted by an earlier change)"),
+            format!(
+                "no selector named `{name}` at this point (made by setup or an earlier \
+                 `createSelector`, and not deleted since)"
+            ),
         );
     }
 
@@ -440,7 +531,7 @@ impl<'s> Validator<'s> {
             Some(rules) if !rules.contains(name) => self.report(
                 format!("{at}.name"),
                 format!(
-                    "selector `{selector}` has no setup rule named `{name}` (or it was deleted by an earlier change)"
+                    "selector `{selector}` has no rule named `{name}` at this point (made by setup or an earlier change, and not deleted since)"
                 ),
             ),
             Some(_) => {}
@@ -577,6 +668,37 @@ impl<'s> Validator<'s> {
                     );
                 }
                 match c {
+                    Change::CreateSelector(sel) => {
+                        let at = format!("{at}.createSelector");
+                        self.selector(sel, &at);
+                        let rules = sel.rules.iter().map(|r| r.name.as_str()).collect();
+                        if live.insert(sel.name.as_str(), rules).is_some() {
+                            self.report(
+                                format!("{at}.name"),
+                                format!("a selector named `{}` exists at this point", sel.name),
+                            );
+                        }
+                    }
+                    Change::CreateRule(r) => {
+                        let at = format!("{at}.createRule");
+                        let plugin = self.plugin_of(&r.selector);
+                        match live
+                            .get_mut(r.selector.as_str())
+                            .map(|rules| rules.insert(r.rule.name.as_str()))
+                        {
+                            None => self.unknown_selector(&r.selector, format!("{at}.selector")),
+                            Some(false) => self.report(
+                                format!("{at}.rule.name"),
+                                format!(
+                                    "selector `{}` has a rule named `{}` at this point",
+                                    r.selector, r.rule.name
+                                ),
+                            ),
+                            Some(true) => {}
+                        }
+                        self.rule(plugin.unwrap_or_default(), &r.rule, &format!("{at}.rule"));
+                    }
+                    Change::Register(reg) => self.registration(reg, &format!("{at}.register")),
                     Change::UpdateSelector(u) => {
                         let at = format!("{at}.updateSelector");
                         if !live.contains_key(u.name.as_str()) {
@@ -594,6 +716,23 @@ impl<'s> Validator<'s> {
                         self.live_rule(&live, &u.selector, &u.name, &at);
                         if let Some(cs) = &u.conditions {
                             self.conditions(cs, &format!("{at}.conditions"));
+                        }
+                        let handles = [
+                            u.handle.is_some(),
+                            u.context_path.is_some(),
+                            u.rate_limiter.is_some(),
+                        ];
+                        if handles.iter().filter(|h| **h).count() > 1 {
+                            self.report(
+                                at.clone(),
+                                "give one of `handle`, `contextPath` and `rateLimiter`: a rule \
+                                 has one handle",
+                            );
+                        }
+                        if let Some(cp) = &u.context_path
+                            && let Err((field, message)) = cp.to_handle().check()
+                        {
+                            self.report(format!("{at}.contextPath.{field}"), message);
                         }
                         if let Some(rl) = &u.rate_limiter
                             && let Err((field, message)) = rl.check()
@@ -935,7 +1074,7 @@ impl<'s> Validator<'s> {
             if !selectors.contains(name) {
                 v.report(
                     format!("{base}.selector"),
-                    format!("no setup selector named `{name}` at this point"),
+                    format!("no selector named `{name}` at this point"),
                 );
             }
         };
@@ -1308,7 +1447,7 @@ checks:
         assert_eq!(s.wait.consecutive, 3);
         assert_eq!(s.wait.interval, Duration::from_millis(10));
         assert_eq!(s.wait.timeout, Duration::from_secs(10));
-        assert_eq!(s.wait.probe.request.method, "GET");
+        assert_eq!(s.wait.probes[0].request.method, "GET");
         let sel = &s.setup.selectors[0];
         assert_eq!(
             (
@@ -1527,7 +1666,9 @@ steps:
             STEPS.replace("deleteSelector: uri-equal", "deleteSelector: nope")
         ));
         assert!(
-            e.contains("steps[0].changes[4].deleteSelector: no setup selector named `nope`"),
+            e.contains(
+                "steps[0].changes[4].deleteSelector: no selector named `nope` at this point"
+            ),
             "{e}"
         );
         assert!(e.starts_with("x.yaml:"), "{e}");
@@ -1539,7 +1680,7 @@ steps:
             )
         ));
         assert!(
-            e.contains("steps[0].changes[1].updateRule.name: selector `uri-equal` has no setup rule named `nope`"),
+            e.contains("steps[0].changes[1].updateRule.name: selector `uri-equal` has no rule named `nope` at this point"),
             "{e}"
         );
         // The rule was deleted by changes[3] before changes[4] deletes its selector; using
@@ -1673,9 +1814,7 @@ steps:
             &JUDGES.replace("selector: uri-equal\n", "selector: nope\n"),
         ));
         assert!(
-            e.contains(
-                "checks[2].distribution.selector: no setup selector named `nope` at this point"
-            ),
+            e.contains("checks[2].distribution.selector: no selector named `nope` at this point"),
             "{e}"
         );
         let e = err(&with_judges(&JUDGES.replace("slow: alpha", "slow: omega")));
@@ -1732,7 +1871,7 @@ steps:
 ";
         let e = err(&format!("{GOOD}{step}"));
         assert!(
-            e.contains("steps[0].checks[0].distribution.selector: no setup selector named `uri-equal` at this point"),
+            e.contains("steps[0].checks[0].distribution.selector: no selector named `uri-equal` at this point"),
             "{e}"
         );
     }
