@@ -167,11 +167,23 @@ pub fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(),
         }
     }
     if misses.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{}; got {}", misses.join("; "), resp.summary()))
+        return Ok(());
     }
+    let hint = match gateway_error.map(|e| e.code) {
+        Some(GatewayError::RULE_NOT_FOUND) => NO_RULE_HINT,
+        _ => "",
+    };
+    Err(format!(
+        "{}; got {}{hint}",
+        misses.join("; "),
+        resp.summary()
+    ))
 }
+
+/// Added to a miss on a -102 answer: the usual cause when a route was moved.
+const NO_RULE_HINT: &str = " (-102: a selector matched but none of its rules did; a selector \
+    whose conditions a step changed usually needs its rules' conditions changed too, with \
+    `updateRule`)";
 
 /// The `json` expectations the body misses: a body that is not JSON, a path that names
 /// nothing, or a value that differs.
@@ -404,6 +416,21 @@ mod tests {
             miss.contains("received.headers.X-User: expected \"alice\", got Some(\"bob\")"),
             "{miss}"
         );
+    }
+
+    #[test]
+    fn a_miss_on_rule_not_found_says_to_update_the_rules() {
+        let e = Expect {
+            upstream: Some("alpha".into()),
+            ..Default::default()
+        };
+        let names = Names::default();
+        let no_rule = gateway_error(404, &GatewayError::rule_not_found("divide"));
+        let miss = judge(&e, &no_rule, &names).unwrap_err();
+        assert!(miss.ends_with(NO_RULE_HINT), "{miss}");
+        let no_selector = gateway_error(404, &GatewayError::selector_not_found("divide"));
+        let miss = judge(&e, &no_selector, &names).unwrap_err();
+        assert!(!miss.contains("updateRule"), "{miss}");
     }
 
     #[test]
