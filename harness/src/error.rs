@@ -372,7 +372,7 @@ pub enum RunErrorKind {
         bound_ms: u64,
     },
     /// An object a step names does not exist.
-    #[error("{0} does not exist (not made by setup, or already deleted)")]
+    #[error("{0} does not exist (not made by setup or a step, or already deleted)")]
     UnknownObject(String),
     /// The admin deleted a different number of selectors than asked.
     #[error("admin deleted {deleted} selectors, expected {expected}")]

@@ -211,11 +211,11 @@ fn json_misses(expect: &Expect, body: &str, misses: &mut Vec<String>) {
     }
 }
 
-/// `` `name` `` for a known id, `id <x> (not made by setup)` otherwise, `none` without one.
+/// `` `name` `` for a known id, `id <x> (not made by this scenario)` otherwise, `none` without one.
 fn describe(id: Option<&str>, name: Option<&str>) -> String {
     match (id, name) {
         (_, Some(name)) => format!("`{name}`"),
-        (Some(id), None) => format!("id {id} (not made by setup)"),
+        (Some(id), None) => format!("id {id} (not made by this scenario)"),
         (None, None) => "none (no such header)".to_owned(),
     }
 }
@@ -374,7 +374,7 @@ mod tests {
         resp.headers.push((RULE_ID_HEADER.into(), "99".into()));
         let miss = judge(&e, &resp, &names).unwrap_err();
         assert!(
-            miss.starts_with("rule: expected `first`, got id 99 (not made by setup)"),
+            miss.starts_with("rule: expected `first`, got id 99 (not made by this scenario)"),
             "{miss}"
         );
         let miss = judge(&e, &routed("alpha", "/a"), &Names::default()).unwrap_err();

@@ -1379,6 +1379,16 @@ mod tests {
     const GOOD: &str = include_str!("testdata/annotated.yaml");
     const REDIS: &str = include_str!("testdata/redis_component.yaml");
 
+    impl Scenario {
+        /// The expectation of probe check `i`.
+        fn checks_probe_expect(&self, i: usize) -> &Expect {
+            match &self.checks[i].kind {
+                CheckKind::Probe(p) => &p.expect,
+                other => panic!("check {i} is a {} check", other.name()),
+            }
+        }
+    }
+
     fn err(src: &str) -> String {
         parse_str(Path::new("x.yaml"), src).unwrap_err().to_string()
     }
@@ -1616,6 +1626,99 @@ checks:
         assert!(!e.starts_with("x.yaml:?"), "{e}");
     }
 
+    #[test]
+    fn a_wait_takes_one_probe_or_several() {
+        let several = GOOD.replace(
+            "  probe:\n    request: { method: GET, path: /http/order/findById }\n    expect: { status: 200, upstream: alpha }\n",
+            "  probes:\n    - request: { path: /http/order/findById }\n      expect: { upstream: alpha }\n    - request: { path: /http/order/other }\n      expect: { route: absent }\n",
+        );
+        assert_ne!(several, GOOD);
+        let s = parse_str(Path::new("x.yaml"), &several).unwrap();
+        assert_eq!(s.wait.probes.len(), 2);
+        assert!(s.wait.listed);
+        assert_eq!(s.wait.probe_path(1), "probes[1]");
+        let s = parse_str(Path::new("x.yaml"), GOOD).unwrap();
+        assert_eq!(
+            (s.wait.probes.len(), s.wait.probe_path(0)),
+            (1, "probe".to_owned())
+        );
+        // A problem in a listed probe is reported at its own index.
+        let e = err(&several.replace("expect: { route: absent }", "expect: { upstream: omega }"));
+        assert!(
+            e.contains("wait.probes[1].expect.upstream: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&several.replace(
+            "  probes:\n",
+            "  probe: { request: { path: /x }, expect: { status: 200 } }\n  probes:\n",
+        ));
+        assert!(
+            e.contains("wait: give `probe` or `probes`, not both"),
+            "{e}"
+        );
+        assert!(e.starts_with("x.yaml:"), "{e}");
+        let e = err(&GOOD.replace(
+            "  probe:\n    request: { method: GET, path: /http/order/findById }\n    expect: { status: 200, upstream: alpha }\n",
+            "  probes: []\n",
+        ));
+        assert!(e.contains("`probes` needs at least one probe"), "{e}");
+    }
+
+    #[test]
+    fn upstream_expectations_name_one_several_or_not() {
+        use super::super::ast::UpstreamExpect;
+        let with = |upstream: &str| {
+            GOOD.replace(
+                "expect: { status: 200, upstream: alpha, received",
+                &format!("expect: {{ status: 200, upstream: {upstream}, received"),
+            )
+        };
+        let s = parse_str(Path::new("x.yaml"), &with("[alpha]")).unwrap();
+        let want = Some(UpstreamExpect::AnyOf(vec!["alpha".into()]));
+        assert_eq!(s.checks_probe_expect(0).upstream, want);
+        let s = parse_str(Path::new("x.yaml"), &with("{ not: alpha }")).unwrap();
+        let want = Some(UpstreamExpect::NoneOf(vec!["alpha".into()]));
+        assert_eq!(s.checks_probe_expect(0).upstream, want);
+        let s = parse_str(Path::new("x.yaml"), &with("{ not: [alpha] }")).unwrap();
+        assert_eq!(s.checks_probe_expect(0).upstream, want);
+        let e = err(&with("{ not: [alpha, omega] }"));
+        assert!(
+            e.contains("checks[0].expect.upstream: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&with("{ but: alpha }"));
+        assert!(e.contains("unknown field `but`, expected `not`"), "{e}");
+        let e = err(&with("[]"));
+        assert!(
+            e.contains("checks[0].expect.upstream: name at least one upstream"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn json_paths_headers_and_body_not_contains_parse_and_bad_paths_are_located() {
+        let with = |extra: &str| {
+            GOOD.replace(
+                "expect: { status: 200, upstream: alpha, received",
+                &format!("expect: {{ {extra}, received"),
+            )
+        };
+        let s = parse_str(
+            Path::new("x.yaml"),
+            &with("json: { \"$.a[0]\": 1 }, headers: { x-a: b }, bodyNotContains: c"),
+        )
+        .unwrap();
+        let e = s.checks_probe_expect(0);
+        assert_eq!(e.json["$.a[0]"], serde_json::json!(1));
+        assert_eq!(e.headers["x-a"], "b");
+        assert_eq!(e.body_not_contains.as_deref(), Some("c"));
+        let e = err(&with("json: { a.b: 1 }"));
+        assert!(
+            e.contains("checks[0].expect.json: `a.b`: a JSON path starts with `$`"),
+            "{e}"
+        );
+    }
+
     const STEPS: &str = "
 steps:
   - name: move to beta
@@ -1703,6 +1806,122 @@ steps:
             STEPS.replace("    wait:\n      probe:", "    wiat:\n      probe:")
         ));
         assert!(e.contains("steps[0]: unknown field `wiat`"), "{e}");
+    }
+
+    const CREATES: &str = "
+steps:
+  - name: create
+    changes:
+      - createSelector:
+          name: made
+          plugin: divide
+          conditions:
+            - { paramType: uri, operator: startsWith, paramValue: /made/ }
+          upstreams: [{ upstream: alpha }]
+          rules:
+            - name: made-all
+              conditions:
+                - { paramType: uri, operator: startsWith, paramValue: /made/ }
+      - createRule:
+          selector: made
+          rule:
+            name: made-x
+            sort: 0
+            conditions:
+              - { paramType: uri, operator: \"=\", paramValue: /made/x }
+      - updateSelector: { name: made, sort: 3, matchMode: or, continued: true, type: custom }
+      - updateRule: { selector: made, name: made-x, sort: 5, matchMode: or }
+      - register: { contextPath: /reg, upstream: alpha, paths: [/reg/a] }
+    wait:
+      probes:
+        - request: { path: /made/x }
+          expect: { selector: made, rule: made-x }
+    checks:
+      - name: spread
+        distribution: { request: { path: /made/y }, selector: made }
+";
+
+    #[test]
+    fn steps_create_selectors_rules_and_registrations() {
+        let s = parse_str(Path::new("x.yaml"), &format!("{GOOD}{CREATES}")).unwrap();
+        let names: Vec<&str> = s.steps[0].changes.iter().map(Change::name).collect();
+        assert_eq!(
+            names,
+            [
+                "createSelector",
+                "createRule",
+                "updateSelector",
+                "updateRule",
+                "register"
+            ]
+        );
+        assert!(s.steps[0].changes.iter().all(Change::is_admin_change));
+        // What a step creates does not exist before it: a check of the setup phase cannot
+        // name it, and creating it twice or under a missing selector is located.
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace(
+                "upstreams: [{ upstream: alpha }]",
+                "upstreams: [{ upstream: omega }]"
+            )
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].createSelector.upstreams[0].upstream: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("          selector: made\n", "          selector: nope\n")
+        ));
+        assert!(
+            e.contains(
+                "steps[0].changes[1].createRule.selector: no selector named `nope` at this point"
+            ),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("name: made\n", "name: uri-equal\n")
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].createSelector.name: a selector named `uri-equal` exists at this point"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("name: made-x\n", "name: made-all\n")
+        ));
+        assert!(
+            e.contains("steps[0].changes[1].createRule.rule.name: selector `made` has a rule named `made-all` at this point"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("paths: [/reg/a]", "paths: []")
+        ));
+        assert!(
+            e.contains("steps[0].changes[4].register.paths: at least one API path is required"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("rule: made-x }", "rule: made-z }")
+        ));
+        assert!(
+            e.contains("steps[0].wait.probes[0].expect.rule: no rule named `made-z`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace(
+                "sort: 5, matchMode: or }",
+                "handle: { retry: 1 }, contextPath: { contextPath: /a } }"
+            )
+        ));
+        assert!(
+            e.contains("steps[0].changes[3].updateRule: give one of `handle`, `contextPath` and `rateLimiter`"),
+            "{e}"
+        );
     }
 
     const JUDGES: &str = "
