@@ -1153,7 +1153,13 @@ impl Case<'_> {
             ..self.scenario.wait.clone()
         };
         let converge = self
-            .wait_for(&gone, "the wait probes' routes to disappear")
+            .wait_for(
+                &gone,
+                match gone.listed {
+                    true => "the wait probes' routes to disappear",
+                    false => "the wait probe's route to disappear",
+                },
+            )
             .await?;
         // A step may already have removed the wait probe's route, so that wait proves little
         // on its own: the teardown probes run once the gateway holds the admin's config.
