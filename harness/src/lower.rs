@@ -229,33 +229,34 @@ checks:
     }
 
     #[test]
-    fn updates_replace_only_the_given_fields() {
+    fn a_selector_update_replaces_sort_match_mode_and_continued() {
         let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
         let mut dto = selector_dto(&s.setup.selectors[0], "5", &addrs());
         let before = dto.clone();
         let change = UpdateSelector {
             name: "lb".into(),
-            upstreams: None,
-            enabled: Some(false),
-            conditions: None,
             sort: Some(9),
             match_mode: Some(MatchModeName::And),
             continued: Some(false),
-            kind: None,
+            ..Default::default()
         };
         update_selector(&mut dto, "11", &change, &addrs());
-        assert_eq!(dto.enabled, Some(false));
-        assert_eq!(dto.id.as_deref(), Some("11"));
         assert_eq!(
             (dto.sort, dto.match_mode, dto.continued),
             (Some(9), Some(model::MatchMode::And.code()), Some(false))
         );
         assert_eq!(
-            (dto.handle, dto.selector_conditions, dto.selector_type),
+            (
+                dto.handle,
+                dto.selector_conditions,
+                dto.selector_type,
+                dto.enabled
+            ),
             (
                 before.handle,
                 before.selector_conditions,
-                before.selector_type
+                before.selector_type,
+                before.enabled
             )
         );
     }
@@ -291,6 +292,25 @@ checks:
         assert_eq!(
             (dto.enabled, dto.rule_conditions),
             (before.enabled, before.rule_conditions)
+        );
+    }
+
+    #[test]
+    fn updates_replace_only_the_given_fields() {
+        let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
+        let mut dto = selector_dto(&s.setup.selectors[0], "5", &addrs());
+        let before = dto.clone();
+        let change = UpdateSelector {
+            name: "lb".into(),
+            enabled: Some(false),
+            ..Default::default()
+        };
+        update_selector(&mut dto, "11", &change, &addrs());
+        assert_eq!(dto.enabled, Some(false));
+        assert_eq!(dto.id.as_deref(), Some("11"));
+        assert_eq!(
+            (dto.handle, dto.selector_conditions),
+            (before.handle, before.selector_conditions)
         );
     }
 }
