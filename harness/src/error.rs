@@ -330,11 +330,14 @@ pub enum RunErrorKind {
         /// The selector id.
         selector_id: String,
     },
-    /// The wait probe passed before setup: it cannot prove the new config is live.
+    /// The wait probes all passed before setup: they cannot prove the new config is live.
     #[error(
-        "the wait probe already passes before setup, so it cannot prove the new config is live"
+        "the wait probe already passes before setup, so it cannot prove the new config is live; {got}"
     )]
-    ProbePassesBeforeSetup,
+    ProbePassesBeforeSetup {
+        /// What each probe got, e.g. `got HTTP 404: {...}`.
+        got: String,
+    },
     /// A convergence wait timed out.
     #[error("{what}: {source}")]
     Timeout {
@@ -369,7 +372,7 @@ pub enum RunErrorKind {
         bound_ms: u64,
     },
     /// An object a step names does not exist.
-    #[error("{0} does not exist (not made by setup, or already deleted)")]
+    #[error("{0} does not exist (not made by setup or a step, or already deleted)")]
     UnknownObject(String),
     /// The admin deleted a different number of selectors than asked.
     #[error("admin deleted {deleted} selectors, expected {expected}")]

@@ -18,6 +18,7 @@ pub mod error;
 pub mod fault;
 pub mod gantry;
 pub mod images;
+pub mod json_path;
 pub mod judge;
 pub mod lower;
 pub mod probe;

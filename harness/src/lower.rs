@@ -42,15 +42,19 @@ fn conditions(list: &[ConditionSpec]) -> Vec<model::ConditionDto> {
     list.iter().map(ConditionSpec::to_dto).collect()
 }
 
+fn selector_type(kind: SelectorKind) -> i32 {
+    match kind {
+        SelectorKind::Custom => model::SelectorType::Custom.code(),
+        SelectorKind::Full => model::SelectorType::FullFlow.code(),
+    }
+}
+
 /// `POST /selector` for a setup selector of the plugin `plugin_id`.
 pub fn selector_dto(spec: &SelectorSpec, plugin_id: &str, addrs: &Addresses) -> SelectorDto {
     SelectorDto {
         plugin_id: Some(plugin_id.to_owned()),
         name: Some(spec.name.clone()),
-        selector_type: Some(match spec.kind {
-            SelectorKind::Custom => model::SelectorType::Custom.code(),
-            SelectorKind::Full => model::SelectorType::FullFlow.code(),
-        }),
+        selector_type: Some(selector_type(spec.kind)),
         match_mode: Some(model::MatchMode::from(spec.match_mode).code()),
         sort: Some(spec.sort),
         enabled: Some(spec.enabled),
@@ -95,6 +99,18 @@ pub fn update_selector(
     if let Some(cs) = &change.conditions {
         dto.selector_conditions = Some(conditions(cs));
     }
+    if let Some(sort) = change.sort {
+        dto.sort = Some(sort);
+    }
+    if let Some(m) = change.match_mode {
+        dto.match_mode = Some(model::MatchMode::from(m).code());
+    }
+    if let Some(c) = change.continued {
+        dto.continued = Some(c);
+    }
+    if let Some(kind) = change.kind {
+        dto.selector_type = Some(selector_type(kind));
+    }
     dto.id = Some(id.to_owned());
 }
 
@@ -106,8 +122,17 @@ pub fn update_rule(dto: &mut RuleDto, id: &str, change: &UpdateRule) {
     if let Some(cs) = &change.conditions {
         dto.rule_conditions = Some(conditions(cs));
     }
+    if let Some(sort) = change.sort {
+        dto.sort = Some(sort);
+    }
+    if let Some(m) = change.match_mode {
+        dto.match_mode = Some(model::MatchMode::from(m).code());
+    }
     if let Some(h) = &change.handle {
         dto.handle = Some(serde_json::to_string(&h.to_handle()).expect("handles serialise"));
+    }
+    if let Some(cp) = &change.context_path {
+        dto.handle = Some(serde_json::to_string(&cp.to_handle()).expect("handles serialise"));
     }
     if let Some(rl) = &change.rate_limiter {
         dto.handle = Some(rl.to_json());
@@ -120,6 +145,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::scenario::ast::{ContextPathSpec, MatchModeName};
     use crate::scenario::parse_str;
 
     const SCENARIO: &str = r#"
@@ -203,15 +229,81 @@ checks:
     }
 
     #[test]
+    fn a_selector_update_replaces_sort_match_mode_and_continued() {
+        let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
+        let mut dto = selector_dto(&s.setup.selectors[0], "5", &addrs());
+        let before = dto.clone();
+        let change = UpdateSelector {
+            name: "lb".into(),
+            sort: Some(9),
+            match_mode: Some(MatchModeName::And),
+            continued: Some(false),
+            ..Default::default()
+        };
+        update_selector(&mut dto, "11", &change, &addrs());
+        assert_eq!(
+            (dto.sort, dto.match_mode, dto.continued),
+            (Some(9), Some(model::MatchMode::And.code()), Some(false))
+        );
+        assert_eq!(
+            (
+                dto.handle,
+                dto.selector_conditions,
+                dto.selector_type,
+                dto.enabled
+            ),
+            (
+                before.handle,
+                before.selector_conditions,
+                before.selector_type,
+                before.enabled
+            )
+        );
+    }
+
+    #[test]
+    fn a_rule_update_replaces_sort_match_mode_and_handle() {
+        let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
+        let mut dto = rule_dto(&s.setup.selectors[0].rules[0], "11");
+        let before = dto.clone();
+        let change = UpdateRule {
+            selector: "lb".into(),
+            name: "r".into(),
+            enabled: None,
+            conditions: None,
+            sort: Some(3),
+            match_mode: Some(MatchModeName::Or),
+            handle: None,
+            context_path: Some(ContextPathSpec {
+                context_path: Some("/a".into()),
+                ..Default::default()
+            }),
+            rate_limiter: None,
+        };
+        update_rule(&mut dto, "12", &change);
+        assert_eq!((dto.sort, dto.id.as_deref()), (Some(3), Some("12")));
+        assert_eq!(dto.match_mode, Some(model::MatchMode::Or.code()));
+        assert!(
+            dto.handle
+                .as_deref()
+                .unwrap()
+                .contains("\"contextPath\":\"/a\"")
+        );
+        assert_eq!(
+            (dto.enabled, dto.rule_conditions),
+            (before.enabled, before.rule_conditions)
+        );
+    }
+
+    #[test]
     fn updates_replace_only_the_given_fields() {
         let s = parse_str(Path::new("x.yaml"), SCENARIO).unwrap();
         let mut dto = selector_dto(&s.setup.selectors[0], "5", &addrs());
         let before = dto.clone();
         let change = UpdateSelector {
             name: "lb".into(),
-            upstreams: None,
             enabled: Some(false),
-            conditions: None,
+            ..Default::default()
         };
         update_selector(&mut dto, "11", &change, &addrs());
         assert_eq!(dto.enabled, Some(false));

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use model::GatewayError;
 
+use crate::json_path::JsonPath;
 use crate::scenario::ast::{Expect, Route};
 use crate::upstream::{Echo, UPSTREAM_HEADER};
 
@@ -65,12 +66,19 @@ pub fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(),
         misses.push(format!("status: expected {status}, got {}", resp.status));
     }
     if let Some(want) = &expect.upstream
-        && upstream != Some(want.as_str())
+        && !want.accepts(upstream)
     {
         misses.push(format!(
             "upstream: expected {want}, got {}",
             upstream.unwrap_or("none")
         ));
+    }
+    for (name, want) in &expect.headers {
+        let got = resp.header(name);
+        if got != Some(want.as_str()) {
+            let got = got.map_or_else(|| "none (no such header)".to_owned(), |v| format!("{v:?}"));
+            misses.push(format!("headers.{name}: expected {want:?}, got {got}"));
+        }
     }
     match expect.route {
         Some(Route::Present) if upstream.is_none() => {
@@ -121,6 +129,12 @@ pub fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(),
     {
         misses.push(format!("bodyContains: {fragment:?} not in the body"));
     }
+    if let Some(text) = &expect.body_not_contains
+        && resp.body.contains(text.as_str())
+    {
+        misses.push(format!("bodyNotContains: {text:?} is in the body"));
+    }
+    json_misses(expect, &resp.body, &mut misses);
     if let Some(received) = &expect.received {
         match serde_json::from_str::<Echo>(&resp.body) {
             Err(_) => misses.push("received: the body is not an upstream echo".to_owned()),
@@ -153,17 +167,55 @@ pub fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(),
         }
     }
     if misses.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{}; got {}", misses.join("; "), resp.summary()))
+        return Ok(());
+    }
+    let hint = match gateway_error.map(|e| e.code) {
+        Some(GatewayError::RULE_NOT_FOUND) => NO_RULE_HINT,
+        _ => "",
+    };
+    Err(format!(
+        "{}; got {}{hint}",
+        misses.join("; "),
+        resp.summary()
+    ))
+}
+
+/// Added to a miss on a -102 answer: the usual cause when a route was moved.
+const NO_RULE_HINT: &str = " (-102: a selector matched but none of its rules did; a selector \
+    whose conditions a step changed usually needs its rules' conditions changed too, with \
+    `updateRule`)";
+
+/// The `json` expectations the body misses: a body that is not JSON, a path that names
+/// nothing, or a value that differs.
+fn json_misses(expect: &Expect, body: &str, misses: &mut Vec<String>) {
+    if expect.json.is_empty() {
+        return;
+    }
+    let doc = match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(doc) => doc,
+        Err(e) => {
+            misses.push(format!("json: the body is not JSON ({e})"));
+            return;
+        }
+    };
+    for (path, want) in &expect.json {
+        let found = path.parse::<JsonPath>().map(|p| p.find(&doc).cloned());
+        match found {
+            Ok(Some(got)) if &got == want => {}
+            Ok(Some(got)) => misses.push(format!("json.{path}: expected {want}, got {got}")),
+            Ok(None) => misses.push(format!(
+                "json.{path}: expected {want}, but the path names nothing"
+            )),
+            Err(e) => misses.push(format!("json: {e}")),
+        }
     }
 }
 
-/// `` `name` `` for a known id, `id <x> (not made by setup)` otherwise, `none` without one.
+/// `` `name` `` for a known id, `id <x> (not made by this scenario)` otherwise, `none` without one.
 fn describe(id: Option<&str>, name: Option<&str>) -> String {
     match (id, name) {
         (_, Some(name)) => format!("`{name}`"),
-        (Some(id), None) => format!("id {id} (not made by setup)"),
+        (Some(id), None) => format!("id {id} (not made by this scenario)"),
         (None, None) => "none (no such header)".to_owned(),
     }
 }
@@ -173,7 +225,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::scenario::ast::Received;
+    use crate::scenario::ast::{Received, UpstreamExpect};
 
     fn routed(upstream: &str, path: &str) -> ProbeResponse {
         let echo = Echo {
@@ -322,7 +374,7 @@ mod tests {
         resp.headers.push((RULE_ID_HEADER.into(), "99".into()));
         let miss = judge(&e, &resp, &names).unwrap_err();
         assert!(
-            miss.starts_with("rule: expected `first`, got id 99 (not made by setup)"),
+            miss.starts_with("rule: expected `first`, got id 99 (not made by this scenario)"),
             "{miss}"
         );
         let miss = judge(&e, &routed("alpha", "/a"), &Names::default()).unwrap_err();
@@ -364,5 +416,106 @@ mod tests {
             miss.contains("received.headers.X-User: expected \"alice\", got Some(\"bob\")"),
             "{miss}"
         );
+    }
+
+    #[test]
+    fn a_miss_on_rule_not_found_says_to_update_the_rules() {
+        let e = Expect {
+            upstream: Some("alpha".into()),
+            ..Default::default()
+        };
+        let names = Names::default();
+        let no_rule = gateway_error(404, &GatewayError::rule_not_found("divide"));
+        let miss = judge(&e, &no_rule, &names).unwrap_err();
+        assert!(miss.ends_with(NO_RULE_HINT), "{miss}");
+        let no_selector = gateway_error(404, &GatewayError::selector_not_found("divide"));
+        let miss = judge(&e, &no_selector, &names).unwrap_err();
+        assert!(!miss.contains("updateRule"), "{miss}");
+    }
+
+    #[test]
+    fn upstream_one_of_several_or_not_one() {
+        let any = Expect {
+            upstream: Some(UpstreamExpect::AnyOf(vec!["alpha".into(), "beta".into()])),
+            ..Default::default()
+        };
+        let names = Names::default();
+        assert_eq!(judge(&any, &routed("beta", "/a"), &names), Ok(()));
+        let miss = judge(&any, &routed("gamma", "/a"), &names).unwrap_err();
+        assert!(
+            miss.starts_with("upstream: expected alpha or beta, got gamma"),
+            "{miss}"
+        );
+        let not = Expect {
+            upstream: Some(UpstreamExpect::NoneOf(vec!["alpha".into()])),
+            ..Default::default()
+        };
+        assert_eq!(judge(&not, &routed("beta", "/a"), &names), Ok(()));
+        let miss = judge(&not, &routed("alpha", "/a"), &names).unwrap_err();
+        assert!(
+            miss.starts_with("upstream: expected any upstream but alpha, got alpha"),
+            "{miss}"
+        );
+        // No upstream answering is not "another upstream".
+        let err = gateway_error(404, &GatewayError::selector_not_found("divide"));
+        let miss = judge(&not, &err, &names).unwrap_err();
+        assert!(miss.contains("got none"), "{miss}");
+    }
+
+    #[test]
+    fn response_headers_and_a_text_the_body_must_not_contain() {
+        let mut e = Expect {
+            headers: BTreeMap::from([("X-Gantry-Upstream".into(), "alpha".into())]),
+            body_not_contains: Some("secret".into()),
+            ..Default::default()
+        };
+        let names = Names::default();
+        assert_eq!(judge(&e, &routed("alpha", "/a"), &names), Ok(()));
+        let miss = judge(&e, &routed("beta", "/secret"), &names).unwrap_err();
+        assert!(
+            miss.contains("headers.X-Gantry-Upstream: expected \"alpha\", got \"beta\""),
+            "{miss}"
+        );
+        assert!(
+            miss.contains("bodyNotContains: \"secret\" is in the body"),
+            "{miss}"
+        );
+        e.headers.insert("x-missing".into(), "1".into());
+        let miss = judge(&e, &routed("alpha", "/a"), &names).unwrap_err();
+        assert!(
+            miss.starts_with("headers.x-missing: expected \"1\", got none (no such header)"),
+            "{miss}"
+        );
+    }
+
+    #[test]
+    fn json_paths_must_exist_and_hold_the_value() {
+        let mut e = Expect {
+            json: BTreeMap::from([
+                ("$.path".into(), serde_json::json!("/a")),
+                ("$.headers['x-user']".into(), serde_json::json!("bob")),
+            ]),
+            ..Default::default()
+        };
+        let names = Names::default();
+        assert_eq!(judge(&e, &routed("alpha", "/a"), &names), Ok(()));
+        let miss = judge(&e, &routed("alpha", "/b"), &names).unwrap_err();
+        assert!(
+            miss.starts_with("json.$.path: expected \"/a\", got \"/b\""),
+            "{miss}"
+        );
+        e.json.insert("$.nope[0]".into(), serde_json::json!(1));
+        let miss = judge(&e, &routed("alpha", "/a"), &names).unwrap_err();
+        assert!(
+            miss.starts_with("json.$.nope[0]: expected 1, but the path names nothing"),
+            "{miss}"
+        );
+        let not_json = ProbeResponse {
+            status: 200,
+            headers: vec![],
+            body: "plain".into(),
+        };
+        let miss = judge(&e, &not_json, &names).unwrap_err();
+        assert!(miss.starts_with("json: the body is not JSON"), "{miss}");
     }
 }

@@ -119,8 +119,8 @@ impl Churner<'_> {
                 let change = UpdateSelector {
                     name: next.name,
                     upstreams: Some(next.upstreams),
-                    enabled: None,
                     conditions: Some(next.conditions),
+                    ..Default::default()
                 };
                 lower::update_selector(&mut dto, &id, &change, self.addrs);
                 if let Err(e) = self.admin.update_selector(&id, &dto).await {

@@ -29,7 +29,6 @@ mod made;
 
 pub(crate) use self::checks::timed_toggle;
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -49,7 +48,7 @@ use crate::report::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, Event, 
 use crate::scenario::Scenario;
 use crate::scenario::ast::{
     Change, Expect, FaultAction, PartitionHow, PluginSetup, Probe, RegistrationSpec, RequestSpec,
-    Route, StepSpec, Target, Wait,
+    Route, RuleSpec, SelectorSpec, StepSpec, Target, Wait,
 };
 use crate::scenario::placeholder;
 use crate::topology::{Shape, Topology};
@@ -606,6 +605,24 @@ impl Case<'_> {
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         match change {
+            Change::CreateSelector(spec) => {
+                let sel = self.create_selector(admin, spec, Step::Steps).await?;
+                made.selectors.push(sel);
+                *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+                Ok(())
+            }
+            Change::CreateRule(r) => {
+                let sel = made.selector(&r.selector)?;
+                let rule = create_rule(admin, &r.rule, &sel.id, Step::Steps).await?;
+                sel.rules.push(rule);
+                *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+                Ok(())
+            }
+            Change::Register(reg) => {
+                let ids = self.register(admin, reg).await.map_err(at(Step::Steps))?;
+                made.registered.extend(ids);
+                Ok(())
+            }
             Change::UpdateSelector(u) => {
                 let sel = made.selector(&u.name)?;
                 lower::update_selector(&mut sel.dto, &sel.id, u, &self.addrs);
@@ -763,6 +780,35 @@ fn one_deleted(deleted: i64) -> StepResult<()> {
     ))
 }
 
+/// Creates `rule` under the selector `selector_id`.
+async fn create_rule(
+    admin: &AdminClient,
+    rule: &RuleSpec,
+    selector_id: &str,
+    step: Step,
+) -> StepResult<MadeRule> {
+    let dto = lower::rule_dto(rule, selector_id);
+    let id = admin
+        .create_rule(&dto)
+        .await
+        .map_err(at(step))?
+        .ok_or_else(|| {
+            (
+                step,
+                RunErrorKind::RuleNotFound {
+                    rule: rule.name.clone(),
+                    selector_id: selector_id.to_owned(),
+                },
+            )
+        })?;
+    Ok(MadeRule {
+        name: rule.name.clone(),
+        id,
+        dto,
+        deleted: false,
+    })
+}
+
 /// The wait policy of a `wait:` block.
 fn policy(w: &Wait) -> WaitPolicy {
     WaitPolicy {
@@ -773,29 +819,39 @@ fn policy(w: &Wait) -> WaitPolicy {
 }
 
 impl Case<'_> {
-    /// The gateway holds the admin's initial config, and the wait probe does not pass yet.
+    /// The gateway holds the admin's initial config, and the wait probes do not all pass yet
+    /// (a failure says what each got).
     async fn precheck(&self, admin: &AdminClient) -> StepResult<()> {
         self.digests_converge(admin, "initial digest equality")
             .await
             .map_err(at(Step::Precheck))?;
-        if self
-            .probe_once(
-                &self.scenario.wait.probe.request,
-                &self.scenario.wait.probe.expect,
-            )
-            .await
-            .is_ok()
-        {
-            return Err((Step::Precheck, RunErrorKind::ProbePassesBeforeSetup));
+        let wait = &self.scenario.wait;
+        let mut got = Vec::new();
+        for (i, probe) in wait.probes.iter().enumerate() {
+            let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            match self.gateway().send(&probe.request).await {
+                Ok(resp) if judge(&probe.expect, &resp, &names).is_ok() => {
+                    got.push(format!(
+                        "wait.{}: got {}",
+                        wait.probe_path(i),
+                        resp.summary()
+                    ));
+                }
+                _ => return Ok(()),
+            }
         }
-        Ok(())
+        Err((
+            Step::Precheck,
+            RunErrorKind::ProbePassesBeforeSetup {
+                got: got.join("; "),
+            },
+        ))
     }
 
     /// Sets the `setup.plugins` configs (placeholders filled in with this topology's
     /// addresses) and enabled flags, then creates every selector and rule, then the
     /// registrations; returns what it made.
     async fn setup(&self, admin: &AdminClient) -> StepResult<Made> {
-        let mut plugins: HashMap<&str, String> = HashMap::new();
         let mut made = Made::default();
         for (i, spec) in self.scenario.setup.plugins.iter().enumerate() {
             let field = format!("setup.plugins[{i}]");
@@ -803,66 +859,47 @@ impl Case<'_> {
             made.plugins.push(original);
         }
         for spec in &self.scenario.setup.selectors {
-            let plugin_id = match plugins.get(spec.plugin.as_str()) {
-                Some(id) => id.clone(),
-                None => {
-                    let id = admin
-                        .plugin_id(&spec.plugin)
-                        .await
-                        .map_err(at(Step::Setup))?;
-                    let id = id.ok_or_else(|| {
-                        (
-                            Step::Setup,
-                            RunErrorKind::PluginNotFound(spec.plugin.clone()),
-                        )
-                    })?;
-                    plugins.insert(&spec.plugin, id.clone());
-                    id
-                }
-            };
-            let selector_dto = lower::selector_dto(spec, &plugin_id, &self.addrs);
-            let selector_id = admin
-                .create_selector(&selector_dto)
-                .await
-                .map_err(at(Step::Setup))?;
-            let mut rules = Vec::new();
-            for rule in &spec.rules {
-                let dto = lower::rule_dto(rule, &selector_id);
-                let id = admin
-                    .create_rule(&dto)
-                    .await
-                    .map_err(at(Step::Setup))?
-                    .ok_or_else(|| {
-                        (
-                            Step::Setup,
-                            RunErrorKind::RuleNotFound {
-                                rule: rule.name.clone(),
-                                selector_id: selector_id.clone(),
-                            },
-                        )
-                    })?;
-                rules.push(MadeRule {
-                    name: rule.name.clone(),
-                    id,
-                    dto,
-                    deleted: false,
-                });
-            }
-            made.selectors.push(MadeSelector {
-                name: spec.name.clone(),
-                id: selector_id,
-                dto: selector_dto,
-                upstreams: spec.upstreams.clone(),
-                deleted: false,
-                rules,
-                hash_seen: None,
-            });
+            let sel = self.create_selector(admin, spec, Step::Setup).await?;
+            made.selectors.push(sel);
         }
         for reg in &self.scenario.setup.registrations {
             let ids = self.register(admin, reg).await.map_err(at(Step::Setup))?;
             made.registered.extend(ids);
         }
         Ok(made)
+    }
+
+    /// Creates a selector of `spec` and then its rules (in setup or a step's
+    /// `createSelector`).
+    async fn create_selector(
+        &self,
+        admin: &AdminClient,
+        spec: &SelectorSpec,
+        step: Step,
+    ) -> StepResult<MadeSelector> {
+        let plugin_id = admin
+            .plugin_id(&spec.plugin)
+            .await
+            .map_err(at(step))?
+            .ok_or_else(|| (step, RunErrorKind::PluginNotFound(spec.plugin.clone())))?;
+        let selector_dto = lower::selector_dto(spec, &plugin_id, &self.addrs);
+        let selector_id = admin
+            .create_selector(&selector_dto)
+            .await
+            .map_err(at(step))?;
+        let mut rules = Vec::new();
+        for rule in &spec.rules {
+            rules.push(create_rule(admin, rule, &selector_id, step).await?);
+        }
+        Ok(MadeSelector {
+            name: spec.name.clone(),
+            id: selector_id,
+            dto: selector_dto,
+            upstreams: spec.upstreams.clone(),
+            deleted: false,
+            rules,
+            hash_seen: None,
+        })
     }
 
     /// Registers like a ShenYu http client at start (protocol §9): metadata per path, then
@@ -951,23 +988,20 @@ impl Case<'_> {
         judge(expect, &resp, &names)
     }
 
-    /// Waits until `wait`'s probe passes on every running gateway (at once), and answers the
-    /// latest convergence of them.
+    /// Waits until `wait`'s probes all pass on every running gateway (at once), and answers
+    /// the latest convergence of them.
     async fn wait_for(&self, wait: &Wait, what: &str) -> Result<Converged, RunErrorKind> {
-        let probe = &wait.probe;
         let waits = self.running_gateways().into_iter().map(|i| async move {
-            await_convergence(policy(wait), || {
-                self.probe_on(&self.gateways[i], &probe.request, &probe.expect)
-            })
-            .await
-            .map_err(|source| RunErrorKind::Timeout {
-                what: if self.gateways.len() == 1 {
-                    what.to_owned()
-                } else {
-                    format!("{what} on gateway[{i}]")
-                },
-                source,
-            })
+            await_convergence(policy(wait), || self.probes_on(i, wait))
+                .await
+                .map_err(|source| RunErrorKind::Timeout {
+                    what: if self.gateways.len() == 1 {
+                        what.to_owned()
+                    } else {
+                        format!("{what} on gateway[{i}]")
+                    },
+                    source,
+                })
         });
         let converged = futures_util::future::join_all(waits).await;
         let mut latest: Option<Converged> = None;
@@ -978,6 +1012,20 @@ impl Case<'_> {
             }
         }
         Ok(latest.expect("a gateway runs at every wait (checked at parse time)"))
+    }
+
+    /// One pass of `wait`'s probes on gateway `i`: every probe must pass; a miss names the
+    /// probe when there are several.
+    async fn probes_on(&self, i: usize, wait: &Wait) -> Result<(), String> {
+        for (k, probe) in wait.probes.iter().enumerate() {
+            self.probe_on(&self.gateways[i], &probe.request, &probe.expect)
+                .await
+                .map_err(|miss| match wait.listed {
+                    true => format!("{}: {miss}", wait.probe_path(k)),
+                    false => miss,
+                })?;
+        }
+        Ok(())
     }
 
     /// Waits (within the scenario's wait timeout) until every running gateway's config digest
@@ -1093,17 +1141,25 @@ impl Case<'_> {
             }
         }
         let gone = Wait {
-            probe: Probe {
-                request: self.scenario.wait.probe.request.clone(),
-                expect: Expect {
-                    route: Some(Route::Absent),
-                    ..Default::default()
-                },
-            },
+            probes: (self.scenario.wait.probes.iter())
+                .map(|p| Probe {
+                    request: p.request.clone(),
+                    expect: Expect {
+                        route: Some(Route::Absent),
+                        ..Default::default()
+                    },
+                })
+                .collect(),
             ..self.scenario.wait.clone()
         };
         let converge = self
-            .wait_for(&gone, "the wait probe's route to disappear")
+            .wait_for(
+                &gone,
+                match gone.listed {
+                    true => "the wait probes' routes to disappear",
+                    false => "the wait probe's route to disappear",
+                },
+            )
             .await?;
         // A step may already have removed the wait probe's route, so that wait proves little
         // on its own: the teardown probes run once the gateway holds the admin's config.

@@ -550,23 +550,99 @@ impl RuleHandleSpec {
     }
 }
 
-/// The convergence wait.
+/// The convergence wait: one probe (`probe:`) or several (`probes:`), all of which must pass
+/// together `consecutive` times in a row.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RawWait")]
+pub struct Wait {
+    /// The probes that must all pass (one or more).
+    pub probes: Vec<Probe>,
+    /// Whether the file lists them (`probes:`) rather than giving one (`probe:`): decides the
+    /// field paths of messages.
+    pub listed: bool,
+    /// Passes in a row needed.
+    pub consecutive: u32,
+    /// Poll period (at most 50ms).
+    pub interval: Duration,
+    /// Hard deadline.
+    pub timeout: Duration,
+}
+
+impl Wait {
+    /// The field path of probe `i` below the wait (`probe` or `probes[i]`).
+    pub fn probe_path(&self, i: usize) -> String {
+        match self.listed {
+            true => format!("probes[{i}]"),
+            false => "probe".to_owned(),
+        }
+    }
+}
+
+/// The convergence wait as written: `probe` or `probes`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Wait {
+struct RawWait {
     /// The probe that must pass.
-    pub probe: Probe,
-    /// Passes in a row needed.
+    probe: Option<Probe>,
+    /// Several probes that must all pass (instead of `probe`), e.g. both routes a change
+    /// touches.
+    probes: Option<Vec<Probe>>,
+    /// Passes in a row needed (every probe passing is one pass).
     #[serde(default = "three")]
-    pub consecutive: u32,
+    consecutive: u32,
     /// Poll period (at most 50ms).
     #[serde(default = "ten_ms", deserialize_with = "duration")]
     #[schemars(with = "DurationText", default = "ten_ms_text")]
-    pub interval: Duration,
+    interval: Duration,
     /// Hard deadline.
     #[serde(default = "ten_s", deserialize_with = "duration")]
     #[schemars(with = "DurationText", default = "ten_s_text")]
-    pub timeout: Duration,
+    timeout: Duration,
+}
+
+impl TryFrom<RawWait> for Wait {
+    type Error = String;
+
+    fn try_from(raw: RawWait) -> Result<Self, String> {
+        let (probes, listed) = match (raw.probe, raw.probes) {
+            (Some(p), None) => (vec![p], false),
+            (None, Some(ps)) if !ps.is_empty() => (ps, true),
+            (None, Some(_)) => return Err("`probes` needs at least one probe".to_owned()),
+            (None, None) => return Err("give `probe` or `probes`".to_owned()),
+            (Some(_), Some(_)) => {
+                return Err("give `probe` or `probes`, not both".to_owned());
+            }
+        };
+        Ok(Wait {
+            probes,
+            listed,
+            consecutive: raw.consecutive,
+            interval: raw.interval,
+            timeout: raw.timeout,
+        })
+    }
+}
+
+/// In the schema a wait is what [`RawWait`] reads, with exactly one of `probe` and `probes`.
+impl JsonSchema for Wait {
+    fn schema_name() -> Cow<'static, str> {
+        "Wait".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = RawWait::json_schema(generator);
+        schema.insert(
+            "description".into(),
+            "The convergence wait: `probe` or `probes` (all must pass), polled until they pass \
+             `consecutive` times in a row."
+                .into(),
+        );
+        schema.insert(
+            "oneOf".into(),
+            serde_json::json!([{ "required": ["probe"] }, { "required": ["probes"] }]),
+        );
+        schema
+    }
 }
 
 fn three() -> u32 {
@@ -1211,6 +1287,14 @@ impl StepSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Change {
+    /// `POST /selector`: a selector with its rules, as in `setup.selectors`; later steps,
+    /// checks and expectations name it like a setup selector, and teardown deletes it.
+    CreateSelector(SelectorSpec),
+    /// `POST /rule`: a rule under a live selector, as in a selector's `rules`.
+    CreateRule(CreateRule),
+    /// A client registration through the admin's registration center, as in
+    /// `setup.registrations`; teardown deletes the selectors the admin made for it.
+    Register(RegistrationSpec),
     /// `PUT /selector/{id}` with the given fields replaced.
     UpdateSelector(UpdateSelector),
     /// `PUT /rule/{id}` with the given fields replaced.
@@ -1460,6 +1544,9 @@ impl Change {
     /// The key that names the change in a file (`deleteSelector`).
     pub fn name(&self) -> &'static str {
         match self {
+            Change::CreateSelector(_) => "createSelector",
+            Change::CreateRule(_) => "createRule",
+            Change::Register(_) => "register",
             Change::UpdateSelector(_) => "updateSelector",
             Change::UpdateRule(_) => "updateRule",
             Change::EnablePlugin(_) => "enablePlugin",
@@ -1480,7 +1567,10 @@ impl Change {
     pub fn is_admin_change(&self) -> bool {
         matches!(
             self,
-            Change::UpdateSelector(_)
+            Change::CreateSelector(_)
+                | Change::CreateRule(_)
+                | Change::Register(_)
+                | Change::UpdateSelector(_)
                 | Change::UpdateRule(_)
                 | Change::EnablePlugin(_)
                 | Change::DeleteSelector(_)
@@ -1503,25 +1593,45 @@ impl Change {
     }
 }
 
-/// Fields of a setup selector to replace.
+/// A rule to create under a live selector (`createRule`).
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateRule {
+    /// The selector (from setup or a `createSelector`) that gets the rule.
+    pub selector: String,
+    /// The rule, as in a selector's `rules`.
+    pub rule: RuleSpec,
+}
+
+/// Fields of a selector to replace; the ones not given keep their values.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateSelector {
-    /// The setup selector's name.
+    /// The selector's name (from setup or a `createSelector`).
     pub name: String,
-    /// New divide upstreams.
+    /// New divide upstreams (the selector's handle).
     pub upstreams: Option<Vec<UpstreamRef>>,
     /// New enabled flag.
     pub enabled: Option<bool>,
-    /// New conditions.
+    /// New conditions. A route moved to another path usually needs its rules' conditions
+    /// changed too (`updateRule`): the rules match the request again after the selector.
     pub conditions: Option<Vec<ConditionSpec>>,
+    /// New ordering key.
+    pub sort: Option<i32>,
+    /// New match mode.
+    pub match_mode: Option<MatchModeName>,
+    /// New `continued` flag.
+    pub continued: Option<bool>,
+    /// New selector type.
+    #[serde(rename = "type")]
+    pub kind: Option<SelectorKind>,
 }
 
-/// Fields of a setup rule to replace.
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+/// Fields of a rule to replace; the ones not given keep their values.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateRule {
-    /// The setup selector holding the rule.
+    /// The selector holding the rule (from setup or a `createSelector`).
     pub selector: String,
     /// The rule's name.
     pub name: String,
@@ -1529,8 +1639,14 @@ pub struct UpdateRule {
     pub enabled: Option<bool>,
     /// New conditions.
     pub conditions: Option<Vec<ConditionSpec>>,
+    /// New ordering key.
+    pub sort: Option<i32>,
+    /// New match mode.
+    pub match_mode: Option<MatchModeName>,
     /// New handle (missing fields take ShenYu's defaults).
     pub handle: Option<RuleHandleSpec>,
+    /// New contextPath handle (instead of `handle`).
+    pub context_path: Option<ContextPathSpec>,
     /// New rateLimiter handle (instead of `handle`).
     pub rate_limiter: Option<RateLimiterSpec>,
 }
@@ -1604,14 +1720,26 @@ pub enum Route {
 pub struct Expect {
     /// HTTP status.
     pub status: Option<u16>,
-    /// The upstream that answered.
-    pub upstream: Option<String>,
+    /// The upstream that answered: a name, one of several (`[alpha, beta]`), or any but
+    /// some (`{ not: alpha }`, `{ not: [alpha, beta] }`); an upstream must answer.
+    pub upstream: Option<UpstreamExpect>,
     /// Route present or absent.
     pub route: Option<Route>,
     /// Gateway error code.
     pub code: Option<i32>,
     /// A fragment of the body.
     pub body_contains: Option<String>,
+    /// A text the body must not contain.
+    pub body_not_contains: Option<String>,
+    /// Response headers the answer must carry, with these values (names case-insensitive),
+    /// e.g. `x-gantry-upstream`. The ids in `x-gantry-selector-id` and `x-gantry-rule-id`
+    /// are the admin's: judge them by name with `selector` and `rule`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// JSON values the body must hold, by path (`$`, `$.a.b`, `$.list[0].name`, `$['odd key']`):
+    /// each path must exist and its value equal the given one.
+    #[serde(default)]
+    pub json: BTreeMap<String, serde_json::Value>,
     /// What the upstream received.
     pub received: Option<Received>,
     /// The setup selector that matched (by name; the gateway's `x-gantry-selector-id`).
@@ -1625,6 +1753,130 @@ impl Expect {
     /// Whether the expectation constrains anything (an empty one accepts every answer).
     pub fn is_empty(&self) -> bool {
         *self == Expect::default()
+    }
+}
+
+/// `expect.upstream`: which upstreams may have answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamExpect {
+    /// One of these (`alpha` or `[alpha, beta]`).
+    AnyOf(Vec<String>),
+    /// Any upstream but these (`{ not: alpha }` or `{ not: [alpha, beta] }`).
+    NoneOf(Vec<String>),
+}
+
+impl UpstreamExpect {
+    /// The upstream names it mentions.
+    pub fn names(&self) -> &[String] {
+        match self {
+            UpstreamExpect::AnyOf(names) | UpstreamExpect::NoneOf(names) => names,
+        }
+    }
+
+    /// Whether an answer from `got` (`None`: no upstream answered) meets it.
+    pub fn accepts(&self, got: Option<&str>) -> bool {
+        let Some(got) = got else { return false };
+        match self {
+            UpstreamExpect::AnyOf(names) => names.iter().any(|n| n == got),
+            UpstreamExpect::NoneOf(names) => names.iter().all(|n| n != got),
+        }
+    }
+}
+
+impl From<&str> for UpstreamExpect {
+    fn from(name: &str) -> Self {
+        UpstreamExpect::AnyOf(vec![name.to_owned()])
+    }
+}
+
+impl std::fmt::Display for UpstreamExpect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamExpect::AnyOf(names) => f.write_str(&names.join(" or ")),
+            UpstreamExpect::NoneOf(names) => write!(f, "any upstream but {}", names.join(", ")),
+        }
+    }
+}
+
+/// One name or a list of names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum OneOrMany {
+    /// One name.
+    One(String),
+    /// Several names.
+    Many(Vec<String>),
+}
+
+impl From<OneOrMany> for Vec<String> {
+    fn from(names: OneOrMany) -> Self {
+        match names {
+            OneOrMany::One(name) => vec![name],
+            OneOrMany::Many(names) => names,
+        }
+    }
+}
+
+/// The map form of `expect.upstream`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NotUpstream {
+    /// The upstreams that must not answer.
+    not: OneOrMany,
+}
+
+impl<'de> Deserialize<'de> for UpstreamExpect {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UpstreamExpect;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an upstream name, a list of names, or `{ not: name }`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<UpstreamExpect, E> {
+                Ok(UpstreamExpect::from(name))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<UpstreamExpect, A::Error> {
+                let names =
+                    Vec::<String>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(UpstreamExpect::AnyOf(names))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<UpstreamExpect, A::Error> {
+                let not =
+                    NotUpstream::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(UpstreamExpect::NoneOf(not.not.into()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl JsonSchema for UpstreamExpect {
+    fn schema_name() -> Cow<'static, str> {
+        "UpstreamExpect".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let not = generator.subschema_for::<NotUpstream>();
+        json_schema!({
+            "description": "The upstream that answered: a name, a list of names (one of them), \
+                            or `{ not: name-or-list }` (any upstream but those).",
+            "anyOf": [
+                { "type": "string" },
+                { "type": "array", "items": { "type": "string" }, "minItems": 1 },
+                not,
+            ],
+        })
     }
 }
 

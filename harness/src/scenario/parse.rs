@@ -10,12 +10,24 @@ use std::time::Duration;
 
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
-    PluginSetup, RateLimiterSpec, RuleHandleSpec, RuleSpec, Scenario, SyncFault, SyncFaultKind,
-    Target, TopologySpec, UpstreamRef, Wait,
+    PluginSetup, RateLimiterSpec, RegistrationSpec, RuleHandleSpec, RuleSpec, Scenario,
+    SelectorSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
 use crate::error::{ScenarioError, ScenarioProblem};
+use crate::json_path::JsonPath;
+
+/// Adds the probes of `wait` (at `at`) with their field paths.
+fn wait_probes<'s>(probes: &mut Vec<(String, &'s Expect, &'s str)>, wait: &'s Wait, at: &str) {
+    for (i, p) in wait.probes.iter().enumerate() {
+        probes.push((
+            format!("{at}.{}", wait.probe_path(i)),
+            &p.expect,
+            p.request.method.as_str(),
+        ));
+    }
+}
 
 /// The longest poll interval a scenario may ask for.
 pub const MAX_INTERVAL: Duration = Duration::from_millis(50);
@@ -173,41 +185,14 @@ impl<'s> Validator<'s> {
             "selector",
         );
         for (i, sel) in s.setup.selectors.iter().enumerate() {
-            let at = format!("setup.selectors[{i}]");
-            self.plugin_name(&sel.plugin, format!("{at}.plugin"));
-            for (j, u) in sel.upstreams.iter().enumerate() {
-                self.upstream_ref(u, &format!("{at}.upstreams[{j}]"));
-            }
-            self.conditions(&sel.conditions, &format!("{at}.conditions"));
-            self.unique(
-                sel.rules.iter().map(|r| r.name.as_str()),
-                &format!("{at}.rules"),
-                "rule",
-            );
-            for (j, r) in sel.rules.iter().enumerate() {
-                self.conditions(&r.conditions, &format!("{at}.rules[{j}].conditions"));
-                self.rule_handle(&sel.plugin, r, &format!("{at}.rules[{j}]"));
-            }
+            self.selector(sel, &format!("setup.selectors[{i}]"));
         }
         for (i, reg) in s.setup.registrations.iter().enumerate() {
-            let at = format!("setup.registrations[{i}]");
-            self.known(&reg.upstream, format!("{at}.upstream"));
-            if !reg.context_path.starts_with('/') {
-                self.report(
-                    format!("{at}.contextPath"),
-                    format!("must start with `/`, got `{}`", reg.context_path),
-                );
-            }
-            if reg.paths.is_empty() {
-                self.report(format!("{at}.paths"), "at least one API path is required");
-            }
+            self.registration(reg, &format!("setup.registrations[{i}]"));
         }
         self.wait_policy(&s.wait, "wait");
-        let mut probes: Vec<(String, &Expect, &str)> = vec![(
-            "wait.probe".into(),
-            &s.wait.probe.expect,
-            s.wait.probe.request.method.as_str(),
-        )];
+        let mut probes: Vec<(String, &Expect, &str)> = Vec::new();
+        wait_probes(&mut probes, &s.wait, "wait");
         let setup_selectors: HashSet<&str> =
             s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
         for (i, c) in s.checks.iter().enumerate() {
@@ -216,11 +201,7 @@ impl<'s> Validator<'s> {
         for (i, st) in s.steps.iter().enumerate() {
             let at = format!("steps[{i}]");
             self.wait_policy(&st.wait, &format!("{at}.wait"));
-            probes.push((
-                format!("{at}.wait.probe"),
-                &st.wait.probe.expect,
-                st.wait.probe.request.method.as_str(),
-            ));
+            wait_probes(&mut probes, &st.wait, &format!("{at}.wait"));
             self.unique(
                 st.checks.iter().map(|c| c.name.as_str()),
                 &format!("{at}.checks"),
@@ -246,6 +227,51 @@ impl<'s> Validator<'s> {
             );
         }
         self.unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check");
+    }
+
+    /// A selector (`setup.selectors[i]`, `createSelector`): declared upstreams, valid
+    /// conditions, unique rule names and rule handles that fit its plugin.
+    fn selector(&mut self, sel: &SelectorSpec, at: &str) {
+        if sel.name.trim().is_empty() {
+            self.report(format!("{at}.name"), "must not be empty");
+        }
+        self.plugin_name(&sel.plugin, format!("{at}.plugin"));
+        for (j, u) in sel.upstreams.iter().enumerate() {
+            self.upstream_ref(u, &format!("{at}.upstreams[{j}]"));
+        }
+        self.conditions(&sel.conditions, &format!("{at}.conditions"));
+        self.unique(
+            sel.rules.iter().map(|r| r.name.as_str()),
+            &format!("{at}.rules"),
+            "rule",
+        );
+        for (j, r) in sel.rules.iter().enumerate() {
+            self.rule(&sel.plugin, r, &format!("{at}.rules[{j}]"));
+        }
+    }
+
+    /// A rule (of a selector of `plugin`): valid conditions and a handle that fits.
+    fn rule(&mut self, plugin: &str, r: &RuleSpec, at: &str) {
+        if r.name.trim().is_empty() {
+            self.report(format!("{at}.name"), "must not be empty");
+        }
+        self.conditions(&r.conditions, &format!("{at}.conditions"));
+        self.rule_handle(plugin, r, at);
+    }
+
+    /// A registration (`setup.registrations[i]`, `register`): a declared upstream, a context
+    /// path and at least one API path.
+    fn registration(&mut self, reg: &RegistrationSpec, at: &str) {
+        self.known(&reg.upstream, format!("{at}.upstream"));
+        if !reg.context_path.starts_with('/') {
+            self.report(
+                format!("{at}.contextPath"),
+                format!("must start with `/`, got `{}`", reg.context_path),
+            );
+        }
+        if reg.paths.is_empty() {
+            self.report(format!("{at}.paths"), "at least one API path is required");
+        }
     }
 
     /// `setup.plugins`: one entry per plugin, each changing something; a config is a JSON
@@ -406,31 +432,44 @@ impl<'s> Validator<'s> {
             self.report(
                 format!("{at}.expect"),
                 "accepts every answer: constrain at least one of status, upstream, route, code, \
-                 bodyContains, received, selector, rule",
+                 bodyContains, bodyNotContains, headers, json, received, selector, rule",
             );
         }
-        if let Some(name) = &expect.upstream {
-            self.known(name, format!("{at}.expect.upstream"));
+        if let Some(want) = &expect.upstream {
+            let path = format!("{at}.expect.upstream");
+            if want.names().is_empty() {
+                self.report(path.clone(), "name at least one upstream");
+            }
+            for name in want.names() {
+                self.known(name, path.clone());
+            }
         }
-        let selectors = &self.s.setup.selectors;
+        for path in expect.json.keys() {
+            if let Err(e) = path.parse::<JsonPath>() {
+                self.report(format!("{at}.expect.json"), e);
+            }
+        }
+        let selectors = self.every_selector();
         if let Some(name) = &expect.selector
-            && !selectors.iter().any(|x| &x.name == name)
+            && !selectors.contains_key(name.as_str())
         {
             self.report(
                 format!("{at}.expect.selector"),
-                format!("no setup selector named `{name}`"),
+                format!("no selector named `{name}` in setup or a `createSelector`"),
             );
         }
         if let Some(rule) = &expect.rule {
             let holders: Vec<&str> = selectors
                 .iter()
-                .filter(|x| expect.selector.as_ref().is_none_or(|n| &x.name == n))
-                .filter(|x| x.rules.iter().any(|r| &r.name == rule))
-                .map(|x| x.name.as_str())
+                .filter(|(x, _)| expect.selector.as_ref().is_none_or(|n| *x == n))
+                .filter(|(_, rules)| rules.contains(rule.as_str()))
+                .map(|(x, _)| *x)
                 .collect();
             let message = match holders.len() {
                 1 => None,
-                0 => Some(format!("no setup rule named `{rule}`")),
+                0 => Some(format!(
+                    "no rule named `{rule}` in setup, a `createSelector` or a `createRule`"
+                )),
                 _ => Some(format!(
                     "rule `{rule}` is in several selectors ({}): name the `selector` too",
                     holders.join(", ")
@@ -440,6 +479,55 @@ impl<'s> Validator<'s> {
                 self.report(format!("{at}.expect.rule"), message);
             }
         }
+    }
+
+    /// Every selector the scenario makes, in setup or a step, with the rules it ever gets
+    /// (sorted by name): what `selector` and `rule` expectations may name.
+    fn every_selector(&self) -> std::collections::BTreeMap<&'s str, HashSet<&'s str>> {
+        let s = self.s;
+        let mut all: std::collections::BTreeMap<&str, HashSet<&str>> =
+            std::collections::BTreeMap::new();
+        let created = s.steps.iter().flat_map(|st| &st.changes);
+        for sel in s
+            .setup
+            .selectors
+            .iter()
+            .chain(created.clone().filter_map(|c| match c {
+                Change::CreateSelector(sel) => Some(sel),
+                _ => None,
+            }))
+        {
+            all.entry(sel.name.as_str())
+                .or_default()
+                .extend(sel.rules.iter().map(|r| r.name.as_str()));
+        }
+        for c in created {
+            if let Change::CreateRule(r) = c {
+                all.entry(r.selector.as_str())
+                    .or_default()
+                    .insert(r.rule.name.as_str());
+            }
+        }
+        all
+    }
+
+    /// The plugin of the selector `name` (from setup or a `createSelector`).
+    fn plugin_of(&self, name: &str) -> Option<&'s str> {
+        let s = self.s;
+        let created = s
+            .steps
+            .iter()
+            .flat_map(|st| &st.changes)
+            .filter_map(|c| match c {
+                Change::CreateSelector(sel) => Some(sel),
+                _ => None,
+            });
+        s.setup
+            .selectors
+            .iter()
+            .chain(created)
+            .find(|x| x.name == name)
+            .map(|x| x.plugin.as_str())
     }
 
     fn wait_policy(&mut self, w: &Wait, at: &str) {
@@ -460,7 +548,10 @@ impl<'s> Validator<'s> {
     fn unknown_selector(&mut self, name: &str, path: String) {
         self.report(
             path,
-            format!("no setup selector named `{name}` (or it was deleted by an earlier change)"),
+            format!(
+                "no selector named `{name}` at this point (made by setup or an earlier \
+                 `createSelector`, and not deleted since)"
+            ),
         );
     }
 
@@ -477,7 +568,7 @@ impl<'s> Validator<'s> {
             Some(rules) if !rules.contains(name) => self.report(
                 format!("{at}.name"),
                 format!(
-                    "selector `{selector}` has no setup rule named `{name}` (or it was deleted by an earlier change)"
+                    "selector `{selector}` has no rule named `{name}` at this point (made by setup or an earlier change, and not deleted since)"
                 ),
             ),
             Some(_) => {}
@@ -614,6 +705,37 @@ impl<'s> Validator<'s> {
                     );
                 }
                 match c {
+                    Change::CreateSelector(sel) => {
+                        let at = format!("{at}.createSelector");
+                        self.selector(sel, &at);
+                        let rules = sel.rules.iter().map(|r| r.name.as_str()).collect();
+                        if live.insert(sel.name.as_str(), rules).is_some() {
+                            self.report(
+                                format!("{at}.name"),
+                                format!("a selector named `{}` exists at this point", sel.name),
+                            );
+                        }
+                    }
+                    Change::CreateRule(r) => {
+                        let at = format!("{at}.createRule");
+                        let plugin = self.plugin_of(&r.selector);
+                        match live
+                            .get_mut(r.selector.as_str())
+                            .map(|rules| rules.insert(r.rule.name.as_str()))
+                        {
+                            None => self.unknown_selector(&r.selector, format!("{at}.selector")),
+                            Some(false) => self.report(
+                                format!("{at}.rule.name"),
+                                format!(
+                                    "selector `{}` has a rule named `{}` at this point",
+                                    r.selector, r.rule.name
+                                ),
+                            ),
+                            Some(true) => {}
+                        }
+                        self.rule(plugin.unwrap_or_default(), &r.rule, &format!("{at}.rule"));
+                    }
+                    Change::Register(reg) => self.registration(reg, &format!("{at}.register")),
                     Change::UpdateSelector(u) => {
                         let at = format!("{at}.updateSelector");
                         if !live.contains_key(u.name.as_str()) {
@@ -631,6 +753,23 @@ impl<'s> Validator<'s> {
                         self.live_rule(&live, &u.selector, &u.name, &at);
                         if let Some(cs) = &u.conditions {
                             self.conditions(cs, &format!("{at}.conditions"));
+                        }
+                        let handles = [
+                            u.handle.is_some(),
+                            u.context_path.is_some(),
+                            u.rate_limiter.is_some(),
+                        ];
+                        if handles.iter().filter(|h| **h).count() > 1 {
+                            self.report(
+                                at.clone(),
+                                "give one of `handle`, `contextPath` and `rateLimiter`: a rule \
+                                 has one handle",
+                            );
+                        }
+                        if let Some(cp) = &u.context_path
+                            && let Err((field, message)) = cp.to_handle().check()
+                        {
+                            self.report(format!("{at}.contextPath.{field}"), message);
                         }
                         if let Some(rl) = &u.rate_limiter
                             && let Err((field, message)) = rl.check()
@@ -973,7 +1112,7 @@ impl<'s> Validator<'s> {
             if !selectors.contains(name) {
                 v.report(
                     format!("{base}.selector"),
-                    format!("no setup selector named `{name}` at this point"),
+                    format!("no selector named `{name}` at this point"),
                 );
             }
         };
@@ -1274,6 +1413,16 @@ mod tests {
     const GOOD: &str = include_str!("testdata/annotated.yaml");
     const REDIS: &str = include_str!("testdata/redis_component.yaml");
 
+    impl Scenario {
+        /// The expectation of probe check `i`.
+        fn checks_probe_expect(&self, i: usize) -> &Expect {
+            match &self.checks[i].kind {
+                CheckKind::Probe(p) => &p.expect,
+                other => panic!("check {i} is a {} check", other.name()),
+            }
+        }
+    }
+
     fn err(src: &str) -> String {
         parse_str(Path::new("x.yaml"), src).unwrap_err().to_string()
     }
@@ -1342,7 +1491,7 @@ checks:
         assert_eq!(s.wait.consecutive, 3);
         assert_eq!(s.wait.interval, Duration::from_millis(10));
         assert_eq!(s.wait.timeout, Duration::from_secs(10));
-        assert_eq!(s.wait.probe.request.method, "GET");
+        assert_eq!(s.wait.probes[0].request.method, "GET");
         let sel = &s.setup.selectors[0];
         assert_eq!(
             (
@@ -1551,6 +1700,99 @@ checks:
         assert!(!e.starts_with("x.yaml:?"), "{e}");
     }
 
+    #[test]
+    fn a_wait_takes_one_probe_or_several() {
+        let several = GOOD.replace(
+            "  probe:\n    request: { method: GET, path: /http/order/findById }\n    expect: { status: 200, upstream: alpha }\n",
+            "  probes:\n    - request: { path: /http/order/findById }\n      expect: { upstream: alpha }\n    - request: { path: /http/order/other }\n      expect: { route: absent }\n",
+        );
+        assert_ne!(several, GOOD);
+        let s = parse_str(Path::new("x.yaml"), &several).unwrap();
+        assert_eq!(s.wait.probes.len(), 2);
+        assert!(s.wait.listed);
+        assert_eq!(s.wait.probe_path(1), "probes[1]");
+        let s = parse_str(Path::new("x.yaml"), GOOD).unwrap();
+        assert_eq!(
+            (s.wait.probes.len(), s.wait.probe_path(0)),
+            (1, "probe".to_owned())
+        );
+        // A problem in a listed probe is reported at its own index.
+        let e = err(&several.replace("expect: { route: absent }", "expect: { upstream: omega }"));
+        assert!(
+            e.contains("wait.probes[1].expect.upstream: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&several.replace(
+            "  probes:\n",
+            "  probe: { request: { path: /x }, expect: { status: 200 } }\n  probes:\n",
+        ));
+        assert!(
+            e.contains("wait: give `probe` or `probes`, not both"),
+            "{e}"
+        );
+        assert!(e.starts_with("x.yaml:"), "{e}");
+        let e = err(&GOOD.replace(
+            "  probe:\n    request: { method: GET, path: /http/order/findById }\n    expect: { status: 200, upstream: alpha }\n",
+            "  probes: []\n",
+        ));
+        assert!(e.contains("`probes` needs at least one probe"), "{e}");
+    }
+
+    #[test]
+    fn upstream_expectations_name_one_several_or_not() {
+        use super::super::ast::UpstreamExpect;
+        let with = |upstream: &str| {
+            GOOD.replace(
+                "expect: { status: 200, upstream: alpha, received",
+                &format!("expect: {{ status: 200, upstream: {upstream}, received"),
+            )
+        };
+        let s = parse_str(Path::new("x.yaml"), &with("[alpha]")).unwrap();
+        let want = Some(UpstreamExpect::AnyOf(vec!["alpha".into()]));
+        assert_eq!(s.checks_probe_expect(0).upstream, want);
+        let s = parse_str(Path::new("x.yaml"), &with("{ not: alpha }")).unwrap();
+        let want = Some(UpstreamExpect::NoneOf(vec!["alpha".into()]));
+        assert_eq!(s.checks_probe_expect(0).upstream, want);
+        let s = parse_str(Path::new("x.yaml"), &with("{ not: [alpha] }")).unwrap();
+        assert_eq!(s.checks_probe_expect(0).upstream, want);
+        let e = err(&with("{ not: [alpha, omega] }"));
+        assert!(
+            e.contains("checks[0].expect.upstream: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&with("{ but: alpha }"));
+        assert!(e.contains("unknown field `but`, expected `not`"), "{e}");
+        let e = err(&with("[]"));
+        assert!(
+            e.contains("checks[0].expect.upstream: name at least one upstream"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn json_paths_headers_and_body_not_contains_parse_and_bad_paths_are_located() {
+        let with = |extra: &str| {
+            GOOD.replace(
+                "expect: { status: 200, upstream: alpha, received",
+                &format!("expect: {{ {extra}, received"),
+            )
+        };
+        let s = parse_str(
+            Path::new("x.yaml"),
+            &with("json: { \"$.a[0]\": 1 }, headers: { x-a: b }, bodyNotContains: c"),
+        )
+        .unwrap();
+        let e = s.checks_probe_expect(0);
+        assert_eq!(e.json["$.a[0]"], serde_json::json!(1));
+        assert_eq!(e.headers["x-a"], "b");
+        assert_eq!(e.body_not_contains.as_deref(), Some("c"));
+        let e = err(&with("json: { a.b: 1 }"));
+        assert!(
+            e.contains("checks[0].expect.json: `a.b`: a JSON path starts with `$`"),
+            "{e}"
+        );
+    }
+
     const STEPS: &str = "
 steps:
   - name: move to beta
@@ -1601,7 +1843,9 @@ steps:
             STEPS.replace("deleteSelector: uri-equal", "deleteSelector: nope")
         ));
         assert!(
-            e.contains("steps[0].changes[4].deleteSelector: no setup selector named `nope`"),
+            e.contains(
+                "steps[0].changes[4].deleteSelector: no selector named `nope` at this point"
+            ),
             "{e}"
         );
         assert!(e.starts_with("x.yaml:"), "{e}");
@@ -1613,7 +1857,7 @@ steps:
             )
         ));
         assert!(
-            e.contains("steps[0].changes[1].updateRule.name: selector `uri-equal` has no setup rule named `nope`"),
+            e.contains("steps[0].changes[1].updateRule.name: selector `uri-equal` has no rule named `nope` at this point"),
             "{e}"
         );
         // The rule was deleted by changes[3] before changes[4] deletes its selector; using
@@ -1636,6 +1880,122 @@ steps:
             STEPS.replace("    wait:\n      probe:", "    wiat:\n      probe:")
         ));
         assert!(e.contains("steps[0]: unknown field `wiat`"), "{e}");
+    }
+
+    const CREATES: &str = "
+steps:
+  - name: create
+    changes:
+      - createSelector:
+          name: made
+          plugin: divide
+          conditions:
+            - { paramType: uri, operator: startsWith, paramValue: /made/ }
+          upstreams: [{ upstream: alpha }]
+          rules:
+            - name: made-all
+              conditions:
+                - { paramType: uri, operator: startsWith, paramValue: /made/ }
+      - createRule:
+          selector: made
+          rule:
+            name: made-x
+            sort: 0
+            conditions:
+              - { paramType: uri, operator: \"=\", paramValue: /made/x }
+      - updateSelector: { name: made, sort: 3, matchMode: or, continued: true, type: custom }
+      - updateRule: { selector: made, name: made-x, sort: 5, matchMode: or }
+      - register: { contextPath: /reg, upstream: alpha, paths: [/reg/a] }
+    wait:
+      probes:
+        - request: { path: /made/x }
+          expect: { selector: made, rule: made-x }
+    checks:
+      - name: spread
+        distribution: { request: { path: /made/y }, selector: made }
+";
+
+    #[test]
+    fn steps_create_selectors_rules_and_registrations() {
+        let s = parse_str(Path::new("x.yaml"), &format!("{GOOD}{CREATES}")).unwrap();
+        let names: Vec<&str> = s.steps[0].changes.iter().map(Change::name).collect();
+        assert_eq!(
+            names,
+            [
+                "createSelector",
+                "createRule",
+                "updateSelector",
+                "updateRule",
+                "register"
+            ]
+        );
+        assert!(s.steps[0].changes.iter().all(Change::is_admin_change));
+        // What a step creates does not exist before it: a check of the setup phase cannot
+        // name it, and creating it twice or under a missing selector is located.
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace(
+                "upstreams: [{ upstream: alpha }]",
+                "upstreams: [{ upstream: omega }]"
+            )
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].createSelector.upstreams[0].upstream: upstream `omega` is not declared"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("          selector: made\n", "          selector: nope\n")
+        ));
+        assert!(
+            e.contains(
+                "steps[0].changes[1].createRule.selector: no selector named `nope` at this point"
+            ),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("name: made\n", "name: uri-equal\n")
+        ));
+        assert!(
+            e.contains("steps[0].changes[0].createSelector.name: a selector named `uri-equal` exists at this point"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("name: made-x\n", "name: made-all\n")
+        ));
+        assert!(
+            e.contains("steps[0].changes[1].createRule.rule.name: selector `made` has a rule named `made-all` at this point"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("paths: [/reg/a]", "paths: []")
+        ));
+        assert!(
+            e.contains("steps[0].changes[4].register.paths: at least one API path is required"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace("rule: made-x }", "rule: made-z }")
+        ));
+        assert!(
+            e.contains("steps[0].wait.probes[0].expect.rule: no rule named `made-z`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}{}",
+            CREATES.replace(
+                "sort: 5, matchMode: or }",
+                "handle: { retry: 1 }, contextPath: { contextPath: /a } }"
+            )
+        ));
+        assert!(
+            e.contains("steps[0].changes[3].updateRule: give one of `handle`, `contextPath` and `rateLimiter`"),
+            "{e}"
+        );
     }
 
     const JUDGES: &str = "
@@ -1747,9 +2107,7 @@ steps:
             &JUDGES.replace("selector: uri-equal\n", "selector: nope\n"),
         ));
         assert!(
-            e.contains(
-                "checks[2].distribution.selector: no setup selector named `nope` at this point"
-            ),
+            e.contains("checks[2].distribution.selector: no selector named `nope` at this point"),
             "{e}"
         );
         let e = err(&with_judges(&JUDGES.replace("slow: alpha", "slow: omega")));
@@ -1806,7 +2164,7 @@ steps:
 ";
         let e = err(&format!("{GOOD}{step}"));
         assert!(
-            e.contains("steps[0].checks[0].distribution.selector: no setup selector named `uri-equal` at this point"),
+            e.contains("steps[0].checks[0].distribution.selector: no selector named `uri-equal` at this point"),
             "{e}"
         );
     }
