@@ -179,6 +179,10 @@ pub(crate) struct RunArgs {
     /// result reports the one used).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+    /// List every case's checks and change timings, and show the service logs of every
+    /// failure (by default only when a process died).
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
 }
 
 /// `gantry bench` arguments.
@@ -403,6 +407,7 @@ impl RunArgs {
         opts.build &= !self.no_build;
         opts.gateway_args.clone_from(&self.gateway_args);
         opts.filter.clone_from(&self.filter);
+        opts.verbose = self.verbose;
         if let Some(seed) = self.seed {
             opts.seed = seed;
         }

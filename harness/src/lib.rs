@@ -101,6 +101,8 @@ pub struct RunOptions {
     pub gateway_args: Vec<String>,
     /// Only scenarios whose name contains this (`--filter`).
     pub filter: Option<String>,
+    /// Show the service logs of every failure, not only when a process died (`--verbose`).
+    pub verbose: bool,
 }
 
 impl RunOptions {
@@ -123,6 +125,7 @@ impl RunOptions {
                 .unwrap_or_else(rand::random),
             gateway_args: Vec::new(),
             filter: None,
+            verbose: false,
         }
     }
 }

@@ -323,6 +323,9 @@ async fn run(args: &cli::RunArgs) -> ExitCode {
                 print!("{}", terminal::failure_details(&results));
                 print!("{}", terminal::skip_notes(&results));
                 print!("{}", terminal::check_notes(&results));
+                if opts.verbose {
+                    print!("{}", terminal::case_details(&results));
+                }
                 println!("{}", terminal::summary_table(&results));
                 if let Err(e) = write_reports(args, &results) {
                     eprintln!("error: {e}");

@@ -44,13 +44,25 @@ impl ProbeResponse {
             .map(|(_, v)| v.as_str())
     }
 
-    /// A one-line summary: status, upstream or error body.
+    /// A one-line summary: status, upstream or error body (cut after
+    /// [`SUMMARY_BODY_CHARS`] characters, the cut shown).
     pub fn summary(&self) -> String {
-        let body: String = self.body.chars().take(300).collect();
+        let body = cut(&self.body, SUMMARY_BODY_CHARS);
         match self.header(UPSTREAM_HEADER) {
             Some(up) => format!("HTTP {} from upstream {up}: {body}", self.status),
             None => format!("HTTP {}: {body}", self.status),
         }
+    }
+}
+
+/// How much of a body a failure message shows.
+pub const SUMMARY_BODY_CHARS: usize = 300;
+
+/// `text` up to `max` characters; a longer one ends with `… (N more bytes)`.
+pub fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((at, _)) => format!("{}… ({} more bytes)", &text[..at], text.len() - at),
     }
 }
 
@@ -315,6 +327,13 @@ mod tests {
         )
         .unwrap_err();
         assert!(miss.contains("route: expected present"), "{miss}");
+    }
+
+    #[test]
+    fn a_long_body_is_cut_and_says_so() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("abcdef", 3), "abc… (3 more bytes)");
+        assert_eq!(cut("ééé", 1), "é… (4 more bytes)");
     }
 
     #[test]

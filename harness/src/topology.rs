@@ -409,6 +409,23 @@ impl Topology {
         self.dir.path()
     }
 
+    /// The services that ended on their own (admins, gateways, the store), by name; `None`
+    /// when the backend cannot tell.
+    pub fn exited(&self) -> Option<Vec<String>> {
+        let mut gone = Vec::new();
+        for s in self.admins.iter().chain(&self.gateways) {
+            if s.exited()? {
+                gone.push(s.name().to_owned());
+            }
+        }
+        if let Some(store) = self.stores().as_ref()
+            && store.exited()
+        {
+            gone.push(store.kind().name().to_owned());
+        }
+        Some(gone)
+    }
+
     /// The last `n` lines of each service log, with headers (naming the directory when kept).
     pub fn log_tails(&self, n: usize) -> String {
         let kept = if self.keep {

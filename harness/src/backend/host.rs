@@ -477,6 +477,14 @@ impl Service {
         self.process().as_ref().map(|p| p.child.id())
     }
 
+    /// Whether its process ended on its own: it was started and has exited without the
+    /// harness stopping or killing it (a crash, a panic, an exit on a fatal error).
+    pub fn exited(&self) -> bool {
+        self.process()
+            .as_mut()
+            .is_some_and(|p| matches!(p.child.try_wait(), Ok(Some(_))))
+    }
+
     /// The last `n` lines of the service's stderr log (every start appends to it).
     pub fn log_tail(&self, n: usize) -> String {
         std::fs::read_to_string(&self.log)

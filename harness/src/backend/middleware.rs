@@ -363,6 +363,11 @@ impl StoreServer {
         self.process.as_ref().map(|p| p.pid)
     }
 
+    /// Whether it was started and has died without the harness stopping it.
+    pub fn exited(&self) -> bool {
+        self.pid().is_some_and(|pid| !process_alive(pid))
+    }
+
     /// Its client port on loopback.
     pub fn port(&self) -> u16 {
         self.port

@@ -372,6 +372,15 @@ impl Service {
         }
     }
 
+    /// Whether it ended on its own (see [`host::Service::exited`]); `None` when the backend
+    /// cannot tell (docker).
+    pub fn exited(&self) -> Option<bool> {
+        match self {
+            Service::Host(s) => Some(s.exited()),
+            Service::Docker(_) => None,
+        }
+    }
+
     /// Applies a step's fault: stops (gracefully), kills, starts (and waits until it is
     /// ready), restarts, pauses or resumes it. It keeps its address across a stop, so a
     /// `start` brings it back where its peers and the harness look for it.

@@ -115,6 +115,41 @@ pub fn failure_details(results: &[CaseResult]) -> String {
         .collect()
 }
 
+/// With `--verbose`: every case that ran, its file, each check's verdict and time, and each
+/// change's timings (applied / probe passed / digests equal, ms after the admin's 2xx).
+pub fn case_details(results: &[CaseResult]) -> String {
+    let mut out = String::new();
+    for r in results
+        .iter()
+        .filter(|r| r.skipped.is_none() && r.mode != "parse")
+    {
+        let verdict = if r.passed { "ok" } else { "FAIL" };
+        out += &format!("{} ({}): {verdict}\n", r.id(), r.file);
+        for c in &r.checks {
+            let outcome = match &c.outcome {
+                CheckOutcome::Passed => "ok".to_owned(),
+                CheckOutcome::Failed(misses) => format!("FAIL ({} misses)", misses.len()),
+                CheckOutcome::Skipped(why) => format!("skip: {why}"),
+            };
+            let step = c
+                .step
+                .as_deref()
+                .map_or(String::new(), |s| format!(" [step `{s}`]"));
+            out += &format!(
+                "  check `{}`{step} ({}): {outcome} in {:.0} ms\n",
+                c.name, c.kind, c.elapsed_ms
+            );
+        }
+        for t in &r.timings {
+            out += &format!(
+                "  {}: applied {:.1} ms, probe {:.1} ms, converged {:.1} ms\n",
+                t.change, t.applied_ms, t.probe_ms, t.converged_ms
+            );
+        }
+    }
+    out
+}
+
 /// Every skipped case with the reason, for printing before the table.
 pub fn skip_notes(results: &[CaseResult]) -> String {
     results
@@ -243,6 +278,35 @@ mod tests {
 
     fn result(case: &str, mode: &str) -> CaseResult {
         CaseResult::bare(case.into(), mode.into(), "x.yaml".into(), "host".into(), 1)
+    }
+
+    #[test]
+    fn verbose_details_list_checks_and_timings_of_cases_that_ran() {
+        use crate::report::{ChangeTiming, CheckReport};
+        let mut ran = result("uri_equal", "http");
+        ran.passed = true;
+        ran.checks.push(CheckReport {
+            name: "routes".into(),
+            path: "checks[0]".into(),
+            step: None,
+            kind: "probe",
+            outcome: CheckOutcome::Passed,
+            elapsed_ms: 3.2,
+            measurements: Measurements::Probe { sent: 1, passed: 1 },
+        });
+        ran.timings.push(ChangeTiming {
+            change: "setup".into(),
+            applied_ms: 1.25,
+            probe_ms: 12.0,
+            converged_ms: 14.5,
+        });
+        let mut skipped = result("uri_equal", "etcd");
+        skipped.skipped = Some("etcd not installed".into());
+        assert_eq!(
+            case_details(&[ran, skipped]),
+            "uri_equal@http (x.yaml): ok\n  check `routes` (probe): ok in 3 ms\n  \
+             setup: applied 1.2 ms, probe 12.0 ms, converged 14.5 ms\n"
+        );
     }
 
     #[test]

@@ -165,7 +165,26 @@ pub async fn run_case(
             converge_ms: millis(converge),
             record,
         }),
-        Err((step, kind)) => Err(fail(step, kind, topo.log_tails(LOG_LINES), record)),
+        Err((step, kind)) => Err(fail(step, kind, failure_logs(&topo, step, opts), record)),
+    }
+}
+
+/// The service logs a failure shows: every service's last lines when a process ended on its
+/// own, when the topology did not start, when the backend cannot tell (docker) or with
+/// `--verbose`; otherwise a line saying how to see them (a failed expectation is read from
+/// its own message, not from 40 lines of logs).
+fn failure_logs(topo: &Topology, step: Step, opts: &RunOptions) -> String {
+    let exited = topo.exited();
+    let died = match exited.as_deref() {
+        Some([]) => None,
+        Some(names) => Some(format!("\n{} ended on its own", names.join(", "))),
+        None => Some(String::new()),
+    };
+    match died {
+        Some(died) => format!("{died}{}", topo.log_tails(LOG_LINES)),
+        None if opts.verbose || step == Step::Start => topo.log_tails(LOG_LINES),
+        None => "\n(no process died; `--verbose` shows the service logs, GANTRY_KEEP=1 keeps them)"
+            .to_owned(),
     }
 }
 
