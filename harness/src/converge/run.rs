@@ -5,7 +5,10 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use model::{DivideUpstream, GatewayError, RuleDto, SelectorDto, SyncFaultKind, SyncMode};
+use model::{
+    ConditionDto, DivideUpstream, GatewayError, MatchMode, RuleDto, SelectorDto, SyncFaultKind,
+    SyncMode,
+};
 
 use super::checker::{Answer, Class, Sample, Tally, classify};
 use super::history::{Fault, History, Op, Step, Upstream};
@@ -13,6 +16,7 @@ use super::model::{Expect, Model};
 use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
+use crate::lower::{custom_selector, divide_rule};
 use crate::scenario::ast::{FaultAction, RequestSpec, SyncFault, Target, UpstreamDecl};
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
@@ -480,24 +484,15 @@ impl Live {
             Upstream::Alpha => &self.handles[0],
             Upstream::Beta => &self.handles[1],
         };
+        let condition = ConditionDto::new("uri", "=", "", &route_path(case, key));
         SelectorDto {
-            plugin_id: Some(self.plugin_id.clone()),
-            name: Some(format!("conv-{case}-{key}")),
-            selector_type: Some(model::SelectorType::Custom.code()),
-            match_mode: Some(model::MatchMode::And.code()),
-            sort: Some(1),
             enabled: Some(enabled),
-            loged: Some(false),
-            continued: Some(true),
-            match_restful: Some(false),
-            handle: Some(handle.clone()),
-            selector_conditions: Some(vec![model::ConditionDto::new(
-                "uri",
-                "=",
-                "",
-                &route_path(case, key),
-            )]),
-            ..Default::default()
+            ..custom_selector(
+                &self.plugin_id,
+                &format!("conv-{case}-{key}"),
+                handle,
+                vec![condition],
+            )
         }
     }
 }
@@ -520,26 +515,13 @@ fn route_path(case: u64, key: u8) -> String {
 }
 
 fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
-    RuleDto {
-        selector_id: Some(selector.to_owned()),
-        name: Some(format!("conv-{case}-{key}-rule")),
-        match_mode: Some(model::MatchMode::And.code()),
-        sort: Some(1),
-        enabled: Some(true),
-        loged: Some(false),
-        match_restful: Some(false),
-        handle: Some(
-            r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#
-                .to_owned(),
-        ),
-        rule_conditions: Some(vec![model::ConditionDto::new(
-            "uri",
-            "=",
-            "",
-            &route_path(case, key),
-        )]),
-        ..Default::default()
-    }
+    let condition = ConditionDto::new("uri", "=", "", &route_path(case, key));
+    divide_rule(
+        selector,
+        &format!("conv-{case}-{key}-rule"),
+        MatchMode::And,
+        vec![condition],
+    )
 }
 
 /// How long the element has answered right up to its latest sample (zero if that is wrong).
