@@ -3,7 +3,8 @@
 //! its samples against what the model says, in this order:
 //!
 //! - **stale**: the last answer (at the bound) serves the route the old way: served though
-//!   deleted, disabled or its rule deleted, or served by its old upstream;
+//!   deleted, disabled, its rule deleted or the divide plugin disabled, or served by its old
+//!   upstream;
 //! - **flapping**: answered right, then wrong again (ending right, or wrong but not stale);
 //! - **lost**: never answered right (acknowledged, never served as acknowledged);
 //! - **ok**: answered right from some sample on; its time-to-stable is when that first right
@@ -11,6 +12,8 @@
 
 use std::fmt;
 use std::time::Duration;
+
+use model::GatewayError;
 
 use super::model::Expect;
 
@@ -21,16 +24,34 @@ pub enum Answer {
     Served(String),
     /// HTTP 404 with gateway code -107 or -102: no route.
     Absent,
+    /// HTTP 404 with gateway code -106: no plugin forwarded (the divide plugin is disabled).
+    Unrouted,
     /// Anything else (status and the start of the body, or the transport error).
     Other(String),
 }
 
 impl Answer {
-    /// Whether it is what `expect` asks for.
+    /// Reads a gateway's answer: its status, its upstream header (`x-gantry-upstream`) and
+    /// its body.
+    pub fn from_response(status: u16, upstream: Option<&str>, body: &str) -> Answer {
+        let code = serde_json::from_str::<GatewayError>(body).ok();
+        match (status, upstream, code) {
+            (200, Some(u), _) => Answer::Served(u.to_owned()),
+            (404, None, Some(e)) if e.is_route_missing() => Answer::Absent,
+            (404, None, Some(e)) if e.code == GatewayError::CANNOT_FIND_URL => Answer::Unrouted,
+            _ => Answer::Other(format!(
+                "HTTP {status}: {}",
+                body.chars().take(200).collect::<String>()
+            )),
+        }
+    }
+
+    /// Whether it is what `expect` asks for (a -106 only while the plugin is disabled, a
+    /// -107 or -102 only while it is enabled).
     pub fn agrees(&self, expect: Expect) -> bool {
         match (self, expect) {
             (Answer::Served(got), Expect::Served(want)) => got == want.name(),
-            (Answer::Absent, Expect::Absent) => true,
+            (Answer::Absent, Expect::Absent) | (Answer::Unrouted, Expect::Unrouted) => true,
             _ => false,
         }
     }
@@ -41,6 +62,7 @@ impl fmt::Display for Answer {
         match self {
             Answer::Served(u) => write!(f, "served by {u}"),
             Answer::Absent => f.write_str("absent (404)"),
+            Answer::Unrouted => f.write_str("unrouted (404 -106)"),
             Answer::Other(what) => write!(f, "unexpected: {what}"),
         }
     }
@@ -51,6 +73,7 @@ impl fmt::Display for Expect {
         match self {
             Expect::Served(u) => write!(f, "served by {}", u.name()),
             Expect::Absent => f.write_str("absent"),
+            Expect::Unrouted => f.write_str("unrouted (the divide plugin is disabled)"),
         }
     }
 }
@@ -238,6 +261,66 @@ mod tests {
         assert_eq!(classify(ALPHA, &s), Class::Flapping);
         let s = samples(&[Answer::Absent, Answer::Other("HTTP 502".into())]);
         assert_eq!(classify(Expect::Absent, &s), Class::Flapping);
+    }
+
+    #[test]
+    fn a_disabled_plugin_is_right_only_when_the_model_says_so() {
+        let unrouted = || Answer::Unrouted;
+        let ok = classify(Expect::Unrouted, &samples(&[alpha(), unrouted()]));
+        assert!(matches!(ok, Class::Ok { .. }));
+        // The plugin is enabled but the gateway still answers as if it were not.
+        assert_eq!(
+            classify(ALPHA, &samples(&[unrouted(), unrouted()])),
+            Class::Lost
+        );
+        assert_eq!(
+            classify(Expect::Absent, &samples(&[unrouted(), unrouted()])),
+            Class::Lost
+        );
+        // Disabled, but the gateway still routes (or knows the route is gone).
+        assert_eq!(
+            classify(Expect::Unrouted, &samples(&[alpha(), alpha()])),
+            Class::Stale
+        );
+        assert_eq!(
+            classify(
+                Expect::Unrouted,
+                &samples(&[Answer::Absent, Answer::Absent])
+            ),
+            Class::Lost
+        );
+    }
+
+    #[test]
+    fn answers_are_read_from_status_header_and_code() {
+        let body = |code: i32| serde_json::to_string(&GatewayError::new(code, "x")).unwrap();
+        assert_eq!(Answer::from_response(200, Some("beta"), "{}"), beta());
+        assert_eq!(
+            Answer::from_response(404, None, &body(-107)),
+            Answer::Absent
+        );
+        assert_eq!(
+            Answer::from_response(404, None, &body(-102)),
+            Answer::Absent
+        );
+        assert_eq!(
+            Answer::from_response(404, None, &body(-106)),
+            Answer::Unrouted
+        );
+        for (status, upstream, body) in [
+            (404, None, body(-119)),
+            (503, None, body(-106)),
+            (200, None, "{}".to_owned()),
+            (404, None, "not json".to_owned()),
+        ] {
+            assert!(
+                matches!(
+                    Answer::from_response(status, upstream, &body),
+                    Answer::Other(_)
+                ),
+                "{status} {body}"
+            );
+        }
     }
 
     #[test]

@@ -56,16 +56,23 @@ pub enum Op {
         /// The route.
         key: u8,
     },
+    /// Enables or disables the divide plugin (every route at once: while it is disabled the
+    /// gateway answers every route 404 with code -106; the routes stay as they are).
+    Plugin {
+        /// Enabled after it.
+        on: bool,
+    },
 }
 
 impl Op {
-    /// The route it acts on.
-    pub fn key(self) -> u8 {
+    /// The route it acts on (none for a plugin operation).
+    pub fn key(self) -> Option<u8> {
         match self {
             Op::Put { key, .. }
             | Op::Enable { key, .. }
             | Op::Delete { key }
-            | Op::DeleteRule { key } => key,
+            | Op::DeleteRule { key } => Some(key),
+            Op::Plugin { .. } => None,
         }
     }
 
@@ -145,9 +152,14 @@ impl History {
         self.0.is_empty()
     }
 
+    /// Whether it enables or disables the divide plugin.
+    pub fn touches_plugin(&self) -> bool {
+        self.ops().any(|op| matches!(op, Op::Plugin { .. }))
+    }
+
     /// The routes it touches, in order.
     pub fn keys(&self) -> Vec<u8> {
-        let mut keys: Vec<u8> = self.ops().map(Op::key).collect();
+        let mut keys: Vec<u8> = self.ops().filter_map(Op::key).collect();
         keys.sort_unstable();
         keys.dedup();
         keys
@@ -162,6 +174,8 @@ impl fmt::Display for Op {
             Op::Enable { key, on: false } => write!(f, "disable route {key}"),
             Op::Delete { key } => write!(f, "delete route {key}"),
             Op::DeleteRule { key } => write!(f, "delete the rule of route {key}"),
+            Op::Plugin { on: true } => f.write_str("enable the divide plugin"),
+            Op::Plugin { on: false } => f.write_str("disable the divide plugin"),
         }
     }
 }
@@ -221,6 +235,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (key.clone(), any::<bool>()).prop_map(|(key, on)| Op::Enable { key, on }),
         2 => key.clone().prop_map(|key| Op::Delete { key }),
         1 => key.prop_map(|key| Op::DeleteRule { key }),
+        1 => any::<bool>().prop_map(|on| Op::Plugin { on }),
     ]
 }
 

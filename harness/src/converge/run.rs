@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use model::{
-    ConditionDto, DivideUpstream, GatewayError, MatchMode, RuleDto, SelectorDto, SyncFaultKind,
-    SyncMode,
+    ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto, SyncFaultKind, SyncMode,
 };
 
 use super::checker::{Answer, Class, Sample, Tally, classify};
@@ -144,6 +143,12 @@ impl Live {
                 verdict: Err(e),
             },
         };
+        if history.touches_plugin() {
+            self.admin
+                .enable_plugins(std::slice::from_ref(&self.plugin_id), true)
+                .await
+                .map_err(|e| format!("enabling the divide plugin again after case {case}: {e}"))?;
+        }
         let ids: Vec<String> = state.ids.into_values().map(|(s, _)| s).collect();
         if !ids.is_empty() {
             self.admin
@@ -189,9 +194,8 @@ impl Live {
             return Ok(());
         }
         let failed = |e: &dyn std::fmt::Display| format!("the admin failed `{op}`: {e}");
-        let key = op.key();
         match op {
-            Op::Put { upstream, .. } => {
+            Op::Put { key, upstream } => {
                 let selector = match state.ids.get(&key) {
                     Some((id, _)) => {
                         let dto = self.selector(case, key, upstream, state.model.enabled(key));
@@ -224,7 +228,7 @@ impl Live {
                     }
                 }
             }
-            Op::Enable { on, .. } => {
+            Op::Enable { key, on } => {
                 let (id, _) = &state.ids[&key];
                 let upstream = match state.model.upstream(key) {
                     Some(u) => u,
@@ -236,7 +240,7 @@ impl Live {
                     .await
                     .map_err(|e| failed(&e))?;
             }
-            Op::Delete { .. } => {
+            Op::Delete { key } => {
                 let (id, _) = &state.ids[&key];
                 self.admin
                     .delete_selectors(std::slice::from_ref(id))
@@ -244,11 +248,17 @@ impl Live {
                     .map_err(|e| failed(&e))?;
                 state.ids.remove(&key);
             }
-            Op::DeleteRule { .. } => {
+            Op::DeleteRule { key } => {
                 let rule = state.ids.get_mut(&key).and_then(|ids| ids.1.take());
                 let rule = rule.ok_or_else(|| failed(&"harness bug: no rule id"))?;
                 self.admin
                     .delete_rules(&[rule])
+                    .await
+                    .map_err(|e| failed(&e))?;
+            }
+            Op::Plugin { on } => {
+                self.admin
+                    .enable_plugins(std::slice::from_ref(&self.plugin_id), on)
                     .await
                     .map_err(|e| failed(&e))?;
             }
@@ -399,16 +409,7 @@ impl Live {
             Ok(r) => r,
             Err(e) => return Answer::Other(e.to_string()),
         };
-        let missing =
-            serde_json::from_str::<GatewayError>(&resp.body).is_ok_and(|e| e.is_route_missing());
-        match (resp.status, resp.header(UPSTREAM_HEADER)) {
-            (200, Some(u)) => Answer::Served(u.to_owned()),
-            (404, None) if missing => Answer::Absent,
-            (status, _) => Answer::Other(format!(
-                "HTTP {status}: {}",
-                resp.body.chars().take(200).collect::<String>()
-            )),
-        }
+        Answer::from_response(resp.status, resp.header(UPSTREAM_HEADER), &resp.body)
     }
 
     /// Waits `within` (at least 100 ms) until every gateway's digest equals the admin's.
