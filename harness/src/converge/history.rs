@@ -95,6 +95,9 @@ pub enum Fault {
     KillAdmin,
     /// The admin paused, then resumed.
     PauseAdmin,
+    /// The store the gateways sync from (ZooKeeper or etcd) killed, then started again;
+    /// generated in those two modes only.
+    KillStore,
     /// The admin's next push hit by a protocol fault its mode heals by itself (websocket:
     /// `closeMidPush`, the gateway resyncs on a new session; http: `emptyAnswer`, the
     /// gateway polls again); generated in those two modes only.
@@ -239,7 +242,16 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
+/// Which mode-specific faults a mode's histories may contain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModeFaults {
+    /// [`Fault::Protocol`] (websocket and http).
+    pub protocol: bool,
+    /// [`Fault::KillStore`] (zookeeper and etcd).
+    pub store: bool,
+}
+
+fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
     let mut faults = vec![
         Fault::RestartGateway,
         Fault::PauseGateway,
@@ -247,8 +259,11 @@ fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
         Fault::KillAdmin,
         Fault::PauseAdmin,
     ];
-    if protocol {
+    if extra.protocol {
         faults.push(Fault::Protocol);
+    }
+    if extra.store {
+        faults.push(Fault::KillStore);
     }
     prop::sample::select(faults).prop_flat_map(|fault| {
         // A protocol fault hits a push, so an operation follows it.
@@ -262,11 +277,11 @@ fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
     })
 }
 
-/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (a
-/// [`Fault::Protocol`] among them only with `protocol`).
-pub fn history(steps: usize, faults: bool, protocol: bool) -> BoxedStrategy<History> {
+/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (the
+/// mode-specific ones among them only as `extra` says).
+pub fn history(steps: usize, faults: bool, extra: ModeFaults) -> BoxedStrategy<History> {
     let step = if faults {
-        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(protocol)].boxed()
+        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(extra)].boxed()
     } else {
         op().prop_map(Step::Op).boxed()
     };

@@ -9,14 +9,16 @@ use model::{
     ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto, SyncFaultKind, SyncMode,
 };
 
-use super::checker::{Answer, Class, Sample, Tally, classify};
+use super::checker::{self, Answer, Class, Sample, Tally, classify};
 use super::history::{Fault, History, Op, Step, Upstream};
 use super::model::{Expect, Model};
 use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
 use crate::lower::{custom_selector, divide_rule};
-use crate::scenario::ast::{FaultAction, RequestSpec, SyncFault, Target, UpstreamDecl};
+use crate::scenario::ast::{
+    FaultAction, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
+};
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
 use crate::wait::{WaitPolicy, await_convergence};
@@ -29,8 +31,8 @@ const SETTLE: Duration = Duration::from_millis(500);
 /// they are restarted (a gateway that drops deletes never forgets a route otherwise).
 const CLEAN: Duration = Duration::from_secs(1);
 
-/// A topology (one admin, one gateway, the sync connection through the fault proxy, echo
-/// upstreams `alpha` and `beta`) on which histories run one after another, each on routes of
+/// A topology (one admin, one or more gateways, their sync connections through the fault
+/// proxy, echo upstreams `alpha` and `beta`) on which histories run one after another, each on routes of
 /// its own (`/conv/<case>/<key>`).
 #[derive(Debug)]
 pub struct Live {
@@ -55,8 +57,8 @@ pub struct Live {
 /// What one history did.
 #[derive(Debug)]
 pub struct CaseReport {
-    /// Per element (route × gateway): its class.
-    pub classes: Vec<Class>,
+    /// Per element (route × gateway): the gateway's index and the element's class.
+    pub classes: Vec<(usize, Class)>,
     /// `Err` describes every element not ok, a digest that disagrees, or what broke.
     pub verdict: Result<(), String>,
 }
@@ -73,12 +75,20 @@ struct CaseState {
 
 impl Live {
     /// Starts the topology in `mode` and waits until the gateways serve the admin's config.
-    pub async fn start(backend: &Backend, mode: SyncMode, keep: bool) -> Result<Live, String> {
+    pub async fn start(
+        backend: &Backend,
+        mode: SyncMode,
+        gateways: u8,
+        keep: bool,
+    ) -> Result<Live, String> {
         let upstreams = [UpstreamDecl::echo("alpha"), UpstreamDecl::echo("beta")];
         let shape = Shape {
+            spec: TopologySpec {
+                gateways,
+                ..TopologySpec::default()
+            },
             sync_proxy: true,
             sync_faults: protocol_fault(mode).is_some(),
-            ..Shape::default()
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
             .await
@@ -275,6 +285,7 @@ impl Live {
             Fault::Partition => self.topo.partition(ProxyMode::Blackhole).await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Kill, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Pause, ADMIN).await,
+            Fault::KillStore => self.topo.fault(FaultAction::Kill, self.store()?).await,
             Fault::Protocol => {
                 let kind = protocol_fault(self.mode).ok_or(format!(
                     "no protocol fault heals by itself in the {} mode",
@@ -303,6 +314,7 @@ impl Live {
             Fault::Partition => self.topo.heal().await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
+            Fault::KillStore => self.topo.fault(FaultAction::Start, self.store()?).await,
             // It heals by itself (or hits the next push, if none came).
             Fault::Protocol => Ok(()),
         };
@@ -313,6 +325,11 @@ impl Live {
                 .map_err(|e| format!("logging in to the restarted admin: {e}"))?;
         }
         Ok(())
+    }
+
+    /// The store [`Fault::KillStore`] kills in this mode.
+    fn store(&self) -> Result<Target, String> {
+        store_target(self.mode).ok_or(format!("the {} mode has no store to kill", self.mode))
     }
 
     async fn on_gateways(&self, action: FaultAction) -> Result<(), crate::BackendError> {
@@ -339,7 +356,12 @@ impl Live {
             .flat_map(|k| (0..self.gateways.len()).map(move |g| (k, g, model.expect(k))))
             .collect();
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); elements.len()];
+        // The admin's config is final once the history is applied.
+        let admin = self.admin.digest().await.ok().map(|d| d.digest);
+        let mut caught_up: Vec<Option<Duration>> = vec![None; self.gateways.len()];
         loop {
+            self.note_caught_up(admin.as_deref(), healed, &mut caught_up)
+                .await;
             let at = healed.elapsed();
             let answers = join_all(
                 elements
@@ -359,25 +381,21 @@ impl Live {
             }
             tokio::time::sleep(POLL).await;
         }
-        let classes: Vec<Class> = elements
+        let classes: Vec<(usize, Class)> = elements
             .iter()
             .zip(&samples)
-            .map(|(&(_, _, e), s)| classify(e, s))
+            .map(|(&(_, g, e), s)| (g, classify(e, s, caught_up[g].unwrap_or(Duration::MAX))))
             .collect();
         let mut problems = String::new();
-        for ((&(k, g, e), s), class) in elements.iter().zip(&samples).zip(&classes) {
+        for ((&(k, g, e), s), (_, class)) in elements.iter().zip(&samples).zip(&classes) {
             if !matches!(class, Class::Ok { .. }) {
-                let last = s.last().map(|s| (s.at, &s.answer));
                 let _ = write!(
                     problems,
-                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples",
+                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples; {})",
                     self.topo.gateways()[g].name(),
-                    s.len()
+                    s.len(),
+                    checker::changes(s)
                 );
-                if let Some((at, answer)) = last {
-                    let _ = write!(problems, ", the last {answer} at {:.2} s", at.as_secs_f64());
-                }
-                problems.push(')');
             }
         }
         if let Err(e) = self
@@ -395,6 +413,26 @@ impl Live {
             ))
         };
         CaseReport { classes, verdict }
+    }
+
+    /// Records, for each gateway not yet seen caught up, the time (from `healed`) at which
+    /// its digest is first seen equal to the admin's (`admin`).
+    async fn note_caught_up(
+        &self,
+        admin: Option<&str>,
+        healed: Instant,
+        caught_up: &mut [Option<Duration>],
+    ) {
+        let Some(admin) = admin else { return };
+        let at = healed.elapsed();
+        for (g, client) in self.gateways.iter().enumerate() {
+            if caught_up[g].is_none()
+                && let Ok(d) = client.digest().await
+                && d.report.digest == admin
+            {
+                caught_up[g] = Some(at);
+            }
+        }
     }
 
     async fn probe(&self, gateway: &GatewayClient, case: u64, key: u8) -> Answer {
@@ -510,6 +548,15 @@ pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
     }
 }
 
+/// The store the gateways sync from in `mode`, if any (what [`Fault::KillStore`] kills).
+pub fn store_target(mode: SyncMode) -> Option<Target> {
+    match mode {
+        SyncMode::Zookeeper => Some(Target::Zookeeper),
+        SyncMode::Etcd => Some(Target::Etcd),
+        _ => None,
+    }
+}
+
 /// Route `key` of case `case`.
 fn route_path(case: u64, key: u8) -> String {
     format!("/conv/{case}/{key}")
@@ -540,9 +587,12 @@ fn right_for(expect: Expect, samples: &[Sample]) -> Duration {
     }
 }
 
-/// Adds the report's classes to `tally`.
-pub fn count(tally: &mut Tally, report: &CaseReport) {
-    for &c in &report.classes {
+/// Adds the report's classes to `tally` and to their gateway's tally in `per_gateway`.
+pub fn count(tally: &mut Tally, per_gateway: &mut [Tally], report: &CaseReport) {
+    for &(g, c) in &report.classes {
         tally.add(c);
+        if let Some(t) = per_gateway.get_mut(g) {
+            t.add(c);
+        }
     }
 }
