@@ -596,3 +596,33 @@ pub fn count(tally: &mut Tally, per_gateway: &mut [Tally], report: &CaseReport) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_counted_in_total_and_per_gateway() {
+        let ok = Class::Ok {
+            stable_after: Duration::ZERO,
+        };
+        let report = CaseReport {
+            classes: vec![(0, ok), (1, Class::Stale), (1, ok), (2, Class::Lost)],
+            verdict: Ok(()),
+        };
+        let mut total = Tally::default();
+        let mut per_gateway = vec![Tally::default(); 2];
+        count(&mut total, &mut per_gateway, &report);
+        assert_eq!((total.ok, total.stale, total.lost), (2, 1, 1));
+        assert_eq!((per_gateway[0].ok, per_gateway[0].stale), (1, 0));
+        assert_eq!((per_gateway[1].ok, per_gateway[1].stale), (1, 1));
+    }
+
+    #[test]
+    fn store_kills_exist_in_the_store_modes_only() {
+        assert_eq!(store_target(SyncMode::Zookeeper), Some(Target::Zookeeper));
+        assert_eq!(store_target(SyncMode::Etcd), Some(Target::Etcd));
+        assert_eq!(store_target(SyncMode::Websocket), None);
+        assert_eq!(store_target(SyncMode::Http), None);
+    }
+}
