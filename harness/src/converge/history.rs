@@ -314,4 +314,39 @@ mod tests {
         assert_eq!(h.len(), 3);
         assert_eq!(h.keys(), [0]);
     }
+
+    fn faults_of(extra: ModeFaults) -> (Vec<Fault>, bool) {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = history(8, true, extra);
+        let (mut faults, mut plugin) = (Vec::new(), false);
+        for _ in 0..200 {
+            let h = strategy.new_tree(&mut runner).unwrap().current();
+            plugin |= h.touches_plugin();
+            for step in &h.0 {
+                if let Step::Fault { fault, .. } = step {
+                    faults.push(*fault);
+                }
+            }
+        }
+        (faults, plugin)
+    }
+
+    #[test]
+    fn mode_specific_faults_and_plugin_operations_are_generated_where_they_belong() {
+        let store = ModeFaults {
+            protocol: false,
+            store: true,
+        };
+        let (faults, plugin) = faults_of(store);
+        assert!(plugin, "no history toggles the divide plugin");
+        assert!(faults.contains(&Fault::KillStore));
+        assert!(!faults.contains(&Fault::Protocol));
+        let (faults, _) = faults_of(ModeFaults {
+            protocol: true,
+            store: false,
+        });
+        assert!(faults.contains(&Fault::Protocol));
+        assert!(!faults.contains(&Fault::KillStore));
+    }
 }
