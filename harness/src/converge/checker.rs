@@ -5,8 +5,9 @@
 //! - **stale**: the last answer (at the bound) serves the route the old way: served though
 //!   deleted, disabled, its rule deleted or the divide plugin disabled, or served by its old
 //!   upstream;
-//! - **flapping**: once its gateway holds the admin's config (digests equal), answered
-//!   right, then wrong again (ending right, or wrong but not stale);
+//! - **flapping**: while its gateway holds the admin's config (digests equal from some probe
+//!   round to the end), answered right, then wrong again (ending right, or wrong but not
+//!   stale);
 //! - **lost**: not answering right at the end (acknowledged, not served as acknowledged);
 //! - **ok**: answering right from some sample to the end; its time-to-stable is when that
 //!   run of right answers began (from the last heal). Earlier right answers do not count:
@@ -106,10 +107,11 @@ pub enum Class {
 }
 
 /// Classifies one element's samples (in time order) against what the model says;
-/// `caught_up` is when its gateway was first seen holding the admin's config (its digest
-/// equal to the admin's; `Duration::MAX` if never). Before that the gateway may still be
-/// replaying the history (passing through earlier acknowledged states, which may equal the
-/// final one); only a wrong answer after a right one from then on is flapping.
+/// `caught_up` is since when its gateway has held the admin's config (its digest equal to
+/// the admin's in every probe round to the end; `Duration::MAX` if not at the end). Before
+/// that the gateway may still be replaying the history (passing through earlier
+/// acknowledged states, which may equal the final one); only a wrong answer after a right
+/// one from then on is flapping.
 pub fn classify(expect: Expect, samples: &[Sample], caught_up: Duration) -> Class {
     let Some(last) = samples.last() else {
         return Class::Lost;

@@ -32,8 +32,8 @@ const SETTLE: Duration = Duration::from_millis(500);
 const CLEAN: Duration = Duration::from_secs(1);
 
 /// A topology (one admin, one or more gateways, their sync connections through the fault
-/// proxy, echo upstreams `alpha` and `beta`) on which histories run one after another, each on routes of
-/// its own (`/conv/<case>/<key>`).
+/// proxy, echo upstreams `alpha` and `beta`) on which histories run one after another, each
+/// on routes of its own (`/conv/<case>/<key>`).
 #[derive(Debug)]
 pub struct Live {
     topo: Topology,
@@ -415,23 +415,26 @@ impl Live {
         CaseReport { classes, verdict }
     }
 
-    /// Records, for each gateway not yet seen caught up, the time (from `healed`) at which
-    /// its digest is first seen equal to the admin's (`admin`).
+    /// Updates, per gateway, since when (from `healed`) its digest has been equal to the
+    /// admin's (`admin`) in every round: `None` as soon as a round sees it differ (a gateway
+    /// replaying the history can pass through a state equal to the final one, then leave it).
     async fn note_caught_up(
         &self,
         admin: Option<&str>,
         healed: Instant,
-        caught_up: &mut [Option<Duration>],
+        equal_since: &mut [Option<Duration>],
     ) {
         let Some(admin) = admin else { return };
         let at = healed.elapsed();
         for (g, client) in self.gateways.iter().enumerate() {
-            if caught_up[g].is_none()
-                && let Ok(d) = client.digest().await
-                && d.report.digest == admin
-            {
-                caught_up[g] = Some(at);
-            }
+            let equal = client
+                .digest()
+                .await
+                .is_ok_and(|d| d.report.digest == admin);
+            equal_since[g] = match (equal, equal_since[g]) {
+                (true, since) => since.or(Some(at)),
+                (false, _) => None,
+            };
         }
     }
 
