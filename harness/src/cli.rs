@@ -61,6 +61,9 @@ pub(crate) struct CheckArgs {
     /// How long after the last heal every route must be stable.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub(crate) bound: Duration,
+    /// Gateways in the topology (1 to 4; more than one: host backend only).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub(crate) gateways: u8,
     /// An extra argument for the gateway (repeat it; e.g.
     /// `--gateway-arg=--emulate-bug --gateway-arg=drop-deletes`).
     #[arg(long = "gateway-arg", allow_hyphen_values = true)]

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use model::{DivideUpstream, RuleDto, SelectorDto};
+use model::{ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto};
 
 use crate::scenario::ast::{
     ConditionSpec, RuleSpec, SelectorKind, SelectorSpec, UpdateRule, UpdateSelector, UpstreamRef,
@@ -38,7 +38,7 @@ pub fn upstreams_handle(ups: &[UpstreamRef], addrs: &Addresses) -> String {
     serde_json::to_string(&upstreams).expect("upstreams serialise")
 }
 
-fn conditions(list: &[ConditionSpec]) -> Vec<model::ConditionDto> {
+fn conditions(list: &[ConditionSpec]) -> Vec<ConditionDto> {
     list.iter().map(ConditionSpec::to_dto).collect()
 }
 
@@ -55,7 +55,7 @@ pub fn selector_dto(spec: &SelectorSpec, plugin_id: &str, addrs: &Addresses) -> 
         plugin_id: Some(plugin_id.to_owned()),
         name: Some(spec.name.clone()),
         selector_type: Some(selector_type(spec.kind)),
-        match_mode: Some(model::MatchMode::from(spec.match_mode).code()),
+        match_mode: Some(MatchMode::from(spec.match_mode).code()),
         sort: Some(spec.sort),
         enabled: Some(spec.enabled),
         loged: Some(true),
@@ -72,13 +72,64 @@ pub fn rule_dto(rule: &RuleSpec, selector_id: &str) -> RuleDto {
     RuleDto {
         selector_id: Some(selector_id.to_owned()),
         name: Some(rule.name.clone()),
-        match_mode: Some(model::MatchMode::from(rule.match_mode).code()),
+        match_mode: Some(MatchMode::from(rule.match_mode).code()),
         sort: Some(rule.sort),
         enabled: Some(rule.enabled),
         loged: Some(true),
         match_restful: Some(false),
         handle: Some(rule.handle_json()),
         rule_conditions: Some(conditions(&rule.conditions)),
+        ..Default::default()
+    }
+}
+
+/// The divide rule handle of the harness's own routes (property tests, convergence
+/// histories, fault tests): random balancing, no retry, a 3 s timeout.
+pub const DIVIDE_RULE_HANDLE: &str =
+    r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#;
+
+/// `POST /selector` for one of the harness's own routes: an enabled custom selector of the
+/// plugin `plugin_id` (and-matched, sort 1, continued, not logged) with the divide `handle`.
+pub fn custom_selector(
+    plugin_id: &str,
+    name: &str,
+    handle: &str,
+    conditions: Vec<ConditionDto>,
+) -> SelectorDto {
+    SelectorDto {
+        plugin_id: Some(plugin_id.to_owned()),
+        name: Some(name.to_owned()),
+        selector_type: Some(model::SelectorType::Custom.code()),
+        match_mode: Some(MatchMode::And.code()),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(false),
+        continued: Some(true),
+        match_restful: Some(false),
+        handle: Some(handle.to_owned()),
+        selector_conditions: Some(conditions),
+        ..Default::default()
+    }
+}
+
+/// `POST /rule` for one of the harness's own routes: an enabled rule of the selector
+/// `selector_id` (sort 1, not logged) with [`DIVIDE_RULE_HANDLE`].
+pub fn divide_rule(
+    selector_id: &str,
+    name: &str,
+    match_mode: MatchMode,
+    conditions: Vec<ConditionDto>,
+) -> RuleDto {
+    RuleDto {
+        selector_id: Some(selector_id.to_owned()),
+        name: Some(name.to_owned()),
+        match_mode: Some(match_mode.code()),
+        sort: Some(1),
+        enabled: Some(true),
+        loged: Some(false),
+        match_restful: Some(false),
+        handle: Some(DIVIDE_RULE_HANDLE.to_owned()),
+        rule_conditions: Some(conditions),
         ..Default::default()
     }
 }

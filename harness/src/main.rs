@@ -67,6 +67,7 @@ fn check(args: &cli::CheckArgs) -> ExitCode {
         faults: args.faults == "on",
         bound: args.bound,
         keep: opts.keep,
+        gateways: args.gateways,
         ..Options::new(args.sync, seed)
     };
     match check(&backend, &options) {

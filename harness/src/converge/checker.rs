@@ -3,14 +3,20 @@
 //! its samples against what the model says, in this order:
 //!
 //! - **stale**: the last answer (at the bound) serves the route the old way: served though
-//!   deleted, disabled or its rule deleted, or served by its old upstream;
-//! - **flapping**: answered right, then wrong again (ending right, or wrong but not stale);
-//! - **lost**: never answered right (acknowledged, never served as acknowledged);
-//! - **ok**: answered right from some sample on; its time-to-stable is when that first right
-//!   answer came (from the last heal).
+//!   deleted, disabled, its rule deleted or the divide plugin disabled, or served by its old
+//!   upstream;
+//! - **flapping**: while its gateway holds the admin's config (digests equal from some probe
+//!   round to the end), answered right, then wrong again (ending right, or wrong but not
+//!   stale);
+//! - **lost**: not answering right at the end (acknowledged, not served as acknowledged);
+//! - **ok**: answering right from some sample to the end; its time-to-stable is when that
+//!   run of right answers began (from the last heal). Earlier right answers do not count:
+//!   a gateway still catching up may answer with a state the history passed through.
 
 use std::fmt;
 use std::time::Duration;
+
+use model::GatewayError;
 
 use super::model::Expect;
 
@@ -21,16 +27,34 @@ pub enum Answer {
     Served(String),
     /// HTTP 404 with gateway code -107 or -102: no route.
     Absent,
+    /// HTTP 404 with gateway code -106: no plugin forwarded (the divide plugin is disabled).
+    Unrouted,
     /// Anything else (status and the start of the body, or the transport error).
     Other(String),
 }
 
 impl Answer {
-    /// Whether it is what `expect` asks for.
+    /// Reads a gateway's answer: its status, its upstream header (`x-gantry-upstream`) and
+    /// its body.
+    pub fn from_response(status: u16, upstream: Option<&str>, body: &str) -> Answer {
+        let code = serde_json::from_str::<GatewayError>(body).ok();
+        match (status, upstream, code) {
+            (200, Some(u), _) => Answer::Served(u.to_owned()),
+            (404, None, Some(e)) if e.is_route_missing() => Answer::Absent,
+            (404, None, Some(e)) if e.code == GatewayError::CANNOT_FIND_URL => Answer::Unrouted,
+            _ => Answer::Other(format!(
+                "HTTP {status}: {}",
+                body.chars().take(200).collect::<String>()
+            )),
+        }
+    }
+
+    /// Whether it is what `expect` asks for (a -106 only while the plugin is disabled, a
+    /// -107 or -102 only while it is enabled).
     pub fn agrees(&self, expect: Expect) -> bool {
         match (self, expect) {
             (Answer::Served(got), Expect::Served(want)) => got == want.name(),
-            (Answer::Absent, Expect::Absent) => true,
+            (Answer::Absent, Expect::Absent) | (Answer::Unrouted, Expect::Unrouted) => true,
             _ => false,
         }
     }
@@ -41,6 +65,7 @@ impl fmt::Display for Answer {
         match self {
             Answer::Served(u) => write!(f, "served by {u}"),
             Answer::Absent => f.write_str("absent (404)"),
+            Answer::Unrouted => f.write_str("unrouted (404 -106)"),
             Answer::Other(what) => write!(f, "unexpected: {what}"),
         }
     }
@@ -51,6 +76,7 @@ impl fmt::Display for Expect {
         match self {
             Expect::Served(u) => write!(f, "served by {}", u.name()),
             Expect::Absent => f.write_str("absent"),
+            Expect::Unrouted => f.write_str("unrouted (the divide plugin is disabled)"),
         }
     }
 }
@@ -80,26 +106,57 @@ pub enum Class {
     Flapping,
 }
 
-/// Classifies one element's samples (in time order) against what the model says.
-pub fn classify(expect: Expect, samples: &[Sample]) -> Class {
+/// Classifies one element's samples (in time order) against what the model says;
+/// `caught_up` is since when its gateway has held the admin's config (its digest equal to
+/// the admin's in every probe round to the end; `Duration::MAX` if not at the end). Before
+/// that the gateway may still be replaying the history (passing through earlier
+/// acknowledged states, which may equal the final one); only a wrong answer after a right
+/// one from then on is flapping.
+pub fn classify(expect: Expect, samples: &[Sample], caught_up: Duration) -> Class {
     let Some(last) = samples.last() else {
         return Class::Lost;
     };
     if !last.answer.agrees(expect) && matches!(last.answer, Answer::Served(_)) {
         return Class::Stale;
     }
-    let Some(first_right) = samples.iter().position(|s| s.answer.agrees(expect)) else {
-        return Class::Lost;
-    };
-    if samples[first_right..]
+    let after = &samples[samples
         .iter()
-        .all(|s| s.answer.agrees(expect))
+        .position(|s| s.at >= caught_up)
+        .unwrap_or(samples.len())..];
+    if let Some(first_right) = after.iter().position(|s| s.answer.agrees(expect))
+        && after[first_right..]
+            .iter()
+            .any(|s| !s.answer.agrees(expect))
     {
-        Class::Ok {
-            stable_after: samples[first_right].at,
+        return Class::Flapping;
+    }
+    let run_start = samples
+        .iter()
+        .rposition(|s| !s.answer.agrees(expect))
+        .map_or(0, |i| i + 1);
+    match samples.get(run_start) {
+        Some(first) => Class::Ok {
+            stable_after: first.at,
+        },
+        None => Class::Lost,
+    }
+}
+
+/// The samples where the answer changed, e.g. `from 0.00 s absent (404), from 0.31 s served
+/// by alpha` (what a failure report shows of an element).
+pub fn changes(samples: &[Sample]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut previous: Option<&Answer> = None;
+    for s in samples {
+        if previous != Some(&s.answer) {
+            out.push(format!("from {:.2} s {}", s.at.as_secs_f64(), s.answer));
+            previous = Some(&s.answer);
         }
+    }
+    if out.is_empty() {
+        "no sample".to_owned()
     } else {
-        Class::Flapping
+        out.join(", ")
     }
 }
 
@@ -193,14 +250,14 @@ mod tests {
     fn right_from_some_point_on_is_ok_with_its_time_to_stable() {
         let s = samples(&[Answer::Absent, Answer::Absent, alpha(), alpha()]);
         assert_eq!(
-            classify(ALPHA, &s),
+            classify(ALPHA, &s, Duration::ZERO),
             Class::Ok {
                 stable_after: Duration::from_millis(200)
             }
         );
         let s = samples(&[alpha(), Answer::Absent]);
         assert_eq!(
-            classify(Expect::Absent, &s),
+            classify(Expect::Absent, &s, Duration::ZERO),
             Class::Ok {
                 stable_after: Duration::from_millis(100)
             }
@@ -210,34 +267,156 @@ mod tests {
     #[test]
     fn acknowledged_but_never_served_is_lost() {
         let s = samples(&[Answer::Absent, Answer::Absent]);
-        assert_eq!(classify(ALPHA, &s), Class::Lost);
+        assert_eq!(classify(ALPHA, &s, Duration::ZERO), Class::Lost);
         let s = samples(&[Answer::Other("HTTP 502".into())]);
-        assert_eq!(classify(ALPHA, &s), Class::Lost);
+        assert_eq!(classify(ALPHA, &s, Duration::ZERO), Class::Lost);
         let s = samples(&[alpha(), Answer::Other("HTTP 502".into())]);
-        assert_eq!(classify(Expect::Absent, &s), Class::Lost);
-        assert_eq!(classify(ALPHA, &[]), Class::Lost);
+        assert_eq!(classify(Expect::Absent, &s, Duration::ZERO), Class::Lost);
+        assert_eq!(classify(ALPHA, &[], Duration::ZERO), Class::Lost);
     }
 
     #[test]
     fn deleted_or_moved_but_still_served_the_old_way_is_stale() {
         assert_eq!(
-            classify(Expect::Absent, &samples(&[alpha(), alpha()])),
+            classify(
+                Expect::Absent,
+                &samples(&[alpha(), alpha()]),
+                Duration::ZERO
+            ),
             Class::Stale
         );
-        assert_eq!(classify(ALPHA, &samples(&[beta(), beta()])), Class::Stale);
+        assert_eq!(
+            classify(ALPHA, &samples(&[beta(), beta()]), Duration::ZERO),
+            Class::Stale
+        );
         // Absent before the create arrived, then the create, never the delete.
         let s = samples(&[Answer::Absent, alpha(), alpha()]);
-        assert_eq!(classify(Expect::Absent, &s), Class::Stale);
+        assert_eq!(classify(Expect::Absent, &s, Duration::ZERO), Class::Stale);
     }
 
     #[test]
     fn right_then_wrong_is_flapping() {
         let s = samples(&[alpha(), Answer::Absent, alpha()]);
-        assert_eq!(classify(ALPHA, &s), Class::Flapping);
+        assert_eq!(classify(ALPHA, &s, Duration::ZERO), Class::Flapping);
         let s = samples(&[alpha(), Answer::Absent]);
-        assert_eq!(classify(ALPHA, &s), Class::Flapping);
+        assert_eq!(classify(ALPHA, &s, Duration::ZERO), Class::Flapping);
         let s = samples(&[Answer::Absent, Answer::Other("HTTP 502".into())]);
-        assert_eq!(classify(Expect::Absent, &s), Class::Flapping);
+        assert_eq!(
+            classify(Expect::Absent, &s, Duration::ZERO),
+            Class::Flapping
+        );
+    }
+
+    #[test]
+    fn a_disabled_plugin_is_right_only_when_the_model_says_so() {
+        let unrouted = || Answer::Unrouted;
+        let ok = classify(
+            Expect::Unrouted,
+            &samples(&[alpha(), unrouted()]),
+            Duration::ZERO,
+        );
+        assert!(matches!(ok, Class::Ok { .. }));
+        // The plugin is enabled but the gateway still answers as if it were not.
+        assert_eq!(
+            classify(ALPHA, &samples(&[unrouted(), unrouted()]), Duration::ZERO),
+            Class::Lost
+        );
+        assert_eq!(
+            classify(
+                Expect::Absent,
+                &samples(&[unrouted(), unrouted()]),
+                Duration::ZERO
+            ),
+            Class::Lost
+        );
+        // Disabled, but the gateway still routes (or knows the route is gone).
+        assert_eq!(
+            classify(
+                Expect::Unrouted,
+                &samples(&[alpha(), alpha()]),
+                Duration::ZERO
+            ),
+            Class::Stale
+        );
+        assert_eq!(
+            classify(
+                Expect::Unrouted,
+                &samples(&[Answer::Absent, Answer::Absent]),
+                Duration::ZERO
+            ),
+            Class::Lost
+        );
+    }
+
+    #[test]
+    fn answers_are_read_from_status_header_and_code() {
+        let body = |code: i32| serde_json::to_string(&GatewayError::new(code, "x")).unwrap();
+        assert_eq!(Answer::from_response(200, Some("beta"), "{}"), beta());
+        assert_eq!(
+            Answer::from_response(404, None, &body(-107)),
+            Answer::Absent
+        );
+        assert_eq!(
+            Answer::from_response(404, None, &body(-102)),
+            Answer::Absent
+        );
+        assert_eq!(
+            Answer::from_response(404, None, &body(-106)),
+            Answer::Unrouted
+        );
+        for (status, upstream, body) in [
+            (404, None, body(-119)),
+            (503, None, body(-106)),
+            (200, None, "{}".to_owned()),
+            (404, None, "not json".to_owned()),
+        ] {
+            assert!(
+                matches!(
+                    Answer::from_response(status, upstream, &body),
+                    Answer::Other(_)
+                ),
+                "{status} {body}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_answers_count_as_flapping_only_once_the_gateway_caught_up() {
+        // Right by chance while replaying the history, then an earlier state, then right.
+        let s = samples(&[alpha(), Answer::Absent, alpha(), alpha()]);
+        let caught_up = Duration::from_millis(200);
+        assert_eq!(
+            classify(ALPHA, &s, caught_up),
+            Class::Ok {
+                stable_after: Duration::from_millis(200)
+            }
+        );
+        assert_eq!(classify(ALPHA, &s, Duration::ZERO), Class::Flapping);
+        // Caught up at 100 ms, right, then wrong again: flapping.
+        let s = samples(&[Answer::Absent, alpha(), Answer::Absent, alpha()]);
+        assert_eq!(
+            classify(ALPHA, &s, Duration::from_millis(100)),
+            Class::Flapping
+        );
+        // Never caught up: only its last run of answers counts.
+        assert_eq!(
+            classify(ALPHA, &s, Duration::MAX),
+            Class::Ok {
+                stable_after: Duration::from_millis(300)
+            }
+        );
+        let s = samples(&[alpha(), Answer::Absent]);
+        assert_eq!(classify(ALPHA, &s, Duration::MAX), Class::Lost);
+    }
+
+    #[test]
+    fn changes_name_each_new_answer_once() {
+        let s = samples(&[Answer::Absent, Answer::Absent, alpha(), Answer::Absent]);
+        assert_eq!(
+            changes(&s),
+            "from 0.00 s absent (404), from 0.20 s served by alpha, from 0.30 s absent (404)"
+        );
+        assert_eq!(changes(&[]), "no sample");
     }
 
     #[test]

@@ -56,16 +56,23 @@ pub enum Op {
         /// The route.
         key: u8,
     },
+    /// Enables or disables the divide plugin (every route at once: while it is disabled the
+    /// gateway answers every route 404 with code -106; the routes stay as they are).
+    Plugin {
+        /// Enabled after it.
+        on: bool,
+    },
 }
 
 impl Op {
-    /// The route it acts on.
-    pub fn key(self) -> u8 {
+    /// The route it acts on (none for a plugin operation).
+    pub fn key(self) -> Option<u8> {
         match self {
             Op::Put { key, .. }
             | Op::Enable { key, .. }
             | Op::Delete { key }
-            | Op::DeleteRule { key } => key,
+            | Op::DeleteRule { key } => Some(key),
+            Op::Plugin { .. } => None,
         }
     }
 
@@ -88,6 +95,9 @@ pub enum Fault {
     KillAdmin,
     /// The admin paused, then resumed.
     PauseAdmin,
+    /// The store the gateways sync from (ZooKeeper or etcd) killed, then started again;
+    /// generated in those two modes only.
+    KillStore,
     /// The admin's next push hit by a protocol fault its mode heals by itself (websocket:
     /// `closeMidPush`, the gateway resyncs on a new session; http: `emptyAnswer`, the
     /// gateway polls again); generated in those two modes only.
@@ -145,9 +155,14 @@ impl History {
         self.0.is_empty()
     }
 
+    /// Whether it enables or disables the divide plugin.
+    pub fn touches_plugin(&self) -> bool {
+        self.ops().any(|op| matches!(op, Op::Plugin { .. }))
+    }
+
     /// The routes it touches, in order.
     pub fn keys(&self) -> Vec<u8> {
-        let mut keys: Vec<u8> = self.ops().map(Op::key).collect();
+        let mut keys: Vec<u8> = self.ops().filter_map(Op::key).collect();
         keys.sort_unstable();
         keys.dedup();
         keys
@@ -162,6 +177,8 @@ impl fmt::Display for Op {
             Op::Enable { key, on: false } => write!(f, "disable route {key}"),
             Op::Delete { key } => write!(f, "delete route {key}"),
             Op::DeleteRule { key } => write!(f, "delete the rule of route {key}"),
+            Op::Plugin { on: true } => f.write_str("enable the divide plugin"),
+            Op::Plugin { on: false } => f.write_str("disable the divide plugin"),
         }
     }
 }
@@ -221,10 +238,20 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (key.clone(), any::<bool>()).prop_map(|(key, on)| Op::Enable { key, on }),
         2 => key.clone().prop_map(|key| Op::Delete { key }),
         1 => key.prop_map(|key| Op::DeleteRule { key }),
+        1 => any::<bool>().prop_map(|on| Op::Plugin { on }),
     ]
 }
 
-fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
+/// Which mode-specific faults a mode's histories may contain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModeFaults {
+    /// [`Fault::Protocol`] (websocket and http).
+    pub protocol: bool,
+    /// [`Fault::KillStore`] (zookeeper and etcd).
+    pub store: bool,
+}
+
+fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
     let mut faults = vec![
         Fault::RestartGateway,
         Fault::PauseGateway,
@@ -232,8 +259,11 @@ fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
         Fault::KillAdmin,
         Fault::PauseAdmin,
     ];
-    if protocol {
+    if extra.protocol {
         faults.push(Fault::Protocol);
+    }
+    if extra.store {
+        faults.push(Fault::KillStore);
     }
     prop::sample::select(faults).prop_flat_map(|fault| {
         // A protocol fault hits a push, so an operation follows it.
@@ -247,11 +277,11 @@ fn fault_step(protocol: bool) -> impl Strategy<Value = Step> {
     })
 }
 
-/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (a
-/// [`Fault::Protocol`] among them only with `protocol`).
-pub fn history(steps: usize, faults: bool, protocol: bool) -> BoxedStrategy<History> {
+/// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (the
+/// mode-specific ones among them only as `extra` says).
+pub fn history(steps: usize, faults: bool, extra: ModeFaults) -> BoxedStrategy<History> {
     let step = if faults {
-        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(protocol)].boxed()
+        prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(extra)].boxed()
     } else {
         op().prop_map(Step::Op).boxed()
     };
@@ -283,5 +313,40 @@ mod tests {
         assert!(smaller(&History(vec![Step::Op(put)])).is_empty());
         assert_eq!(h.len(), 3);
         assert_eq!(h.keys(), [0]);
+    }
+
+    fn faults_of(extra: ModeFaults) -> (Vec<Fault>, bool) {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = history(8, true, extra);
+        let (mut faults, mut plugin) = (Vec::new(), false);
+        for _ in 0..200 {
+            let h = strategy.new_tree(&mut runner).unwrap().current();
+            plugin |= h.touches_plugin();
+            for step in &h.0 {
+                if let Step::Fault { fault, .. } = step {
+                    faults.push(*fault);
+                }
+            }
+        }
+        (faults, plugin)
+    }
+
+    #[test]
+    fn mode_specific_faults_and_plugin_operations_are_generated_where_they_belong() {
+        let store = ModeFaults {
+            protocol: false,
+            store: true,
+        };
+        let (faults, plugin) = faults_of(store);
+        assert!(plugin, "no history toggles the divide plugin");
+        assert!(faults.contains(&Fault::KillStore));
+        assert!(!faults.contains(&Fault::Protocol));
+        let (faults, _) = faults_of(ModeFaults {
+            protocol: true,
+            store: false,
+        });
+        assert!(faults.contains(&Fault::Protocol));
+        assert!(!faults.contains(&Fault::KillStore));
     }
 }

@@ -41,12 +41,15 @@ pub struct Options {
     pub shrink_time: Duration,
     /// Keep the topology's files (and containers) after the run.
     pub keep: bool,
+    /// Gateways in the topology, all syncing through the same fault proxy (more than one:
+    /// host backend only).
+    pub gateways: u8,
 }
 
 impl Options {
     /// The defaults of the `cargo test` trials: 64 histories of at most 8 steps with faults,
-    /// a 5 s bound; proptest's shrinking and then the greedy pass each bounded by 40
-    /// histories and 30 s.
+    /// a 5 s bound, two gateways; proptest's shrinking and then the greedy pass each bounded
+    /// by 40 histories and 30 s.
     pub fn new(mode: ::model::SyncMode, seed: u64) -> Options {
         Options {
             mode,
@@ -58,6 +61,7 @@ impl Options {
             shrink_iters: 40,
             shrink_time: Duration::from_secs(30),
             keep: false,
+            gateways: 2,
         }
     }
 }
@@ -71,6 +75,8 @@ pub struct Outcome {
     pub minimal: Option<History>,
     /// Every element of every history run (shrinking included).
     pub tally: Tally,
+    /// The same, per gateway (in index order).
+    pub per_gateway: Vec<Tally>,
     /// Histories run (shrinking included).
     pub histories: usize,
     /// How often the gateways had to be restarted between histories to forget a history's
@@ -83,9 +89,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// One line: histories, counts, time-to-stable quantiles, time.
+    /// One line: histories, counts, time-to-stable quantiles, time; then one line per
+    /// gateway when there are several.
     pub fn summary(&self) -> String {
-        format!(
+        let mut out = format!(
             "{} histories ({} acknowledged operations, {} faults) in {:.1} s ({} gateway resets \
              between them): {}",
             self.histories,
@@ -94,7 +101,13 @@ impl Outcome {
             self.elapsed.as_secs_f64(),
             self.resets,
             self.tally
-        )
+        );
+        if self.per_gateway.len() > 1 {
+            for (g, tally) in self.per_gateway.iter().enumerate() {
+                out.push_str(&format!("\n  gateway[{g}]: {tally}"));
+            }
+        }
+        out
     }
 }
 
@@ -106,8 +119,14 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting a runtime: {e}"))?;
-    let live = RefCell::new(rt.block_on(run::Live::start(backend, opts.mode, opts.keep))?);
+    let live = RefCell::new(rt.block_on(run::Live::start(
+        backend,
+        opts.mode,
+        opts.gateways,
+        opts.keep,
+    ))?);
     let tally = RefCell::new(Tally::default());
+    let per_gateway = RefCell::new(vec![Tally::default(); usize::from(opts.gateways)]);
     let histories = Cell::new(0);
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&opts.seed.to_le_bytes());
@@ -123,11 +142,18 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
     let test = |h: &History| -> Result<(), String> {
         histories.set(histories.get() + 1);
         let report = rt.block_on(live.borrow_mut().run(h, opts.bound))?;
-        run::count(&mut tally.borrow_mut(), &report);
+        run::count(
+            &mut tally.borrow_mut(),
+            &mut per_gateway.borrow_mut(),
+            &report,
+        );
         report.verdict
     };
-    let protocol = run::protocol_fault(opts.mode).is_some();
-    let result = runner.run(&history::history(opts.steps, opts.faults, protocol), |h| {
+    let extra = history::ModeFaults {
+        protocol: run::protocol_fault(opts.mode).is_some(),
+        store: run::store_target(opts.mode).is_some(),
+    };
+    let result = runner.run(&history::history(opts.steps, opts.faults, extra), |h| {
         test(&h).map_err(TestCaseError::fail)
     });
     let seed = opts.seed;
@@ -140,7 +166,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
                 Err(format!(
                     "convergence@{}: the gateways did not converge to what the admin acknowledged \
                  (seed {seed}; replay: gantry check --sync {} --seed {seed} --ops {} --faults {} \
-                 --cases {} --bound {}).\n\
+                 --cases {} --bound {} --gateways {}).\n\
                  Minimal failing history ({} operations and faults):\n{minimal}{why}",
                     opts.mode,
                     opts.mode,
@@ -148,6 +174,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
                     if opts.faults { "on" } else { "off" },
                     opts.cases,
                     humantime::format_duration(opts.bound),
+                    opts.gateways,
                     minimal.len()
                 )),
                 Some(minimal),
@@ -161,6 +188,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         verdict,
         minimal,
         tally: tally.into_inner(),
+        per_gateway: per_gateway.into_inner(),
         histories: histories.get(),
         resets,
         applied,

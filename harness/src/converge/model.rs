@@ -12,6 +12,9 @@ pub enum Expect {
     Served(Upstream),
     /// HTTP 404, route absent (gateway code -107 or -102).
     Absent,
+    /// HTTP 404 with gateway code -106: the divide plugin is disabled, so no route is served
+    /// whatever its state.
+    Unrouted,
 }
 
 /// One route as acknowledged.
@@ -26,6 +29,8 @@ struct Route {
 #[derive(Debug, Clone, Default)]
 pub struct Model {
     routes: BTreeMap<u8, Route>,
+    /// Whether the divide plugin is disabled (it starts enabled).
+    plugin_off: bool,
 }
 
 impl Model {
@@ -33,7 +38,7 @@ impl Model {
     /// to be deleted); the runner sends only those.
     pub fn applies(&self, op: Op) -> bool {
         match op {
-            Op::Put { .. } => true,
+            Op::Put { .. } | Op::Plugin { .. } => true,
             Op::Enable { key, .. } | Op::Delete { key } => self.routes.contains_key(&key),
             Op::DeleteRule { key } => self.routes.get(&key).is_some_and(|r| r.rule),
         }
@@ -84,11 +89,15 @@ impl Model {
                     r.rule = false;
                 }
             }
+            Op::Plugin { on } => self.plugin_off = !on,
         }
     }
 
     /// What route `key` must answer.
     pub fn expect(&self, key: u8) -> Expect {
+        if self.plugin_off {
+            return Expect::Unrouted;
+        }
         match self.routes.get(&key) {
             Some(r) if r.enabled && r.rule => Expect::Served(r.upstream),
             _ => Expect::Absent,
@@ -138,5 +147,31 @@ mod tests {
         m.acknowledged(Op::Delete { key: 0 });
         assert_eq!(m.expect(0), Expect::Absent);
         assert_eq!(m.keys().count(), 0);
+    }
+
+    #[test]
+    fn a_disabled_plugin_unroutes_every_route_and_keeps_their_state() {
+        let mut m = Model::default();
+        m.acknowledged(Op::Put {
+            key: 0,
+            upstream: Upstream::Beta,
+        });
+        assert!(m.applies(Op::Plugin { on: false }));
+        m.acknowledged(Op::Plugin { on: false });
+        assert_eq!(
+            (m.expect(0), m.expect(1)),
+            (Expect::Unrouted, Expect::Unrouted)
+        );
+        m.acknowledged(Op::Delete { key: 0 });
+        m.acknowledged(Op::Put {
+            key: 1,
+            upstream: Upstream::Alpha,
+        });
+        assert_eq!(m.expect(1), Expect::Unrouted);
+        m.acknowledged(Op::Plugin { on: true });
+        assert_eq!(
+            (m.expect(0), m.expect(1)),
+            (Expect::Absent, Expect::Served(Upstream::Alpha))
+        );
     }
 }

@@ -5,15 +5,20 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use model::{DivideUpstream, GatewayError, RuleDto, SelectorDto, SyncFaultKind, SyncMode};
+use model::{
+    ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto, SyncFaultKind, SyncMode,
+};
 
-use super::checker::{Answer, Class, Sample, Tally, classify};
+use super::checker::{self, Answer, Class, Sample, Tally, classify};
 use super::history::{Fault, History, Op, Step, Upstream};
 use super::model::{Expect, Model};
 use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
-use crate::scenario::ast::{FaultAction, RequestSpec, SyncFault, Target, UpstreamDecl};
+use crate::lower::{custom_selector, divide_rule};
+use crate::scenario::ast::{
+    FaultAction, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
+};
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
 use crate::wait::{WaitPolicy, await_convergence};
@@ -26,9 +31,9 @@ const SETTLE: Duration = Duration::from_millis(500);
 /// they are restarted (a gateway that drops deletes never forgets a route otherwise).
 const CLEAN: Duration = Duration::from_secs(1);
 
-/// A topology (one admin, one gateway, the sync connection through the fault proxy, echo
-/// upstreams `alpha` and `beta`) on which histories run one after another, each on routes of
-/// its own (`/conv/<case>/<key>`).
+/// A topology (one admin, one or more gateways, their sync connections through the fault
+/// proxy, echo upstreams `alpha` and `beta`) on which histories run one after another, each
+/// on routes of its own (`/conv/<case>/<key>`).
 #[derive(Debug)]
 pub struct Live {
     topo: Topology,
@@ -52,8 +57,8 @@ pub struct Live {
 /// What one history did.
 #[derive(Debug)]
 pub struct CaseReport {
-    /// Per element (route × gateway): its class.
-    pub classes: Vec<Class>,
+    /// Per element (route × gateway): the gateway's index and the element's class.
+    pub classes: Vec<(usize, Class)>,
     /// `Err` describes every element not ok, a digest that disagrees, or what broke.
     pub verdict: Result<(), String>,
 }
@@ -70,12 +75,20 @@ struct CaseState {
 
 impl Live {
     /// Starts the topology in `mode` and waits until the gateways serve the admin's config.
-    pub async fn start(backend: &Backend, mode: SyncMode, keep: bool) -> Result<Live, String> {
+    pub async fn start(
+        backend: &Backend,
+        mode: SyncMode,
+        gateways: u8,
+        keep: bool,
+    ) -> Result<Live, String> {
         let upstreams = [UpstreamDecl::echo("alpha"), UpstreamDecl::echo("beta")];
         let shape = Shape {
+            spec: TopologySpec {
+                gateways,
+                ..TopologySpec::default()
+            },
             sync_proxy: true,
             sync_faults: protocol_fault(mode).is_some(),
-            ..Shape::default()
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
             .await
@@ -140,6 +153,12 @@ impl Live {
                 verdict: Err(e),
             },
         };
+        if history.touches_plugin() {
+            self.admin
+                .enable_plugins(std::slice::from_ref(&self.plugin_id), true)
+                .await
+                .map_err(|e| format!("enabling the divide plugin again after case {case}: {e}"))?;
+        }
         let ids: Vec<String> = state.ids.into_values().map(|(s, _)| s).collect();
         if !ids.is_empty() {
             self.admin
@@ -185,9 +204,8 @@ impl Live {
             return Ok(());
         }
         let failed = |e: &dyn std::fmt::Display| format!("the admin failed `{op}`: {e}");
-        let key = op.key();
         match op {
-            Op::Put { upstream, .. } => {
+            Op::Put { key, upstream } => {
                 let selector = match state.ids.get(&key) {
                     Some((id, _)) => {
                         let dto = self.selector(case, key, upstream, state.model.enabled(key));
@@ -220,7 +238,7 @@ impl Live {
                     }
                 }
             }
-            Op::Enable { on, .. } => {
+            Op::Enable { key, on } => {
                 let (id, _) = &state.ids[&key];
                 let upstream = match state.model.upstream(key) {
                     Some(u) => u,
@@ -232,7 +250,7 @@ impl Live {
                     .await
                     .map_err(|e| failed(&e))?;
             }
-            Op::Delete { .. } => {
+            Op::Delete { key } => {
                 let (id, _) = &state.ids[&key];
                 self.admin
                     .delete_selectors(std::slice::from_ref(id))
@@ -240,11 +258,17 @@ impl Live {
                     .map_err(|e| failed(&e))?;
                 state.ids.remove(&key);
             }
-            Op::DeleteRule { .. } => {
+            Op::DeleteRule { key } => {
                 let rule = state.ids.get_mut(&key).and_then(|ids| ids.1.take());
                 let rule = rule.ok_or_else(|| failed(&"harness bug: no rule id"))?;
                 self.admin
                     .delete_rules(&[rule])
+                    .await
+                    .map_err(|e| failed(&e))?;
+            }
+            Op::Plugin { on } => {
+                self.admin
+                    .enable_plugins(std::slice::from_ref(&self.plugin_id), on)
                     .await
                     .map_err(|e| failed(&e))?;
             }
@@ -261,6 +285,7 @@ impl Live {
             Fault::Partition => self.topo.partition(ProxyMode::Blackhole).await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Kill, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Pause, ADMIN).await,
+            Fault::KillStore => self.topo.fault(FaultAction::Kill, self.store()?).await,
             Fault::Protocol => {
                 let kind = protocol_fault(self.mode).ok_or(format!(
                     "no protocol fault heals by itself in the {} mode",
@@ -289,6 +314,7 @@ impl Live {
             Fault::Partition => self.topo.heal().await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
+            Fault::KillStore => self.topo.fault(FaultAction::Start, self.store()?).await,
             // It heals by itself (or hits the next push, if none came).
             Fault::Protocol => Ok(()),
         };
@@ -299,6 +325,11 @@ impl Live {
                 .map_err(|e| format!("logging in to the restarted admin: {e}"))?;
         }
         Ok(())
+    }
+
+    /// The store [`Fault::KillStore`] kills in this mode.
+    fn store(&self) -> Result<Target, String> {
+        store_target(self.mode).ok_or(format!("the {} mode has no store to kill", self.mode))
     }
 
     async fn on_gateways(&self, action: FaultAction) -> Result<(), crate::BackendError> {
@@ -325,7 +356,12 @@ impl Live {
             .flat_map(|k| (0..self.gateways.len()).map(move |g| (k, g, model.expect(k))))
             .collect();
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); elements.len()];
+        // The admin's config is final once the history is applied.
+        let admin = self.admin.digest().await.ok().map(|d| d.digest);
+        let mut caught_up: Vec<Option<Duration>> = vec![None; self.gateways.len()];
         loop {
+            self.note_caught_up(admin.as_deref(), healed, &mut caught_up)
+                .await;
             let at = healed.elapsed();
             let answers = join_all(
                 elements
@@ -345,25 +381,21 @@ impl Live {
             }
             tokio::time::sleep(POLL).await;
         }
-        let classes: Vec<Class> = elements
+        let classes: Vec<(usize, Class)> = elements
             .iter()
             .zip(&samples)
-            .map(|(&(_, _, e), s)| classify(e, s))
+            .map(|(&(_, g, e), s)| (g, classify(e, s, caught_up[g].unwrap_or(Duration::MAX))))
             .collect();
         let mut problems = String::new();
-        for ((&(k, g, e), s), class) in elements.iter().zip(&samples).zip(&classes) {
+        for ((&(k, g, e), s), (_, class)) in elements.iter().zip(&samples).zip(&classes) {
             if !matches!(class, Class::Ok { .. }) {
-                let last = s.last().map(|s| (s.at, &s.answer));
                 let _ = write!(
                     problems,
-                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples",
+                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples; {})",
                     self.topo.gateways()[g].name(),
-                    s.len()
+                    s.len(),
+                    checker::changes(s)
                 );
-                if let Some((at, answer)) = last {
-                    let _ = write!(problems, ", the last {answer} at {:.2} s", at.as_secs_f64());
-                }
-                problems.push(')');
             }
         }
         if let Err(e) = self
@@ -383,6 +415,29 @@ impl Live {
         CaseReport { classes, verdict }
     }
 
+    /// Updates, per gateway, since when (from `healed`) its digest has been equal to the
+    /// admin's (`admin`) in every round: `None` as soon as a round sees it differ (a gateway
+    /// replaying the history can pass through a state equal to the final one, then leave it).
+    async fn note_caught_up(
+        &self,
+        admin: Option<&str>,
+        healed: Instant,
+        equal_since: &mut [Option<Duration>],
+    ) {
+        let Some(admin) = admin else { return };
+        let at = healed.elapsed();
+        for (g, client) in self.gateways.iter().enumerate() {
+            let equal = client
+                .digest()
+                .await
+                .is_ok_and(|d| d.report.digest == admin);
+            equal_since[g] = match (equal, equal_since[g]) {
+                (true, since) => since.or(Some(at)),
+                (false, _) => None,
+            };
+        }
+    }
+
     async fn probe(&self, gateway: &GatewayClient, case: u64, key: u8) -> Answer {
         let req = RequestSpec {
             method: "GET".to_owned(),
@@ -395,16 +450,7 @@ impl Live {
             Ok(r) => r,
             Err(e) => return Answer::Other(e.to_string()),
         };
-        let missing =
-            serde_json::from_str::<GatewayError>(&resp.body).is_ok_and(|e| e.is_route_missing());
-        match (resp.status, resp.header(UPSTREAM_HEADER)) {
-            (200, Some(u)) => Answer::Served(u.to_owned()),
-            (404, None) if missing => Answer::Absent,
-            (status, _) => Answer::Other(format!(
-                "HTTP {status}: {}",
-                resp.body.chars().take(200).collect::<String>()
-            )),
-        }
+        Answer::from_response(resp.status, resp.header(UPSTREAM_HEADER), &resp.body)
     }
 
     /// Waits `within` (at least 100 ms) until every gateway's digest equals the admin's.
@@ -480,24 +526,15 @@ impl Live {
             Upstream::Alpha => &self.handles[0],
             Upstream::Beta => &self.handles[1],
         };
+        let condition = ConditionDto::new("uri", "=", "", &route_path(case, key));
         SelectorDto {
-            plugin_id: Some(self.plugin_id.clone()),
-            name: Some(format!("conv-{case}-{key}")),
-            selector_type: Some(model::SelectorType::Custom.code()),
-            match_mode: Some(model::MatchMode::And.code()),
-            sort: Some(1),
             enabled: Some(enabled),
-            loged: Some(false),
-            continued: Some(true),
-            match_restful: Some(false),
-            handle: Some(handle.clone()),
-            selector_conditions: Some(vec![model::ConditionDto::new(
-                "uri",
-                "=",
-                "",
-                &route_path(case, key),
-            )]),
-            ..Default::default()
+            ..custom_selector(
+                &self.plugin_id,
+                &format!("conv-{case}-{key}"),
+                handle,
+                vec![condition],
+            )
         }
     }
 }
@@ -514,32 +551,28 @@ pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
     }
 }
 
+/// The store the gateways sync from in `mode`, if any (what [`Fault::KillStore`] kills).
+pub fn store_target(mode: SyncMode) -> Option<Target> {
+    match mode {
+        SyncMode::Zookeeper => Some(Target::Zookeeper),
+        SyncMode::Etcd => Some(Target::Etcd),
+        _ => None,
+    }
+}
+
 /// Route `key` of case `case`.
 fn route_path(case: u64, key: u8) -> String {
     format!("/conv/{case}/{key}")
 }
 
 fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
-    RuleDto {
-        selector_id: Some(selector.to_owned()),
-        name: Some(format!("conv-{case}-{key}-rule")),
-        match_mode: Some(model::MatchMode::And.code()),
-        sort: Some(1),
-        enabled: Some(true),
-        loged: Some(false),
-        match_restful: Some(false),
-        handle: Some(
-            r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#
-                .to_owned(),
-        ),
-        rule_conditions: Some(vec![model::ConditionDto::new(
-            "uri",
-            "=",
-            "",
-            &route_path(case, key),
-        )]),
-        ..Default::default()
-    }
+    let condition = ConditionDto::new("uri", "=", "", &route_path(case, key));
+    divide_rule(
+        selector,
+        &format!("conv-{case}-{key}-rule"),
+        MatchMode::And,
+        vec![condition],
+    )
 }
 
 /// How long the element has answered right up to its latest sample (zero if that is wrong).
@@ -557,9 +590,42 @@ fn right_for(expect: Expect, samples: &[Sample]) -> Duration {
     }
 }
 
-/// Adds the report's classes to `tally`.
-pub fn count(tally: &mut Tally, report: &CaseReport) {
-    for &c in &report.classes {
+/// Adds the report's classes to `tally` and to their gateway's tally in `per_gateway`.
+pub fn count(tally: &mut Tally, per_gateway: &mut [Tally], report: &CaseReport) {
+    for &(g, c) in &report.classes {
         tally.add(c);
+        if let Some(t) = per_gateway.get_mut(g) {
+            t.add(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_counted_in_total_and_per_gateway() {
+        let ok = Class::Ok {
+            stable_after: Duration::ZERO,
+        };
+        let report = CaseReport {
+            classes: vec![(0, ok), (1, Class::Stale), (1, ok), (2, Class::Lost)],
+            verdict: Ok(()),
+        };
+        let mut total = Tally::default();
+        let mut per_gateway = vec![Tally::default(); 2];
+        count(&mut total, &mut per_gateway, &report);
+        assert_eq!((total.ok, total.stale, total.lost), (2, 1, 1));
+        assert_eq!((per_gateway[0].ok, per_gateway[0].stale), (1, 0));
+        assert_eq!((per_gateway[1].ok, per_gateway[1].stale), (1, 1));
+    }
+
+    #[test]
+    fn store_kills_exist_in_the_store_modes_only() {
+        assert_eq!(store_target(SyncMode::Zookeeper), Some(Target::Zookeeper));
+        assert_eq!(store_target(SyncMode::Etcd), Some(Target::Etcd));
+        assert_eq!(store_target(SyncMode::Websocket), None);
+        assert_eq!(store_target(SyncMode::Http), None);
     }
 }

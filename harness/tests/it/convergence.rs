@@ -1,11 +1,13 @@
 //! The convergence property with faults ([`harness::converge`], docs/convergence.md), on the
 //! host backend: `convergence@<mode>` for the four sync modes must pass; with a gateway that
 //! drops deletes (`--emulate-bug drop-deletes`), `convergence_planted_bug@websocket` must
-//! fail with a shrunk history of at most 3 operations and faults that contains a delete.
+//! fail with a shrunk history of at most 3 operations and faults that contains a delete, and
+//! the checker must find stale routes on each of the two gateways.
 //!
 //! Seeds: a constant per trial, or `GANTRY_PROPTEST_SEED` for all (printed; every failure
-//! names it and the `gantry check` command that replays it). Budgets: [`Options::new`] (8
-//! histories of at most 6 steps, bound 5 s); measured times are in docs/convergence.md.
+//! names it and the `gantry check` command that replays it). Budgets: [`Options::new`] (64
+//! histories of at most 8 steps, bound 5 s, two gateways); measured times are in
+//! docs/convergence.md.
 
 use harness::converge::{Options, Outcome, check};
 use harness::{Backend, BackendKind};
@@ -69,6 +71,10 @@ fn planted_bug() -> Result<(), Failed> {
         (
             outcome.tally.stale > 0,
             "the checker classified a deleted route as stale",
+        ),
+        (
+            outcome.per_gateway.len() == 2 && outcome.per_gateway.iter().all(|t| t.stale > 0),
+            "the checker found stale routes on each of the two gateways",
         ),
     ];
     crate::all_hold(&checks, &message)

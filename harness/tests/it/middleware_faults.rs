@@ -11,10 +11,11 @@ use std::time::Duration;
 use harness::backend::middleware::{self, StoreKind, StoreServer};
 use harness::backend::{Run, Service};
 use harness::client::{AdminClient, GatewayClient};
+use harness::lower::{custom_selector, divide_rule};
 use harness::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind, ProcessEnv};
 use libtest_mimic::{Failed, Trial};
-use model::{ConditionDto, RuleDto, SelectorDto, SyncMode};
+use model::{ConditionDto, MatchMode, SyncMode};
 
 /// Digest waits: every 50 ms, 30 s deadline (a restarted ZooKeeper takes a few seconds).
 const CONVERGE: WaitPolicy = WaitPolicy {
@@ -110,39 +111,16 @@ async fn create_route(admin: &AdminClient, name: &str) -> Result<String, Failed>
     let plugin = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
     let path = format!("/faults/{name}");
     let condition = ConditionDto::new("uri", "=", "/", &path);
-    let selector = SelectorDto {
-        plugin_id: Some(plugin),
-        name: Some(name.to_owned()),
-        selector_type: Some(model::SelectorType::Custom.code()),
-        match_mode: Some(model::MatchMode::And.code()),
-        sort: Some(1),
-        enabled: Some(true),
-        loged: Some(true),
-        continued: Some(true),
-        match_restful: Some(false),
-        handle: Some(
-            r#"[{"upstreamUrl":"127.0.0.1:9","protocol":"http://","weight":50,"status":true}]"#
-                .to_owned(),
-        ),
-        selector_conditions: Some(vec![condition.clone()]),
-        ..Default::default()
-    };
+    let handle =
+        r#"[{"upstreamUrl":"127.0.0.1:9","protocol":"http://","weight":50,"status":true}]"#;
+    let selector = custom_selector(&plugin, name, handle, vec![condition.clone()]);
     let id = admin.create_selector(&selector).await?;
-    let rule = RuleDto {
-        selector_id: Some(id.clone()),
-        name: Some(format!("{name}-rule")),
-        match_mode: Some(model::MatchMode::And.code()),
-        sort: Some(1),
-        enabled: Some(true),
-        loged: Some(true),
-        match_restful: Some(false),
-        handle: Some(
-            r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#
-                .to_owned(),
-        ),
-        rule_conditions: Some(vec![condition]),
-        ..Default::default()
-    };
+    let rule = divide_rule(
+        &id,
+        &format!("{name}-rule"),
+        MatchMode::And,
+        vec![condition],
+    );
     admin.create_rule(&rule).await?;
     Ok(id)
 }

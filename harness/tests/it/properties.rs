@@ -67,13 +67,14 @@ use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use harness::client::{AdminClient, GatewayClient};
+use harness::lower::{custom_selector, divide_rule};
 use harness::reference::{Outcome, PlantedBug, Reference, Request};
 use harness::scenario::ast::UpstreamDecl;
 use harness::topology::Topology;
 use harness::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
-use model::{ConditionData, ConditionDto, DivideUpstream, RuleDto, SelectorDto, SyncMode};
+use model::{ConditionData, ConditionDto, DivideUpstream, MatchMode, SyncMode};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -813,52 +814,24 @@ impl Live {
                 describe_case(Some(tag), c)
             )
         };
-        let selector = SelectorDto {
-            plugin_id: Some(self.plugin_id.clone()),
-            name: Some(format!("prop-{tag}")),
-            selector_type: Some(model::SelectorType::Custom.code()),
-            match_mode: Some(model::MatchMode::And.code()),
-            sort: Some(1),
-            enabled: Some(true),
-            loged: Some(false),
-            continued: Some(true),
-            match_restful: Some(false),
-            handle: Some(self.handle.clone()),
-            selector_conditions: Some(vec![ConditionDto::new(
-                "header",
-                "=",
-                TAG,
-                &tag.to_string(),
-            )]),
-            ..Default::default()
-        };
+        let selector = custom_selector(
+            &self.plugin_id,
+            &format!("prop-{tag}"),
+            &self.handle,
+            vec![ConditionDto::new("header", "=", TAG, &tag.to_string())],
+        );
         let id = self
             .admin
             .create_selector(&selector)
             .await
             .map_err(|e| refused("selector", &e))?;
-        let rule = RuleDto {
-            selector_id: Some(id.clone()),
-            name: Some(format!("prop-{tag}-rule")),
-            match_mode: Some(if c.or { 1 } else { 0 }),
-            sort: Some(1),
-            enabled: Some(true),
-            loged: Some(false),
-            match_restful: Some(false),
-            handle: Some(
-                r#"{"loadBalance":"random","retryStrategy":"current","retry":0,"timeout":3000}"#
-                    .to_owned(),
-            ),
-            rule_conditions: Some(
-                c.conditions
-                    .iter()
-                    .map(|k| {
-                        ConditionDto::new(k.param_type, k.operator, &k.param_name, &k.param_value)
-                    })
-                    .collect(),
-            ),
-            ..Default::default()
-        };
+        let conditions = c
+            .conditions
+            .iter()
+            .map(|k| ConditionDto::new(k.param_type, k.operator, &k.param_name, &k.param_value))
+            .collect();
+        let mode = if c.or { MatchMode::Or } else { MatchMode::And };
+        let rule = divide_rule(&id, &format!("prop-{tag}-rule"), mode, conditions);
         if let Err(e) = self.admin.create_rule(&rule).await {
             // Do not leave the selector behind.
             let _ = self.admin.delete_selectors(std::slice::from_ref(&id)).await;
