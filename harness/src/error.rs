@@ -311,6 +311,17 @@ pub enum RunErrorKind {
     /// An admin or gateway call failed.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The admin refused a selector or rule the case file asked for (4xx); `at` is the case
+    /// file's field path of what it refused.
+    #[error("{at}: the admin refused it: {message}")]
+    Refused {
+        /// The case file's field path, e.g. `setup.selectors[1].upstreams[0].weight`.
+        at: String,
+        /// The admin's message.
+        message: String,
+        /// The failed request.
+        source: Box<ClientError>,
+    },
     /// The scenario names a plugin the admin does not have.
     #[error("plugin `{0}` not found on the admin")]
     PluginNotFound(String),

@@ -182,7 +182,13 @@ pub fn case_result(
             o.record
         }
         Err(e) => {
-            r.error = Some(e.to_string());
+            // What the admin refused is pointed at in the case file.
+            let at = match &e.kind {
+                error::RunErrorKind::Refused { at, .. } => scenario::locate(file, at)
+                    .map(|(line, column)| format!("{}:{line}:{column}: ", file.display())),
+                _ => None,
+            };
+            r.error = Some(format!("{}{e}", at.unwrap_or_default()));
             e.record
         }
     };
@@ -415,6 +421,39 @@ mod tests {
             (o.build, o.keep, o.bin_dir),
             (false, true, Some(PathBuf::from("/x")))
         );
+    }
+
+    /// What the admin refused is reported at its line in the case file.
+    #[test]
+    fn a_refusal_points_into_the_case_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("refused.yaml");
+        let src = "name: refused\nmodes: [websocket]\nupstreams: [alpha]\nsetup:\n  selectors:\n    - name: s\n      plugin: divide\n      upstreams: [{ upstream: alpha, weight: 5 }]\nwait:\n  probe: { request: { path: /x }, expect: { upstream: alpha } }\nchecks:\n  - { name: c, request: { path: /x }, expect: { upstream: alpha } }\n";
+        std::fs::write(&file, src).unwrap();
+        let scenario = scenario::parse_str(&file, src).unwrap();
+        let error = RunError {
+            case: "refused".into(),
+            mode: SyncMode::Websocket,
+            step: error::Step::Setup,
+            kind: error::RunErrorKind::Refused {
+                at: "setup.selectors[0].upstreams[0].weight".into(),
+                message: "handle[0].weight: must be >= 0, got -1".into(),
+                source: Box::new(error::ClientError::Status {
+                    what: "POST /selector".into(),
+                    status: 400,
+                    body: String::new(),
+                }),
+            },
+            logs: String::new(),
+            record: report::CaseRecord::default(),
+        };
+        let opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        let r = case_result(&file, &scenario, SyncMode::Websocket, &opts, Err(error));
+        let want = format!(
+            "{}:8:46: refused@websocket failed at setup: setup.selectors[0].upstreams[0].weight: the admin refused it: handle[0].weight: must be >= 0, got -1",
+            file.display()
+        );
+        assert_eq!(r.error.as_deref(), Some(want.as_str()));
     }
 
     #[test]

@@ -26,6 +26,7 @@
 mod checks;
 mod churn;
 mod made;
+mod refused;
 
 pub(crate) use self::checks::timed_toggle;
 
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use model::{AppliedDigest, MetaDataRegister, SyncMode, UriRegister};
 
 use self::made::{Made, MadeRule, MadeSelector};
+use self::refused::{Refused, refused};
 use crate::RunOptions;
 use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
@@ -319,7 +321,7 @@ impl Case<'_> {
             let work = async {
                 let result = self
                     .step_until_converged(
-                        st,
+                        i,
                         admin,
                         &mut admin_down,
                         &mut partitioned,
@@ -348,16 +350,17 @@ impl Case<'_> {
         Ok(())
     }
 
-    /// One step's changes and faults, its wait and digest equality.
+    /// Step `index`: its changes and faults, its wait and digest equality.
     async fn step_until_converged(
         &self,
-        st: &StepSpec,
+        index: usize,
         admin: &mut AdminClient,
         admin_down: &mut bool,
         partitioned: &mut bool,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
+        let st = &self.scenario.steps[index];
         // The step's `via` admin, logged in to at its first admin change (after the faults
         // before it).
         let mut via: Option<AdminClient> = None;
@@ -368,7 +371,7 @@ impl Case<'_> {
             true => Some(self.topo.etcd_revision().await.map_err(at(Step::Steps))?),
             false => None,
         };
-        for change in &st.changes {
+        for (c, change) in st.changes.iter().enumerate() {
             match change {
                 // A delayed link still syncs: digest equality holds after the wait.
                 Change::Partition(how) => *partitioned = how.cuts_off(),
@@ -407,7 +410,9 @@ impl Case<'_> {
                     (Some(_), Some(client)) => client,
                     (Some(i), None) => via.insert(self.login_to(i).await.map_err(at(Step::Steps))?),
                 };
-                self.apply(client, &st.name, change, made, plugins).await?;
+                let field = format!("steps[{index}].changes[{c}].{}", change.name());
+                self.apply(client, &st.name, &field, change, made, plugins)
+                    .await?;
                 continue;
             };
             tracing::info!(case = %self.id, step = %st.name, "{}: {target}", action.name());
@@ -619,20 +624,30 @@ impl Case<'_> {
         &self,
         admin: &AdminClient,
         step: &str,
+        field: &str,
         change: &Change,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         match change {
             Change::CreateSelector(spec) => {
-                let sel = self.create_selector(admin, spec, Step::Steps).await?;
+                let sel = self
+                    .create_selector(admin, spec, field, Step::Steps)
+                    .await?;
                 made.selectors.push(sel);
                 *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
                 Ok(())
             }
             Change::CreateRule(r) => {
                 let sel = made.selector(&r.selector)?;
-                let rule = create_rule(admin, &r.rule, &sel.id, Step::Steps).await?;
+                let rule = create_rule(
+                    admin,
+                    &r.rule,
+                    &format!("{field}.rule"),
+                    &sel.id,
+                    Step::Steps,
+                )
+                .await?;
                 sel.rules.push(rule);
                 *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
                 Ok(())
@@ -651,7 +666,7 @@ impl Case<'_> {
                 admin
                     .update_selector(&sel.id, &sel.dto)
                     .await
-                    .map_err(at(Step::Steps))
+                    .map_err(|e| (Step::Steps, refused(field, &Refused::Selector, e)))
             }
             Change::UpdateRule(u) => {
                 let rule = made.rule(&u.selector, &u.name)?;
@@ -659,7 +674,7 @@ impl Case<'_> {
                 admin
                     .update_rule(&rule.id, &rule.dto)
                     .await
-                    .map_err(at(Step::Steps))
+                    .map_err(|e| (Step::Steps, refused(field, &Refused::rule_update(u), e)))
             }
             Change::EnablePlugin(p) => {
                 let plugin = admin
@@ -799,10 +814,11 @@ fn one_deleted(deleted: i64) -> StepResult<()> {
     ))
 }
 
-/// Creates `rule` under the selector `selector_id`.
+/// Creates `rule` (at `field` in the case file) under the selector `selector_id`.
 async fn create_rule(
     admin: &AdminClient,
     rule: &RuleSpec,
+    field: &str,
     selector_id: &str,
     step: Step,
 ) -> StepResult<MadeRule> {
@@ -810,7 +826,7 @@ async fn create_rule(
     let id = admin
         .create_rule(&dto)
         .await
-        .map_err(at(step))?
+        .map_err(|e| (step, refused(field, &Refused::rule(rule), e)))?
         .ok_or_else(|| {
             (
                 step,
@@ -877,8 +893,11 @@ impl Case<'_> {
             let original = self.update_plugin(admin, spec, &field, Step::Setup).await?;
             made.plugins.push(original);
         }
-        for spec in &self.scenario.setup.selectors {
-            let sel = self.create_selector(admin, spec, Step::Setup).await?;
+        for (i, spec) in self.scenario.setup.selectors.iter().enumerate() {
+            let field = format!("setup.selectors[{i}]");
+            let sel = self
+                .create_selector(admin, spec, &field, Step::Setup)
+                .await?;
             made.selectors.push(sel);
         }
         for reg in &self.scenario.setup.registrations {
@@ -888,12 +907,13 @@ impl Case<'_> {
         Ok(made)
     }
 
-    /// Creates a selector of `spec` and then its rules (in setup or a step's
-    /// `createSelector`).
+    /// Creates a selector of `spec` (at `field` in the case file) and then its rules (in setup
+    /// or a step's `createSelector`).
     async fn create_selector(
         &self,
         admin: &AdminClient,
         spec: &SelectorSpec,
+        field: &str,
         step: Step,
     ) -> StepResult<MadeSelector> {
         let plugin_id = admin
@@ -905,10 +925,11 @@ impl Case<'_> {
         let selector_id = admin
             .create_selector(&selector_dto)
             .await
-            .map_err(at(step))?;
+            .map_err(|e| (step, refused(field, &Refused::Selector, e)))?;
         let mut rules = Vec::new();
-        for rule in &spec.rules {
-            rules.push(create_rule(admin, rule, &selector_id, step).await?);
+        for (j, rule) in spec.rules.iter().enumerate() {
+            let field = format!("{field}.rules[{j}]");
+            rules.push(create_rule(admin, rule, &field, &selector_id, step).await?);
         }
         Ok(MadeSelector {
             name: spec.name.clone(),
