@@ -3,6 +3,7 @@
 //! healed: everything running, no partition).
 
 use std::fmt;
+use std::time::Duration;
 
 use proptest::prelude::*;
 
@@ -105,6 +106,12 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Whether the gateways lose their sync server for a while and find it again through
+    /// their reconnect back-off (capped at [`model::Backoff::CAP`]).
+    pub fn backs_off(self) -> bool {
+        matches!(self, Fault::KillStore | Fault::KillAdmin)
+    }
+
     /// Whether the admin cannot acknowledge anything during the fault (so no operation is
     /// generated inside it).
     pub fn admin_down(self) -> bool {
@@ -130,7 +137,26 @@ pub enum Step {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct History(pub Vec<Step>);
 
+/// Time a gateway gets, beyond its reconnect back-off's cap, to resync after a fault it
+/// recovers from by reconnecting.
+pub const RESYNC_MARGIN: Duration = Duration::from_secs(3);
+
 impl History {
+    /// The bound the checker allows this history: `bound`, but at least the gateways'
+    /// reconnect back-off cap plus [`RESYNC_MARGIN`] when a fault makes them reconnect (a
+    /// gateway may wait a whole back-off step after its server is back before it tries).
+    pub fn bound(&self, bound: Duration) -> Duration {
+        let reconnects = self.0.iter().any(|s| match s {
+            Step::Fault { fault, .. } => fault.backs_off(),
+            Step::Op(_) => false,
+        });
+        if reconnects {
+            bound.max(model::Backoff::CAP + RESYNC_MARGIN)
+        } else {
+            bound
+        }
+    }
+
     /// Every operation, in order.
     pub fn ops(&self) -> impl Iterator<Item = Op> + '_ {
         self.0.iter().flat_map(|s| match s {
@@ -348,5 +374,21 @@ mod tests {
         });
         assert!(faults.contains(&Fault::Protocol));
         assert!(!faults.contains(&Fault::KillStore));
+    }
+
+    #[test]
+    fn a_reconnecting_fault_gets_the_back_off_cap_plus_the_margin() {
+        let bound = Duration::from_secs(5);
+        let op = History(vec![Step::Fault {
+            fault: Fault::Partition,
+            during: Vec::new(),
+        }]);
+        assert_eq!(op.bound(bound), bound);
+        let kill = History(vec![Step::Fault {
+            fault: Fault::KillStore,
+            during: Vec::new(),
+        }]);
+        assert_eq!(kill.bound(bound), model::Backoff::CAP + RESYNC_MARGIN);
+        assert_eq!(kill.bound(Duration::from_secs(30)), Duration::from_secs(30));
     }
 }

@@ -141,7 +141,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
     let test = |h: &History| -> Result<(), String> {
         histories.set(histories.get() + 1);
-        let report = rt.block_on(live.borrow_mut().run(h, opts.bound))?;
+        let report = rt.block_on(live.borrow_mut().run(h, h.bound(opts.bound)))?;
         run::count(
             &mut tally.borrow_mut(),
             &mut per_gateway.borrow_mut(),
