@@ -28,6 +28,7 @@ mod actuator;
 mod balance;
 #[doc(hidden)]
 pub mod bench;
+mod finishing;
 mod java;
 mod metrics;
 mod plugin;

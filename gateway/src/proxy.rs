@@ -24,6 +24,7 @@ use hyper_util::rt::TokioExecutor;
 use model::{GatewayError, RetryStrategy};
 
 use crate::balance::{Upstream, now_ms};
+use crate::finishing::Finishing;
 use crate::java::java_ip;
 use crate::plugin::{Forward, Rejection};
 
@@ -53,8 +54,8 @@ impl Proxy {
 
     /// Forwards a request and answers with the upstream's response or the error body; either
     /// way the answer names the matched selector and rule. The upstream's lease and the
-    /// plugins' guards ([`Forward::held`]) end when the response body is finished (or
-    /// dropped), or at once on an error.
+    /// plugins' guards ([`Forward::held`]) end when the response body is finished (the
+    /// guards before its last byte: [`Finishing`]) or dropped, or at once on an error.
     ///
     /// A connection failure or timeout is retried `retry` times (on the same upstream for
     /// `current`, on one not tried yet for `failover`) when the body can be replayed: it is
@@ -133,12 +134,7 @@ impl Proxy {
                     responded = true;
                     lease.responded();
                     let (parts, body) = response.into_parts();
-                    // The closure owns the lease and the plugins' guards: they are dropped
-                    // with the body.
-                    let body = body.map_frame(move |frame| {
-                        let _held = (&lease, &held);
-                        frame
-                    });
+                    let body = Finishing::new(body, lease, held);
                     break Response::from_parts(parts, Body::new(body));
                 }
                 Err(failure) => failure,

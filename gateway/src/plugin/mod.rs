@@ -27,9 +27,10 @@
 //! allocation), or `Either::Right(Box::pin(async move { … }))` for one that awaits (a Redis
 //! call: one boxed future per request). To keep something until the response is over (a
 //! concurrency slot), answer [`Outcome::Continue`] with a [`Guard`]: the proxy keeps it with
-//! the upstream's lease and drops it when the response body ends, fails or is abandoned by
-//! the client, or when forwarding fails; the chain drops it at once when a later plugin
-//! rejects the request. A guard releases in its `Drop`; a release that needs an async call
+//! the upstream's lease and awaits its [`Hold::finish`] before the response's last byte goes
+//! out; it drops it unfinished when the response body fails or is abandoned by the client, or
+//! when forwarding fails, and the chain drops it at once when a later plugin rejects the
+//! request. An unfinished guard releases in its `Drop`; a release that needs an async call
 //! spawns it there (`tokio::spawn`). The test plugin at the end of this file shows the shape.
 
 pub(crate) mod context_path;
@@ -37,7 +38,6 @@ pub(crate) mod divide;
 pub(crate) mod param_mapping;
 pub(crate) mod rate_limiter;
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
@@ -104,9 +104,17 @@ pub(crate) fn now<'a>(outcome: Outcome) -> Decision<'a> {
     Either::Left(ready(outcome))
 }
 
-/// Something a plugin keeps until the response is over (see the module docs): dropping it
-/// releases what the plugin took.
-pub(crate) type Guard = Box<dyn Any + Send + Sync>;
+/// Something a plugin keeps until the response is over (see the module docs).
+pub(crate) type Guard = Box<dyn Hold>;
+
+/// What a [`Guard`] holds: ended by [`finish`](Hold::finish) when the response is complete,
+/// or by its `Drop` when it is not (a rejection, a failure, an abandoned response).
+pub(crate) trait Hold: std::fmt::Debug + Send + Sync {
+    /// Ends it; the proxy awaits the future before it sends the response's last byte, so a
+    /// client that sends its next request after a response has ended finds it ended (a
+    /// concurrency slot free again).
+    fn finish(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
 
 /// A registered plugin, its types erased so that the chain can list them.
 pub(crate) trait Registered: std::fmt::Debug + Send + Sync {
@@ -473,6 +481,12 @@ mod tests {
     impl Drop for Slot {
         fn drop(&mut self) {
             TAKEN.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Hold for Slot {
+        fn finish(self: Box<Self>) -> BoxFuture<'static, ()> {
+            Box::pin(async move { drop(self) })
         }
     }
 

@@ -7,9 +7,11 @@
 //! How the plugin uses it (see [`plugin`]): keep one [`Limiter`]; on every rateLimiter plugin config change
 //! call [`Limiter::configure`]; per request, for the matched rule's parsed handle, build the
 //! id with [`key::limiter_id`] and call [`Limiter::check`]. Not `allowed`: answer 429 with
-//! ShenYu's body. A [`Release`] (concurrent limiter only) frees the request's slot: run
-//! [`Release::release`] when the response is finished (ShenYu's `doFinally`); dropping it
-//! unreleased (a cancelled request) frees the slot from a spawned task. A rule whose handle
+//! ShenYu's body. A [`Release`] (concurrent limiter only) frees the request's slot: the
+//! proxy awaits [`Release::release`] (through [`Hold`](crate::plugin::Hold)) before the
+//! response's last byte (ShenYu's `doFinally`, without its race with the client's next
+//! request); dropping it unreleased (a failed or cancelled response) frees the slot from a
+//! spawned task. A rule whose handle
 //! does not parse (e.g. an unknown `algorithmName` that got past the admin) gets
 //! [`Limiter::unusable_handle`]. [`Limiter::stats`] has the failure counters for `/metrics`.
 //!
@@ -356,13 +358,19 @@ impl std::fmt::Debug for Release {
 
 impl Release {
     /// Frees the slot now (`ZREM`); a failure is counted in
-    /// [`LimiterStats::release_failures`]. (The plugin drops its releases instead, when the
-    /// response is over: see the `Drop` impl.)
-    #[cfg(test)]
+    /// [`LimiterStats::release_failures`].
     pub(crate) async fn release(mut self) {
         if let Some(slot) = self.slot.take() {
             slot.free().await;
         }
+    }
+}
+
+impl crate::plugin::Hold for Release {
+    /// The proxy awaits the `ZREM` before the response's last byte: a client's next request
+    /// finds the slot free.
+    fn finish(self: Box<Self>) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(self.release())
     }
 }
 
