@@ -251,32 +251,44 @@ impl Case<'_> {
 
     /// `spec.request_rate` requests a second on the stable route over `spec.connections`
     /// connections, each paced (a tick missed while its request is in flight is skipped),
-    /// until `stop`; each answer judged against `spec.expect`.
+    /// until `stop`; each answer judged against `spec.expect`. The connections are spread
+    /// over every running gateway (connection `c` to the `c % n`th); with several, a miss
+    /// names its gateway.
     async fn load(&self, spec: &ChurnSpec, stop: &AtomicBool) -> Phase {
         let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (names, gateway) = (&names, self.gateway());
+        let names = &names;
+        let running = self.running_gateways();
         let started = Instant::now();
         let period = Duration::from_secs(1) * spec.connections / spec.request_rate.max(1);
-        let connections = (0..spec.connections).map(|c| async move {
-            let mut phase = Phase::default();
-            // The connections' ticks are spread over the period.
-            let first = tokio::time::Instant::now() + period * c / spec.connections.max(1);
-            let mut tick = tokio::time::interval_at(first, period);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            while !stop.load(Ordering::Relaxed) {
-                tick.tick().await;
-                let sent = Instant::now();
-                let outcome = match gateway.send(&spec.request).await {
-                    Ok(resp) => judge(&spec.expect, &resp, names),
-                    Err(e) => Err(e.to_string()),
-                };
-                phase.record(
-                    (sent - started).as_secs_f64() * 1000.0,
-                    u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX),
-                    outcome,
-                );
+        let connections = (0..spec.connections).map(|c| {
+            let at = running[c as usize % running.len()];
+            let gateway = &self.gateways[at];
+            let named = (self.gateways.len() > 1).then(|| self.gateway_name(at));
+            async move {
+                let mut phase = Phase::default();
+                // The connections' ticks are spread over the period.
+                let first = tokio::time::Instant::now() + period * c / spec.connections.max(1);
+                let mut tick = tokio::time::interval_at(first, period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                while !stop.load(Ordering::Relaxed) {
+                    tick.tick().await;
+                    let sent = Instant::now();
+                    let outcome = match gateway.send(&spec.request).await {
+                        Ok(resp) => judge(&spec.expect, &resp, names),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let outcome = outcome.map_err(|e| match &named {
+                        Some(gateway) => format!("{gateway}: {e}"),
+                        None => e,
+                    });
+                    phase.record(
+                        (sent - started).as_secs_f64() * 1000.0,
+                        u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX),
+                        outcome,
+                    );
+                }
+                phase
             }
-            phase
         });
         futures_util::future::join_all(connections)
             .await
