@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::middleware::{Watched, free_port, process_alive, required};
+use super::middleware::{
+    PORT_ATTEMPTS, Watched, free_port, lost_port_race, process_alive, required, retire_log,
+};
 use super::ready::{NotReady, ReadyWait};
 use crate::Env;
 use crate::error::BackendError;
@@ -110,6 +112,12 @@ impl PostgresServer {
     /// Makes a cluster in a fresh temporary directory (kept when `keep`), starts it on a free
     /// loopback port and waits until it accepts connections.
     pub async fn start(keep: bool) -> Result<PostgresServer, BackendError> {
+        PostgresServer::start_on(keep, free_port()?).await
+    }
+
+    /// [`PostgresServer::start`] with the port picked: on a fresh port when `port` turns out
+    /// to be taken (the failed start's log is kept as `postgres.log.<attempt>`).
+    async fn start_on(keep: bool, port: u16) -> Result<PostgresServer, BackendError> {
         let bin = bin_dir().map_err(BackendError::PostgresUnavailable)?;
         let io = |what: String| move |source| BackendError::Io { what, source };
         let mut dir = tempfile::Builder::new()
@@ -164,13 +172,40 @@ impl PostgresServer {
                 super::host::tail(&String::from_utf8_lossy(&out.stderr), 20)
             )));
         }
-        let port = free_port()?;
-        let socket_dir = dir.path().display().to_string();
+        let mut server = PostgresServer {
+            port,
+            log: dir.path().join("postgres.log"),
+            process: None,
+            dir,
+        };
+        let mut attempt = 1;
+        loop {
+            match server.launch(&bin, &data).await {
+                Ok(()) => return Ok(server),
+                Err(e) if attempt < PORT_ATTEMPTS && lost_port_race(&server.log_tail(30)) => {
+                    tracing::warn!(
+                        port = server.port,
+                        "port taken before postgres bound it; starting again on a fresh port: {e}"
+                    );
+                    server.stop();
+                    retire_log(&server.log, attempt);
+                    server.port = free_port()?;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Starts the server of the cluster in `data` on `self.port` and waits until it accepts
+    /// connections.
+    async fn launch(&mut self, bin: &Path, data: &str) -> Result<(), BackendError> {
+        let socket_dir = self.dir.path().display().to_string();
         let server_args = [
             "-D",
-            &data,
+            data,
             "-p",
-            &port.to_string(),
+            &self.port.to_string(),
             "-k",
             &socket_dir,
             "-c",
@@ -184,16 +219,9 @@ impl PostgresServer {
         ]
         .map(str::to_owned);
         let (program, args) = as_postgres(&bin.join("postgres"), &server_args);
-        let log = dir.path().join("postgres.log");
-        let process = Watched::spawn("postgres", &program, &args, dir.path(), &log)?;
-        let mut server = PostgresServer {
-            port,
-            log,
-            process: Some(process),
-            dir,
-        };
-        server.await_ready(&bin.join("pg_isready")).await?;
-        Ok(server)
+        let process = Watched::spawn("postgres", &program, &args, self.dir.path(), &self.log)?;
+        self.process = Some(process);
+        self.await_ready(&bin.join("pg_isready")).await
     }
 
     /// The URL the admins take as `--db`.
@@ -211,6 +239,23 @@ impl PostgresServer {
     /// Where its files are (a directory of its own, apart from the topology's).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Asks the server for a fast shutdown, kills what is left after [`SHUTDOWN_TIMEOUT`] and
+    /// reaps it.
+    fn stop(&mut self) {
+        let Some(process) = self.process.take() else {
+            return;
+        };
+        // A fast shutdown releases the shared memory; whatever is left is killed.
+        if super::middleware::signal("postgres", process.pid, rustix::process::Signal::INT).is_ok()
+        {
+            let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
+            while process_alive(process.pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        process.end();
     }
 
     /// Polls `pg_isready` until it connects, the server dies, or [`READY_TIMEOUT`] passes.
@@ -272,18 +317,7 @@ fn as_postgres(program: &Path, args: &[String]) -> (PathBuf, Vec<String>) {
 
 impl Drop for PostgresServer {
     fn drop(&mut self) {
-        let Some(process) = self.process.take() else {
-            return;
-        };
-        // A fast shutdown releases the shared memory; whatever is left is killed.
-        if super::middleware::signal("postgres", process.pid, rustix::process::Signal::INT).is_ok()
-        {
-            let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
-            while process_alive(process.pid) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        process.end();
+        self.stop();
     }
 }
 
@@ -293,6 +327,21 @@ mod tests {
 
     use super::*;
     use crate::FakeEnv;
+
+    /// A server whose port is taken before it binds starts again on a fresh one, and keeps
+    /// the failed start's log (a real server; skipped where none is installed).
+    #[tokio::test]
+    async fn a_taken_port_is_replaced() {
+        if unavailable().is_some() {
+            return;
+        }
+        let taken = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let server = PostgresServer::start_on(false, port).await.unwrap();
+        assert_ne!(server.port, port);
+        let first = std::fs::read_to_string(server.dir().join("postgres.log.1")).unwrap();
+        assert!(lost_port_race(&first), "{first}");
+    }
 
     #[test]
     fn a_missing_postgres_skips_unless_required() {
