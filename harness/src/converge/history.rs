@@ -10,8 +10,12 @@ use proptest::prelude::*;
 /// Routes per history: few, so that operations collide on them.
 pub const KEYS: u8 = 3;
 
+/// Registered applications per history (keys of their own: a registration makes its own
+/// selector, matching its context path, not a route's path).
+pub const REGISTERED: u8 = 2;
+
 /// The echo upstream a route sends to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Upstream {
     /// The upstream named `alpha`.
     Alpha,
@@ -63,17 +67,37 @@ pub enum Op {
         /// Enabled after it.
         on: bool,
     },
+    /// Registers `upstream`'s address as a ShenYu http client of application `key`
+    /// (context path `/reg/<case>/<key>`, one API path `/reg/<case>/<key>/get`): the admin
+    /// creates the divide selector for the context path with a rule for the API path (and
+    /// the contextPath plugin's selector and rule) on the first registration, and adds the
+    /// address to the selector's upstreams on every one (a second upstream is added, not
+    /// moved to; the same one again changes nothing).
+    Register {
+        /// The registered application.
+        key: u8,
+        /// Whose address registers.
+        upstream: Upstream,
+    },
 }
 
 impl Op {
-    /// The route it acts on (none for a plugin operation).
+    /// The route it acts on (none for a plugin operation or a registration).
     pub fn key(self) -> Option<u8> {
         match self {
             Op::Put { key, .. }
             | Op::Enable { key, .. }
             | Op::Delete { key }
             | Op::DeleteRule { key } => Some(key),
-            Op::Plugin { .. } => None,
+            Op::Plugin { .. } | Op::Register { .. } => None,
+        }
+    }
+
+    /// The application it registers, if it is a registration.
+    pub fn registers(self) -> Option<u8> {
+        match self {
+            Op::Register { key, .. } => Some(key),
+            _ => None,
         }
     }
 
@@ -193,6 +217,14 @@ impl History {
         keys.dedup();
         keys
     }
+
+    /// The applications it registers, in order.
+    pub fn registered(&self) -> Vec<u8> {
+        let mut keys: Vec<u8> = self.ops().filter_map(Op::registers).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
 }
 
 impl fmt::Display for Op {
@@ -205,6 +237,9 @@ impl fmt::Display for Op {
             Op::DeleteRule { key } => write!(f, "delete the rule of route {key}"),
             Op::Plugin { on: true } => f.write_str("enable the divide plugin"),
             Op::Plugin { on: false } => f.write_str("disable the divide plugin"),
+            Op::Register { key, upstream } => {
+                write!(f, "register {} for application {key}", upstream.name())
+            }
         }
     }
 }
@@ -257,14 +292,15 @@ pub fn smaller(h: &History) -> Vec<History> {
 
 fn op() -> impl Strategy<Value = Op> {
     let key = 0..KEYS;
-    let upstream = prop_oneof![Just(Upstream::Alpha), Just(Upstream::Beta)];
+    let upstream = || prop_oneof![Just(Upstream::Alpha), Just(Upstream::Beta)];
     // Put first: proptest shrinks a `prop_oneof` towards its first arm.
     prop_oneof![
-        4 => (key.clone(), upstream).prop_map(|(key, upstream)| Op::Put { key, upstream }),
+        4 => (key.clone(), upstream()).prop_map(|(key, upstream)| Op::Put { key, upstream }),
         2 => (key.clone(), any::<bool>()).prop_map(|(key, on)| Op::Enable { key, on }),
         2 => key.clone().prop_map(|key| Op::Delete { key }),
         1 => key.prop_map(|key| Op::DeleteRule { key }),
         1 => any::<bool>().prop_map(|on| Op::Plugin { on }),
+        1 => (0..REGISTERED, upstream()).prop_map(|(key, upstream)| Op::Register { key, upstream }),
     ]
 }
 
@@ -341,13 +377,19 @@ mod tests {
         assert_eq!(h.keys(), [0]);
     }
 
-    fn faults_of(extra: ModeFaults) -> (Vec<Fault>, bool) {
+    /// 200 histories of at most 8 steps, with faults.
+    fn generated(extra: ModeFaults) -> Vec<History> {
         use proptest::strategy::ValueTree;
         let mut runner = proptest::test_runner::TestRunner::deterministic();
         let strategy = history(8, true, extra);
+        (0..200)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect()
+    }
+
+    fn faults_of(extra: ModeFaults) -> (Vec<Fault>, bool) {
         let (mut faults, mut plugin) = (Vec::new(), false);
-        for _ in 0..200 {
-            let h = strategy.new_tree(&mut runner).unwrap().current();
+        for h in generated(extra) {
             plugin |= h.touches_plugin();
             for step in &h.0 {
                 if let Step::Fault { fault, .. } = step {
@@ -356,6 +398,61 @@ mod tests {
             }
         }
         (faults, plugin)
+    }
+
+    #[test]
+    fn registrations_are_generated_in_every_mode_on_keys_of_their_own() {
+        for extra in [
+            ModeFaults::default(),
+            ModeFaults {
+                protocol: true,
+                store: false,
+            },
+            ModeFaults {
+                protocol: false,
+                store: true,
+            },
+        ] {
+            let histories = generated(extra);
+            let registrations: Vec<Op> = histories
+                .iter()
+                .flat_map(|h| {
+                    h.ops()
+                        .filter(|op| op.registers().is_some())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for upstream in [Upstream::Alpha, Upstream::Beta] {
+                for key in 0..REGISTERED {
+                    assert!(
+                        registrations.contains(&Op::Register { key, upstream }),
+                        "{extra:?}: no registration of {upstream:?} for application {key}"
+                    );
+                }
+            }
+            assert!(
+                histories.iter().any(|h| h.0.iter().any(|s| matches!(
+                    s,
+                    Step::Fault { during, .. } if during.iter().any(|op| op.registers().is_some())
+                ))),
+                "{extra:?}: no registration during a fault"
+            );
+        }
+        let h = History(vec![
+            Step::Op(Op::Register {
+                key: 1,
+                upstream: Upstream::Beta,
+            }),
+            Step::Op(Op::Put {
+                key: 1,
+                upstream: Upstream::Alpha,
+            }),
+        ]);
+        assert_eq!((h.keys(), h.registered()), (vec![1], vec![1]));
+        assert_eq!(
+            h.ops().next().map(|op| op.to_string()).as_deref(),
+            Some("register beta for application 1")
+        );
     }
 
     #[test]

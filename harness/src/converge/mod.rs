@@ -84,6 +84,8 @@ pub struct Outcome {
     pub resets: usize,
     /// Operations the admin acknowledged, and faults injected, over every history.
     pub applied: (usize, usize),
+    /// Of the acknowledged operations, the registrations.
+    pub registrations: usize,
     /// Wall time, topology start included.
     pub elapsed: Duration,
 }
@@ -93,10 +95,11 @@ impl Outcome {
     /// gateway when there are several.
     pub fn summary(&self) -> String {
         let mut out = format!(
-            "{} histories ({} acknowledged operations, {} faults) in {:.1} s ({} gateway resets \
-             between them): {}",
+            "{} histories ({} acknowledged operations, {} of them registrations, {} faults) in \
+             {:.1} s ({} gateway resets between them): {}",
             self.histories,
             self.applied.0,
+            self.registrations,
             self.applied.1,
             self.elapsed.as_secs_f64(),
             self.resets,
@@ -183,6 +186,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
     };
     let live = live.into_inner();
     let (resets, applied) = (live.resets, (live.acknowledged, live.faults));
+    let registrations = live.registrations;
     drop(live);
     Ok(Outcome {
         verdict,
@@ -192,6 +196,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         histories: histories.get(),
         resets,
         applied,
+        registrations,
         elapsed: started.elapsed(),
     })
 }

@@ -16,8 +16,9 @@ use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
 use crate::lower::{custom_selector, divide_rule};
+use crate::runner::register_client;
 use crate::scenario::ast::{
-    FaultAction, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
+    FaultAction, RegistrationSpec, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
 };
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
@@ -50,6 +51,8 @@ pub struct Live {
     pub resets: usize,
     /// Operations the admin acknowledged, over every case.
     pub acknowledged: usize,
+    /// Registrations among them.
+    pub registrations: usize,
     /// Faults injected (and healed), over every case.
     pub faults: usize,
 }
@@ -69,8 +72,13 @@ struct CaseState {
     model: Model,
     /// Per route: its selector's id and its rule's id.
     ids: BTreeMap<u8, (String, Option<String>)>,
+    /// Per registered application: the ids of the divide and contextPath selectors the
+    /// admin made for it.
+    registered: BTreeMap<u8, Vec<String>>,
     /// Operations the admin acknowledged.
     acknowledged: usize,
+    /// Registrations among them.
+    registrations: usize,
 }
 
 impl Live {
@@ -131,6 +139,7 @@ impl Live {
             next_case: 1,
             resets: 0,
             acknowledged: 0,
+            registrations: 0,
             faults: 0,
         };
         live.clean().await?;
@@ -146,6 +155,7 @@ impl Live {
         let mut state = CaseState::default();
         let applied = self.apply(case, history, &mut state).await;
         self.acknowledged += state.acknowledged;
+        self.registrations += state.registrations;
         let report = match applied {
             Ok(healed) => self.judge(case, history, &state.model, healed, bound).await,
             Err(e) => CaseReport {
@@ -159,7 +169,12 @@ impl Live {
                 .await
                 .map_err(|e| format!("enabling the divide plugin again after case {case}: {e}"))?;
         }
-        let ids: Vec<String> = state.ids.into_values().map(|(s, _)| s).collect();
+        let ids: Vec<String> = state
+            .ids
+            .into_values()
+            .map(|(s, _)| s)
+            .chain(state.registered.into_values().flatten())
+            .collect();
         if !ids.is_empty() {
             self.admin
                 .delete_selectors(&ids)
@@ -272,6 +287,25 @@ impl Live {
                     .await
                     .map_err(|e| failed(&e))?;
             }
+            Op::Register { key, upstream } => {
+                let address = self
+                    .topo
+                    .upstream(upstream.name())
+                    .ok_or_else(|| failed(&"harness bug: no such upstream"))?
+                    .host_port();
+                let reg = RegistrationSpec {
+                    app_name: None,
+                    context_path: context_path(case, key),
+                    upstream: upstream.name().to_owned(),
+                    paths: vec![registered_path(case, key)],
+                };
+                let app = format!("conv-{case}-app-{key}");
+                let ids = register_client(&self.admin, &app, &reg, &address)
+                    .await
+                    .map_err(|e| failed(&e))?;
+                state.registered.insert(key, ids);
+                state.registrations += 1;
+            }
         }
         state.model.acknowledged(op);
         state.acknowledged += 1;
@@ -350,10 +384,18 @@ impl Live {
         healed: Instant,
         bound: Duration,
     ) -> CaseReport {
-        let elements: Vec<(u8, usize, Expect)> = history
+        let probed = history
             .keys()
             .into_iter()
-            .flat_map(|k| (0..self.gateways.len()).map(move |g| (k, g, model.expect(k))))
+            .map(|k| (Probed::Route(k), model.expect(k)))
+            .chain(
+                history
+                    .registered()
+                    .into_iter()
+                    .map(|k| (Probed::App(k), model.expect_registered(k))),
+            );
+        let elements: Vec<(Probed, usize, Expect)> = probed
+            .flat_map(|(p, e)| (0..self.gateways.len()).map(move |g| (p, g, e)))
             .collect();
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); elements.len()];
         // The admin's config is final once the history is applied.
@@ -366,7 +408,7 @@ impl Live {
             let answers = join_all(
                 elements
                     .iter()
-                    .map(|&(k, g, _)| self.probe(&self.gateways[g], case, k)),
+                    .map(|&(p, g, _)| self.probe(&self.gateways[g], p.path(case))),
             )
             .await;
             for (s, answer) in samples.iter_mut().zip(answers) {
@@ -391,7 +433,7 @@ impl Live {
             if !matches!(class, Class::Ok { .. }) {
                 let _ = write!(
                     problems,
-                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples; {})",
+                    "\n  {k} on {}: {class:?} (the model says {e}; {} samples; {})",
                     self.topo.gateways()[g].name(),
                     s.len(),
                     checker::changes(s)
@@ -438,10 +480,10 @@ impl Live {
         }
     }
 
-    async fn probe(&self, gateway: &GatewayClient, case: u64, key: u8) -> Answer {
+    async fn probe(&self, gateway: &GatewayClient, path: String) -> Answer {
         let req = RequestSpec {
             method: "GET".to_owned(),
-            path: route_path(case, key),
+            path,
             headers: BTreeMap::new(),
             query: BTreeMap::new(),
             body: None,
@@ -563,6 +605,44 @@ pub fn store_target(mode: SyncMode) -> Option<Target> {
 /// Route `key` of case `case`.
 fn route_path(case: u64, key: u8) -> String {
     format!("/conv/{case}/{key}")
+}
+
+/// The context path registered application `key` of case `case` registers.
+fn context_path(case: u64, key: u8) -> String {
+    format!("/reg/{case}/{key}")
+}
+
+/// The one API path registered application `key` of case `case` registers (and is probed
+/// on; the registered rule's condition is `uri = ` it).
+fn registered_path(case: u64, key: u8) -> String {
+    format!("{}/get", context_path(case, key))
+}
+
+/// What one element of the checker probes (on every gateway).
+#[derive(Debug, Clone, Copy)]
+enum Probed {
+    /// A route's path.
+    Route(u8),
+    /// A registered application's API path.
+    App(u8),
+}
+
+impl Probed {
+    fn path(self, case: u64) -> String {
+        match self {
+            Probed::Route(k) => route_path(case, k),
+            Probed::App(k) => registered_path(case, k),
+        }
+    }
+}
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Probed::Route(k) => write!(f, "route {k}"),
+            Probed::App(k) => write!(f, "registered application {k}"),
+        }
+    }
 }
 
 fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
