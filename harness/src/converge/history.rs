@@ -114,6 +114,18 @@ pub enum Fault {
     RestartGateway,
     /// Every gateway paused (SIGSTOP), then resumed.
     PauseGateway,
+    /// Gateway `index` only stopped, then started again (the others keep serving);
+    /// generated with several gateways only.
+    RestartOneGateway {
+        /// The gateway's index.
+        index: u8,
+    },
+    /// Gateway `index` only paused, then resumed (the others keep serving); generated with
+    /// several gateways only.
+    PauseOneGateway {
+        /// The gateway's index.
+        index: u8,
+    },
     /// The gateways' sync connection blackholed (the fault proxy), then healed.
     Partition,
     /// The admin killed, then started again.
@@ -304,13 +316,16 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Which mode-specific faults a mode's histories may contain.
+/// Which mode- and topology-specific faults a mode's histories may contain.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ModeFaults {
     /// [`Fault::Protocol`] (websocket and http).
     pub protocol: bool,
     /// [`Fault::KillStore`] (zookeeper and etcd).
     pub store: bool,
+    /// Gateways in the topology: with more than one, [`Fault::RestartOneGateway`] and
+    /// [`Fault::PauseOneGateway`] on each of them.
+    pub gateways: u8,
 }
 
 fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
@@ -321,6 +336,12 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
         Fault::KillAdmin,
         Fault::PauseAdmin,
     ];
+    if extra.gateways > 1 {
+        for index in 0..extra.gateways {
+            faults.push(Fault::RestartOneGateway { index });
+            faults.push(Fault::PauseOneGateway { index });
+        }
+    }
     if extra.protocol {
         faults.push(Fault::Protocol);
     }
@@ -406,11 +427,13 @@ mod tests {
             ModeFaults::default(),
             ModeFaults {
                 protocol: true,
-                store: false,
+                gateways: 2,
+                ..ModeFaults::default()
             },
             ModeFaults {
-                protocol: false,
                 store: true,
+                gateways: 2,
+                ..ModeFaults::default()
             },
         ] {
             let histories = generated(extra);
@@ -458,8 +481,8 @@ mod tests {
     #[test]
     fn mode_specific_faults_and_plugin_operations_are_generated_where_they_belong() {
         let store = ModeFaults {
-            protocol: false,
             store: true,
+            ..ModeFaults::default()
         };
         let (faults, plugin) = faults_of(store);
         assert!(plugin, "no history toggles the divide plugin");
@@ -467,25 +490,38 @@ mod tests {
         assert!(!faults.contains(&Fault::Protocol));
         let (faults, _) = faults_of(ModeFaults {
             protocol: true,
-            store: false,
+            ..ModeFaults::default()
         });
         assert!(faults.contains(&Fault::Protocol));
         assert!(!faults.contains(&Fault::KillStore));
     }
 
+    fn one_gateway(fault: &Fault) -> Option<u8> {
+        match *fault {
+            Fault::RestartOneGateway { index } | Fault::PauseOneGateway { index } => Some(index),
+            _ => None,
+        }
+    }
+
     #[test]
-    fn a_reconnecting_fault_gets_the_back_off_cap_plus_the_margin() {
-        let bound = Duration::from_secs(5);
-        let op = History(vec![Step::Fault {
-            fault: Fault::Partition,
-            during: Vec::new(),
-        }]);
-        assert_eq!(op.bound(bound), bound);
-        let kill = History(vec![Step::Fault {
-            fault: Fault::KillStore,
-            during: Vec::new(),
-        }]);
-        assert_eq!(kill.bound(bound), model::Backoff::CAP + RESYNC_MARGIN);
-        assert_eq!(kill.bound(Duration::from_secs(30)), Duration::from_secs(30));
+    fn faults_on_one_gateway_come_with_several_gateways_only_and_name_each() {
+        let (faults, _) = faults_of(ModeFaults {
+            gateways: 1,
+            ..ModeFaults::default()
+        });
+        assert!(faults.iter().all(|f| one_gateway(f).is_none()));
+        assert!(faults.contains(&Fault::RestartGateway));
+        let (faults, _) = faults_of(ModeFaults {
+            gateways: 3,
+            ..ModeFaults::default()
+        });
+        for index in 0..3 {
+            assert!(faults.contains(&Fault::RestartOneGateway { index }));
+            assert!(faults.contains(&Fault::PauseOneGateway { index }));
+        }
+        assert!(faults.iter().filter_map(one_gateway).all(|i| i < 3));
+        assert!(faults.contains(&Fault::PauseGateway), "every gateway still");
+        assert!(!Fault::RestartOneGateway { index: 0 }.backs_off());
+        assert!(!Fault::PauseOneGateway { index: 0 }.admin_down());
     }
 }

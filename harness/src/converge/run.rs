@@ -316,6 +316,8 @@ impl Live {
         let done = match fault {
             Fault::RestartGateway => self.on_gateways(FaultAction::Stop).await,
             Fault::PauseGateway => self.on_gateways(FaultAction::Pause).await,
+            Fault::RestartOneGateway { index } => self.on_gateway(index, FaultAction::Stop).await,
+            Fault::PauseOneGateway { index } => self.on_gateway(index, FaultAction::Pause).await,
             Fault::Partition => self.topo.partition(ProxyMode::Blackhole).await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Kill, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Pause, ADMIN).await,
@@ -345,6 +347,8 @@ impl Live {
         let done = match fault {
             Fault::RestartGateway => self.on_gateways(FaultAction::Start).await,
             Fault::PauseGateway => self.on_gateways(FaultAction::Resume).await,
+            Fault::RestartOneGateway { index } => self.on_gateway(index, FaultAction::Start).await,
+            Fault::PauseOneGateway { index } => self.on_gateway(index, FaultAction::Resume).await,
             Fault::Partition => self.topo.heal().await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
@@ -364,6 +368,11 @@ impl Live {
     /// The store [`Fault::KillStore`] kills in this mode.
     fn store(&self) -> Result<Target, String> {
         store_target(self.mode).ok_or(format!("the {} mode has no store to kill", self.mode))
+    }
+
+    /// `action` on gateway `index` only.
+    async fn on_gateway(&self, index: u8, action: FaultAction) -> Result<(), crate::BackendError> {
+        self.topo.fault(action, Target::Gateway(Some(index))).await
     }
 
     async fn on_gateways(&self, action: FaultAction) -> Result<(), crate::BackendError> {
