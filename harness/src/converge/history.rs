@@ -139,13 +139,27 @@ pub enum Fault {
     /// `closeMidPush`, the gateway resyncs on a new session; http: `emptyAnswer`, the
     /// gateway polls again); generated in those two modes only.
     Protocol,
+    /// etcd compacted (physically, to its current revision) once the operations during it
+    /// are in etcd, as a case file's `compact: etcd`; `partitioned`: the gateways' sync
+    /// connections are cut (the fault proxy's `cut`: closed, new ones closed at once) from
+    /// before those operations until after the compaction, so every gateway's next session
+    /// starts behind the compacted revision and must read everything again; else the
+    /// compaction comes right after the operations, the gateways' watches open. Generated
+    /// in the etcd mode (host backend) only.
+    Compact {
+        /// Whether the gateways are cut off from etcd while it is compacted.
+        partitioned: bool,
+    },
 }
 
 impl Fault {
     /// Whether the gateways lose their sync server for a while and find it again through
     /// their reconnect back-off (capped at [`model::Backoff::CAP`]).
     pub fn backs_off(self) -> bool {
-        matches!(self, Fault::KillStore | Fault::KillAdmin)
+        matches!(
+            self,
+            Fault::KillStore | Fault::KillAdmin | Fault::Compact { partitioned: true }
+        )
     }
 
     /// Whether the admin cannot acknowledge anything during the fault (so no operation is
@@ -323,6 +337,8 @@ pub struct ModeFaults {
     pub protocol: bool,
     /// [`Fault::KillStore`] (zookeeper and etcd).
     pub store: bool,
+    /// [`Fault::Compact`] (etcd, host backend).
+    pub compact: bool,
     /// Gateways in the topology: with more than one, [`Fault::RestartOneGateway`] and
     /// [`Fault::PauseOneGateway`] on each of them.
     pub gateways: u8,
@@ -348,11 +364,16 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
     if extra.store {
         faults.push(Fault::KillStore);
     }
+    if extra.compact {
+        faults.push(Fault::Compact { partitioned: true });
+        faults.push(Fault::Compact { partitioned: false });
+    }
     prop::sample::select(faults).prop_flat_map(|fault| {
-        // A protocol fault hits a push, so an operation follows it.
+        // A protocol fault hits a push and a compaction compacts writes, so an operation
+        // follows them.
         let (least, most) = match fault {
             f if f.admin_down() => (0, 0),
-            Fault::Protocol => (1, 2),
+            Fault::Protocol | Fault::Compact { .. } => (1, 2),
             _ => (0, 2),
         };
         prop::collection::vec(op(), least..=most)
@@ -432,7 +453,7 @@ mod tests {
             },
             ModeFaults {
                 store: true,
-                gateways: 2,
+                compact: true,
                 ..ModeFaults::default()
             },
         ] {
@@ -496,6 +517,10 @@ mod tests {
         assert!(!faults.contains(&Fault::KillStore));
     }
 
+    fn compacts(fault: &Fault) -> bool {
+        matches!(fault, Fault::Compact { .. })
+    }
+
     fn one_gateway(fault: &Fault) -> Option<u8> {
         match *fault {
             Fault::RestartOneGateway { index } | Fault::PauseOneGateway { index } => Some(index),
@@ -523,5 +548,57 @@ mod tests {
         assert!(faults.contains(&Fault::PauseGateway), "every gateway still");
         assert!(!Fault::RestartOneGateway { index: 0 }.backs_off());
         assert!(!Fault::PauseOneGateway { index: 0 }.admin_down());
+    }
+
+    #[test]
+    fn compactions_come_in_the_etcd_mode_only_both_ways_each_after_an_operation() {
+        let (faults, _) = faults_of(ModeFaults {
+            store: true,
+            gateways: 2,
+            ..ModeFaults::default()
+        });
+        assert!(!faults.iter().any(compacts), "zookeeper has no compaction");
+        let histories = generated(ModeFaults {
+            store: true,
+            compact: true,
+            gateways: 2,
+            ..ModeFaults::default()
+        });
+        let compactions: Vec<(Fault, usize)> = histories
+            .iter()
+            .flat_map(|h| &h.0)
+            .filter_map(|s| match s {
+                Step::Fault { fault, during } if compacts(fault) => Some((*fault, during.len())),
+                _ => None,
+            })
+            .collect();
+        for partitioned in [true, false] {
+            assert!(
+                compactions
+                    .iter()
+                    .any(|(f, _)| *f == Fault::Compact { partitioned }),
+                "no compaction with partitioned: {partitioned}"
+            );
+        }
+        assert!(compactions.iter().all(|&(_, ops)| (1..=2).contains(&ops)));
+        // A cut makes the gateways reconnect through their back-off.
+        assert!(Fault::Compact { partitioned: true }.backs_off());
+        assert!(!Fault::Compact { partitioned: false }.backs_off());
+    }
+
+    #[test]
+    fn a_reconnecting_fault_gets_the_back_off_cap_plus_the_margin() {
+        let bound = Duration::from_secs(5);
+        let op = History(vec![Step::Fault {
+            fault: Fault::Partition,
+            during: Vec::new(),
+        }]);
+        assert_eq!(op.bound(bound), bound);
+        let kill = History(vec![Step::Fault {
+            fault: Fault::KillStore,
+            during: Vec::new(),
+        }]);
+        assert_eq!(kill.bound(bound), model::Backoff::CAP + RESYNC_MARGIN);
+        assert_eq!(kill.bound(Duration::from_secs(30)), Duration::from_secs(30));
     }
 }

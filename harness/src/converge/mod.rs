@@ -155,6 +155,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
     let extra = history::ModeFaults {
         protocol: run::protocol_fault(opts.mode).is_some(),
         store: run::store_target(opts.mode).is_some(),
+        compact: run::compacts(opts.mode, backend.kind()),
         gateways: opts.gateways,
     };
     let result = runner.run(&history::history(opts.steps, opts.faults, extra), |h| {

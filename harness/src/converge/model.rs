@@ -49,6 +49,19 @@ impl Model {
         }
     }
 
+    /// Whether acknowledging `op` now makes the admin publish a change (in the etcd mode: at
+    /// least one etcd write): every operation that applies does, but a registration of an
+    /// upstream the application has registered already (the admin changes nothing).
+    pub fn writes(&self, op: Op) -> bool {
+        match op {
+            Op::Register { key, upstream } => self
+                .registered
+                .get(&key)
+                .is_none_or(|u| !u.contains(&upstream)),
+            _ => self.applies(op),
+        }
+    }
+
     /// Whether the route's selector exists (so a `Put` updates it).
     pub fn exists(&self, key: u8) -> bool {
         self.routes.contains_key(&key)
@@ -148,6 +161,8 @@ mod tests {
     fn follows_the_acknowledged_operations() {
         let mut m = Model::default();
         assert!(!m.applies(Op::Delete { key: 0 }));
+        assert!(!m.writes(Op::Delete { key: 0 }));
+        assert!(m.writes(Op::Plugin { on: true }));
         m.acknowledged(Op::Put {
             key: 0,
             upstream: Upstream::Alpha,
@@ -187,13 +202,22 @@ mod tests {
             upstream: Upstream::Alpha,
         };
         assert!(m.applies(alpha));
+        assert!(m.writes(alpha));
         assert!(!m.is_registered(1));
         assert_eq!(m.expect_registered(1), Expect::Absent);
         m.acknowledged(alpha);
         assert!(m.is_registered(1));
         assert_eq!(m.expect_registered(1), Expect::Served(Upstream::Alpha));
+        assert!(
+            !m.writes(alpha),
+            "the same registration again changes nothing"
+        );
         m.acknowledged(alpha);
         assert_eq!(m.expect_registered(1), Expect::Served(Upstream::Alpha));
+        assert!(m.writes(Op::Register {
+            key: 1,
+            upstream: Upstream::Beta
+        }));
         assert_eq!(
             m.expect_registered(0),
             Expect::Absent,

@@ -12,7 +12,7 @@ use model::{
 use super::checker::{self, Answer, Class, Sample, Tally, classify};
 use super::history::{Fault, History, Op, Step, Upstream};
 use super::model::{Expect, Model};
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
 use crate::lower::{custom_selector, divide_rule};
@@ -55,6 +55,8 @@ pub struct Live {
     pub registrations: usize,
     /// Faults injected (and healed), over every case.
     pub faults: usize,
+    /// The revision etcd was last compacted to.
+    compacted: Option<i64>,
 }
 
 /// What one history did.
@@ -79,6 +81,9 @@ struct CaseState {
     acknowledged: usize,
     /// Registrations among them.
     registrations: usize,
+    /// Acknowledged operations that changed something (at least one etcd write each, in the
+    /// etcd mode).
+    writes: i64,
 }
 
 impl Live {
@@ -141,6 +146,7 @@ impl Live {
             acknowledged: 0,
             registrations: 0,
             faults: 0,
+            compacted: None,
         };
         live.clean().await?;
         Ok(live)
@@ -196,8 +202,9 @@ impl Live {
             match step {
                 Step::Op(op) => self.op(case, *op, state).await?,
                 Step::Fault { fault, during } => {
-                    self.inject(*fault).await?;
+                    let etcd_before = self.inject(*fault).await?;
                     self.faults += 1;
+                    let writes = state.writes;
                     let mut done = Ok(());
                     for op in during {
                         done = self.op(case, *op, state).await;
@@ -205,7 +212,11 @@ impl Live {
                             break;
                         }
                     }
-                    self.heal(*fault).await?;
+                    // A compaction covers the operations during it: at least one etcd write
+                    // each that changed something (the runner's `compact: etcd` counts one per
+                    // admin change).
+                    let writes = state.writes - writes;
+                    self.heal(*fault, etcd_before.map(|r| r + writes)).await?;
                     done?;
                 }
             }
@@ -307,12 +318,14 @@ impl Live {
                 state.registrations += 1;
             }
         }
+        state.writes += i64::from(state.model.writes(op));
         state.model.acknowledged(op);
         state.acknowledged += 1;
         Ok(())
     }
 
-    async fn inject(&self, fault: Fault) -> Result<(), String> {
+    /// Starts `fault`; for a compaction, returns etcd's revision before it.
+    async fn inject(&self, fault: Fault) -> Result<Option<i64>, String> {
         let done = match fault {
             Fault::RestartGateway => self.on_gateways(FaultAction::Stop).await,
             Fault::PauseGateway => self.on_gateways(FaultAction::Pause).await,
@@ -336,19 +349,45 @@ impl Live {
                     .admin
                     .arm_sync_fault(&armed)
                     .await
+                    .map(|()| None)
                     .map_err(|e| format!("arming {}: {e}", kind.name()));
             }
+            Fault::Compact { partitioned } => {
+                let before = self
+                    .topo
+                    .etcd_revision()
+                    .await
+                    .map_err(|e| format!("injecting {fault:?}: {e}"))?;
+                if partitioned {
+                    self.topo
+                        .partition(ProxyMode::Cut)
+                        .await
+                        .map_err(|e| format!("injecting {fault:?}: {e}"))?;
+                }
+                return Ok(Some(before));
+            }
         };
-        done.map_err(|e| format!("injecting {fault:?}: {e}"))
+        done.map(|()| None)
+            .map_err(|e| format!("injecting {fault:?}: {e}"))
     }
 
-    /// Ends `fault`; after an admin restart logs in again (its tokens do not survive it).
-    async fn heal(&mut self, fault: Fault) -> Result<(), String> {
+    /// Ends `fault`; after an admin restart logs in again (its tokens do not survive it). A
+    /// compaction compacts etcd once its revision is at least `etcd_least`, then heals the
+    /// partition, if any (also when the compaction failed).
+    async fn heal(&mut self, fault: Fault, etcd_least: Option<i64>) -> Result<(), String> {
         let done = match fault {
             Fault::RestartGateway => self.on_gateways(FaultAction::Start).await,
             Fault::PauseGateway => self.on_gateways(FaultAction::Resume).await,
             Fault::RestartOneGateway { index } => self.on_gateway(index, FaultAction::Start).await,
             Fault::PauseOneGateway { index } => self.on_gateway(index, FaultAction::Resume).await,
+            Fault::Compact { partitioned } => {
+                let compacted = self.compact(etcd_least.unwrap_or_default()).await;
+                let healed = match partitioned {
+                    true => self.topo.heal().await,
+                    false => Ok(()),
+                };
+                compacted.and(healed).map(drop)
+            }
             Fault::Partition => self.topo.heal().await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
@@ -368,6 +407,17 @@ impl Live {
     /// The store [`Fault::KillStore`] kills in this mode.
     fn store(&self) -> Result<Target, String> {
         store_target(self.mode).ok_or(format!("the {} mode has no store to kill", self.mode))
+    }
+
+    /// Compacts etcd once its revision is at least `least`, unless nothing was written since
+    /// the last compaction (etcd refuses to compact a revision twice).
+    async fn compact(&mut self, least: i64) -> Result<(), crate::BackendError> {
+        let now = self.topo.etcd_revision().await?;
+        if self.compacted.is_some_and(|c| now <= c && least <= c) {
+            return Ok(());
+        }
+        self.compacted = Some(self.topo.compact_etcd(least).await?);
+        Ok(())
     }
 
     /// `action` on gateway `index` only.
@@ -602,6 +652,12 @@ pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
     }
 }
 
+/// Whether histories in `mode` on `backend` may compact etcd ([`Fault::Compact`]: the etcd
+/// mode on the host backend, as a case file's `compact: etcd`).
+pub fn compacts(mode: SyncMode, backend: BackendKind) -> bool {
+    mode == SyncMode::Etcd && backend == BackendKind::Host
+}
+
 /// The store the gateways sync from in `mode`, if any (what [`Fault::KillStore`] kills).
 pub fn store_target(mode: SyncMode) -> Option<Target> {
     match mode {
@@ -716,5 +772,14 @@ mod tests {
         assert_eq!(store_target(SyncMode::Etcd), Some(Target::Etcd));
         assert_eq!(store_target(SyncMode::Websocket), None);
         assert_eq!(store_target(SyncMode::Http), None);
+    }
+
+    #[test]
+    fn etcd_compacts_on_the_host_backend_only() {
+        assert!(compacts(SyncMode::Etcd, BackendKind::Host));
+        assert!(!compacts(SyncMode::Etcd, BackendKind::Docker));
+        for mode in [SyncMode::Websocket, SyncMode::Http, SyncMode::Zookeeper] {
+            assert!(!compacts(mode, BackendKind::Host));
+        }
     }
 }
