@@ -162,6 +162,24 @@ impl Fault {
         )
     }
 
+    /// Its kind, as the run's summary counts it (`compact` with or without a partition, one
+    /// gateway whichever its index).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Fault::RestartGateway => "restart every gateway",
+            Fault::PauseGateway => "pause every gateway",
+            Fault::RestartOneGateway { .. } => "restart one gateway",
+            Fault::PauseOneGateway { .. } => "pause one gateway",
+            Fault::Partition => "partition",
+            Fault::KillAdmin => "kill the admin",
+            Fault::PauseAdmin => "pause the admin",
+            Fault::KillStore => "kill the store",
+            Fault::Protocol => "protocol",
+            Fault::Compact { partitioned: true } => "compact while cut off",
+            Fault::Compact { partitioned: false } => "compact after the writes",
+        }
+    }
+
     /// Whether the admin cannot acknowledge anything during the fault (so no operation is
     /// generated inside it).
     pub fn admin_down(self) -> bool {
@@ -548,6 +566,10 @@ mod tests {
         assert!(faults.contains(&Fault::PauseGateway), "every gateway still");
         assert!(!Fault::RestartOneGateway { index: 0 }.backs_off());
         assert!(!Fault::PauseOneGateway { index: 0 }.admin_down());
+        assert_eq!(
+            Fault::PauseOneGateway { index: 0 }.kind(),
+            Fault::PauseOneGateway { index: 2 }.kind()
+        );
     }
 
     #[test]
@@ -584,6 +606,10 @@ mod tests {
         // A cut makes the gateways reconnect through their back-off.
         assert!(Fault::Compact { partitioned: true }.backs_off());
         assert!(!Fault::Compact { partitioned: false }.backs_off());
+        assert_ne!(
+            Fault::Compact { partitioned: true }.kind(),
+            Fault::Compact { partitioned: false }.kind()
+        );
     }
 
     #[test]

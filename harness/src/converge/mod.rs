@@ -86,6 +86,8 @@ pub struct Outcome {
     pub applied: (usize, usize),
     /// Of the acknowledged operations, the registrations.
     pub registrations: usize,
+    /// The faults per kind ([`history::Fault::kind`]).
+    pub fault_kinds: std::collections::BTreeMap<&'static str, usize>,
     /// Wall time, topology start included.
     pub elapsed: Duration,
 }
@@ -105,6 +107,14 @@ impl Outcome {
             self.resets,
             self.tally
         );
+        if !self.fault_kinds.is_empty() {
+            let kinds: Vec<String> = self
+                .fault_kinds
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            out.push_str(&format!("\n  faults: {}", kinds.join(", ")));
+        }
         if self.per_gateway.len() > 1 {
             for (g, tally) in self.per_gateway.iter().enumerate() {
                 out.push_str(&format!("\n  gateway[{g}]: {tally}"));
@@ -186,9 +196,10 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
             )
         }
     };
-    let live = live.into_inner();
+    let mut live = live.into_inner();
     let (resets, applied) = (live.resets, (live.acknowledged, live.faults));
     let registrations = live.registrations;
+    let fault_kinds = std::mem::take(&mut live.fault_kinds);
     drop(live);
     Ok(Outcome {
         verdict,
@@ -199,6 +210,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         resets,
         applied,
         registrations,
+        fault_kinds,
         elapsed: started.elapsed(),
     })
 }

@@ -55,6 +55,8 @@ pub struct Live {
     pub registrations: usize,
     /// Faults injected (and healed), over every case.
     pub faults: usize,
+    /// The same per [`Fault::kind`].
+    pub fault_kinds: BTreeMap<&'static str, usize>,
     /// The revision etcd was last compacted to.
     compacted: Option<i64>,
 }
@@ -146,6 +148,7 @@ impl Live {
             acknowledged: 0,
             registrations: 0,
             faults: 0,
+            fault_kinds: BTreeMap::new(),
             compacted: None,
         };
         live.clean().await?;
@@ -204,6 +207,7 @@ impl Live {
                 Step::Fault { fault, during } => {
                     let etcd_before = self.inject(*fault).await?;
                     self.faults += 1;
+                    *self.fault_kinds.entry(fault.kind()).or_default() += 1;
                     let writes = state.writes;
                     let mut done = Ok(());
                     for op in during {
