@@ -370,11 +370,11 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
         Fault::KillAdmin,
         Fault::PauseAdmin,
     ];
+    // One entry each for the one-gateway faults (their index is drawn below), so that they
+    // are as frequent as any other kind, whatever the number of gateways.
     if extra.gateways > 1 {
-        for index in 0..extra.gateways {
-            faults.push(Fault::RestartOneGateway { index });
-            faults.push(Fault::PauseOneGateway { index });
-        }
+        faults.push(Fault::RestartOneGateway { index: 0 });
+        faults.push(Fault::PauseOneGateway { index: 0 });
     }
     if extra.protocol {
         faults.push(Fault::Protocol);
@@ -386,7 +386,8 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
         faults.push(Fault::Compact { partitioned: true });
         faults.push(Fault::Compact { partitioned: false });
     }
-    prop::sample::select(faults).prop_flat_map(|fault| {
+    let gateways = extra.gateways.max(1);
+    prop::sample::select(faults).prop_flat_map(move |fault| {
         // A protocol fault hits a push and a compaction compacts writes, so an operation
         // follows them.
         let (least, most) = match fault {
@@ -394,8 +395,13 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
             Fault::Protocol | Fault::Compact { .. } => (1, 2),
             _ => (0, 2),
         };
-        prop::collection::vec(op(), least..=most)
-            .prop_map(move |during| Step::Fault { fault, during })
+        let fault = (0..gateways).prop_map(move |index| match fault {
+            Fault::RestartOneGateway { .. } => Fault::RestartOneGateway { index },
+            Fault::PauseOneGateway { .. } => Fault::PauseOneGateway { index },
+            other => other,
+        });
+        (fault, prop::collection::vec(op(), least..=most))
+            .prop_map(|(fault, during)| Step::Fault { fault, during })
     })
 }
 
