@@ -114,11 +114,6 @@ impl Model {
         }
     }
 
-    /// Whether application `key` has registered before (its selectors exist).
-    pub fn is_registered(&self, key: u8) -> bool {
-        self.registered.contains_key(&key)
-    }
-
     /// What registered application `key`'s API path must answer: served by its one
     /// upstream, by either once both registered, absent before any registration.
     pub fn expect_registered(&self, key: u8) -> Expect {
@@ -203,10 +198,8 @@ mod tests {
         };
         assert!(m.applies(alpha));
         assert!(m.writes(alpha));
-        assert!(!m.is_registered(1));
         assert_eq!(m.expect_registered(1), Expect::Absent);
         m.acknowledged(alpha);
-        assert!(m.is_registered(1));
         assert_eq!(m.expect_registered(1), Expect::Served(Upstream::Alpha));
         assert!(
             !m.writes(alpha),
