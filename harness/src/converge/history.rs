@@ -180,6 +180,14 @@ impl Fault {
         }
     }
 
+    /// The gateway it hits alone, if it hits one gateway of several.
+    pub fn one_gateway(self) -> Option<u8> {
+        match self {
+            Fault::RestartOneGateway { index } | Fault::PauseOneGateway { index } => Some(index),
+            _ => None,
+        }
+    }
+
     /// Whether the admin cannot acknowledge anything during the fault (so no operation is
     /// generated inside it).
     pub fn admin_down(self) -> bool {
@@ -545,20 +553,13 @@ mod tests {
         matches!(fault, Fault::Compact { .. })
     }
 
-    fn one_gateway(fault: &Fault) -> Option<u8> {
-        match *fault {
-            Fault::RestartOneGateway { index } | Fault::PauseOneGateway { index } => Some(index),
-            _ => None,
-        }
-    }
-
     #[test]
     fn faults_on_one_gateway_come_with_several_gateways_only_and_name_each() {
         let (faults, _) = faults_of(ModeFaults {
             gateways: 1,
             ..ModeFaults::default()
         });
-        assert!(faults.iter().all(|f| one_gateway(f).is_none()));
+        assert!(faults.iter().all(|f| f.one_gateway().is_none()));
         assert!(faults.contains(&Fault::RestartGateway));
         let (faults, _) = faults_of(ModeFaults {
             gateways: 3,
@@ -568,7 +569,9 @@ mod tests {
             assert!(faults.contains(&Fault::RestartOneGateway { index }));
             assert!(faults.contains(&Fault::PauseOneGateway { index }));
         }
-        assert!(faults.iter().filter_map(one_gateway).all(|i| i < 3));
+        assert!(faults.iter().filter_map(|f| f.one_gateway()).all(|i| i < 3));
+        assert_eq!(Fault::PauseOneGateway { index: 2 }.one_gateway(), Some(2));
+        assert_eq!(Fault::PauseGateway.one_gateway(), None);
         assert!(faults.contains(&Fault::PauseGateway), "every gateway still");
         assert!(!Fault::RestartOneGateway { index: 0 }.backs_off());
         assert!(!Fault::PauseOneGateway { index: 0 }.admin_down());

@@ -220,8 +220,13 @@ impl Live {
                     // each that changed something (the runner's `compact: etcd` counts one per
                     // admin change).
                     let writes = state.writes - writes;
+                    let others = match fault.one_gateway() {
+                        Some(down) => self.others_answer(down).await,
+                        None => Ok(()),
+                    };
                     self.heal(*fault, etcd_before.map(|r| r + writes)).await?;
                     done?;
+                    others?;
                 }
             }
         }
@@ -421,6 +426,20 @@ impl Live {
             return Ok(());
         }
         self.compacted = Some(self.topo.compact_etcd(least).await?);
+        Ok(())
+    }
+
+    /// `Ok` when every gateway but `down` answers (its `/actuator/digest`) while `down`
+    /// alone is stopped or paused.
+    async fn others_answer(&self, down: u8) -> Result<(), String> {
+        for (g, client) in self.gateways.iter().enumerate() {
+            if g == usize::from(down) {
+                continue;
+            }
+            client.digest().await.map_err(|e| {
+                format!("gateway[{g}] did not answer while only gateway[{down}] was down: {e}")
+            })?;
+        }
         Ok(())
     }
 
