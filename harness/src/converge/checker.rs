@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use model::GatewayError;
 
+use super::history::Upstream;
 use super::model::Expect;
 
 /// A gateway's answer to a route's probe.
@@ -54,6 +55,9 @@ impl Answer {
     pub fn agrees(&self, expect: Expect) -> bool {
         match (self, expect) {
             (Answer::Served(got), Expect::Served(want)) => got == want.name(),
+            (Answer::Served(got), Expect::Either) => [Upstream::Alpha, Upstream::Beta]
+                .iter()
+                .any(|u| got == u.name()),
             (Answer::Absent, Expect::Absent) | (Answer::Unrouted, Expect::Unrouted) => true,
             _ => false,
         }
@@ -75,6 +79,7 @@ impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expect::Served(u) => write!(f, "served by {}", u.name()),
+            Expect::Either => f.write_str("served by alpha or beta"),
             Expect::Absent => f.write_str("absent"),
             Expect::Unrouted => f.write_str("unrouted (the divide plugin is disabled)"),
         }
@@ -223,7 +228,6 @@ impl fmt::Display for Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::converge::history::Upstream;
 
     fn samples(answers: &[Answer]) -> Vec<Sample> {
         answers
@@ -304,6 +308,27 @@ mod tests {
         assert_eq!(
             classify(Expect::Absent, &s, Duration::ZERO),
             Class::Flapping
+        );
+    }
+
+    #[test]
+    fn two_registered_upstreams_take_turns_without_flapping() {
+        let s = samples(&[Answer::Absent, alpha(), beta(), alpha(), beta()]);
+        assert_eq!(
+            classify(Expect::Either, &s, Duration::ZERO),
+            Class::Ok {
+                stable_after: Duration::from_millis(100)
+            }
+        );
+        let other = Answer::Served("gamma".into());
+        assert!(!other.agrees(Expect::Either));
+        assert_eq!(
+            classify(Expect::Either, &samples(&[alpha(), other]), Duration::ZERO),
+            Class::Stale
+        );
+        assert_eq!(
+            classify(Expect::Either, &samples(&[Answer::Absent]), Duration::ZERO),
+            Class::Lost
         );
     }
 

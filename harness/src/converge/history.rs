@@ -10,8 +10,12 @@ use proptest::prelude::*;
 /// Routes per history: few, so that operations collide on them.
 pub const KEYS: u8 = 3;
 
+/// Registered applications per history (keys of their own: a registration makes its own
+/// selector, matching its context path, not a route's path).
+pub const REGISTERED: u8 = 2;
+
 /// The echo upstream a route sends to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Upstream {
     /// The upstream named `alpha`.
     Alpha,
@@ -63,17 +67,37 @@ pub enum Op {
         /// Enabled after it.
         on: bool,
     },
+    /// Registers `upstream`'s address as a ShenYu http client of application `key`
+    /// (context path `/reg/<case>/<key>`, one API path `/reg/<case>/<key>/get`): the admin
+    /// creates the divide selector for the context path with a rule for the API path (and
+    /// the contextPath plugin's selector and rule) on the first registration, and adds the
+    /// address to the selector's upstreams on every one (a second upstream is added, not
+    /// moved to; the same one again changes nothing).
+    Register {
+        /// The registered application.
+        key: u8,
+        /// Whose address registers.
+        upstream: Upstream,
+    },
 }
 
 impl Op {
-    /// The route it acts on (none for a plugin operation).
+    /// The route it acts on (none for a plugin operation or a registration).
     pub fn key(self) -> Option<u8> {
         match self {
             Op::Put { key, .. }
             | Op::Enable { key, .. }
             | Op::Delete { key }
             | Op::DeleteRule { key } => Some(key),
-            Op::Plugin { .. } => None,
+            Op::Plugin { .. } | Op::Register { .. } => None,
+        }
+    }
+
+    /// The application it registers, if it is a registration.
+    pub fn registers(self) -> Option<u8> {
+        match self {
+            Op::Register { key, .. } => Some(key),
+            _ => None,
         }
     }
 
@@ -90,6 +114,18 @@ pub enum Fault {
     RestartGateway,
     /// Every gateway paused (SIGSTOP), then resumed.
     PauseGateway,
+    /// Gateway `index` only stopped, then started again (the others keep serving);
+    /// generated with several gateways only.
+    RestartOneGateway {
+        /// The gateway's index.
+        index: u8,
+    },
+    /// Gateway `index` only paused, then resumed (the others keep serving); generated with
+    /// several gateways only.
+    PauseOneGateway {
+        /// The gateway's index.
+        index: u8,
+    },
     /// The gateways' sync connection blackholed (the fault proxy), then healed.
     Partition,
     /// The admin killed, then started again.
@@ -103,13 +139,53 @@ pub enum Fault {
     /// `closeMidPush`, the gateway resyncs on a new session; http: `emptyAnswer`, the
     /// gateway polls again); generated in those two modes only.
     Protocol,
+    /// etcd compacted (physically, to its current revision) once the operations during it
+    /// are in etcd, as a case file's `compact: etcd`; `partitioned`: the gateways' sync
+    /// connections are cut (the fault proxy's `cut`: closed, new ones closed at once) from
+    /// before those operations until after the compaction, so every gateway's next session
+    /// starts behind the compacted revision and must read everything again; else the
+    /// compaction comes right after the operations, the gateways' watches open. Generated
+    /// in the etcd mode (host backend) only.
+    Compact {
+        /// Whether the gateways are cut off from etcd while it is compacted.
+        partitioned: bool,
+    },
 }
 
 impl Fault {
     /// Whether the gateways lose their sync server for a while and find it again through
     /// their reconnect back-off (capped at [`model::Backoff::CAP`]).
     pub fn backs_off(self) -> bool {
-        matches!(self, Fault::KillStore | Fault::KillAdmin)
+        matches!(
+            self,
+            Fault::KillStore | Fault::KillAdmin | Fault::Compact { partitioned: true }
+        )
+    }
+
+    /// Its kind, as the run's summary counts it (`compact` with or without a partition, one
+    /// gateway whichever its index).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Fault::RestartGateway => "restart every gateway",
+            Fault::PauseGateway => "pause every gateway",
+            Fault::RestartOneGateway { .. } => "restart one gateway",
+            Fault::PauseOneGateway { .. } => "pause one gateway",
+            Fault::Partition => "partition",
+            Fault::KillAdmin => "kill the admin",
+            Fault::PauseAdmin => "pause the admin",
+            Fault::KillStore => "kill the store",
+            Fault::Protocol => "protocol",
+            Fault::Compact { partitioned: true } => "compact while cut off",
+            Fault::Compact { partitioned: false } => "compact after the writes",
+        }
+    }
+
+    /// The gateway it hits alone, if it hits one gateway of several.
+    pub fn one_gateway(self) -> Option<u8> {
+        match self {
+            Fault::RestartOneGateway { index } | Fault::PauseOneGateway { index } => Some(index),
+            _ => None,
+        }
     }
 
     /// Whether the admin cannot acknowledge anything during the fault (so no operation is
@@ -193,6 +269,14 @@ impl History {
         keys.dedup();
         keys
     }
+
+    /// The applications it registers, in order.
+    pub fn registered(&self) -> Vec<u8> {
+        let mut keys: Vec<u8> = self.ops().filter_map(Op::registers).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
 }
 
 impl fmt::Display for Op {
@@ -205,6 +289,9 @@ impl fmt::Display for Op {
             Op::DeleteRule { key } => write!(f, "delete the rule of route {key}"),
             Op::Plugin { on: true } => f.write_str("enable the divide plugin"),
             Op::Plugin { on: false } => f.write_str("disable the divide plugin"),
+            Op::Register { key, upstream } => {
+                write!(f, "register {} for application {key}", upstream.name())
+            }
         }
     }
 }
@@ -257,24 +344,30 @@ pub fn smaller(h: &History) -> Vec<History> {
 
 fn op() -> impl Strategy<Value = Op> {
     let key = 0..KEYS;
-    let upstream = prop_oneof![Just(Upstream::Alpha), Just(Upstream::Beta)];
+    let upstream = || prop_oneof![Just(Upstream::Alpha), Just(Upstream::Beta)];
     // Put first: proptest shrinks a `prop_oneof` towards its first arm.
     prop_oneof![
-        4 => (key.clone(), upstream).prop_map(|(key, upstream)| Op::Put { key, upstream }),
+        4 => (key.clone(), upstream()).prop_map(|(key, upstream)| Op::Put { key, upstream }),
         2 => (key.clone(), any::<bool>()).prop_map(|(key, on)| Op::Enable { key, on }),
         2 => key.clone().prop_map(|key| Op::Delete { key }),
         1 => key.prop_map(|key| Op::DeleteRule { key }),
         1 => any::<bool>().prop_map(|on| Op::Plugin { on }),
+        1 => (0..REGISTERED, upstream()).prop_map(|(key, upstream)| Op::Register { key, upstream }),
     ]
 }
 
-/// Which mode-specific faults a mode's histories may contain.
+/// Which mode- and topology-specific faults a mode's histories may contain.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ModeFaults {
     /// [`Fault::Protocol`] (websocket and http).
     pub protocol: bool,
     /// [`Fault::KillStore`] (zookeeper and etcd).
     pub store: bool,
+    /// [`Fault::Compact`] (etcd, host backend).
+    pub compact: bool,
+    /// Gateways in the topology: with more than one, [`Fault::RestartOneGateway`] and
+    /// [`Fault::PauseOneGateway`] on each of them.
+    pub gateways: u8,
 }
 
 fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
@@ -285,21 +378,38 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
         Fault::KillAdmin,
         Fault::PauseAdmin,
     ];
+    // One entry each for the one-gateway faults (their index is drawn below), so that they
+    // are as frequent as any other kind, whatever the number of gateways.
+    if extra.gateways > 1 {
+        faults.push(Fault::RestartOneGateway { index: 0 });
+        faults.push(Fault::PauseOneGateway { index: 0 });
+    }
     if extra.protocol {
         faults.push(Fault::Protocol);
     }
     if extra.store {
         faults.push(Fault::KillStore);
     }
-    prop::sample::select(faults).prop_flat_map(|fault| {
-        // A protocol fault hits a push, so an operation follows it.
+    if extra.compact {
+        faults.push(Fault::Compact { partitioned: true });
+        faults.push(Fault::Compact { partitioned: false });
+    }
+    let gateways = extra.gateways.max(1);
+    prop::sample::select(faults).prop_flat_map(move |fault| {
+        // A protocol fault hits a push and a compaction compacts writes, so an operation
+        // follows them.
         let (least, most) = match fault {
             f if f.admin_down() => (0, 0),
-            Fault::Protocol => (1, 2),
+            Fault::Protocol | Fault::Compact { .. } => (1, 2),
             _ => (0, 2),
         };
-        prop::collection::vec(op(), least..=most)
-            .prop_map(move |during| Step::Fault { fault, during })
+        let fault = (0..gateways).prop_map(move |index| match fault {
+            Fault::RestartOneGateway { .. } => Fault::RestartOneGateway { index },
+            Fault::PauseOneGateway { .. } => Fault::PauseOneGateway { index },
+            other => other,
+        });
+        (fault, prop::collection::vec(op(), least..=most))
+            .prop_map(|(fault, during)| Step::Fault { fault, during })
     })
 }
 
@@ -341,13 +451,19 @@ mod tests {
         assert_eq!(h.keys(), [0]);
     }
 
-    fn faults_of(extra: ModeFaults) -> (Vec<Fault>, bool) {
+    /// 200 histories of at most 8 steps, with faults.
+    fn generated(extra: ModeFaults) -> Vec<History> {
         use proptest::strategy::ValueTree;
         let mut runner = proptest::test_runner::TestRunner::deterministic();
         let strategy = history(8, true, extra);
+        (0..200)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect()
+    }
+
+    fn faults_of(extra: ModeFaults) -> (Vec<Fault>, bool) {
         let (mut faults, mut plugin) = (Vec::new(), false);
-        for _ in 0..200 {
-            let h = strategy.new_tree(&mut runner).unwrap().current();
+        for h in generated(extra) {
             plugin |= h.touches_plugin();
             for step in &h.0 {
                 if let Step::Fault { fault, .. } = step {
@@ -359,10 +475,67 @@ mod tests {
     }
 
     #[test]
+    fn registrations_are_generated_in_every_mode_on_keys_of_their_own() {
+        for extra in [
+            ModeFaults::default(),
+            ModeFaults {
+                protocol: true,
+                gateways: 2,
+                ..ModeFaults::default()
+            },
+            ModeFaults {
+                store: true,
+                compact: true,
+                ..ModeFaults::default()
+            },
+        ] {
+            let histories = generated(extra);
+            let registrations: Vec<Op> = histories
+                .iter()
+                .flat_map(|h| {
+                    h.ops()
+                        .filter(|op| op.registers().is_some())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for upstream in [Upstream::Alpha, Upstream::Beta] {
+                for key in 0..REGISTERED {
+                    assert!(
+                        registrations.contains(&Op::Register { key, upstream }),
+                        "{extra:?}: no registration of {upstream:?} for application {key}"
+                    );
+                }
+            }
+            assert!(
+                histories.iter().any(|h| h.0.iter().any(|s| matches!(
+                    s,
+                    Step::Fault { during, .. } if during.iter().any(|op| op.registers().is_some())
+                ))),
+                "{extra:?}: no registration during a fault"
+            );
+        }
+        let h = History(vec![
+            Step::Op(Op::Register {
+                key: 1,
+                upstream: Upstream::Beta,
+            }),
+            Step::Op(Op::Put {
+                key: 1,
+                upstream: Upstream::Alpha,
+            }),
+        ]);
+        assert_eq!((h.keys(), h.registered()), (vec![1], vec![1]));
+        assert_eq!(
+            h.ops().next().map(|op| op.to_string()).as_deref(),
+            Some("register beta for application 1")
+        );
+    }
+
+    #[test]
     fn mode_specific_faults_and_plugin_operations_are_generated_where_they_belong() {
         let store = ModeFaults {
-            protocol: false,
             store: true,
+            ..ModeFaults::default()
         };
         let (faults, plugin) = faults_of(store);
         assert!(plugin, "no history toggles the divide plugin");
@@ -370,10 +543,82 @@ mod tests {
         assert!(!faults.contains(&Fault::Protocol));
         let (faults, _) = faults_of(ModeFaults {
             protocol: true,
-            store: false,
+            ..ModeFaults::default()
         });
         assert!(faults.contains(&Fault::Protocol));
         assert!(!faults.contains(&Fault::KillStore));
+    }
+
+    fn compacts(fault: &Fault) -> bool {
+        matches!(fault, Fault::Compact { .. })
+    }
+
+    #[test]
+    fn faults_on_one_gateway_come_with_several_gateways_only_and_name_each() {
+        let (faults, _) = faults_of(ModeFaults {
+            gateways: 1,
+            ..ModeFaults::default()
+        });
+        assert!(faults.iter().all(|f| f.one_gateway().is_none()));
+        assert!(faults.contains(&Fault::RestartGateway));
+        let (faults, _) = faults_of(ModeFaults {
+            gateways: 3,
+            ..ModeFaults::default()
+        });
+        for index in 0..3 {
+            assert!(faults.contains(&Fault::RestartOneGateway { index }));
+            assert!(faults.contains(&Fault::PauseOneGateway { index }));
+        }
+        assert!(faults.iter().filter_map(|f| f.one_gateway()).all(|i| i < 3));
+        assert_eq!(Fault::PauseOneGateway { index: 2 }.one_gateway(), Some(2));
+        assert_eq!(Fault::PauseGateway.one_gateway(), None);
+        assert!(faults.contains(&Fault::PauseGateway), "every gateway still");
+        assert!(!Fault::RestartOneGateway { index: 0 }.backs_off());
+        assert!(!Fault::PauseOneGateway { index: 0 }.admin_down());
+        assert_eq!(
+            Fault::PauseOneGateway { index: 0 }.kind(),
+            Fault::PauseOneGateway { index: 2 }.kind()
+        );
+    }
+
+    #[test]
+    fn compactions_come_in_the_etcd_mode_only_both_ways_each_after_an_operation() {
+        let (faults, _) = faults_of(ModeFaults {
+            store: true,
+            gateways: 2,
+            ..ModeFaults::default()
+        });
+        assert!(!faults.iter().any(compacts), "zookeeper has no compaction");
+        let histories = generated(ModeFaults {
+            store: true,
+            compact: true,
+            gateways: 2,
+            ..ModeFaults::default()
+        });
+        let compactions: Vec<(Fault, usize)> = histories
+            .iter()
+            .flat_map(|h| &h.0)
+            .filter_map(|s| match s {
+                Step::Fault { fault, during } if compacts(fault) => Some((*fault, during.len())),
+                _ => None,
+            })
+            .collect();
+        for partitioned in [true, false] {
+            assert!(
+                compactions
+                    .iter()
+                    .any(|(f, _)| *f == Fault::Compact { partitioned }),
+                "no compaction with partitioned: {partitioned}"
+            );
+        }
+        assert!(compactions.iter().all(|&(_, ops)| (1..=2).contains(&ops)));
+        // A cut makes the gateways reconnect through their back-off.
+        assert!(Fault::Compact { partitioned: true }.backs_off());
+        assert!(!Fault::Compact { partitioned: false }.backs_off());
+        assert_ne!(
+            Fault::Compact { partitioned: true }.kind(),
+            Fault::Compact { partitioned: false }.kind()
+        );
     }
 
     #[test]

@@ -84,6 +84,10 @@ pub struct Outcome {
     pub resets: usize,
     /// Operations the admin acknowledged, and faults injected, over every history.
     pub applied: (usize, usize),
+    /// Of the acknowledged operations, the registrations.
+    pub registrations: usize,
+    /// The faults per kind ([`history::Fault::kind`]).
+    pub fault_kinds: std::collections::BTreeMap<&'static str, usize>,
     /// Wall time, topology start included.
     pub elapsed: Duration,
 }
@@ -93,15 +97,24 @@ impl Outcome {
     /// gateway when there are several.
     pub fn summary(&self) -> String {
         let mut out = format!(
-            "{} histories ({} acknowledged operations, {} faults) in {:.1} s ({} gateway resets \
-             between them): {}",
+            "{} histories ({} acknowledged operations, {} of them registrations, {} faults) in \
+             {:.1} s ({} gateway resets between them): {}",
             self.histories,
             self.applied.0,
+            self.registrations,
             self.applied.1,
             self.elapsed.as_secs_f64(),
             self.resets,
             self.tally
         );
+        if !self.fault_kinds.is_empty() {
+            let kinds: Vec<String> = self
+                .fault_kinds
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            out.push_str(&format!("\n  faults: {}", kinds.join(", ")));
+        }
         if self.per_gateway.len() > 1 {
             for (g, tally) in self.per_gateway.iter().enumerate() {
                 out.push_str(&format!("\n  gateway[{g}]: {tally}"));
@@ -152,6 +165,8 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
     let extra = history::ModeFaults {
         protocol: run::protocol_fault(opts.mode).is_some(),
         store: run::store_target(opts.mode).is_some(),
+        compact: run::compacts(opts.mode, backend.kind()),
+        gateways: opts.gateways,
     };
     let result = runner.run(&history::history(opts.steps, opts.faults, extra), |h| {
         test(&h).map_err(TestCaseError::fail)
@@ -181,8 +196,10 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
             )
         }
     };
-    let live = live.into_inner();
+    let mut live = live.into_inner();
     let (resets, applied) = (live.resets, (live.acknowledged, live.faults));
+    let registrations = live.registrations;
+    let fault_kinds = std::mem::take(&mut live.fault_kinds);
     drop(live);
     Ok(Outcome {
         verdict,
@@ -192,6 +209,8 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         histories: histories.get(),
         resets,
         applied,
+        registrations,
+        fault_kinds,
         elapsed: started.elapsed(),
     })
 }

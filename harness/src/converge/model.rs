@@ -1,7 +1,7 @@
 //! The reference model: the routes as the admin acknowledged them. An operation enters it only
 //! once the admin answered it with success.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::history::{Op, Upstream};
 
@@ -10,6 +10,9 @@ use super::history::{Op, Upstream};
 pub enum Expect {
     /// HTTP 200 from this upstream.
     Served(Upstream),
+    /// HTTP 200 from either upstream: both are registered for the application, and the
+    /// registered rule balances at random (both warming up, so with equal weights).
+    Either,
     /// HTTP 404, route absent (gateway code -107 or -102).
     Absent,
     /// HTTP 404 with gateway code -106: the divide plugin is disabled, so no route is served
@@ -29,6 +32,8 @@ struct Route {
 #[derive(Debug, Clone, Default)]
 pub struct Model {
     routes: BTreeMap<u8, Route>,
+    /// Per registered application, the upstreams whose addresses it registered.
+    registered: BTreeMap<u8, BTreeSet<Upstream>>,
     /// Whether the divide plugin is disabled (it starts enabled).
     plugin_off: bool,
 }
@@ -38,9 +43,22 @@ impl Model {
     /// to be deleted); the runner sends only those.
     pub fn applies(&self, op: Op) -> bool {
         match op {
-            Op::Put { .. } | Op::Plugin { .. } => true,
+            Op::Put { .. } | Op::Plugin { .. } | Op::Register { .. } => true,
             Op::Enable { key, .. } | Op::Delete { key } => self.routes.contains_key(&key),
             Op::DeleteRule { key } => self.routes.get(&key).is_some_and(|r| r.rule),
+        }
+    }
+
+    /// Whether acknowledging `op` now makes the admin publish a change (in the etcd mode: at
+    /// least one etcd write): every operation that applies does, but a registration of an
+    /// upstream the application has registered already (the admin changes nothing).
+    pub fn writes(&self, op: Op) -> bool {
+        match op {
+            Op::Register { key, upstream } => self
+                .registered
+                .get(&key)
+                .is_none_or(|u| !u.contains(&upstream)),
+            _ => self.applies(op),
         }
     }
 
@@ -90,6 +108,26 @@ impl Model {
                 }
             }
             Op::Plugin { on } => self.plugin_off = !on,
+            Op::Register { key, upstream } => {
+                self.registered.entry(key).or_default().insert(upstream);
+            }
+        }
+    }
+
+    /// What registered application `key`'s API path must answer: served by its one
+    /// upstream, by either once both registered, absent before any registration.
+    pub fn expect_registered(&self, key: u8) -> Expect {
+        if self.plugin_off {
+            return Expect::Unrouted;
+        }
+        let upstreams = self.registered.get(&key);
+        match upstreams
+            .map(|u| u.iter().copied().collect::<Vec<_>>())
+            .as_deref()
+        {
+            Some([one]) => Expect::Served(*one),
+            Some([_, _, ..]) => Expect::Either,
+            _ => Expect::Absent,
         }
     }
 
@@ -118,6 +156,8 @@ mod tests {
     fn follows_the_acknowledged_operations() {
         let mut m = Model::default();
         assert!(!m.applies(Op::Delete { key: 0 }));
+        assert!(!m.writes(Op::Delete { key: 0 }));
+        assert!(m.writes(Op::Plugin { on: true }));
         m.acknowledged(Op::Put {
             key: 0,
             upstream: Upstream::Alpha,
@@ -147,6 +187,49 @@ mod tests {
         m.acknowledged(Op::Delete { key: 0 });
         assert_eq!(m.expect(0), Expect::Absent);
         assert_eq!(m.keys().count(), 0);
+    }
+
+    #[test]
+    fn a_second_registration_adds_an_upstream_and_a_repeated_one_changes_nothing() {
+        let mut m = Model::default();
+        let alpha = Op::Register {
+            key: 1,
+            upstream: Upstream::Alpha,
+        };
+        assert!(m.applies(alpha));
+        assert!(m.writes(alpha));
+        assert_eq!(m.expect_registered(1), Expect::Absent);
+        m.acknowledged(alpha);
+        assert_eq!(m.expect_registered(1), Expect::Served(Upstream::Alpha));
+        assert!(
+            !m.writes(alpha),
+            "the same registration again changes nothing"
+        );
+        m.acknowledged(alpha);
+        assert_eq!(m.expect_registered(1), Expect::Served(Upstream::Alpha));
+        assert!(m.writes(Op::Register {
+            key: 1,
+            upstream: Upstream::Beta
+        }));
+        assert_eq!(
+            m.expect_registered(0),
+            Expect::Absent,
+            "applications are apart"
+        );
+        m.acknowledged(Op::Register {
+            key: 1,
+            upstream: Upstream::Beta,
+        });
+        assert_eq!(m.expect_registered(1), Expect::Either);
+        m.acknowledged(Op::Plugin { on: false });
+        assert_eq!(m.expect_registered(1), Expect::Unrouted);
+        m.acknowledged(Op::Plugin { on: true });
+        assert_eq!(m.expect_registered(1), Expect::Either);
+        assert_eq!(
+            (m.keys().count(), m.expect(1)),
+            (0, Expect::Absent),
+            "registrations share no key with routes"
+        );
     }
 
     #[test]

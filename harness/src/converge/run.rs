@@ -12,12 +12,13 @@ use model::{
 use super::checker::{self, Answer, Class, Sample, Tally, classify};
 use super::history::{Fault, History, Op, Step, Upstream};
 use super::model::{Expect, Model};
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendKind};
 use crate::client::{AdminClient, GatewayClient};
 use crate::fault::Mode as ProxyMode;
 use crate::lower::{custom_selector, divide_rule};
+use crate::runner::register_client;
 use crate::scenario::ast::{
-    FaultAction, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
+    FaultAction, RegistrationSpec, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
 };
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
@@ -50,8 +51,14 @@ pub struct Live {
     pub resets: usize,
     /// Operations the admin acknowledged, over every case.
     pub acknowledged: usize,
+    /// Registrations among them.
+    pub registrations: usize,
     /// Faults injected (and healed), over every case.
     pub faults: usize,
+    /// The same per [`Fault::kind`].
+    pub fault_kinds: BTreeMap<&'static str, usize>,
+    /// The revision etcd was last compacted to.
+    compacted: Option<i64>,
 }
 
 /// What one history did.
@@ -69,8 +76,16 @@ struct CaseState {
     model: Model,
     /// Per route: its selector's id and its rule's id.
     ids: BTreeMap<u8, (String, Option<String>)>,
+    /// Per registered application: the ids of the divide and contextPath selectors the
+    /// admin made for it.
+    registered: BTreeMap<u8, Vec<String>>,
     /// Operations the admin acknowledged.
     acknowledged: usize,
+    /// Registrations among them.
+    registrations: usize,
+    /// Acknowledged operations that changed something (at least one etcd write each, in the
+    /// etcd mode).
+    writes: i64,
 }
 
 impl Live {
@@ -131,7 +146,10 @@ impl Live {
             next_case: 1,
             resets: 0,
             acknowledged: 0,
+            registrations: 0,
             faults: 0,
+            fault_kinds: BTreeMap::new(),
+            compacted: None,
         };
         live.clean().await?;
         Ok(live)
@@ -146,6 +164,7 @@ impl Live {
         let mut state = CaseState::default();
         let applied = self.apply(case, history, &mut state).await;
         self.acknowledged += state.acknowledged;
+        self.registrations += state.registrations;
         let report = match applied {
             Ok(healed) => self.judge(case, history, &state.model, healed, bound).await,
             Err(e) => CaseReport {
@@ -159,7 +178,12 @@ impl Live {
                 .await
                 .map_err(|e| format!("enabling the divide plugin again after case {case}: {e}"))?;
         }
-        let ids: Vec<String> = state.ids.into_values().map(|(s, _)| s).collect();
+        let ids: Vec<String> = state
+            .ids
+            .into_values()
+            .map(|(s, _)| s)
+            .chain(state.registered.into_values().flatten())
+            .collect();
         if !ids.is_empty() {
             self.admin
                 .delete_selectors(&ids)
@@ -181,8 +205,10 @@ impl Live {
             match step {
                 Step::Op(op) => self.op(case, *op, state).await?,
                 Step::Fault { fault, during } => {
-                    self.inject(*fault).await?;
+                    let etcd_before = self.inject(*fault).await?;
                     self.faults += 1;
+                    *self.fault_kinds.entry(fault.kind()).or_default() += 1;
+                    let writes = state.writes;
                     let mut done = Ok(());
                     for op in during {
                         done = self.op(case, *op, state).await;
@@ -190,8 +216,17 @@ impl Live {
                             break;
                         }
                     }
-                    self.heal(*fault).await?;
+                    // A compaction covers the operations during it: at least one etcd write
+                    // each that changed something (the runner's `compact: etcd` counts one per
+                    // admin change).
+                    let writes = state.writes - writes;
+                    let others = match fault.one_gateway() {
+                        Some(down) => self.others_answer(down).await,
+                        None => Ok(()),
+                    };
+                    self.heal(*fault, etcd_before.map(|r| r + writes)).await?;
                     done?;
+                    others?;
                 }
             }
         }
@@ -272,16 +307,39 @@ impl Live {
                     .await
                     .map_err(|e| failed(&e))?;
             }
+            Op::Register { key, upstream } => {
+                let address = self
+                    .topo
+                    .upstream(upstream.name())
+                    .ok_or_else(|| failed(&"harness bug: no such upstream"))?
+                    .host_port();
+                let reg = RegistrationSpec {
+                    app_name: None,
+                    context_path: context_path(case, key),
+                    upstream: upstream.name().to_owned(),
+                    paths: vec![registered_path(case, key)],
+                };
+                let app = format!("conv-{case}-app-{key}");
+                let ids = register_client(&self.admin, &app, &reg, &address)
+                    .await
+                    .map_err(|e| failed(&e))?;
+                state.registered.insert(key, ids);
+                state.registrations += 1;
+            }
         }
+        state.writes += i64::from(state.model.writes(op));
         state.model.acknowledged(op);
         state.acknowledged += 1;
         Ok(())
     }
 
-    async fn inject(&self, fault: Fault) -> Result<(), String> {
+    /// Starts `fault`; for a compaction, returns etcd's revision before it.
+    async fn inject(&self, fault: Fault) -> Result<Option<i64>, String> {
         let done = match fault {
             Fault::RestartGateway => self.on_gateways(FaultAction::Stop).await,
             Fault::PauseGateway => self.on_gateways(FaultAction::Pause).await,
+            Fault::RestartOneGateway { index } => self.on_gateway(index, FaultAction::Stop).await,
+            Fault::PauseOneGateway { index } => self.on_gateway(index, FaultAction::Pause).await,
             Fault::Partition => self.topo.partition(ProxyMode::Blackhole).await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Kill, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Pause, ADMIN).await,
@@ -300,17 +358,45 @@ impl Live {
                     .admin
                     .arm_sync_fault(&armed)
                     .await
+                    .map(|()| None)
                     .map_err(|e| format!("arming {}: {e}", kind.name()));
             }
+            Fault::Compact { partitioned } => {
+                let before = self
+                    .topo
+                    .etcd_revision()
+                    .await
+                    .map_err(|e| format!("injecting {fault:?}: {e}"))?;
+                if partitioned {
+                    self.topo
+                        .partition(ProxyMode::Cut)
+                        .await
+                        .map_err(|e| format!("injecting {fault:?}: {e}"))?;
+                }
+                return Ok(Some(before));
+            }
         };
-        done.map_err(|e| format!("injecting {fault:?}: {e}"))
+        done.map(|()| None)
+            .map_err(|e| format!("injecting {fault:?}: {e}"))
     }
 
-    /// Ends `fault`; after an admin restart logs in again (its tokens do not survive it).
-    async fn heal(&mut self, fault: Fault) -> Result<(), String> {
+    /// Ends `fault`; after an admin restart logs in again (its tokens do not survive it). A
+    /// compaction compacts etcd once its revision is at least `etcd_least`, then heals the
+    /// partition, if any (also when the compaction failed).
+    async fn heal(&mut self, fault: Fault, etcd_least: Option<i64>) -> Result<(), String> {
         let done = match fault {
             Fault::RestartGateway => self.on_gateways(FaultAction::Start).await,
             Fault::PauseGateway => self.on_gateways(FaultAction::Resume).await,
+            Fault::RestartOneGateway { index } => self.on_gateway(index, FaultAction::Start).await,
+            Fault::PauseOneGateway { index } => self.on_gateway(index, FaultAction::Resume).await,
+            Fault::Compact { partitioned } => {
+                let compacted = self.compact(etcd_least.unwrap_or_default()).await;
+                let healed = match partitioned {
+                    true => self.topo.heal().await,
+                    false => Ok(()),
+                };
+                compacted.and(healed).map(drop)
+            }
             Fault::Partition => self.topo.heal().await,
             Fault::KillAdmin => self.topo.fault(FaultAction::Start, ADMIN).await,
             Fault::PauseAdmin => self.topo.fault(FaultAction::Resume, ADMIN).await,
@@ -332,6 +418,36 @@ impl Live {
         store_target(self.mode).ok_or(format!("the {} mode has no store to kill", self.mode))
     }
 
+    /// Compacts etcd once its revision is at least `least`, unless nothing was written since
+    /// the last compaction (etcd refuses to compact a revision twice).
+    async fn compact(&mut self, least: i64) -> Result<(), crate::BackendError> {
+        let now = self.topo.etcd_revision().await?;
+        if self.compacted.is_some_and(|c| now <= c && least <= c) {
+            return Ok(());
+        }
+        self.compacted = Some(self.topo.compact_etcd(least).await?);
+        Ok(())
+    }
+
+    /// `Ok` when every gateway but `down` answers (its `/actuator/digest`) while `down`
+    /// alone is stopped or paused.
+    async fn others_answer(&self, down: u8) -> Result<(), String> {
+        for (g, client) in self.gateways.iter().enumerate() {
+            if g == usize::from(down) {
+                continue;
+            }
+            client.digest().await.map_err(|e| {
+                format!("gateway[{g}] did not answer while only gateway[{down}] was down: {e}")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `action` on gateway `index` only.
+    async fn on_gateway(&self, index: u8, action: FaultAction) -> Result<(), crate::BackendError> {
+        self.topo.fault(action, Target::Gateway(Some(index))).await
+    }
+
     async fn on_gateways(&self, action: FaultAction) -> Result<(), crate::BackendError> {
         for i in 0..self.gateways.len() {
             let i = u8::try_from(i).unwrap_or(u8::MAX);
@@ -350,10 +466,18 @@ impl Live {
         healed: Instant,
         bound: Duration,
     ) -> CaseReport {
-        let elements: Vec<(u8, usize, Expect)> = history
+        let probed = history
             .keys()
             .into_iter()
-            .flat_map(|k| (0..self.gateways.len()).map(move |g| (k, g, model.expect(k))))
+            .map(|k| (Probed::Route(k), model.expect(k)))
+            .chain(
+                history
+                    .registered()
+                    .into_iter()
+                    .map(|k| (Probed::App(k), model.expect_registered(k))),
+            );
+        let elements: Vec<(Probed, usize, Expect)> = probed
+            .flat_map(|(p, e)| (0..self.gateways.len()).map(move |g| (p, g, e)))
             .collect();
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); elements.len()];
         // The admin's config is final once the history is applied.
@@ -366,7 +490,7 @@ impl Live {
             let answers = join_all(
                 elements
                     .iter()
-                    .map(|&(k, g, _)| self.probe(&self.gateways[g], case, k)),
+                    .map(|&(p, g, _)| self.probe(&self.gateways[g], p.path(case))),
             )
             .await;
             for (s, answer) in samples.iter_mut().zip(answers) {
@@ -391,7 +515,7 @@ impl Live {
             if !matches!(class, Class::Ok { .. }) {
                 let _ = write!(
                     problems,
-                    "\n  route {k} on {}: {class:?} (the model says {e}; {} samples; {})",
+                    "\n  {k} on {}: {class:?} (the model says {e}; {} samples; {})",
                     self.topo.gateways()[g].name(),
                     s.len(),
                     checker::changes(s)
@@ -438,10 +562,10 @@ impl Live {
         }
     }
 
-    async fn probe(&self, gateway: &GatewayClient, case: u64, key: u8) -> Answer {
+    async fn probe(&self, gateway: &GatewayClient, path: String) -> Answer {
         let req = RequestSpec {
             method: "GET".to_owned(),
-            path: route_path(case, key),
+            path,
             headers: BTreeMap::new(),
             query: BTreeMap::new(),
             body: None,
@@ -551,6 +675,12 @@ pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
     }
 }
 
+/// Whether histories in `mode` on `backend` may compact etcd ([`Fault::Compact`]: the etcd
+/// mode on the host backend, as a case file's `compact: etcd`).
+pub fn compacts(mode: SyncMode, backend: BackendKind) -> bool {
+    mode == SyncMode::Etcd && backend == BackendKind::Host
+}
+
 /// The store the gateways sync from in `mode`, if any (what [`Fault::KillStore`] kills).
 pub fn store_target(mode: SyncMode) -> Option<Target> {
     match mode {
@@ -563,6 +693,44 @@ pub fn store_target(mode: SyncMode) -> Option<Target> {
 /// Route `key` of case `case`.
 fn route_path(case: u64, key: u8) -> String {
     format!("/conv/{case}/{key}")
+}
+
+/// The context path registered application `key` of case `case` registers.
+fn context_path(case: u64, key: u8) -> String {
+    format!("/reg/{case}/{key}")
+}
+
+/// The one API path registered application `key` of case `case` registers (and is probed
+/// on; the registered rule's condition is `uri = ` it).
+fn registered_path(case: u64, key: u8) -> String {
+    format!("{}/get", context_path(case, key))
+}
+
+/// What one element of the checker probes (on every gateway).
+#[derive(Debug, Clone, Copy)]
+enum Probed {
+    /// A route's path.
+    Route(u8),
+    /// A registered application's API path.
+    App(u8),
+}
+
+impl Probed {
+    fn path(self, case: u64) -> String {
+        match self {
+            Probed::Route(k) => route_path(case, k),
+            Probed::App(k) => registered_path(case, k),
+        }
+    }
+}
+
+impl std::fmt::Display for Probed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Probed::Route(k) => write!(f, "route {k}"),
+            Probed::App(k) => write!(f, "registered application {k}"),
+        }
+    }
 }
 
 fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
@@ -627,5 +795,14 @@ mod tests {
         assert_eq!(store_target(SyncMode::Etcd), Some(Target::Etcd));
         assert_eq!(store_target(SyncMode::Websocket), None);
         assert_eq!(store_target(SyncMode::Http), None);
+    }
+
+    #[test]
+    fn etcd_compacts_on_the_host_backend_only() {
+        assert!(compacts(SyncMode::Etcd, BackendKind::Host));
+        assert!(!compacts(SyncMode::Etcd, BackendKind::Docker));
+        for mode in [SyncMode::Websocket, SyncMode::Http, SyncMode::Zookeeper] {
+            assert!(!compacts(mode, BackendKind::Host));
+        }
     }
 }

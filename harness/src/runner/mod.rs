@@ -942,9 +942,8 @@ impl Case<'_> {
         })
     }
 
-    /// Registers like a ShenYu http client at start (protocol §9): metadata per path, then
-    /// the upstream's address. Returns the ids of the divide and contextPath selectors the
-    /// admin made for it, for teardown.
+    /// Registers like a ShenYu http client at start (protocol §9): [`register_client`] with
+    /// the upstream's address, as the scenario's app unless the registration names one.
     async fn register(
         &self,
         admin: &AdminClient,
@@ -954,62 +953,76 @@ impl Case<'_> {
             .app_name
             .clone()
             .unwrap_or_else(|| self.scenario.name.clone());
-        for path in &reg.paths {
-            let meta = MetaDataRegister {
-                app_name: Some(app_name.clone()),
-                context_path: Some(reg.context_path.clone()),
-                path: Some(path.clone()),
-                rpc_type: Some("http".to_owned()),
-                rule_name: Some(path.clone()),
-                enabled: Some(true),
-                register_meta_data: Some(false),
-                add_prefixed: Some(false),
-                ..Default::default()
-            };
-            admin
-                .register("/shenyu-client/register-metadata", &meta)
-                .await?;
-        }
         let host_port = self
             .topo
             .upstream(&reg.upstream)
             .expect("validated: upstreams are declared")
             .host_port();
-        let (host, port) = host_port
-            .rsplit_once(':')
-            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
-            .expect("upstream addresses are host:port");
-        let uri = UriRegister {
-            protocol: Some("http://".to_owned()),
-            app_name: Some(app_name),
-            context_path: Some(reg.context_path.clone()),
-            rpc_type: Some("http".to_owned()),
-            host: Some(host.to_owned()),
-            port: Some(port),
-            event_type: Some("REGISTER".to_owned()),
-        };
-        admin.register("/shenyu-client/register-uri", &uri).await?;
-        let mut ids = Vec::new();
-        for plugin in ["divide", "contextPath"] {
-            let plugin_id = admin
-                .plugin_id(plugin)
-                .await?
-                .ok_or_else(|| RunErrorKind::PluginNotFound(plugin.to_owned()))?;
-            let selector = admin
-                .list_selectors(&plugin_id)
-                .await?
-                .into_iter()
-                .find(|s| s.name == reg.context_path)
-                .ok_or_else(|| {
-                    RunErrorKind::UnknownObject(format!(
-                        "{plugin} selector `{}` after registration",
-                        reg.context_path
-                    ))
-                })?;
-            ids.push(selector.id);
-        }
-        Ok(ids)
+        register_client(admin, &app_name, reg, &host_port).await
     }
+}
+
+/// Registers like a ShenYu http client at start (protocol §9) as app `app_name` listening at
+/// `host_port`: metadata per path, then the address (`reg.app_name` and `reg.upstream` are not
+/// read: the caller resolves them). Returns the
+/// ids of the divide and contextPath selectors the admin made for it, for teardown. Case
+/// files' registrations and the convergence histories (`converge`) both register through it.
+pub async fn register_client(
+    admin: &AdminClient,
+    app_name: &str,
+    reg: &RegistrationSpec,
+    host_port: &str,
+) -> Result<Vec<String>, RunErrorKind> {
+    for path in &reg.paths {
+        let meta = MetaDataRegister {
+            app_name: Some(app_name.to_owned()),
+            context_path: Some(reg.context_path.clone()),
+            path: Some(path.clone()),
+            rpc_type: Some("http".to_owned()),
+            rule_name: Some(path.clone()),
+            enabled: Some(true),
+            register_meta_data: Some(false),
+            add_prefixed: Some(false),
+            ..Default::default()
+        };
+        admin
+            .register("/shenyu-client/register-metadata", &meta)
+            .await?;
+    }
+    let (host, port) = host_port
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+        .expect("upstream addresses are host:port");
+    let uri = UriRegister {
+        protocol: Some("http://".to_owned()),
+        app_name: Some(app_name.to_owned()),
+        context_path: Some(reg.context_path.clone()),
+        rpc_type: Some("http".to_owned()),
+        host: Some(host.to_owned()),
+        port: Some(port),
+        event_type: Some("REGISTER".to_owned()),
+    };
+    admin.register("/shenyu-client/register-uri", &uri).await?;
+    let mut ids = Vec::new();
+    for plugin in ["divide", "contextPath"] {
+        let plugin_id = admin
+            .plugin_id(plugin)
+            .await?
+            .ok_or_else(|| RunErrorKind::PluginNotFound(plugin.to_owned()))?;
+        let selector = admin
+            .list_selectors(&plugin_id)
+            .await?
+            .into_iter()
+            .find(|s| s.name == reg.context_path)
+            .ok_or_else(|| {
+                RunErrorKind::UnknownObject(format!(
+                    "{plugin} selector `{}` after registration",
+                    reg.context_path
+                ))
+            })?;
+        ids.push(selector.id);
+    }
+    Ok(ids)
 }
 
 impl Case<'_> {
