@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes};
+use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, join_all};
 use hyper::body::{Body, Frame, SizeHint};
 
@@ -62,9 +63,7 @@ impl<B> Finishing<B> {
         }
         let finishes = join_all(self.guards.drain(..).map(|guard| guard.finish()));
         self.state = State::Finishing {
-            finishes: Box::pin(async move {
-                finishes.await;
-            }),
+            finishes: Box::pin(finishes.map(drop)),
             last,
         };
         None

@@ -18,7 +18,7 @@ use crate::fault::Mode as ProxyMode;
 use crate::lower::{custom_selector, divide_rule};
 use crate::runner::register_client;
 use crate::scenario::ast::{
-    FaultAction, RegistrationSpec, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
+    FaultAction, RequestSpec, SyncFault, Target, TopologySpec, UpstreamDecl,
 };
 use crate::topology::{Shape, Topology};
 use crate::upstream::UPSTREAM_HEADER;
@@ -313,16 +313,17 @@ impl Live {
                     .upstream(upstream.name())
                     .ok_or_else(|| failed(&"harness bug: no such upstream"))?
                     .host_port();
-                let reg = RegistrationSpec {
-                    app_name: None,
-                    context_path: context_path(case, key),
-                    upstream: upstream.name().to_owned(),
-                    paths: vec![registered_path(case, key)],
-                };
                 let app = format!("conv-{case}-app-{key}");
-                let ids = register_client(&self.admin, &app, &reg, &address)
-                    .await
-                    .map_err(|e| failed(&e))?;
+                let paths = [registered_path(case, key)];
+                let ids = register_client(
+                    &self.admin,
+                    &app,
+                    &context_path(case, key),
+                    &paths,
+                    &address,
+                )
+                .await
+                .map_err(|e| failed(&e))?;
                 state.registered.insert(key, ids);
                 state.registrations += 1;
             }
@@ -391,9 +392,10 @@ impl Live {
             Fault::PauseOneGateway { index } => self.on_gateway(index, FaultAction::Resume).await,
             Fault::Compact { partitioned } => {
                 let compacted = self.compact(etcd_least.unwrap_or_default()).await;
-                let healed = match partitioned {
-                    true => self.topo.heal().await,
-                    false => Ok(()),
+                let healed = if partitioned {
+                    self.topo.heal().await
+                } else {
+                    Ok(())
                 };
                 compacted.and(healed).map(drop)
             }

@@ -958,25 +958,26 @@ impl Case<'_> {
             .upstream(&reg.upstream)
             .expect("validated: upstreams are declared")
             .host_port();
-        register_client(admin, &app_name, reg, &host_port).await
+        register_client(admin, &app_name, &reg.context_path, &reg.paths, &host_port).await
     }
 }
 
-/// Registers like a ShenYu http client at start (protocol §9) as app `app_name` listening at
-/// `host_port`: metadata per path, then the address (`reg.app_name` and `reg.upstream` are not
-/// read: the caller resolves them). Returns the
-/// ids of the divide and contextPath selectors the admin made for it, for teardown. Case
-/// files' registrations and the convergence histories (`converge`) both register through it.
+/// Registers like a ShenYu http client at start (protocol §9) as app `app_name` under
+/// `context_path`, listening at `host_port`: metadata per path of `paths`, then the address.
+/// Returns the ids of the divide and contextPath selectors the admin made for it, for
+/// teardown. Case files' registrations and the convergence histories (`converge`) both
+/// register through it.
 pub async fn register_client(
     admin: &AdminClient,
     app_name: &str,
-    reg: &RegistrationSpec,
+    context_path: &str,
+    paths: &[String],
     host_port: &str,
 ) -> Result<Vec<String>, RunErrorKind> {
-    for path in &reg.paths {
+    for path in paths {
         let meta = MetaDataRegister {
             app_name: Some(app_name.to_owned()),
-            context_path: Some(reg.context_path.clone()),
+            context_path: Some(context_path.to_owned()),
             path: Some(path.clone()),
             rpc_type: Some("http".to_owned()),
             rule_name: Some(path.clone()),
@@ -996,7 +997,7 @@ pub async fn register_client(
     let uri = UriRegister {
         protocol: Some("http://".to_owned()),
         app_name: Some(app_name.to_owned()),
-        context_path: Some(reg.context_path.clone()),
+        context_path: Some(context_path.to_owned()),
         rpc_type: Some("http".to_owned()),
         host: Some(host.to_owned()),
         port: Some(port),
@@ -1013,11 +1014,11 @@ pub async fn register_client(
             .list_selectors(&plugin_id)
             .await?
             .into_iter()
-            .find(|s| s.name == reg.context_path)
+            .find(|s| s.name == context_path)
             .ok_or_else(|| {
                 RunErrorKind::UnknownObject(format!(
                     "{plugin} selector `{}` after registration",
-                    reg.context_path
+                    context_path
                 ))
             })?;
         ids.push(selector.id);
