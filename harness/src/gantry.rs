@@ -24,15 +24,17 @@
 //!
 //! Scenario files run through [`crate::run_paths`] (each case starts its own topology). The
 //! binaries come from `cargo build --workspace` (`cargo test` and `cargo run --example` build
-//! them); the docker backend needs `gantry images`. A container of your own (testcontainers,
-//! bollard) joins [`Gantry::docker_networks`] to sit beside gantry's.
+//! them); the docker backend needs `gantry images`. A container of your own joins
+//! [`Gantry::docker_networks`] to sit beside gantry's: with the [`testcontainers`] gantry
+//! re-exports (the version its docker backend runs on), `.with_network(upstream_network)`,
+//! and [`Gantry::route_to_address`] sends a path prefix to it.
 
 use std::time::Duration;
 
 use model::SyncMode;
 use serde_json::json;
 
-use crate::backend::{Backend, BackendKind};
+use crate::backend::{Backend, BackendKind, DockerBackend};
 use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{BackendError, ClientError};
@@ -87,11 +89,18 @@ impl GantryBuilder {
 
     /// Starts the upstreams, the store of the mode, the admin and the gateway, and returns
     /// once they answer. The binaries are the workspace's, next to the running executable
-    /// (or in `GANTRY_BIN_DIR`); on docker, the `gantry/*:dev` images.
+    /// (or in `GANTRY_BIN_DIR`); on docker, the `gantry/*:dev` images `gantry images` built
+    /// (checked, never built here: they need static binaries).
     pub async fn start(self) -> Result<Gantry, BackendError> {
-        let bin_dir = std::env::var_os("GANTRY_BIN_DIR").map(Into::into);
-        let dir = crate::backend::host::default_bin_dir(bin_dir)?;
-        let backend = Backend::new(self.backend, dir)?;
+        let backend = match self.backend {
+            // The images `gantry images` built (from static binaries), only checked here.
+            BackendKind::Docker => Backend::Docker(DockerBackend::open(None)?),
+            BackendKind::Host => {
+                let bin_dir = std::env::var_os("GANTRY_BIN_DIR").map(Into::into);
+                let dir = crate::backend::host::default_bin_dir(bin_dir)?;
+                Backend::new(BackendKind::Host, dir)?
+            }
+        };
         let upstreams: Vec<UpstreamDecl> = self
             .upstreams
             .iter()
@@ -166,17 +175,23 @@ impl Gantry {
         prefix: &str,
         upstream: &str,
     ) -> Result<String, ClientError> {
-        let condition =
-            json!({ "paramType": "uri", "operator": "startsWith", "paramValue": prefix });
-        let spec: SelectorSpec = serde_json::from_value(json!({
-            "name": name,
-            "plugin": "divide",
-            "conditions": [condition],
-            "upstreams": [{ "upstream": upstream }],
-            "rules": [{ "name": name, "conditions": [condition] }],
-        }))
-        .expect("a valid selector spec");
-        self.create_selector(admin, &spec).await
+        self.create_selector(admin, &prefix_route(name, prefix, upstream))
+            .await
+    }
+
+    /// Like [`Gantry::route`], to an upstream gantry did not start: `address` is `host:port`
+    /// as the gateway reaches it, such as a container of your own on the network
+    /// [`Gantry::docker_networks`] names, under its container name.
+    pub async fn route_to_address(
+        &self,
+        admin: &AdminClient,
+        name: &str,
+        prefix: &str,
+        address: &str,
+    ) -> Result<String, ClientError> {
+        let spec = prefix_route(name, prefix, name);
+        let addrs = lower::Addresses::from([(name.to_owned(), address.to_owned())]);
+        self.create_with(admin, &spec, &addrs).await
     }
 
     /// Creates the selector `spec` and its rules through `admin`; returns the selector id.
@@ -200,6 +215,16 @@ impl Gantry {
                 Ok((u.upstream.clone(), addr))
             })
             .collect::<Result<_, ClientError>>()?;
+        self.create_with(admin, spec, &addrs).await
+    }
+
+    /// Creates `spec` and its rules, its upstreams at `addrs`.
+    async fn create_with(
+        &self,
+        admin: &AdminClient,
+        spec: &SelectorSpec,
+        addrs: &lower::Addresses,
+    ) -> Result<String, ClientError> {
         let plugin_id = admin
             .plugin_id(&spec.plugin)
             .await?
@@ -209,7 +234,7 @@ impl Gantry {
                 body: String::new(),
             })?;
         let id = admin
-            .create_selector(&lower::selector_dto(spec, &plugin_id, &addrs))
+            .create_selector(&lower::selector_dto(spec, &plugin_id, addrs))
             .await?;
         for rule in &spec.rules {
             admin.create_rule(&lower::rule_dto(rule, &id)).await?;
@@ -237,4 +262,18 @@ impl Gantry {
         })
         .await
     }
+}
+
+/// A divide selector `name` over `uri startsWith prefix` to `upstream`, with one rule over
+/// the same condition.
+fn prefix_route(name: &str, prefix: &str, upstream: &str) -> SelectorSpec {
+    let condition = json!({ "paramType": "uri", "operator": "startsWith", "paramValue": prefix });
+    serde_json::from_value(json!({
+        "name": name,
+        "plugin": "divide",
+        "conditions": [condition],
+        "upstreams": [{ "upstream": upstream }],
+        "rules": [{ "name": name, "conditions": [condition] }],
+    }))
+    .expect("a valid selector spec")
 }

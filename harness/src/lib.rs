@@ -40,6 +40,9 @@ pub use gantry::{Gantry, GantryBuilder};
 pub use report::{CaseResult, Event};
 pub use runner::{CaseOutcome, run_case};
 pub use scenario::{CaseFile, Scenario, discover};
+/// The testcontainers the docker backend runs on, for a container of your own beside a
+/// [`Gantry`]'s (same version, same engine).
+pub use testcontainers;
 
 /// The workspace root this harness was built in.
 pub const WORKSPACE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");

@@ -286,7 +286,8 @@ async fn healthy(url: &str) -> Result<(), Failed> {
 
 /// A partition disconnects the gateway from the run's sync network only: its published port
 /// still answers, and the heal puts it back at its old address. A restarted gateway answers
-/// at the same published port.
+/// at the same published port; a restarted (and a killed, then started) admin comes back at
+/// its sync-network address, where the gateway's connections pointed.
 fn partition_keeps_the_published_port() -> Result<(), Failed> {
     let backend = backend()?;
     let id = runtime()?.block_on(async {
@@ -329,7 +330,79 @@ fn partition_keeps_the_published_port() -> Result<(), Failed> {
             )));
         }
         healthy(&url).await?;
+        let admin = topo.admin().name().to_owned();
+        let admin_at = sync_address(&id, &admin).await?;
+        for action in [FaultAction::Restart, FaultAction::Kill, FaultAction::Start] {
+            topo.fault(action, Target::Admin(None)).await?;
+            if action == FaultAction::Kill {
+                continue;
+            }
+            let now = sync_address(&id, &admin).await?;
+            if now != admin_at {
+                return Err(Failed::from(format!(
+                    "the admin came back at {now:?} after {action:?}, was at {admin_at:?}"
+                )));
+            }
+        }
         drop(topo);
+        Ok::<_, Failed>(id)
+    })?;
+    assert_gone(&run_label(&id))
+}
+
+/// The library as a user's own docker test uses it: a [`harness::Gantry`] on docker, a
+/// container of the user's own started with the re-exported testcontainers on the run's
+/// upstream network, a route to it by container name; the gateway answers from it, and
+/// nothing of the run is left once both are dropped.
+fn a_container_of_your_own_sits_beside_gantry() -> Result<(), Failed> {
+    use harness::testcontainers::core::IntoContainerPort;
+    use harness::testcontainers::runners::AsyncRunner;
+    use harness::testcontainers::{GenericImage, ImageExt};
+    backend()?;
+    let id = runtime()?.block_on(async {
+        let gantry = harness::Gantry::builder(SyncMode::Websocket)
+            .backend(BackendKind::Docker)
+            .start()
+            .await?;
+        let id = gantry
+            .topology()
+            .docker_run_id()
+            .ok_or("not a docker run")?
+            .to_owned();
+        let (network, _) = gantry.docker_networks().ok_or("no docker networks")?;
+        let name = format!("gantry-{id}-theirs");
+        let theirs = GenericImage::new("gantry/upstream", "dev")
+            .with_exposed_port(8080.tcp())
+            .with_network(&network)
+            .with_container_name(&name)
+            .with_cmd(["--name", "theirs", "--bind", "0.0.0.0", "--port", "8080"])
+            .start()
+            .await?;
+        let admin = gantry.admin().await?;
+        gantry
+            .route_to_address(&admin, "theirs", "/theirs/", &format!("{name}:8080"))
+            .await?;
+        gantry.converged().await?;
+        let url = format!("{}/theirs/hello", gantry.gateway_url());
+        let answer = reqwest::Client::builder()
+            .no_proxy()
+            .build()?
+            .get(&url)
+            .send()
+            .await?;
+        let from = answer
+            .headers()
+            .get("x-gantry-upstream")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if answer.status() != 200 || from.as_deref() != Some("theirs") {
+            return Err(Failed::from(format!(
+                "GET {url} answered {} from {from:?}, not 200 from theirs",
+                answer.status()
+            )));
+        }
+        drop(theirs);
+        drop(gantry);
         Ok::<_, Failed>(id)
     })?;
     assert_gone(&run_label(&id))
@@ -384,7 +457,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    let tests: [(&str, Check); 7] = [
+    let tests: [(&str, Check); 8] = [
         ("docker::no_leftovers_after_pass", after_pass),
         ("docker::no_leftovers_after_failure", after_failure),
         ("docker::no_leftovers_after_panic", after_panic),
@@ -397,6 +470,10 @@ pub(crate) fn trials() -> Vec<Trial> {
         (
             "docker::partition_keeps_the_published_port",
             partition_keeps_the_published_port,
+        ),
+        (
+            "docker::a_container_of_your_own_sits_beside_gantry",
+            a_container_of_your_own_sits_beside_gantry,
         ),
     ];
     tests

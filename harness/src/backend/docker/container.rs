@@ -1,17 +1,22 @@
-//! One running container of a run ([`Container`]): how the harness and the other containers
-//! reach it, its logs (followed into a bounded buffer), the wait until it is ready, and the
-//! faults a step applies to it ([`Container::fault`]: stop, kill, start, restart, pause,
-//! resume).
+//! One running container of a run ([`Container`]): a testcontainers [`ContainerAsync`] with
+//! how the harness and the other containers reach it, its logs (followed into a bounded
+//! buffer), the wait until it is ready, and the faults a step applies to it
+//! ([`Container::fault`]: stop, kill, start, restart, pause, resume).
+//!
+//! testcontainers creates, starts, stops, pauses and removes it (on drop, unless the run is
+//! kept); bollard does what testcontainers has no call for: SIGKILL, following the logs of
+//! each start, and joining or leaving a second network.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::query_parameters::{
-    KillContainerOptionsBuilder, LogsOptionsBuilder, StartContainerOptions,
-    StopContainerOptionsBuilder,
+use bollard::models::{
+    EndpointIpamConfig, EndpointSettings, NetworkConnectRequest, NetworkDisconnectRequest,
 };
+use bollard::query_parameters::{KillContainerOptionsBuilder, LogsOptionsBuilder};
 use futures_util::StreamExt;
+use testcontainers::{ContainerAsync, GenericImage};
 
 use super::engine::docker_err;
 use super::specs::{ContainerSpec, Probe};
@@ -27,14 +32,17 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of container log kept per container.
 const LOG_LIMIT: usize = 256 * 1024;
 
-/// A running container of a run; removed with its run.
+/// A running container of a run; removed when dropped (unless its run is kept), and again with
+/// its run.
 #[derive(Debug)]
 pub struct Container {
+    /// The testcontainers handle (boxed: it holds its whole request); `None` only while
+    /// dropping.
+    inner: Option<Box<ContainerAsync<GenericImage>>>,
     docker: Docker,
+    keep: bool,
     name: String,
     role: &'static str,
-    /// `<port>/tcp`: the port it publishes.
-    port_key: String,
     probe: Probe,
     url: String,
     peer: String,
@@ -44,11 +52,16 @@ pub struct Container {
 }
 
 impl Container {
-    /// The handle of the started container `spec`: follows its logs, reads its published
-    /// port, then waits until it is ready ([`ContainerSpec::probe`]).
+    /// The handle of `inner`, started from `spec` and published on `host_port`: follows its
+    /// logs, joins network `join` (a second one), then waits until it is ready
+    /// ([`ContainerSpec::probe`]); `keep` leaves it in place when dropped.
     pub(super) async fn attach(
         docker: &Docker,
+        inner: ContainerAsync<GenericImage>,
         spec: &ContainerSpec,
+        host_port: u16,
+        join: Option<&str>,
+        keep: bool,
     ) -> Result<Self, BackendError> {
         let logs = Arc::new(Mutex::new(String::new()));
         let follower = tokio::spawn(follow_logs(
@@ -57,31 +70,38 @@ impl Container {
             Arc::clone(&logs),
             0,
         ));
-        let mut container = Container {
+        let container = Container {
+            inner: Some(Box::new(inner)),
             docker: docker.clone(),
+            keep,
             name: spec.name.clone(),
             role: spec.role,
-            port_key: format!("{}/tcp", spec.port),
             probe: spec.probe,
-            url: String::new(),
+            url: format!("http://127.0.0.1:{host_port}"),
             peer: format!("{}:{}", spec.name, spec.port),
             logs,
             follower: Mutex::new(follower),
         };
-        container.read_url().await?;
+        if let Some(network) = join {
+            container.join(network, None).await?;
+        }
         container.await_healthy(container.probe).await?;
         Ok(container)
+    }
+
+    fn inner(&self) -> &ContainerAsync<GenericImage> {
+        self.inner.as_ref().expect("present until dropped")
     }
 
     /// Applies a step's fault: `stop` (SIGTERM, then SIGKILL after a grace period), `kill`
     /// (SIGKILL), `start` (and wait until ready), `restart` (stop, then start), `pause` and
     /// `resume` (the cgroup freezer: `docker pause` / `unpause`). The container keeps its name,
-    /// networks and published port across a stop, so peers and the harness reach it again
-    /// where they did.
+    /// networks, addresses and published port across a stop, so peers and the harness reach it
+    /// again where they did.
     pub async fn fault(&self, action: FaultAction) -> Result<(), BackendError> {
         let what = |verb: &str| docker_err(format!("{verb} container {}", self.name));
         match action {
-            FaultAction::Stop => self.stop(STOP_GRACE_SECS).await,
+            FaultAction::Stop => self.stop().await,
             FaultAction::Kill => self
                 .docker
                 .kill_container(
@@ -93,39 +113,31 @@ impl Container {
                     ),
                 )
                 .await
-                .map_err(what("killing")),
+                .map_err(docker_err(format!("killing container {}", self.name))),
             FaultAction::Start => self.start().await,
             FaultAction::Restart => {
-                self.stop(STOP_GRACE_SECS).await?;
+                self.stop().await?;
                 self.start().await
             }
-            FaultAction::Pause => self
-                .docker
-                .pause_container(&self.name)
-                .await
-                .map_err(what("pausing")),
-            FaultAction::Resume => self
-                .docker
-                .unpause_container(&self.name)
-                .await
-                .map_err(what("resuming")),
+            FaultAction::Pause => self.inner().pause().await.map_err(what("pausing")),
+            FaultAction::Resume => self.inner().unpause().await.map_err(what("resuming")),
         }
     }
 
-    /// Stops the container, giving its process `grace_secs` to exit on SIGTERM.
-    async fn stop(&self, grace_secs: i32) -> Result<(), BackendError> {
-        let opts = StopContainerOptionsBuilder::default().t(grace_secs).build();
-        self.docker
-            .stop_container(&self.name, Some(opts))
+    /// Stops the container, giving its process [`STOP_GRACE_SECS`] to exit on SIGTERM.
+    async fn stop(&self) -> Result<(), BackendError> {
+        self.inner()
+            .stop_with_timeout(Some(STOP_GRACE_SECS))
             .await
             .map_err(docker_err(format!("stopping container {}", self.name)))
     }
 
-    /// Starts the stopped container again (on the same published port) and waits until it is
-    /// ready; its logs keep reaching [`Container::log_tail`].
+    /// Starts the stopped container again (docker gives it its address back when that is still
+    /// free, and the same published port) and waits until it is ready; its logs keep reaching
+    /// [`Container::log_tail`].
     async fn start(&self) -> Result<(), BackendError> {
-        self.docker
-            .start_container(&self.name, None::<StartContainerOptions>)
+        self.inner()
+            .start()
             .await
             .map_err(docker_err(format!("starting container {}", self.name)))?;
         // The first follower ended with the container; this one reads from the restart on.
@@ -142,31 +154,72 @@ impl Container {
         self.await_healthy(self.probe).await
     }
 
-    fn follower(&self) -> std::sync::MutexGuard<'_, tokio::task::JoinHandle<()>> {
-        self.follower.lock().unwrap_or_else(|e| e.into_inner())
+    /// Joins `network` under its name, at `address` when given (a network of the run's own
+    /// subnet).
+    pub(super) async fn join(
+        &self,
+        network: &str,
+        address: Option<&str>,
+    ) -> Result<(), BackendError> {
+        let endpoint = EndpointSettings {
+            ipam_config: address.map(|a| EndpointIpamConfig {
+                ipv4_address: Some(a.to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.docker
+            .connect_network(
+                network,
+                NetworkConnectRequest {
+                    container: self.name.clone(),
+                    endpoint_config: Some(endpoint),
+                },
+            )
+            .await
+            .map_err(docker_err(format!(
+                "connecting {} to network {network}",
+                self.name
+            )))
     }
 
-    /// Reads the published port into [`Container::url`].
-    async fn read_url(&mut self) -> Result<(), BackendError> {
-        let what = |verb: &str| format!("{verb} container {}", self.name);
-        let inspect = self
-            .docker
+    /// Leaves `network` at once (forced): its connections there go silent, new ones fail.
+    pub(super) async fn leave(&self, network: &str) -> Result<(), BackendError> {
+        self.docker
+            .disconnect_network(
+                network,
+                NetworkDisconnectRequest {
+                    container: self.name.clone(),
+                    force: Some(true),
+                },
+            )
+            .await
+            .map_err(docker_err(format!(
+                "disconnecting {} from network {network}",
+                self.name
+            )))
+    }
+
+    /// Its address on `network`.
+    pub(super) async fn address_on(&self, network: &str) -> Result<String, BackendError> {
+        let what = format!("reading the address of {} on network {network}", self.name);
+        self.docker
             .inspect_container(&self.name, None)
             .await
-            .map_err(docker_err(what("inspecting")))?;
-        let host_port = inspect
+            .map_err(docker_err(what.clone()))?
             .network_settings
-            .and_then(|n| n.ports)
-            .and_then(|mut p| p.remove(&self.port_key))
-            .flatten()
-            .and_then(|b| b.into_iter().find_map(|b| b.host_port))
-            .filter(|p| !p.is_empty())
+            .and_then(|n| n.networks)
+            .and_then(|mut n| n.remove(network))
+            .and_then(|e| e.ip_address)
+            .filter(|a| !a.is_empty())
             .ok_or_else(|| BackendError::Docker {
-                what: what("reading the published port of"),
-                detail: format!("no host port for {}", self.port_key),
-            })?;
-        self.url = format!("http://127.0.0.1:{host_port}");
-        Ok(())
+                what,
+                detail: "it has no address on that network".into(),
+            })
+    }
+
+    fn follower(&self) -> std::sync::MutexGuard<'_, tokio::task::JoinHandle<()>> {
+        self.follower.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The container name.
@@ -253,5 +306,11 @@ async fn follow_logs(docker: Docker, name: String, logs: Arc<Mutex<String>>, sin
 impl Drop for Container {
     fn drop(&mut self) {
         self.follower().abort();
+        let inner = self.inner.take();
+        // testcontainers removes a dropped container from inside a tokio runtime only; outside
+        // one (or when kept) it is left to the run's own removal by label.
+        if self.keep || tokio::runtime::Handle::try_current().is_err() {
+            std::mem::forget(inner);
+        }
     }
 }

@@ -32,10 +32,10 @@ fn unavailable(e: bollard::errors::Error) -> BackendError {
     BackendError::DockerUnavailable(e.to_string())
 }
 
-/// A `map_err` callback: an engine error while doing `what`.
-pub(super) fn docker_err(
+/// A `map_err` callback: an engine error (bollard's or testcontainers') while doing `what`.
+pub(super) fn docker_err<E: std::fmt::Display>(
     what: impl Into<String>,
-) -> impl FnOnce(bollard::errors::Error) -> BackendError {
+) -> impl FnOnce(E) -> BackendError {
     let what = what.into();
     move |e| BackendError::Docker {
         what,

@@ -8,27 +8,30 @@
 //! - the sync network `gantry-<id>-sync`: the admin, the ZooKeeper or etcd container, and the
 //!   gateway, everything it syncs from.
 //!
-//! The gateway joins the upstream network first; its name sorts first, so that network holds
-//! the gateway's default route and its published port, and [`DockerRun::partition`] (a
-//! disconnect from the sync network) leaves both alone. The sync network has its own subnet,
-//! on which each container gets a fixed address, so that a restarted admin or store comes back
-//! where its peers' connections pointed, and [`DockerRun::heal`] can give the gateway its old
-//! address back: a blackholed connection then resumes where it stood. Every container
-//! publishes its port on a host port picked once, so a restarted container answers the
-//! harness where it did.
+//! The gateway is started on the sync network, so that its first sync attempt finds the admin
+//! or the store, and joined to the upstream network before it is awaited; that network's name
+//! sorts first, so docker moves the gateway's default route and its published port to it on
+//! the join, and [`DockerRun::partition`] (a disconnect from the sync network)
+//! leaves both alone. The sync network has a subnet of its own choosing, so that
+//! [`DockerRun::heal`] can give the gateway its old address back: a blackholed connection then
+//! resumes where it stood. A restarted container gets its old addresses back from docker (they
+//! are free again; `docker::partition_keeps_the_published_port` checks the admin's), and every
+//! container publishes its port on a host port picked once, so a restarted container answers
+//! the harness and its peers where it did.
+//!
+//! testcontainers creates and starts the containers ([`DockerRun::start`]); the networks are
+//! created here with bollard, because testcontainers can neither label a network nor choose its
+//! subnet.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use bollard::Docker;
-use bollard::models::{
-    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, HostConfig, Ipam, IpamConfig,
-    NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest, NetworkingConfig,
-    PortBinding,
-};
-use bollard::query_parameters::CreateContainerOptionsBuilder;
+use bollard::models::{HostConfig, Ipam, IpamConfig, NetworkCreateRequest};
 use rand::Rng;
+use testcontainers::core::IntoContainerPort;
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerRequest, GenericImage, ImageExt};
 
 use super::cleanup::{labels, remove_run};
 use super::container::Container;
@@ -41,8 +44,6 @@ use crate::images;
 /// How many random subnets [`DockerRun::create`] tries for the sync network before giving up
 /// (one may overlap another run's).
 const SUBNET_TRIES: usize = 8;
-/// The host part of the first container address on the sync network (`.1` is its gateway).
-const FIRST_HOST: u8 = 10;
 
 /// Which of a run's networks a container joins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +52,7 @@ enum Side {
     Upstream,
     /// The sync network only: the admin, ZooKeeper, etcd.
     Sync,
-    /// Both (the gateway): the upstream network first.
+    /// Both (the gateway): started on the sync network, then joined to the upstream one.
     Both,
 }
 
@@ -84,10 +85,6 @@ pub struct DockerRun {
     /// The sync-network address of each partitioned container (name, address), given back
     /// on heal.
     partitioned: Mutex<Vec<(String, String)>>,
-    /// `10.x.y.`: the sync network's /24, once created.
-    sync_prefix: OnceLock<String>,
-    /// The host part of the next container address on the sync network.
-    next_host: AtomicU8,
     labels: HashMap<String, String>,
     keep: bool,
     /// Extra arguments for every gateway.
@@ -117,8 +114,6 @@ impl DockerRun {
             docker,
             labels: labels(&id),
             partitioned: Mutex::new(Vec::new()),
-            sync_prefix: OnceLock::new(),
-            next_host: AtomicU8::new(FIRST_HOST),
             id,
             network,
             keep,
@@ -144,15 +139,14 @@ impl DockerRun {
     async fn create_sync_network(&self) -> Result<(), BackendError> {
         let mut last = None;
         for _ in 0..SUBNET_TRIES {
-            let prefix = {
+            let subnet = {
                 let mut rng = rand::rng();
                 format!(
-                    "10.{}.{}.",
+                    "10.{}.{}.0/24",
                     rng.random_range(200..=254),
                     rng.random_range(0..=255)
                 )
             };
-            let subnet = format!("{prefix}0/24");
             let request = NetworkCreateRequest {
                 name: self.sync_network(),
                 driver: Some("bridge".into()),
@@ -167,10 +161,7 @@ impl DockerRun {
                 ..Default::default()
             };
             match self.docker.create_network(request).await {
-                Ok(_) => {
-                    self.sync_prefix.get_or_init(|| prefix);
-                    return Ok(());
-                }
+                Ok(_) => return Ok(()),
                 Err(e) => last = Some((subnet, e)),
             }
         }
@@ -185,86 +176,25 @@ impl DockerRun {
     /// connections to the admin or the store go silent and new ones fail, while its upstream
     /// network and published port stay. [`DockerRun::heal`] ends it.
     pub async fn partition(&self, container: &Container) -> Result<(), BackendError> {
-        let name = container.name();
-        let what = |verb: &str| format!("{verb} {name} from network {}", self.sync_network());
-        let address = self
-            .docker
-            .inspect_container(name, None)
-            .await
-            .map_err(docker_err(what("reading the address of")))?
-            .network_settings
-            .and_then(|n| n.networks)
-            .and_then(|mut n| n.remove(&self.sync_network()))
-            .and_then(|e| e.ip_address)
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| BackendError::Docker {
-                what: what("partitioning"),
-                detail: "it has no address on that network".into(),
-            })?;
-        self.docker
-            .disconnect_network(
-                &self.sync_network(),
-                NetworkDisconnectRequest {
-                    container: name.to_owned(),
-                    force: Some(true),
-                },
-            )
-            .await
-            .map_err(docker_err(what("disconnecting")))?;
-        self.partitioned().push((name.to_owned(), address));
+        let address = container.address_on(&self.sync_network()).await?;
+        container.leave(&self.sync_network()).await?;
+        self.partitioned()
+            .push((container.name().to_owned(), address));
         Ok(())
     }
 
     /// Connects `container` to the sync network again after [`DockerRun::partition`], at its
     /// old address (so a silent connection resumes) and under its name (so peers resolve it).
     pub async fn heal(&self, container: &Container) -> Result<(), BackendError> {
-        let name = container.name();
         let address = {
             let mut partitioned = self.partitioned();
             let at = partitioned
                 .iter()
-                .position(|(n, _)| n == name)
+                .position(|(n, _)| n == container.name())
                 .ok_or(BackendError::NotPartitioned)?;
             partitioned.swap_remove(at).1
         };
-        self.docker
-            .connect_network(
-                &self.sync_network(),
-                NetworkConnectRequest {
-                    container: name.to_owned(),
-                    endpoint_config: Some(EndpointSettings {
-                        ipam_config: Some(EndpointIpamConfig {
-                            ipv4_address: Some(address),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                },
-            )
-            .await
-            .map_err(docker_err(format!(
-                "connecting {name} to network {} again",
-                self.sync_network()
-            )))
-    }
-
-    /// The endpoint of a new container on the sync network: the next fixed address.
-    fn sync_endpoint(&self) -> Result<EndpointSettings, BackendError> {
-        let host = self.next_host.fetch_add(1, Ordering::Relaxed);
-        let prefix = self.sync_prefix.get().expect("created with the run");
-        if host == u8::MAX {
-            return Err(BackendError::Docker {
-                what: format!("adding a container to network {}", self.sync_network()),
-                detail: "no address left".into(),
-            });
-        }
-        Ok(EndpointSettings {
-            ipam_config: Some(EndpointIpamConfig {
-                ipv4_address: Some(format!("{prefix}{host}")),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
+        container.join(&self.sync_network(), Some(&address)).await
     }
 
     /// `gantry-<id>-sync`: the admin, the store and the gateway.
@@ -322,77 +252,53 @@ impl DockerRun {
         format!("gantry-{}-", self.id)
     }
 
-    /// Creates and starts `spec` on the run's networks its role belongs to, publishing its
-    /// port on a free host port picked now (kept across restarts), then waits until it is
-    /// ready through that port.
+    /// Creates and starts `spec` (through testcontainers) on the run's networks its role
+    /// belongs to, publishing its port on `127.0.0.1` at a free host port picked now (kept
+    /// across restarts), then waits until it is ready through that port.
     pub async fn start(&self, spec: &ContainerSpec) -> Result<Container, BackendError> {
-        let port_key = format!("{}/tcp", spec.port);
         let side = Side::of(spec.role);
         let first = match side {
-            Side::Sync => self.sync_network(),
-            Side::Upstream | Side::Both => self.network.clone(),
-        };
-        let networking_config = match side {
-            Side::Sync => Some(NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(first.clone(), self.sync_endpoint()?)])),
-            }),
-            Side::Upstream | Side::Both => None,
+            Side::Sync | Side::Both => self.sync_network(),
+            Side::Upstream => self.network.clone(),
         };
         let host_port = free_port().map_err(|source| BackendError::Io {
             what: format!("picking a host port for container {}", spec.name),
             source,
         })?;
-        let mut labels = self.labels.clone();
-        labels.insert("gantry.role".into(), spec.role.to_owned());
-        let body = ContainerCreateBody {
-            image: Some(spec.image.to_owned()),
-            cmd: Some(spec.cmd.clone()),
-            env: Some(ENV.iter().map(|(k, v)| format!("{k}={v}")).collect()),
-            labels: Some(labels),
-            exposed_ports: Some(vec![port_key.clone()]),
-            networking_config,
-            host_config: Some(HostConfig {
-                network_mode: Some(first),
-                port_bindings: Some(HashMap::from([(
-                    port_key,
-                    Some(vec![PortBinding {
-                        host_ip: Some("127.0.0.1".into()),
-                        host_port: Some(host_port.to_string()),
-                    }]),
-                )])),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let what = |verb: &str| format!("{verb} container {}", spec.name);
-        self.docker
-            .create_container(
-                Some(
-                    CreateContainerOptionsBuilder::default()
-                        .name(&spec.name)
-                        .build(),
-                ),
-                body,
+        let (repo, tag) = spec.image.split_once(':').unwrap_or((spec.image, "latest"));
+        let request = ENV
+            .iter()
+            .fold(
+                GenericImage::new(repo, tag).into(),
+                |r: ContainerRequest<_>, (k, v)| r.with_env_var(*k, *v),
             )
+            .with_container_name(&spec.name)
+            .with_network(first)
+            .with_labels(self.labels.clone())
+            .with_label("gantry.role", spec.role)
+            .with_cmd(&spec.cmd)
+            .with_mapped_port(host_port, spec.port.tcp())
+            .with_host_config_modifier(loopback_only);
+        let inner = request
+            .start()
             .await
-            .map_err(docker_err(what("creating")))?;
-        if side == Side::Both {
-            self.docker
-                .connect_network(
-                    &self.sync_network(),
-                    NetworkConnectRequest {
-                        container: spec.name.clone(),
-                        endpoint_config: Some(self.sync_endpoint()?),
-                    },
-                )
-                .await
-                .map_err(docker_err(what("connecting to the sync network")))?;
+            .map_err(docker_err(format!("starting container {}", spec.name)))?;
+        let join = (side == Side::Both).then_some(self.network.as_str());
+        Container::attach(&self.docker, inner, spec, host_port, join, self.keep).await
+    }
+}
+
+/// Binds every published port to `127.0.0.1` only (testcontainers binds all interfaces).
+fn loopback_only(host: &mut HostConfig) {
+    for bindings in host
+        .port_bindings
+        .iter_mut()
+        .flat_map(|p| p.values_mut())
+        .flatten()
+    {
+        for binding in bindings {
+            binding.host_ip = Some("127.0.0.1".into());
         }
-        self.docker
-            .start_container(&spec.name, None)
-            .await
-            .map_err(docker_err(what("starting")))?;
-        Container::attach(&self.docker, spec).await
     }
 }
 
