@@ -173,9 +173,10 @@ pub(super) fn free_port() -> Result<u16, BackendError> {
         })
 }
 
-/// Whether a server's log says its port was taken before it could bind it (ZooKeeper's
-/// `BindException`, etcd's, Redis's and PostgreSQL's `bind: Address already in use`): the
-/// harness's port pick lost a race, so starting again on a fresh port is no hidden failure.
+/// Whether a server's log (or docker's answer to a container start) says its port was taken
+/// before it could bind it (ZooKeeper's `BindException`, etcd's, Redis's, PostgreSQL's and
+/// docker's userland proxy's `bind: address already in use`): the harness's port pick lost a
+/// race, so starting again on a fresh port is no hidden failure.
 pub(super) fn lost_port_race(log: &str) -> bool {
     log.to_ascii_lowercase().contains("address already in use")
 }
@@ -536,6 +537,7 @@ mod tests {
             "java.net.BindException: Address already in use",
             "2026-12-02 19:33:29.446898 C | etcdmain: listen tcp 127.0.0.1:36415: bind: address already in use",
             "# Warning: Could not create server TCP listening socket 127.0.0.1:36415: bind: Address already in use",
+            "Error response from daemon: driver failed programming external connectivity on endpoint porttest (640edea7): Error starting userland proxy: listen tcp4 127.0.0.1:49181: bind: address already in use",
         ] {
             assert!(lost_port_race(lost), "{lost}");
         }

@@ -101,17 +101,7 @@ async fn remove_labelled(
 ) -> Result<(), BackendError> {
     let (containers, networks) = labelled(docker, filter).await?;
     for c in containers.iter().filter(|c| pick(c)) {
-        let opts = RemoveContainerOptionsBuilder::default()
-            .force(true)
-            .v(true)
-            .build();
-        match docker.remove_container(&c.name, Some(opts)).await {
-            Ok(()) => {}
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => {}
-            Err(e) => return Err(docker_err(format!("removing container {}", c.name))(e)),
-        }
+        remove_container(docker, &c.name).await?;
     }
     for n in networks.iter().filter(|n| pick(n)) {
         match docker.remove_network(&n.name).await {
@@ -123,6 +113,21 @@ async fn remove_labelled(
         }
     }
     Ok(())
+}
+
+/// Force-removes container `name` with its anonymous volumes; one already gone is no error.
+pub(super) async fn remove_container(docker: &Docker, name: &str) -> Result<(), BackendError> {
+    let opts = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(name, Some(opts)).await {
+        Ok(())
+        | Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        Err(e) => Err(docker_err(format!("removing container {name}"))(e)),
+    }
 }
 
 /// Removes the containers and networks of runs whose harness process on this host is gone.

@@ -33,10 +33,11 @@ use testcontainers::core::IntoContainerPort;
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerRequest, GenericImage, ImageExt};
 
-use super::cleanup::{labels, remove_run};
+use super::cleanup::{labels, remove_container, remove_run};
 use super::container::Container;
 use super::engine::{block_on_fresh, connect, docker_err};
 use super::specs::{ContainerSpec, ENV, redis_spec, store_spec};
+use crate::backend::middleware::{PORT_ATTEMPTS, free_port, lost_port_race};
 use crate::backend::{StoreKind, SyncToken};
 use crate::error::BackendError;
 use crate::images;
@@ -254,35 +255,47 @@ impl DockerRun {
 
     /// Creates and starts `spec` (through testcontainers) on the run's networks its role
     /// belongs to, publishing its port on `127.0.0.1` at a free host port picked now (kept
-    /// across restarts), then waits until it is ready through that port.
+    /// across restarts; picked again when another process took it before docker bound it),
+    /// then waits until it is ready through that port.
     pub async fn start(&self, spec: &ContainerSpec) -> Result<Container, BackendError> {
         let side = Side::of(spec.role);
         let first = match side {
             Side::Sync | Side::Both => self.sync_network(),
             Side::Upstream => self.network.clone(),
         };
-        let host_port = free_port().map_err(|source| BackendError::Io {
-            what: format!("picking a host port for container {}", spec.name),
-            source,
-        })?;
         let (repo, tag) = spec.image.split_once(':').unwrap_or((spec.image, "latest"));
-        let request = ENV
-            .iter()
-            .fold(
-                GenericImage::new(repo, tag).into(),
-                |r: ContainerRequest<_>, (k, v)| r.with_env_var(*k, *v),
-            )
-            .with_container_name(&spec.name)
-            .with_network(first)
-            .with_labels(self.labels.clone())
-            .with_label("gantry.role", spec.role)
-            .with_cmd(&spec.cmd)
-            .with_mapped_port(host_port, spec.port.tcp())
-            .with_host_config_modifier(loopback_only);
-        let inner = request
-            .start()
-            .await
-            .map_err(docker_err(format!("starting container {}", spec.name)))?;
+        let request = |host_port: u16| {
+            ENV.iter()
+                .fold(
+                    GenericImage::new(repo, tag).into(),
+                    |r: ContainerRequest<_>, (k, v)| r.with_env_var(*k, *v),
+                )
+                .with_container_name(&spec.name)
+                .with_network(&first)
+                .with_labels(self.labels.clone())
+                .with_label("gantry.role", spec.role)
+                .with_cmd(&spec.cmd)
+                .with_mapped_port(host_port, spec.port.tcp())
+                .with_host_config_modifier(loopback_only)
+        };
+        let mut attempt = 1;
+        let (inner, host_port) = loop {
+            let host_port = free_port()?;
+            let started = request(host_port).start().await;
+            match started {
+                Ok(inner) => break (inner, host_port),
+                Err(e) if attempt < PORT_ATTEMPTS && lost_port_race(&e.to_string()) => {
+                    tracing::warn!(
+                        container = %spec.name,
+                        "host port taken before docker bound it; starting again on a fresh one: {e}"
+                    );
+                    // Created, not started: the next attempt reuses its name.
+                    remove_container(&self.docker, &spec.name).await?;
+                    attempt += 1;
+                }
+                Err(e) => return Err(docker_err(format!("starting container {}", spec.name))(e)),
+            }
+        };
         let join = (side == Side::Both).then_some(self.network.as_str());
         Container::attach(&self.docker, inner, spec, host_port, join, self.keep).await
     }
@@ -300,13 +313,6 @@ fn loopback_only(host: &mut HostConfig) {
             binding.host_ip = Some("127.0.0.1".into());
         }
     }
-}
-
-/// A port free on `127.0.0.1` right now, for a container to publish on.
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
-        .local_addr()?
-        .port())
 }
 
 impl Drop for DockerRun {
