@@ -86,6 +86,10 @@ pub struct Config {
     /// A known ShenYu gateway bug to behave like (none normally): lets a test prove that a
     /// scenario or judge catches it.
     pub emulate_bug: Option<EmulatedBug>,
+    /// Answer like a ShenYu gateway (`--hide-extras`): no `/actuator/digest`, no `x-gantry-*`
+    /// response headers (the gateway's and the upstream's), error bodies with HTTP 200. For
+    /// proving that the harness judges a real ShenYu target correctly without gantry's extras.
+    pub hide_extras: bool,
     /// Client connection limits: request head read time, keep-alive idle time.
     pub timeouts: netserve::Timeouts,
     /// How soon a silent sync connection is given up on.
@@ -157,6 +161,7 @@ impl Config {
             zookeeper_url: None,
             etcd_url: None,
             emulate_bug: None,
+            hide_extras: false,
             timeouts: netserve::Timeouts::default(),
             sync_timeouts: SyncTimeouts::default(),
         }
@@ -203,6 +208,7 @@ impl std::fmt::Debug for Config {
             .field("zookeeper_url", &self.zookeeper_url)
             .field("etcd_url", &self.etcd_url)
             .field("emulate_bug", &self.emulate_bug)
+            .field("hide_extras", &self.hide_extras)
             .field("timeouts", &self.timeouts)
             .field("sync_timeouts", &self.sync_timeouts)
             .finish()
@@ -212,6 +218,8 @@ impl std::fmt::Debug for Config {
 /// Shared request-handling state.
 #[derive(Debug)]
 struct App {
+    /// [`Config::hide_extras`].
+    hide_extras: bool,
     sync: Arc<SyncState>,
     chain: Chain,
     proxy: Proxy,
@@ -261,14 +269,17 @@ pub async fn serve(
         }
     };
     let app = Arc::new(App {
+        hide_extras: config.hide_extras,
         sync,
         chain: Chain::standard(),
         proxy: Proxy::new(),
         metrics: Metrics::default(),
     });
-    let router = Router::new()
-        .route("/actuator/health", get(actuator::health))
-        .route("/actuator/digest", get(actuator::digest))
+    let mut router = Router::new().route("/actuator/health", get(actuator::health));
+    if !config.hide_extras {
+        router = router.route("/actuator/digest", get(actuator::digest));
+    }
+    let router = router
         .route("/actuator/plugins", get(actuator::plugins))
         .route("/actuator/pluginData", get(actuator::plugin_data))
         .route("/actuator/selectorData", get(actuator::selector_data))
@@ -312,6 +323,7 @@ async fn route(
             app.chain.run(&snapshot.plugins, &view).await
         }
     };
+    let rejected = decision.is_err();
     let (mut response, outcome, upstream) = match decision {
         Ok(forward) => {
             let done = app.proxy.forward(req, forward, peer.ip()).await;
@@ -330,11 +342,33 @@ async fn route(
         .elapsed()
         .saturating_sub(upstream.unwrap_or_default());
     app.metrics.request(&outcome, upstream, overhead);
+    if app.hide_extras {
+        hide_extras(&mut response, rejected);
+        return response;
+    }
     response.headers_mut().insert(
         GATEWAY_TIME.clone(),
         HeaderValue::from(overhead.as_micros() as u64),
     );
     response
+}
+
+/// What `--hide-extras` does to an answer: every `x-gantry-*` header goes (the gateway's
+/// selector and rule ids, the upstream's name), and a rejection comes with HTTP 200, as
+/// ShenYu answers its error bodies.
+fn hide_extras(response: &mut Response, rejected: bool) {
+    let extras: Vec<HeaderName> = response
+        .headers()
+        .keys()
+        .filter(|k| k.as_str().starts_with("x-gantry-"))
+        .cloned()
+        .collect();
+    for name in extras {
+        response.headers_mut().remove(name);
+    }
+    if rejected {
+        *response.status_mut() = axum::http::StatusCode::OK;
+    }
 }
 
 static GATEWAY_TIME: HeaderName = HeaderName::from_static("x-gantry-gateway-time-us");

@@ -52,6 +52,10 @@ struct Args {
     /// `clear-before-refill` empties a group for 250 ms before a full sync refills it (#7034).
     #[arg(long, env = "GANTRY_GATEWAY_EMULATE_BUG", value_enum)]
     emulate_bug: Option<gateway::EmulatedBug>,
+    /// Answer like a ShenYu gateway: no `/actuator/digest`, no `x-gantry-*` response headers,
+    /// error bodies with HTTP 200 (to test gantry's fallbacks for external targets).
+    #[arg(long, env = "GANTRY_GATEWAY_HIDE_EXTRAS")]
+    hide_extras: bool,
     /// Shut down gracefully when stdin reaches EOF or fails.
     #[arg(long, env = "GANTRY_GATEWAY_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -117,6 +121,7 @@ async fn main() -> anyhow::Result<()> {
         zookeeper_url: args.zookeeper_url,
         etcd_url: args.etcd_url,
         emulate_bug: args.emulate_bug,
+        hide_extras: args.hide_extras,
         timeouts: netserve::Timeouts {
             header_read: Duration::from_millis(args.header_read_timeout_ms),
             idle: Duration::from_millis(args.idle_timeout_ms),

@@ -186,6 +186,59 @@ pub(crate) struct RunArgs {
     /// failure (by default only when a process died).
     #[arg(long, short)]
     pub(crate) verbose: bool,
+    #[command(flatten)]
+    pub(crate) external: ExternalArgs,
+}
+
+/// Where `--backend external` finds its target (README, "Testing your own ShenYu").
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "External target (--backend external)")]
+pub(crate) struct ExternalArgs {
+    /// The admin's base URL, e.g. `http://shenyu-admin:9095`.
+    #[arg(long, env = "GANTRY_ADMIN_URL")]
+    pub(crate) admin_url: Option<String>,
+    /// The gateway's base URL, e.g. `http://shenyu-gateway:9195`.
+    #[arg(long, env = "GANTRY_GATEWAY_URL")]
+    pub(crate) gateway_url: Option<String>,
+    /// The admin user.
+    #[arg(long, env = "GANTRY_ADMIN_USER", default_value = "admin")]
+    pub(crate) admin_user: String,
+    /// The admin password.
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_PASSWORD",
+        default_value = "123456",
+        hide_env_values = true,
+        hide_default_value = true
+    )]
+    pub(crate) admin_password: String,
+    /// The address the echo upstreams listen on (each on a free port).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) upstream_bind: std::net::IpAddr,
+    /// The host the gateway reaches the upstreams at (default: the bind address).
+    #[arg(long)]
+    pub(crate) upstream_advertise: Option<String>,
+}
+
+impl ExternalArgs {
+    /// The target, when both URLs are given (a fresh name prefix per run).
+    pub(crate) fn target(&self) -> Option<harness::backend::ExternalTarget> {
+        let trim = |u: &String| u.trim_end_matches('/').to_owned();
+        Some(harness::backend::ExternalTarget {
+            admin_url: trim(self.admin_url.as_ref()?),
+            gateway_url: trim(self.gateway_url.as_ref()?),
+            user: self.admin_user.clone(),
+            password: self.admin_password.clone(),
+            upstream_bind: self.upstream_bind,
+            upstream_advertise: self.upstream_advertise.clone().unwrap_or_else(|| {
+                match self.upstream_bind {
+                    std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                    ip => ip.to_string(),
+                }
+            }),
+            prefix: harness::backend::ExternalTarget::fresh_prefix(),
+        })
+    }
 }
 
 /// `gantry bench` arguments.
@@ -386,6 +439,9 @@ pub(crate) enum BackendArg {
     Host,
     /// Containers of the `gantry/*:dev` images on a private network per case.
     Docker,
+    /// An admin and a gateway already running (`--admin-url`, `--gateway-url`): only the
+    /// upstreams are started.
+    External,
 }
 
 fn parse_modes(s: &str) -> Result<Modes, String> {
@@ -406,7 +462,12 @@ impl RunArgs {
         opts.backend = match self.backend {
             BackendArg::Host => BackendKind::Host,
             BackendArg::Docker => BackendKind::Docker,
+            BackendArg::External => BackendKind::External,
         };
+        if opts.backend == BackendKind::External {
+            opts.external = self.external.target();
+            opts.build = false;
+        }
         opts.build &= !self.no_build;
         opts.gateway_args.clone_from(&self.gateway_args);
         opts.filter.clone_from(&self.filter);

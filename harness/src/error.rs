@@ -147,6 +147,15 @@ pub enum BackendError {
         /// What happened instead.
         detail: String,
     },
+    /// The external target cannot be used (login, probe, cleanup) or cannot do what a case
+    /// asks.
+    #[error("external target: {what}: {detail}")]
+    External {
+        /// What was being done.
+        what: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// No Docker engine answers (`DOCKER_HOST` or the local socket).
     #[error("no Docker engine reachable: {0}")]
     DockerUnavailable(String),

@@ -100,6 +100,14 @@ impl GantryBuilder {
                 let dir = crate::backend::host::default_bin_dir(bin_dir)?;
                 Backend::new(BackendKind::Host, dir)?
             }
+            BackendKind::External => {
+                return Err(BackendError::External {
+                    what: "starting a Gantry".into(),
+                    detail: "the library starts its own admin and gateway; scenarios run \
+                             against an external target with `gantry run --backend external`"
+                        .into(),
+                });
+            }
         };
         let upstreams: Vec<UpstreamDecl> = self
             .upstreams
@@ -266,7 +274,7 @@ impl Gantry {
 
 /// A divide selector `name` over `uri startsWith prefix` to `upstream`, with one rule over
 /// the same condition.
-fn prefix_route(name: &str, prefix: &str, upstream: &str) -> SelectorSpec {
+pub(crate) fn prefix_route(name: &str, prefix: &str, upstream: &str) -> SelectorSpec {
     let condition = json!({ "paramType": "uri", "operator": "startsWith", "paramValue": prefix });
     serde_json::from_value(json!({
         "name": name,

@@ -106,6 +106,8 @@ pub struct RunOptions {
     pub filter: Option<String>,
     /// Show the service logs of every failure, not only when a process died (`--verbose`).
     pub verbose: bool,
+    /// The admin and gateway of `--backend external`.
+    pub external: Option<backend::ExternalTarget>,
 }
 
 impl RunOptions {
@@ -129,6 +131,7 @@ impl RunOptions {
             gateway_args: Vec::new(),
             filter: None,
             verbose: false,
+            external: None,
         }
     }
 }
@@ -267,12 +270,27 @@ pub async fn run_paths(
     events: &(dyn Fn(Event) + Send + Sync),
 ) -> Result<Vec<CaseResult>, RunSetupError> {
     let files = discover(paths)?;
-    let prep = opts.clone();
-    let backend = tokio::task::spawn_blocking(move || prepare(&prep))
-        .await
-        .expect("prepare does not panic")?;
+    let backend = match opts.backend {
+        BackendKind::External => Backend::External(
+            backend::ExternalBackend::connect(external_target(opts)?.clone()).await?,
+        ),
+        _ => {
+            let prep = opts.clone();
+            tokio::task::spawn_blocking(move || prepare(&prep))
+                .await
+                .expect("prepare does not panic")?
+        }
+    };
+    let caps = backend.capabilities();
     let mut results = Vec::new();
-    for planned in plan(&files, opts) {
+    for mut planned in plan(&files, opts) {
+        // What only the probe of an external target could tell.
+        if let Planned::Case { scenario, skip, .. } = &mut planned
+            && skip.is_none()
+        {
+            *skip =
+                backend::external::capability_skip_reason(scenario, &caps).map(NotRun::Unavailable);
+        }
         let bare = |case: String, file: &CaseFile, mode: String| {
             CaseResult::bare(
                 case,
@@ -377,7 +395,18 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
             .map(NotRun::Unavailable),
         BackendKind::Docker => (!backend::docker::supports(mode))
             .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),
+        BackendKind::External => backend::external::skip_reason(scenario).map(NotRun::Unavailable),
     }
+}
+
+/// The target of `--backend external`, or why there is none.
+pub fn external_target(opts: &RunOptions) -> Result<&backend::ExternalTarget, BackendError> {
+    opts.external
+        .as_ref()
+        .ok_or_else(|| BackendError::External {
+            what: "choosing the target".into(),
+            detail: "--backend external needs --admin-url and --gateway-url".into(),
+        })
 }
 
 /// Why [`run_paths`] could not start running cases.

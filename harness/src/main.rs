@@ -6,7 +6,7 @@ mod exit_code;
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use harness::report::{json, terminal};
@@ -297,6 +297,12 @@ fn list(args: &cli::RunArgs) -> ExitCode {
 async fn run(args: &cli::RunArgs) -> ExitCode {
     let opts = args.options(&ProcessEnv);
     let paths = args.paths();
+    if opts.backend == harness::BackendKind::External && opts.modes.len() != 1 {
+        eprintln!(
+            "error: an external target syncs one way: say which with --sync (websocket, http, zookeeper or etcd)"
+        );
+        return ExitCode::from(exit_code::SETUP);
+    }
     {
         let totals = harness::discover(&paths)
             .map_or_else(|_| Vec::new(), |f| harness::count_cases(&f, &opts));
@@ -307,6 +313,9 @@ async fn run(args: &cli::RunArgs) -> ExitCode {
             _ = tokio::signal::ctrl_c() => {
                 reporter.finish();
                 eprintln!("interrupted");
+                if let Some(target) = &opts.external {
+                    sweep_external(target).await;
+                }
                 return ExitCode::from(exit_code::INTERRUPTED);
             }
         };
@@ -346,6 +355,28 @@ async fn run(args: &cli::RunArgs) -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// Removes what an interrupted external run made (its prefix's selectors), within 15 s.
+async fn sweep_external(target: &harness::backend::ExternalTarget) {
+    let sweep = async {
+        let admin = target.login().await?;
+        harness::backend::external::sweep(&admin, &target.prefix).await
+    };
+    match tokio::time::timeout(Duration::from_secs(15), sweep).await {
+        Ok(Ok(n)) => eprintln!(
+            "removed {n} selector(s) named `{}*` from {}",
+            target.prefix, target.admin_url
+        ),
+        Ok(Err(e)) => eprintln!(
+            "error: could not remove the selectors named `{}*` from {}: {e}",
+            target.prefix, target.admin_url
+        ),
+        Err(_) => eprintln!(
+            "error: removing the selectors named `{}*` from {} took over 15 s",
+            target.prefix, target.admin_url
+        ),
     }
 }
 

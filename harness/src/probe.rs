@@ -55,6 +55,33 @@ impl ProbeResponse {
     }
 }
 
+impl ProbeResponse {
+    /// The answer as gantry's gateway would have given it, for a target without gantry's
+    /// extras: with no `x-gantry-upstream` header, the upstream named by an echo body is put
+    /// in that header (the upstream's identity from its body); with `errors_with_200` (a
+    /// ShenYu gateway), an HTTP 200 whose body is a gateway error gets the status gantry
+    /// answers that error with ([`GatewayError::gantry_status`]), so a scenario's `status:
+    /// 404, route: absent` holds for ShenYu's `200 {"code":-107,...}`. Anything else is left
+    /// as it came.
+    pub fn in_gantry_terms(mut self, errors_with_200: bool) -> ProbeResponse {
+        if self.header(UPSTREAM_HEADER).is_none()
+            && let Ok(echo) = serde_json::from_str::<Echo>(&self.body)
+        {
+            self.headers
+                .push((UPSTREAM_HEADER.to_owned(), echo.upstream));
+        }
+        if errors_with_200
+            && self.status == 200
+            && let Some(status) = serde_json::from_str::<GatewayError>(&self.body)
+                .ok()
+                .and_then(|e| e.gantry_status())
+        {
+            self.status = status;
+        }
+        self
+    }
+}
+
 /// How much of a body a failure message shows.
 pub const SUMMARY_BODY_CHARS: usize = 300;
 

@@ -131,6 +131,8 @@ impl Topology {
             }
         }
         let (store, store_container) = match StoreKind::for_mode(mode) {
+            // The target syncs its own way.
+            Some(_) if run.external().is_some() => (None, None),
             Some(kind) => match run.start_store(kind, &dir.path().join(kind.name())).await? {
                 Store::Host(s) => (Some(s), None),
                 docker => (None, Some(docker)),
@@ -139,6 +141,13 @@ impl Topology {
         };
         let mut postgres = None;
         let (admins, gateways, proxy) = match (&run, *sync_proxy) {
+            (Run::External(_), _) if *sync_proxy || *sync_faults || !spec.is_default() => {
+                return Err(BackendError::External {
+                    what: "starting the topology".into(),
+                    detail: "faults and topologies need processes of gantry's own".into(),
+                });
+            }
+
             (Run::Docker(_), _) if *sync_faults => {
                 return Err(BackendError::FaultUnsupported {
                     action: "syncFault",
@@ -150,7 +159,8 @@ impl Topology {
                 return Err(BackendError::TopologyUnsupported { backend: "docker" });
             }
             // Docker runs partition on the run's sync network (`Topology::partition`).
-            (Run::Docker(_), _) => {
+            // The external target's admin and gateway run already.
+            (Run::Docker(_) | Run::External(_), _) => {
                 let admin = run.start_admin(mode, None, dir.path()).await?;
                 let gateway = run.start_gateway(mode, &admin, None, dir.path()).await?;
                 (vec![admin], vec![gateway], None)
@@ -305,6 +315,11 @@ impl Topology {
                 target: Target::Gateway(None),
                 backend: "docker",
             }),
+            (Run::External(_), _) => Err(BackendError::FaultUnsupported {
+                action: "partition",
+                target: Target::Gateway(None),
+                backend: "external",
+            }),
             (Run::Host(_), _) => {
                 self.sync_proxy()?.set(how);
                 Ok(())
@@ -397,6 +412,11 @@ impl Topology {
     /// beside the admin and the store.
     pub fn docker_networks(&self) -> Option<(String, String)> {
         self.run.docker_networks()
+    }
+
+    /// The external target, for external runs.
+    pub fn external(&self) -> Option<&crate::backend::ExternalBackend> {
+        self.run.external()
     }
 
     /// The docker run id (labels `gantry.run`, names `gantry-<id>-*`), for docker runs.

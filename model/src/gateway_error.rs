@@ -77,8 +77,48 @@ impl GatewayError {
         }
     }
 
+    /// The HTTP status gantry's gateway answers this error with. ShenYu answers its error
+    /// bodies with HTTP 200 (protocol, "Gateway error bodies come with HTTP 200"); the harness
+    /// reads such an answer from a ShenYu target as if it had come with this status. Codes
+    /// that are HTTP statuses (400, 429, 504...) are their own; `None` for a code gantry
+    /// does not answer with.
+    pub fn gantry_status(&self) -> Option<u16> {
+        match self.code {
+            Self::SELECTOR_NOT_FOUND | Self::RULE_NOT_FOUND | Self::CANNOT_FIND_URL => Some(404),
+            Self::NO_HEALTHY_UPSTREAM => Some(503),
+            Self::UPSTREAM_ERROR => Some(502),
+            code @ 400..=599 => u16::try_from(code).ok(),
+            _ => None,
+        }
+    }
+
     /// Whether this body says "the route does not exist" (no selector, no rule).
     pub fn is_route_missing(&self) -> bool {
         self.code == Self::SELECTOR_NOT_FOUND || self.code == Self::RULE_NOT_FOUND
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GatewayError;
+
+    #[test]
+    fn gantry_status_is_the_status_gantry_answers_with() {
+        assert_eq!(
+            GatewayError::selector_not_found("divide").gantry_status(),
+            Some(404)
+        );
+        assert_eq!(
+            GatewayError::rule_not_found("divide").gantry_status(),
+            Some(404)
+        );
+        assert_eq!(
+            GatewayError::no_healthy_upstream().gantry_status(),
+            Some(503)
+        );
+        assert_eq!(GatewayError::upstream_error("x").gantry_status(), Some(502));
+        assert_eq!(GatewayError::timeout(10).gantry_status(), Some(504));
+        assert_eq!(GatewayError::new(429, "").gantry_status(), Some(429));
+        assert_eq!(GatewayError::new(-999, "").gantry_status(), None);
     }
 }

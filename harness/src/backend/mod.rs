@@ -4,9 +4,11 @@
 //! whatever the services share (for docker, the network) and cleans it up on drop.
 //! Both wait for a service they started the same way (`ready`: poll a probe until it
 //! answers, with a deadline). Besides the sync mode's store (`middleware`), a run starts the
-//! components a case asks for ([`Run::start_component`]; Redis: `redis`).
+//! components a case asks for ([`Run::start_component`]; Redis: `redis`). The `external`
+//! backend starts only upstreams, for an admin and gateway someone else runs.
 
 pub mod docker;
+pub mod external;
 pub mod host;
 pub mod middleware;
 pub mod postgres;
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use model::SyncMode;
 
 pub use docker::{Container, DockerBackend, DockerRun};
+pub use external::{Capabilities, ExternalBackend, ExternalTarget};
 pub use host::HostBackend;
 pub use middleware::{StoreKind, StoreServer};
 pub use redis::RedisServer;
@@ -39,6 +42,8 @@ pub enum BackendKind {
     Host,
     /// Containers of the `gantry/*:dev` images.
     Docker,
+    /// An admin and a gateway someone else runs (`--admin-url`, `--gateway-url`).
+    External,
 }
 
 impl std::fmt::Display for BackendKind {
@@ -46,6 +51,7 @@ impl std::fmt::Display for BackendKind {
         f.write_str(match self {
             BackendKind::Host => "host",
             BackendKind::Docker => "docker",
+            BackendKind::External => "external",
         })
     }
 }
@@ -57,15 +63,31 @@ pub enum Backend {
     Host(HostBackend),
     /// Containers.
     Docker(DockerBackend),
+    /// Someone else's admin and gateway.
+    External(ExternalBackend),
 }
 
 impl Backend {
     /// A backend of `kind` whose binaries live in `bin_dir` (for docker: the static binaries
-    /// the images are built from, rebuilding the images whose binary changed).
+    /// the images are built from, rebuilding the images whose binary changed). An external
+    /// backend is made by [`ExternalBackend::connect`] instead.
     pub fn new(kind: BackendKind, bin_dir: PathBuf) -> Result<Self, BackendError> {
         match kind {
             BackendKind::Host => HostBackend::new(bin_dir).map(Backend::Host),
             BackendKind::Docker => DockerBackend::open(Some(&bin_dir)).map(Backend::Docker),
+            BackendKind::External => Err(BackendError::External {
+                what: "starting the external backend".into(),
+                detail: "it runs no binaries: connect to a target instead".into(),
+            }),
+        }
+    }
+
+    /// What the admin and gateway offer besides ShenYu's protocol: everything on a backend
+    /// of gantry's own, what the probe found on an external target.
+    pub fn capabilities(&self) -> Capabilities {
+        match self {
+            Backend::External(e) => e.capabilities,
+            Backend::Host(_) | Backend::Docker(_) => Capabilities::GANTRY,
         }
     }
 
@@ -75,6 +97,7 @@ impl Backend {
         match &mut self {
             Backend::Host(h) => h.gateway_args = args,
             Backend::Docker(d) => d.gateway_args = args,
+            Backend::External(_) => {}
         }
         self
     }
@@ -84,6 +107,7 @@ impl Backend {
         match self {
             Backend::Host(_) => BackendKind::Host,
             Backend::Docker(_) => BackendKind::Docker,
+            Backend::External(_) => BackendKind::External,
         }
     }
 
@@ -96,6 +120,7 @@ impl Backend {
                 .begin(mode, keep)
                 .await
                 .map(|run| Run::Docker(Box::new(run))),
+            Backend::External(e) => Ok(Run::External(Box::new(e.clone()))),
         }
     }
 }
@@ -136,30 +161,42 @@ pub enum Run {
     Host(HostBackend),
     /// Containers on the run's networks.
     Docker(Box<DockerRun>),
+    /// Upstreams for someone else's admin and gateway.
+    External(Box<ExternalBackend>),
 }
 
 impl Run {
-    /// The run's websocket sync token (admins require it, gateways send it).
-    pub fn sync_token(&self) -> &SyncToken {
+    /// The run's websocket sync token (admins require it, gateways send it); `None` for an
+    /// external run (the target's admin has its own, if any).
+    pub fn sync_token(&self) -> Option<&SyncToken> {
         match self {
-            Run::Host(h) => h.sync_token(),
-            Run::Docker(d) => d.sync_token(),
+            Run::Host(h) => Some(h.sync_token()),
+            Run::Docker(d) => Some(d.sync_token()),
+            Run::External(_) => None,
+        }
+    }
+
+    /// The external target, for external runs.
+    pub fn external(&self) -> Option<&ExternalBackend> {
+        match self {
+            Run::External(e) => Some(e),
+            Run::Host(_) | Run::Docker(_) => None,
         }
     }
 
     /// The docker run's networks (upstream, sync), for docker runs.
     pub fn docker_networks(&self) -> Option<(String, String)> {
         match self {
-            Run::Host(_) => None,
             Run::Docker(d) => Some(d.networks()),
+            Run::Host(_) | Run::External(_) => None,
         }
     }
 
     /// The docker run id, for docker runs.
     pub fn docker_id(&self) -> Option<&str> {
         match self {
-            Run::Host(_) => None,
             Run::Docker(d) => Some(d.id()),
+            Run::Host(_) | Run::External(_) => None,
         }
     }
 
@@ -170,6 +207,7 @@ impl Run {
         match self {
             Run::Host(_) => StoreServer::start(kind, dir).await.map(Store::Host),
             Run::Docker(d) => d.start_store(kind).await.map(Store::Docker),
+            Run::External(_) => Err(external_unsupported("starting a ZooKeeper or etcd server")),
         }
     }
 
@@ -187,6 +225,7 @@ impl Run {
             (Run::Docker(d), Component::Redis) => {
                 d.start_redis().await.map(ComponentService::Docker)
             }
+            (Run::External(_), _) => Err(external_unsupported("starting Redis")),
         }
     }
 
@@ -204,6 +243,12 @@ impl Run {
                 .start(&docker::upstream_spec(&d.prefix(), name, behave))
                 .await
                 .map(UpstreamService::Docker),
+            Run::External(e) => Upstream::start_at(name, behave, e.target.upstream_bind)
+                .await
+                .map(|upstream| UpstreamService::External {
+                    upstream,
+                    advertise: e.target.upstream_advertise.clone(),
+                }),
         }
     }
 
@@ -224,6 +269,10 @@ impl Run {
                     .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
                 d.start(&spec).await.map(Service::Docker)
             }
+            Run::External(e) => Ok(Service::External {
+                name: "admin",
+                url: e.target.admin_url.clone(),
+            }),
         }
     }
 
@@ -250,7 +299,19 @@ impl Run {
                 spec.cmd.extend(d.gateway_args.iter().cloned());
                 d.start(&spec).await.map(Service::Docker)
             }
+            Run::External(e) => Ok(Service::External {
+                name: "gateway",
+                url: e.target.gateway_url.clone(),
+            }),
         }
+    }
+}
+
+/// What an external run cannot do: start anything but upstreams.
+fn external_unsupported(what: &str) -> BackendError {
+    BackendError::External {
+        what: what.to_owned(),
+        detail: "an external run starts only upstreams".into(),
     }
 }
 
@@ -353,6 +414,13 @@ pub enum Service {
     Host(host::Service),
     /// A container (removed with its run).
     Docker(Container),
+    /// Someone else's admin or gateway: never started or stopped by gantry.
+    External {
+        /// `admin` or `gateway`.
+        name: &'static str,
+        /// Its base URL.
+        url: String,
+    },
 }
 
 impl Service {
@@ -361,6 +429,7 @@ impl Service {
         match self {
             Service::Host(s) => s.name(),
             Service::Docker(c) => c.name(),
+            Service::External { name, .. } => name,
         }
     }
 
@@ -369,6 +438,7 @@ impl Service {
         match self {
             Service::Host(s) => s.url(),
             Service::Docker(c) => c.url(),
+            Service::External { url, .. } => url,
         }
     }
 
@@ -377,7 +447,7 @@ impl Service {
     pub fn exited(&self) -> Option<bool> {
         match self {
             Service::Host(s) => Some(s.exited()),
-            Service::Docker(_) => None,
+            Service::Docker(_) | Service::External { .. } => None,
         }
     }
 
@@ -388,6 +458,9 @@ impl Service {
         let s = match self {
             Service::Host(s) => s,
             Service::Docker(c) => return c.fault(action).await,
+            Service::External { name, .. } => {
+                return Err(external_unsupported(&format!("{} {name}", action.name())));
+            }
         };
         match action {
             FaultAction::Stop => s.stop().await,
@@ -408,6 +481,7 @@ impl Service {
         match self {
             Service::Host(s) => s.url().to_owned(),
             Service::Docker(c) => format!("http://{}", c.peer_addr()),
+            Service::External { url, .. } => url.clone(),
         }
     }
 
@@ -416,6 +490,9 @@ impl Service {
         match self {
             Service::Host(s) => s.log_tail(n),
             Service::Docker(c) => c.log_tail(n),
+            Service::External { .. } => {
+                "(an external service: its log is not gantry's to read)".into()
+            }
         }
     }
 }
@@ -427,6 +504,13 @@ pub enum UpstreamService {
     Host(Upstream),
     /// A container on the run's network.
     Docker(Container),
+    /// In-process, on the external run's `--upstream-bind` address.
+    External {
+        /// The upstream.
+        upstream: Upstream,
+        /// The host the gateway reaches it at (`--upstream-advertise`).
+        advertise: String,
+    },
 }
 
 impl UpstreamService {
@@ -435,6 +519,10 @@ impl UpstreamService {
         match self {
             UpstreamService::Host(u) => u.host_port(),
             UpstreamService::Docker(c) => c.peer_addr().to_owned(),
+            UpstreamService::External {
+                upstream,
+                advertise,
+            } => format!("{advertise}:{}", upstream.addr().port()),
         }
     }
 
@@ -442,7 +530,9 @@ impl UpstreamService {
     /// it: in-process upstreams only (`None` for a container).
     pub async fn received(&self) -> Option<Vec<crate::upstream::Echo>> {
         match self {
-            UpstreamService::Host(u) => Some(u.received().await),
+            UpstreamService::Host(u) | UpstreamService::External { upstream: u, .. } => {
+                Some(u.received().await)
+            }
             UpstreamService::Docker(_) => None,
         }
     }

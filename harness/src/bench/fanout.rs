@@ -446,7 +446,11 @@ async fn one_run(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let gate = Arc::new(Semaphore::new(opts.connect_concurrency.max(1)));
     let token: Arc<str> = Arc::from(raw.token());
-    let sync_token: Arc<str> = Arc::from(run.sync_token().as_str());
+    let sync_token: Arc<str> = Arc::from(
+        run.sync_token()
+            .expect("the fanout bench runs on the host backend")
+            .as_str(),
+    );
     let cpu0 = read();
     let t = Instant::now();
     let tasks = AbortOnDrop(

@@ -14,6 +14,9 @@ pub const ADMIN_USER: &str = "admin";
 /// The password of [`ADMIN_USER`].
 pub const ADMIN_PASSWORD: &str = "123456";
 
+/// The page size of the admin client's list calls.
+const PAGE: usize = 100;
+
 /// A logged-in admin client.
 #[derive(Debug, Clone)]
 pub struct AdminClient {
@@ -298,6 +301,39 @@ impl AdminClient {
     /// The admin's config digest.
     pub async fn digest(&self) -> Result<model::DigestReport, ClientError> {
         super::gateway::digest(&self.http, &self.base).await
+    }
+
+    /// Every plugin the admin has (pages of 100 until one comes back short).
+    pub async fn plugins(&self) -> Result<Vec<PluginVo>, ClientError> {
+        self.all_pages(|page| format!("/plugin?currentPage={page}&pageSize={PAGE}"))
+            .await
+    }
+
+    /// Every selector of plugin `plugin_id` (pages of 100 until one comes back short).
+    pub async fn all_selectors(&self, plugin_id: &str) -> Result<Vec<SelectorVo>, ClientError> {
+        self.all_pages(|page| {
+            format!("/selector?pluginId={plugin_id}&currentPage={page}&pageSize={PAGE}")
+        })
+        .await
+    }
+
+    /// Every item of a paged list, `path(page)` being page `page` (from 1) of [`PAGE`].
+    async fn all_pages<T: DeserializeOwned>(
+        &self,
+        path: impl Fn(usize) -> String,
+    ) -> Result<Vec<T>, ClientError> {
+        let mut all = Vec::new();
+        for page in 1.. {
+            let got: CommonPager<T> = self
+                .data(reqwest::Method::GET, &path(page), None::<&()>)
+                .await?;
+            let short = got.data_list.len() < PAGE;
+            all.extend(got.data_list);
+            if short {
+                break;
+            }
+        }
+        Ok(all)
     }
 
     async fn get_opt<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>, ClientError> {

@@ -14,6 +14,9 @@ use crate::scenario::ast::RequestSpec;
 pub struct GatewayClient {
     base: String,
     http: reqwest::Client,
+    /// The gateway answers its errors with HTTP 200 (ShenYu): see
+    /// [`ProbeResponse::in_gantry_terms`].
+    errors_with_200: bool,
 }
 
 /// `GET {base}/actuator/digest`, decoded as `T` (the admin's [`DigestReport`], the gateway's
@@ -40,22 +43,33 @@ impl GatewayClient {
         Self {
             base: base.trim_end_matches('/').to_owned(),
             http: http(),
+            errors_with_200: false,
         }
     }
 
-    /// A client whose connections come from `source` (e.g. `127.0.0.7`, for the hash
-    /// balancer's per-client judging; any 127.0.0.0/8 address works on loopback).
-    pub fn from_source(base: &str, source: std::net::IpAddr) -> Self {
+    /// The same client, reading 200 answers with a gateway error body as ShenYu means them
+    /// ([`ProbeResponse::in_gantry_terms`]).
+    pub fn errors_with_200(self, yes: bool) -> Self {
         Self {
-            base: base.trim_end_matches('/').to_owned(),
+            errors_with_200: yes,
+            ..self
+        }
+    }
+
+    /// This client with its connections from `source` (e.g. `127.0.0.7`, for the hash
+    /// balancer's per-client judging; any 127.0.0.0/8 address works on loopback).
+    pub fn from_source(&self, source: std::net::IpAddr) -> Self {
+        Self {
             http: super::http_builder()
                 .local_address(source)
                 .build()
                 .expect("a client without TLS or proxies always builds"),
+            ..self.clone()
         }
     }
 
-    /// Sends a scenario request and returns the whole answer.
+    /// Sends a scenario request and returns the whole answer, in gantry's terms
+    /// ([`ProbeResponse::in_gantry_terms`]).
     pub async fn send(&self, req: &RequestSpec) -> Result<ProbeResponse, ClientError> {
         let what = format!("{} {}", req.method, req.path);
         let bad = |detail: String| ClientError::Body {
@@ -100,7 +114,8 @@ impl GatewayClient {
             status,
             headers,
             body,
-        })
+        }
+        .in_gantry_terms(self.errors_with_200))
     }
 
     /// The gateway's config digest, with its version and when it went live.

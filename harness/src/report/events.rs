@@ -72,8 +72,8 @@ pub struct ChangeTiming {
     /// `setup`, `step <name>` or `teardown`.
     pub change: String,
     /// To the gateway swapping in the config that holds it (0 when that happened before the
-    /// harness saw the 2xx).
-    pub applied_ms: f64,
+    /// harness saw the 2xx); `None` when the gateway does not say (no config digest).
+    pub applied_ms: Option<f64>,
     /// To the first pass of its wait's streak (quantised by the wait's `interval`).
     pub probe_ms: f64,
     /// To the harness seeing the admin's and the gateway's digests equal (after the wait).

@@ -108,7 +108,7 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     let mut latency: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in results {
         let samples = latency.entry(&r.mode).or_default();
-        samples.extend(r.timings.iter().map(|t| t.applied_ms));
+        samples.extend(r.timings.iter().filter_map(|t| t.applied_ms));
         for c in &r.checks {
             if let Measurements::Latency(l) = &c.measurements {
                 samples.extend(&l.applied_samples);
@@ -299,13 +299,13 @@ pub(crate) mod tests {
         ok.timings = vec![
             ChangeTiming {
                 change: "setup".into(),
-                applied_ms: 0.8,
+                applied_ms: Some(0.8),
                 probe_ms: 10.0,
                 converged_ms: 11.0,
             },
             ChangeTiming {
                 change: "teardown".into(),
-                applied_ms: 1.4,
+                applied_ms: Some(1.4),
                 probe_ms: 1.9,
                 converged_ms: 2.5,
             },

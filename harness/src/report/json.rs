@@ -103,7 +103,7 @@ mod tests {
             ],
             timings: vec![ChangeTiming {
                 change: "setup".into(),
-                applied_ms: 0.8,
+                applied_ms: Some(0.8),
                 probe_ms: 10.2,
                 converged_ms: 11.0,
             }],

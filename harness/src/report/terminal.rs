@@ -142,8 +142,12 @@ pub fn case_details(results: &[CaseResult]) -> String {
         }
         for t in &r.timings {
             out += &format!(
-                "  {}: applied {:.1} ms, probe {:.1} ms, converged {:.1} ms\n",
-                t.change, t.applied_ms, t.probe_ms, t.converged_ms
+                "  {}: applied {}, probe {:.1} ms, converged {:.1} ms\n",
+                t.change,
+                t.applied_ms
+                    .map_or_else(|| "unknown".to_owned(), |ms| format!("{ms:.1} ms")),
+                t.probe_ms,
+                t.converged_ms
             );
         }
     }
@@ -296,7 +300,7 @@ mod tests {
         });
         ran.timings.push(ChangeTiming {
             change: "setup".into(),
-            applied_ms: 1.25,
+            applied_ms: Some(1.25),
             probe_ms: 12.0,
             converged_ms: 14.5,
         });

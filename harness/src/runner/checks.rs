@@ -170,6 +170,20 @@ impl Case<'_> {
             }
             CheckKind::Hash(h) => self.hash(h, made).await?,
             CheckKind::Steer(s) => self.steer(s, &selector(made, &s.selector)?).await,
+            CheckKind::Latency(_) if !self.caps.digest => {
+                return Err(NoVerdict::Skip(
+                    "the latency check times when the gateway applied each change, which only \
+                     its config digest says; the target has none"
+                        .into(),
+                ));
+            }
+            CheckKind::Churn(_) if self.backend == BackendKind::External => {
+                return Err(NoVerdict::Skip(
+                    "churn makes dozens of admin changes a second on routes of its own; it is \
+                     not run against an external target"
+                        .into(),
+                ));
+            }
             CheckKind::Latency(l) => {
                 let changes = self.latency(admin, l, made).await?;
                 LatencyJudge { limits: l.limits }.judge(&changes)
@@ -224,6 +238,22 @@ impl Case<'_> {
         Ok(lengths)
     }
 
+    /// Whether the gateway's URL names a loopback address (`127.x`, `[::1]`, `localhost`).
+    fn gateway_on_loopback(&self) -> bool {
+        let url = self.topo.gateway().url();
+        let Some(host) = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+        else {
+            return false;
+        };
+        host == "localhost"
+            || host
+                .trim_matches(['[', ']'])
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// Sends `request` through `client`; a transport error becomes its description.
     pub(super) async fn send(
         &self,
@@ -247,7 +277,14 @@ impl Case<'_> {
 
     /// Each client address sends `repeat` requests; they must reach the ring's upstream.
     async fn hash(&self, spec: &HashSpec, made: &mut Made) -> Result<Verdict, NoVerdict> {
-        if self.backend != BackendKind::Host {
+        if self.backend == BackendKind::External && !self.gateway_on_loopback() {
+            return Err(NoVerdict::Skip(
+                "the hash judge sends from distinct loopback addresses (127.0.0.x), which reach \
+                 an external gateway only on this machine's loopback"
+                    .into(),
+            ));
+        }
+        if self.backend == BackendKind::Docker {
             return Err(NoVerdict::Skip(format!(
                 "the hash judge needs distinct client addresses, but on the {} backend the \
                  gateway sees the container network's address for every client",
@@ -263,7 +300,7 @@ impl Case<'_> {
             }));
         let mut observed: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
         for ip in client_addresses(self.seed, &spec.selector, spec.clients) {
-            let client = GatewayClient::from_source(self.topo.gateways()[self.primary()].url(), ip);
+            let client = self.gateway().from_source(ip);
             let mut answers = Vec::new();
             for _ in 0..spec.repeat {
                 answers.push(label(&self.send(&client, &spec.request).await));

@@ -39,7 +39,7 @@ use model::{AppliedDigest, MetaDataRegister, SyncMode, UriRegister};
 use self::made::{Made, MadeRule, MadeSelector};
 use self::refused::{Refused, refused};
 use crate::RunOptions;
-use crate::backend::{Backend, BackendKind};
+use crate::backend::{Backend, BackendKind, Capabilities};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{ClientError, RunError, RunErrorKind, Step};
 use crate::fault::Mode as ProxyMode;
@@ -57,6 +57,10 @@ use crate::topology::{Shape, Topology};
 use crate::wait::{Converged, WaitPolicy, await_convergence};
 
 use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
+/// Why a case on a target without gantry's config digest has no digest equality.
+const NO_DIGEST: &str = "the target serves no config digest (GET /actuator/digest): each \
+    change is judged converged by its wait probes only, and no change has an applied time";
+
 /// Lines of each service log attached to a failure.
 const LOG_LINES: usize = 40;
 
@@ -135,14 +139,16 @@ pub async fn run_case(
             (name.to_owned(), up.host_port())
         })
         .collect();
+    let caps = backend.capabilities();
     let case = Case {
         scenario,
         topo: &topo,
         gateways: topo
             .gateways()
             .iter()
-            .map(|g| GatewayClient::new(g.url()))
+            .map(|g| GatewayClient::new(g.url()).errors_with_200(caps.errors_with_200))
             .collect(),
+        caps,
         in_flight: tokio::sync::RwLock::new(()),
         running: Mutex::new(Running {
             admins: vec![true; topo.admins().len()],
@@ -158,7 +164,15 @@ pub async fn run_case(
         record: Mutex::new(CaseRecord::default()),
         names: Mutex::new(Names::default()),
     };
-    let result = case.run().await;
+    let mut result = case.run().await;
+    if let Some(external) = topo.external() {
+        // Whatever the case left (a failed one stops before its teardown) goes now, so that
+        // the next case starts from what the target had.
+        let swept = sweep_run(external).await;
+        if let (Ok(_), Err(e)) = (&result, swept) {
+            result = Err((Step::Teardown, e));
+        }
+    }
     let record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
     match result {
         Ok(converge) => Ok(CaseOutcome {
@@ -168,6 +182,19 @@ pub async fn run_case(
             record,
         }),
         Err((step, kind)) => Err(fail(step, kind, failure_logs(&topo, step, opts), record)),
+    }
+}
+
+/// Removes what an external run made (its prefix's selectors): an error when there was
+/// anything to remove after a passed case's teardown, or when the admin refused.
+async fn sweep_run(external: &crate::backend::ExternalBackend) -> Result<(), RunErrorKind> {
+    let admin = external.target.login().await?;
+    match crate::backend::external::sweep(&admin, &external.target.prefix).await? {
+        0 => Ok(()),
+        left => Err(RunErrorKind::UnknownObject(format!(
+            "{left} selector(s) named `{}*` after teardown (now removed)",
+            external.target.prefix
+        ))),
     }
 }
 
@@ -226,6 +253,8 @@ struct Case<'a> {
     /// Where each upstream listens, as the gateway reaches it.
     addrs: Addresses,
     backend: BackendKind,
+    /// What the admin and gateway offer besides ShenYu's protocol.
+    caps: Capabilities,
     seed: u64,
     id: String,
     events: &'a (dyn Fn(Event) + Send + Sync),
@@ -248,6 +277,19 @@ impl Case<'_> {
     }
 
     async fn run(&self) -> StepResult<Duration> {
+        if !self.caps.digest {
+            self.record(|r| {
+                r.checks.push(CheckReport {
+                    name: "digest equality".into(),
+                    path: "(every change)".into(),
+                    step: None,
+                    kind: "digest",
+                    outcome: CheckOutcome::Skipped(NO_DIGEST.into()),
+                    elapsed_ms: 0.0,
+                    measurements: Measurements::None,
+                });
+            });
+        }
         self.step(Step::Precheck);
         let mut admin = self.login().await.map_err(at(Step::Precheck))?;
         self.precheck(&admin).await?;
@@ -265,7 +307,7 @@ impl Case<'_> {
             .digests_converge(&admin, "digest equality after the wait")
             .await
             .map_err(at(Step::Wait))?;
-        self.timing("setup", committed, &applied, converge);
+        self.timing("setup", committed, applied.as_ref(), converge);
         self.step(Step::Checks);
         self.checks(&admin, &self.scenario.checks, None, &mut made)
             .await
@@ -293,14 +335,20 @@ impl Case<'_> {
     /// Records a change's times: admin 2xx at `committed` (µs) → the gateway's applied time
     /// of the converged digest, and → the end of the first pass of its wait's streak (the
     /// wait starts right after the 2xx).
-    fn timing(&self, change: &str, committed: u64, applied: &AppliedDigest, wait: Converged) {
+    fn timing(
+        &self,
+        change: &str,
+        committed: u64,
+        applied: Option<&AppliedDigest>,
+        wait: Converged,
+    ) {
         let timing = ChangeTiming {
             change: change.to_owned(),
-            applied_ms: applied.applied_at_us.saturating_sub(committed) as f64 / 1000.0,
+            applied_ms: applied.map(|a| a.applied_at_us.saturating_sub(committed) as f64 / 1000.0),
             probe_ms: wait.first_seen.as_secs_f64() * 1000.0,
             converged_ms: now_us().saturating_sub(committed) as f64 / 1000.0,
         };
-        tracing::info!(case = %self.id, change, applied_ms = timing.applied_ms, probe_ms = timing.probe_ms, "change live");
+        tracing::info!(case = %self.id, change, applied_ms = ?timing.applied_ms, probe_ms = timing.probe_ms, "change live");
         self.record(|r| r.timings.push(timing));
     }
 
@@ -474,7 +522,7 @@ impl Case<'_> {
         self.timing(
             &format!("step `{}`", st.name),
             committed,
-            &applied,
+            applied.as_ref(),
             converge,
         );
         Ok(())
@@ -921,7 +969,11 @@ impl Case<'_> {
             .await
             .map_err(at(step))?
             .ok_or_else(|| (step, RunErrorKind::PluginNotFound(spec.plugin.clone())))?;
-        let selector_dto = lower::selector_dto(spec, &plugin_id, &self.addrs);
+        let mut selector_dto = lower::selector_dto(spec, &plugin_id, &self.addrs);
+        if let Some(external) = self.topo.external() {
+            // Every selector of an external run carries the run's prefix: what it removes.
+            selector_dto.name = Some(format!("{}{}", external.target.prefix, spec.name));
+        }
         let selector_id = admin
             .create_selector(&selector_dto)
             .await
@@ -1084,7 +1136,8 @@ impl Case<'_> {
 
     /// Waits (within the scenario's wait timeout) until every running gateway's config digest
     /// equals the admin's, and returns the report of the gateway that applied it last (with
-    /// the time that config went live). Sync is eventually consistent: after the wait probe
+    /// the time that config went live); `None` at once when the target has no digest (the
+    /// case's record says so once, as a skipped check). Sync is eventually consistent: after the wait probe
     /// passes, other parts of the same change may still be on their way (ZooKeeper and etcd
     /// deliver per node), so this is a bounded wait, not a single comparison; a timeout names
     /// the gateway and reports both digests last seen.
@@ -1092,7 +1145,10 @@ impl Case<'_> {
         &self,
         admin: &AdminClient,
         what: &str,
-    ) -> Result<AppliedDigest, RunErrorKind> {
+    ) -> Result<Option<AppliedDigest>, RunErrorKind> {
+        if !self.caps.digest {
+            return Ok(None);
+        }
         let mut last: Option<AppliedDigest> = None;
         for i in self.running_gateways() {
             let applied = self.digest_converges(admin, i, what).await?;
@@ -1103,7 +1159,8 @@ impl Case<'_> {
                 last = Some(applied);
             }
         }
-        Ok(last.expect("a gateway runs at every digest equality (checked at parse time)"))
+        let last = last.expect("a gateway runs at every digest equality (checked at parse time)");
+        Ok(Some(last))
     }
 
     /// [`Case::digests_converge`] for gateway `i`.
@@ -1220,7 +1277,7 @@ impl Case<'_> {
         let applied = self
             .digests_converge(admin, "digest equality after teardown")
             .await?;
-        self.timing("teardown", committed, &applied, converge);
+        self.timing("teardown", committed, applied.as_ref(), converge);
         let mut failures = Vec::new();
         let several = self.running_gateways().len() > 1;
         for (i, p) in self.scenario.teardown.probes.iter().enumerate() {

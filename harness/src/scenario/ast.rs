@@ -57,6 +57,34 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Every expectation the scenario judges answers by: its waits', checks', `during` and
+    /// teardown probes'.
+    pub fn expectations(&self) -> impl Iterator<Item = &Expect> {
+        let waits = std::iter::once(&self.wait)
+            .chain(self.steps.iter().map(|s| &s.wait))
+            .flat_map(|w| w.probes.iter().map(|p| &p.expect));
+        let checks = self
+            .checks
+            .iter()
+            .chain(self.steps.iter().flat_map(|s| &s.checks))
+            .filter_map(|c| match &c.kind {
+                CheckKind::Probe(p) => Some(&p.expect),
+                CheckKind::Churn(c) => Some(&c.expect),
+                _ => None,
+            });
+        let others = (self.steps.iter().filter_map(|s| s.during.as_ref()))
+            .chain(&self.teardown.probes)
+            .map(|p| &p.expect);
+        waits.chain(checks).chain(others)
+    }
+
+    /// Whether an expectation names the selector or rule that must match (`selector:`,
+    /// `rule:`), which the gateway's `x-gantry-selector-id` / `x-gantry-rule-id` show.
+    pub fn expects_route_names(&self) -> bool {
+        self.expectations()
+            .any(|e| e.selector.is_some() || e.rule.is_some())
+    }
+
     /// The declared upstreams' names, in order.
     pub fn upstream_names(&self) -> impl Iterator<Item = &str> {
         self.upstreams.iter().map(|u| u.name.as_str())
@@ -318,7 +346,11 @@ impl From<MatchModeName> for model::MatchMode {
 }
 
 fn every_backend() -> Vec<crate::BackendKind> {
-    vec![crate::BackendKind::Host, crate::BackendKind::Docker]
+    vec![
+        crate::BackendKind::Host,
+        crate::BackendKind::Docker,
+        crate::BackendKind::External,
+    ]
 }
 
 fn one() -> i32 {

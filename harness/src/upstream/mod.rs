@@ -75,11 +75,20 @@ pub struct Upstream {
 impl Upstream {
     /// Starts the upstream `name` with `behave` on `127.0.0.1:0`.
     pub async fn start(name: &str, behave: &[Behaviour]) -> Result<Self, BackendError> {
+        Upstream::start_at(name, behave, std::net::Ipv4Addr::LOCALHOST.into()).await
+    }
+
+    /// Starts the upstream `name` with `behave` on a free port of `ip`.
+    pub async fn start_at(
+        name: &str,
+        behave: &[Behaviour],
+        ip: std::net::IpAddr,
+    ) -> Result<Self, BackendError> {
         let io = |what: &str| {
-            let what = format!("{what} upstream {name}");
+            let what = format!("{what} upstream {name} on {ip}");
             move |source| BackendError::Io { what, source }
         };
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("binding"))?;
+        let listener = std::net::TcpListener::bind((ip, 0)).map_err(io("binding"))?;
         Upstream::on(name, behave, listener)
             .await
             .map_err(io("starting"))

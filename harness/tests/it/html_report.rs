@@ -42,7 +42,7 @@ fn results() -> Vec<CaseResult> {
     ok.timings = (1..=30)
         .map(|i| ChangeTiming {
             change: format!("step {i}"),
-            applied_ms: f64::from(i) * 0.1,
+            applied_ms: Some(f64::from(i) * 0.1),
             probe_ms: f64::from(i) * 0.2,
             converged_ms: f64::from(i) * 0.3,
         })

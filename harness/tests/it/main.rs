@@ -6,11 +6,13 @@
 //! Trial names are those of the former separate binaries, so filters still select an area:
 //! `cargo test --workspace --test it -- docker::`, `-- predicates`, `-- html_report`, or
 //! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`,
-//! `-- redis::` (the Redis component on the host backend), `-- convergence`.
+//! `-- redis::` (the Redis component on the host backend), `-- convergence`, `-- external::`
+//! (`gantry run --backend external` against a hand-started admin and gateway).
 
 mod admin_cluster;
 mod convergence;
 mod docker;
+mod external;
 mod html_report;
 mod middleware_faults;
 mod properties;
@@ -25,6 +27,7 @@ fn main() {
     let mut trials = docker::trials();
     trials.extend(admin_cluster::trials());
     trials.extend(convergence::trials());
+    trials.extend(external::trials());
     trials.extend(html_report::trials());
     trials.extend(middleware_faults::trials());
     trials.extend(properties::trials());

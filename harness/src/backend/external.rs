@@ -1,0 +1,368 @@
+//! The external backend: gantry's scenarios against an admin and a gateway that someone else
+//! runs (a real ShenYu, another ShenYu-compatible gateway, or gantry's own started by hand).
+//!
+//! The engine starts only the echo upstreams, on `--upstream-bind`, and tells the admin to
+//! route to them at `--upstream-advertise`. Every selector it creates is named with the run's
+//! prefix ([`ExternalTarget::prefix`], `gantry-<8 hex digits>-`), and after every case, at
+//! the end of the run and on Ctrl-C it deletes the selectors (with their rules) whose names
+//! start with that prefix, and nothing else ([`sweep`]). Cases that would change shared
+//! config (plugins, registrations) or need what only a backend of gantry's own can do
+//! (faults, several admins or gateways, Redis) are skipped with the reason ([`skip_reason`]).
+//!
+//! Before the first case, [`probe`] finds out what the target offers ([`Capabilities`]) with
+//! a route of its own: whether admin and gateway serve gantry's config digest, whether the
+//! gateway names the matched selector and rule in headers, and whether it answers its error
+//! bodies with HTTP 200 (ShenYu) or a real status (gantry). The runner judges with what is
+//! there: convergence from probes when there is no digest, the upstream's name from the echo
+//! body when no header carries it, a ShenYu error answer read with the status gantry would
+//! have given it ([`crate::probe::ProbeResponse::in_gantry_terms`]).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::client::{AdminClient, GatewayClient};
+use crate::error::{BackendError, ClientError};
+use crate::probe::{ProbeResponse, RULE_ID_HEADER, SELECTOR_ID_HEADER};
+use crate::scenario::Scenario;
+use crate::scenario::ast::Change;
+use crate::upstream::{UPSTREAM_HEADER, Upstream};
+use crate::wait::{WaitPolicy, await_convergence};
+
+/// Where the target is and how to reach it: what `gantry run --backend external` is told.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExternalTarget {
+    /// The admin's base URL (`http://host:9095`).
+    pub admin_url: String,
+    /// The gateway's base URL (`http://host:9195`).
+    pub gateway_url: String,
+    /// The admin user the engine logs in as.
+    pub user: String,
+    /// Its password.
+    pub password: String,
+    /// The address the upstreams listen on (a port each, picked free).
+    pub upstream_bind: IpAddr,
+    /// The host the gateway reaches the upstreams at (what the divide upstreams say).
+    pub upstream_advertise: String,
+    /// The prefix of every selector name this run creates: `gantry-<8 hex digits>-`.
+    pub prefix: String,
+}
+
+impl std::fmt::Debug for ExternalTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalTarget")
+            .field("admin_url", &self.admin_url)
+            .field("gateway_url", &self.gateway_url)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("upstream_bind", &self.upstream_bind)
+            .field("upstream_advertise", &self.upstream_advertise)
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+impl ExternalTarget {
+    /// A fresh run prefix: `gantry-` and 8 random hex digits and `-`.
+    pub fn fresh_prefix() -> String {
+        format!("gantry-{:08x}-", rand::random::<u32>())
+    }
+
+    /// Logs in to the admin.
+    pub async fn login(&self) -> Result<AdminClient, ClientError> {
+        AdminClient::login(&self.admin_url, &self.user, &self.password).await
+    }
+}
+
+/// What the target offers besides ShenYu's protocol; found by [`probe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Capabilities {
+    /// Admin and gateway serve gantry's config digest (`GET /actuator/digest`): digest
+    /// equality after each change, and the time a change went live on the gateway.
+    pub digest: bool,
+    /// The gateway names the selector and rule that matched (`x-gantry-selector-id`,
+    /// `x-gantry-rule-id`): a scenario's `selector:` and `rule:` expectations.
+    pub route_headers: bool,
+    /// The upstream's `x-gantry-upstream` header reaches the client (else the engine reads
+    /// the upstream's name from the echo body).
+    pub upstream_header: bool,
+    /// The gateway answers its error bodies with HTTP 200, as ShenYu does (gantry's gateway
+    /// answers them with a real status).
+    pub errors_with_200: bool,
+}
+
+impl Capabilities {
+    /// Everything gantry's own admin and gateway offer (the host and docker backends).
+    pub const GANTRY: Capabilities = Capabilities {
+        digest: true,
+        route_headers: true,
+        upstream_header: true,
+        errors_with_200: false,
+    };
+
+    /// One line for the run's log: what is there and what the engine does instead.
+    pub fn describe(&self) -> String {
+        let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
+        [
+            yes_no(
+                self.digest,
+                "config digest: yes",
+                "config digest: no (convergence from probes only)",
+            ),
+            yes_no(
+                self.route_headers,
+                "selector/rule headers: yes",
+                "selector/rule headers: no (cases expecting `selector:` or `rule:` skipped)",
+            ),
+            yes_no(
+                self.upstream_header,
+                "upstream header: yes",
+                "upstream header: no (the upstream named by the echo body)",
+            ),
+            yes_no(
+                self.errors_with_200,
+                "error answers: HTTP 200 + code (ShenYu)",
+                "error answers: real HTTP status",
+            ),
+        ]
+        .join("; ")
+    }
+}
+
+/// An external target, probed and ready to run cases against.
+#[derive(Debug, Clone)]
+pub struct ExternalBackend {
+    /// The target.
+    pub target: ExternalTarget,
+    /// What it offers.
+    pub capabilities: Capabilities,
+}
+
+impl ExternalBackend {
+    /// Logs in, removes what an earlier run with the same prefix left, and probes the target.
+    pub async fn connect(target: ExternalTarget) -> Result<Self, BackendError> {
+        let admin = target
+            .login()
+            .await
+            .map_err(|e| external("logging in to the admin", e))?;
+        sweep(&admin, &target.prefix)
+            .await
+            .map_err(|e| external("removing an earlier run's selectors", e))?;
+        let capabilities = probe(&target, &admin).await;
+        // The probe's own route goes whether it worked or not.
+        let swept = sweep(&admin, &target.prefix)
+            .await
+            .map_err(|e| external("removing the capability probe's route", e));
+        let capabilities = capabilities?;
+        swept?;
+        tracing::info!(target = ?target, "external target: {}", capabilities.describe());
+        Ok(Self {
+            target,
+            capabilities,
+        })
+    }
+}
+
+fn external(what: &str, e: impl std::fmt::Display) -> BackendError {
+    BackendError::External {
+        what: what.to_owned(),
+        detail: e.to_string(),
+    }
+}
+
+/// How long the probe waits for its route to work on the gateway.
+const PROBE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Finds out what the target offers: asks both for the config digest, then routes a path of
+/// the run's own (`/<prefix>capabilities/...`) to an upstream on `--upstream-bind`, waits
+/// until the gateway answers from it (which also proves the gateway reaches the upstreams at
+/// `--upstream-advertise`), reads the headers of that answer, and asks for a path nothing
+/// routes to see how the gateway answers an error. The caller removes the route ([`sweep`]).
+pub async fn probe(
+    target: &ExternalTarget,
+    admin: &AdminClient,
+) -> Result<Capabilities, BackendError> {
+    let gateway = GatewayClient::new(&target.gateway_url);
+    let digest = admin.digest().await.is_ok() && gateway.digest().await.is_ok();
+    let upstream = Upstream::start_at("capabilities", &[], target.upstream_bind).await?;
+    let name = format!("{}capabilities", target.prefix);
+    let path = format!("/{name}");
+    let address = format!("{}:{}", target.upstream_advertise, upstream.addr().port());
+    let spec = crate::gantry::prefix_route(&name, &path, "capabilities");
+    let addrs = crate::lower::Addresses::from([("capabilities".to_owned(), address.clone())]);
+    let plugin_id = admin
+        .plugin_id("divide")
+        .await
+        .map_err(|e| external("looking up the divide plugin", e))?
+        .ok_or_else(|| external("looking up the divide plugin", "the admin has none"))?;
+    let selector_id = admin
+        .create_selector(&crate::lower::selector_dto(&spec, &plugin_id, &addrs))
+        .await
+        .map_err(|e| external("creating the capability probe's selector", e))?;
+    for rule in &spec.rules {
+        admin
+            .create_rule(&crate::lower::rule_dto(rule, &selector_id))
+            .await
+            .map_err(|e| external("creating the capability probe's rule", e))?;
+    }
+    // Raw answers: the client's `send` reads them in gantry's terms, which is what is probed.
+    let http = crate::client::http();
+    let get = |path: String| {
+        let http = http.clone();
+        let url = format!("{}{path}", target.gateway_url);
+        async move {
+            let resp = http
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| format!("GET {url}: {e}"))?;
+            let status = resp.status().as_u16();
+            let headers = (resp.headers().iter())
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_owned(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect();
+            let body = resp.text().await.map_err(|e| format!("GET {url}: {e}"))?;
+            Ok::<_, String>(ProbeResponse {
+                status,
+                headers,
+                body,
+            })
+        }
+    };
+    let routed = format!("{path}/probe");
+    let policy = WaitPolicy {
+        consecutive: 1,
+        interval: Duration::from_millis(100),
+        timeout: PROBE_DEADLINE,
+    };
+    let answer = std::sync::Mutex::new(None);
+    await_convergence(policy, || async {
+        let resp = get(routed.clone()).await?;
+        let from_upstream = resp.header(UPSTREAM_HEADER).is_some()
+            || serde_json::from_str::<crate::upstream::Echo>(&resp.body).is_ok();
+        if !from_upstream {
+            return Err(resp.summary());
+        }
+        *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(resp);
+        Ok(())
+    })
+    .await
+    .map_err(|e| {
+        external(
+            &format!(
+                "routing {path}/** to an upstream at {address} (is the gateway synced with the \
+                 admin, and does it reach --upstream-advertise {}?)",
+                target.upstream_advertise
+            ),
+            e,
+        )
+    })?;
+    let answer = answer
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .expect("a converged wait saw the answer");
+    let unrouted = get(format!("/{}unrouted/probe", target.prefix))
+        .await
+        .map_err(|e| external("asking the gateway for a path nothing routes", e))?;
+    Ok(Capabilities {
+        digest,
+        route_headers: answer.header(SELECTOR_ID_HEADER) == Some(selector_id.as_str())
+            && answer.header(RULE_ID_HEADER).is_some(),
+        upstream_header: answer.header(UPSTREAM_HEADER).is_some(),
+        errors_with_200: unrouted.status == 200,
+    })
+}
+
+/// Deletes every selector (with its rules) whose name starts with `prefix`, of every plugin;
+/// returns how many. Nothing else is touched.
+pub async fn sweep(admin: &AdminClient, prefix: &str) -> Result<usize, ClientError> {
+    let mut ids = Vec::new();
+    for plugin in admin.plugins().await? {
+        ids.extend(
+            admin
+                .all_selectors(&plugin.id)
+                .await?
+                .into_iter()
+                .filter(|s| s.name.starts_with(prefix))
+                .map(|s| s.id),
+        );
+    }
+    if !ids.is_empty() {
+        admin.delete_selectors(&ids).await?;
+    }
+    Ok(ids.len())
+}
+
+/// Why `scenario` cannot run against an external target whatever it offers: it would change
+/// config the run did not create, or it needs a process, a store or a topology of gantry's
+/// own. `None` when it can.
+pub fn skip_reason(scenario: &Scenario) -> Option<String> {
+    if !scenario.topology.is_default() {
+        return Some(
+            "it needs a topology of its own (several admins or gateways, late \
+                     gateways or PostgreSQL); an external target is one admin and one gateway"
+                .into(),
+        );
+    }
+    if let Some(c) = scenario.components.first() {
+        return Some(format!(
+            "it needs {c} started by gantry; an external run starts only upstreams"
+        ));
+    }
+    if !scenario.setup.plugins.is_empty() {
+        return Some(
+            "it changes a plugin (`setup.plugins`), which is config the run did not create".into(),
+        );
+    }
+    if !scenario.setup.registrations.is_empty() {
+        return Some(
+            "it registers a client, which makes selectors named by their context \
+                     path (they cannot carry the run's prefix)"
+                .into(),
+        );
+    }
+    let changes = scenario.steps.iter().flat_map(|s| &s.changes);
+    for change in changes {
+        let why = match change {
+            Change::EnablePlugin(_) | Change::UpdatePlugin(_) => {
+                "it changes a plugin, which is config the run did not create"
+            }
+            Change::Register(_) => {
+                "it registers a client, which makes selectors named by their context path"
+            }
+            Change::CreateSelector(_)
+            | Change::CreateRule(_)
+            | Change::UpdateSelector(_)
+            | Change::UpdateRule(_)
+            | Change::DeleteSelector(_)
+            | Change::DeleteRule(_) => continue,
+            _ => {
+                "it injects faults (stops, partitions, sync faults), which need processes of \
+                  gantry's own"
+            }
+        };
+        return Some(format!("{why} (step change `{}`)", change.name()));
+    }
+    None
+}
+
+/// Why `scenario` cannot run against a target that offers `caps`: it expects what only a
+/// missing capability shows. `None` when it can.
+pub fn capability_skip_reason(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
+    if !caps.route_headers && scenario.expects_route_names() {
+        return Some(
+            "it expects `selector:` or `rule:`, which need the gateway to name the matched \
+             selector and rule (x-gantry-selector-id, x-gantry-rule-id); the target does not"
+                .into(),
+        );
+    }
+    let behaves = scenario.upstreams.iter().any(|u| !u.behave.is_empty());
+    (!caps.upstream_header && behaves).then(|| {
+        "its upstreams answer some requests with bodies of their own (`behave`), which only \
+         the x-gantry-upstream header names; the target does not pass that header on"
+            .into()
+    })
+}

@@ -1,0 +1,376 @@
+//! `gantry run --backend external` against a gantry admin and gateway started by hand, as a
+//! user starts theirs: the binaries with their flags, on ports of the test's choosing.
+//!
+//! - `external::suite@<mode>`: the whole scenario suite passes (websocket and http), and the
+//!   admin is left exactly as found: every plugin, and every selector with its rules, including
+//!   one of "the user's own" made before the run.
+//! - `external::hidden_extras@<mode>`: the same with the gateway's `--hide-extras` (no digest,
+//!   no `x-gantry-*` headers, errors with HTTP 200, as ShenYu): the run judges with what is
+//!   there, reports the digest checks as skipped, skips the cases that need the headers, and
+//!   still passes what it runs.
+//! - `external::hidden_extras_catch_a_planted_bug`: the fallbacks can fail: with the gateway
+//!   also emulating ShenYu's dropped-deletes bug, `delete_route` fails on probes alone.
+//! - `external::ctrl_c_removes_the_run`: Ctrl-C once the run's first selector exists leaves
+//!   none of its selectors behind.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::client::{AdminClient, GatewayClient};
+use harness::wait::{WaitPolicy, await_convergence};
+use libtest_mimic::{Failed, Trial};
+use model::SyncMode;
+
+/// The trials.
+pub(crate) fn trials() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for mode in [SyncMode::Websocket, SyncMode::Http] {
+        trials.push(Trial::test(format!("external::suite@{mode}"), move || {
+            suite(mode, false)
+        }));
+        trials.push(Trial::test(
+            format!("external::hidden_extras@{mode}"),
+            move || suite(mode, true),
+        ));
+    }
+    trials.push(Trial::test(
+        "external::hidden_extras_catch_a_planted_bug",
+        planted_bug,
+    ));
+    trials.push(Trial::test(
+        "external::ctrl_c_removes_the_run",
+        ctrl_c_removes_the_run,
+    ));
+    trials
+}
+
+/// An admin and a gateway started by hand; killed on drop.
+struct Pair {
+    admin: Child,
+    gateway: Child,
+    admin_url: String,
+    gateway_url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for child in [&mut self.gateway, &mut self.admin] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> Result<u16, Failed> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Starts `gantry-admin` (SQLite file, publishing `mode`) and `gantry-gateway` (syncing
+/// `mode`, with `gateway_args`) from the workspace's binaries, and waits until the admin
+/// takes a login and the gateway answers its health check.
+fn start_pair(
+    rt: &tokio::runtime::Runtime,
+    mode: SyncMode,
+    gateway_args: &[&str],
+) -> Result<Pair, Failed> {
+    let bin = harness::backend::host::default_bin_dir(
+        std::env::var_os("GANTRY_BIN_DIR").map(Into::into),
+    )?;
+    let dir = tempfile::tempdir()?;
+    let (admin_port, gateway_port) = (free_port()?, free_port()?);
+    let admin_url = format!("http://127.0.0.1:{admin_port}");
+    let gateway_url = format!("http://127.0.0.1:{gateway_port}");
+    let log = |name: &str| std::fs::File::create(dir.path().join(name));
+    let admin = Command::new(bin.join("gantry-admin"))
+        .args([
+            "--port",
+            &admin_port.to_string(),
+            "--sync",
+            &mode.to_string(),
+        ])
+        .arg("--db")
+        .arg(dir.path().join("admin.db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log("admin.log")?)
+        .spawn()?;
+    let gateway = Command::new(bin.join("gantry-gateway"))
+        .args([
+            "--port",
+            &gateway_port.to_string(),
+            "--sync",
+            &mode.to_string(),
+        ])
+        .args(["--admin-url", &admin_url])
+        .args(gateway_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log("gateway.log")?)
+        .spawn()?;
+    let pair = Pair {
+        admin,
+        gateway,
+        admin_url,
+        gateway_url,
+        _dir: dir,
+    };
+    let policy = WaitPolicy {
+        consecutive: 1,
+        interval: Duration::from_millis(50),
+        timeout: Duration::from_secs(20),
+    };
+    rt.block_on(async {
+        await_convergence(policy, || async {
+            login(&pair.admin_url)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())?;
+            match GatewayClient::new(&pair.gateway_url).health().await {
+                Ok((200, _)) => Ok(()),
+                other => Err(format!("gateway health: {other:?}")),
+            }
+        })
+        .await
+    })
+    .map_err(|e| format!("the hand-started pair never came up: {e}"))?;
+    Ok(pair)
+}
+
+async fn login(url: &str) -> Result<AdminClient, harness::error::ClientError> {
+    AdminClient::login(url, "admin", "123456").await
+}
+
+/// What the admin holds: per plugin its enabled flag and config, and its selectors (id, name,
+/// enabled, handle) with their rules' ids.
+async fn snapshot(admin: &AdminClient) -> Result<BTreeMap<String, String>, Failed> {
+    let mut out = BTreeMap::new();
+    for plugin in admin.plugins().await? {
+        out.insert(
+            format!("plugin {}", plugin.name),
+            format!("enabled={} config={:?}", plugin.enabled, plugin.config),
+        );
+        for s in admin.all_selectors(&plugin.id).await? {
+            let rules: Vec<String> = admin
+                .list_rules(&s.id, "")
+                .await?
+                .into_iter()
+                .map(|r| r.id)
+                .collect();
+            out.insert(
+                format!("selector {} {}", plugin.name, s.id),
+                format!(
+                    "{} enabled={} handle={:?} rules={rules:?}",
+                    s.name, s.enabled, s.handle
+                ),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `gantry run --backend external` against `pair` for `mode`, with `extra` arguments.
+fn gantry_run(pair: &Pair, mode: SyncMode, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gantry"));
+    cmd.args(["run", "--backend", "external", "--sync", &mode.to_string()])
+        .args([
+            "--admin-url",
+            &pair.admin_url,
+            "--gateway-url",
+            &pair.gateway_url,
+        ])
+        .args(extra)
+        .env_remove("GANTRY_ADMIN_USER")
+        .env_remove("GANTRY_ADMIN_PASSWORD")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// A selector of "the user's own" on the divide plugin, which the run must not touch.
+async fn plant_own_selector(admin: &AdminClient) -> Result<(), Failed> {
+    let plugin_id = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
+    let dto = harness::lower::custom_selector(
+        &plugin_id,
+        "users-own",
+        r#"[{"upstreamUrl":"127.0.0.1:1","weight":50,"status":true}]"#,
+        vec![model::ConditionDto {
+            param_type: Some("uri".into()),
+            operator: Some("startsWith".into()),
+            param_name: Some("/".into()),
+            param_value: Some("/users-own/".into()),
+            ..Default::default()
+        }],
+    );
+    admin.create_selector(&dto).await?;
+    Ok(())
+}
+
+fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
+    let rt = runtime();
+    let args: &[&str] = if hidden { &["--hide-extras"] } else { &[] };
+    let pair = start_pair(&rt, mode, args)?;
+    let before = rt.block_on(async {
+        let admin = login(&pair.admin_url).await?;
+        plant_own_selector(&admin).await?;
+        snapshot(&admin).await
+    })?;
+    let report = tempfile::NamedTempFile::new()?;
+    let out = gantry_run(&pair, mode, &["--report-json"])
+        .arg(report.path())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(0) {
+        return Err(format!(
+            "gantry run exited with {:?}:\n{stdout}\n{stderr}",
+            out.status.code()
+        )
+        .into());
+    }
+    let after = rt.block_on(async { snapshot(&login(&pair.admin_url).await?).await })?;
+    if before != after {
+        return Err(format!(
+            "the admin was not left as found:\nbefore {before:#?}\nafter {after:#?}"
+        )
+        .into());
+    }
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.path())?)?;
+    let results = json["results"].as_array().ok_or("no results")?;
+    let ran: Vec<&serde_json::Value> = results.iter().filter(|r| r["skipped"].is_null()).collect();
+    let skipped = |case: &str| {
+        results
+            .iter()
+            .find(|r| r["case"] == case)
+            .and_then(|r| r["skipped"].as_str())
+            .map(str::to_owned)
+    };
+    let digest_skipped = ran.iter().all(|r| {
+        r["checks"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["kind"] == "digest"))
+    });
+    let checks = [
+        (
+            ran.len() >= 20,
+            format!("at least 20 cases ran ({} did)", ran.len()),
+        ),
+        (
+            digest_skipped == hidden,
+            format!("every case reports the digest check skipped: {hidden}"),
+        ),
+        (
+            skipped("route_move").is_some() == hidden,
+            format!("route_move (expects `selector:`) skipped: {hidden}"),
+        ),
+        (
+            skipped("upstream_faults").is_some() == hidden,
+            format!("upstream_faults (behave answers) skipped: {hidden}"),
+        ),
+        (
+            skipped("fault_partition").is_some(),
+            "fault_partition (faults) skipped".to_owned(),
+        ),
+    ];
+    let failed: Vec<&String> = checks
+        .iter()
+        .filter(|(ok, _)| !ok)
+        .map(|(_, w)| w)
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{failed:?} do not hold:\n{stdout}").into())
+    }
+}
+
+/// ShenYu's dropped-deletes bug behind `--hide-extras`: the deleted route keeps answering,
+/// which the wait probes alone must catch.
+fn planted_bug() -> Result<(), Failed> {
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let pair = start_pair(
+        &rt,
+        mode,
+        &["--hide-extras", "--emulate-bug", "drop-deletes"],
+    )?;
+    let out = gantry_run(&pair, mode, &["--filter", "delete_route"]).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let code = out.status.code();
+    super::all_hold(
+        &[
+            (code == Some(1), "gantry run exits 1"),
+            (
+                stdout.contains("FAIL delete_route@websocket"),
+                "delete_route fails",
+            ),
+            (
+                stdout.contains("route: expected absent"),
+                "on a route that stayed",
+            ),
+        ],
+        &format!("exit {code:?}\n{stdout}"),
+    )
+}
+
+/// Ctrl-C while a case runs: the run's selectors are removed before gantry exits 130.
+fn ctrl_c_removes_the_run() -> Result<(), Failed> {
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let pair = start_pair(&rt, mode, &[])?;
+    let admin = rt.block_on(login(&pair.admin_url))?;
+    let ours = || -> Result<Vec<String>, Failed> {
+        rt.block_on(async {
+            let mut names = Vec::new();
+            for plugin in admin.plugins().await? {
+                for s in admin.all_selectors(&plugin.id).await? {
+                    if s.name.starts_with("gantry-") {
+                        names.push(s.name);
+                    }
+                }
+            }
+            Ok(names)
+        })
+    };
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../cases/scenarios/balance");
+    let mut child = gantry_run(&pair, mode, &[scenario])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // The capability probe's route is removed before the first case: wait for a case's.
+        if ours()?.iter().any(|n| !n.ends_with("capabilities")) {
+            break;
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("gantry run never made a selector".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()?;
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let left = ours()?;
+    super::all_hold(
+        &[
+            (out.status.code() == Some(130), "gantry run exits 130"),
+            (left.is_empty(), "no selector of the run is left"),
+            (stderr.contains("removed "), "it says what it removed"),
+        ],
+        &format!("exit {:?}, left {left:?}\n{stderr}", out.status.code()),
+    )
+}
