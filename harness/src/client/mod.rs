@@ -2,9 +2,11 @@
 
 pub mod admin;
 pub mod gateway;
+pub mod profile;
 
 pub use admin::AdminClient;
 pub use gateway::GatewayClient;
+pub use profile::{Profile, UnknownProfile};
 
 use std::time::Duration;
 
