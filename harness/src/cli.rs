@@ -218,6 +218,10 @@ pub(crate) struct ExternalArgs {
     /// The host the gateway reaches the upstreams at (default: the bind address).
     #[arg(long)]
     pub(crate) upstream_advertise: Option<String>,
+    /// The admin's REST API version: `2.6` (gantry's target) or `2.7` (namespaces, divide
+    /// upstreams through discovery); docs/profiles.md.
+    #[arg(long, default_value = "2.6")]
+    pub(crate) profile: harness::client::Profile,
 }
 
 impl ExternalArgs {
@@ -236,6 +240,7 @@ impl ExternalArgs {
                     ip => ip.to_string(),
                 }
             }),
+            profile: self.profile,
             prefix: harness::backend::ExternalTarget::fresh_prefix(),
         })
     }

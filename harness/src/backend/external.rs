@@ -20,7 +20,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::client::{AdminClient, GatewayClient};
+use crate::client::{AdminClient, GatewayClient, Profile};
 use crate::error::{BackendError, ClientError};
 use crate::probe::{ProbeResponse, RULE_ID_HEADER, SELECTOR_ID_HEADER};
 use crate::scenario::Scenario;
@@ -43,6 +43,8 @@ pub struct ExternalTarget {
     pub upstream_bind: IpAddr,
     /// The host the gateway reaches the upstreams at (what the divide upstreams say).
     pub upstream_advertise: String,
+    /// The admin REST API's version profile (`--profile`, docs/profiles.md).
+    pub profile: Profile,
     /// The prefix of every selector name this run creates: `gantry-<8 hex digits>-`.
     pub prefix: String,
 }
@@ -56,6 +58,7 @@ impl std::fmt::Debug for ExternalTarget {
             .field("password", &"<redacted>")
             .field("upstream_bind", &self.upstream_bind)
             .field("upstream_advertise", &self.upstream_advertise)
+            .field("profile", &self.profile)
             .field("prefix", &self.prefix)
             .finish()
     }
@@ -67,9 +70,9 @@ impl ExternalTarget {
         format!("gantry-{:08x}-", rand::random::<u32>())
     }
 
-    /// Logs in to the admin.
+    /// Logs in to the admin, speaking its profile.
     pub async fn login(&self) -> Result<AdminClient, ClientError> {
-        AdminClient::login(&self.admin_url, &self.user, &self.password).await
+        AdminClient::login_as(&self.admin_url, &self.user, &self.password, self.profile).await
     }
 }
 

@@ -552,7 +552,20 @@ impl AdminClient {
     }
 
     /// Every plugin the admin has (pages of 100 until one comes back short).
+    /// (Under 2.7, the namespace's plugins, `GET /namespace-plugin`.)
     pub async fn plugins(&self) -> Result<Vec<PluginVo>, ClientError> {
+        if self.profile.has_namespaces() {
+            let ns = self.ns_param();
+            let all: Vec<NamespacePluginVo> = self
+                .all_pages(|page| {
+                    format!("/namespace-plugin?currentPage={page}&pageSize={PAGE}{ns}")
+                })
+                .await?;
+            return Ok(all
+                .into_iter()
+                .map(NamespacePluginVo::into_plugin)
+                .collect());
+        }
         self.all_pages(|page| format!("/plugin?currentPage={page}&pageSize={PAGE}"))
             .await
     }
@@ -560,7 +573,10 @@ impl AdminClient {
     /// Every selector of plugin `plugin_id` (pages of 100 until one comes back short).
     pub async fn all_selectors(&self, plugin_id: &str) -> Result<Vec<SelectorVo>, ClientError> {
         self.all_pages(|page| {
-            format!("/selector?pluginId={plugin_id}&currentPage={page}&pageSize={PAGE}")
+            format!(
+                "/selector?pluginId={plugin_id}&currentPage={page}&pageSize={PAGE}{}",
+                self.ns_param()
+            )
         })
         .await
     }

@@ -733,12 +733,12 @@ fn one_ms_text() -> &'static str {
 fn backends_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
-        "items": { "type": "string", "enum": ["host", "docker"] },
+        "items": { "type": "string", "enum": ["host", "docker", "external"] },
     })
 }
 
-fn every_backend_names() -> [&'static str; 2] {
-    ["host", "docker"]
+fn every_backend_names() -> [&'static str; 3] {
+    ["host", "docker", "external"]
 }
 
 /// A request and what its answer must be.

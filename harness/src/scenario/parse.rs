@@ -1484,7 +1484,11 @@ checks:
         assert_eq!(s.description, "");
         assert_eq!(
             s.backends,
-            vec![crate::BackendKind::Host, crate::BackendKind::Docker]
+            vec![
+                crate::BackendKind::Host,
+                crate::BackendKind::Docker,
+                crate::BackendKind::External
+            ]
         );
         assert!(s.steps.is_empty() && s.teardown.probes.is_empty());
         assert!(s.setup.registrations.is_empty());
