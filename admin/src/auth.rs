@@ -18,7 +18,7 @@ use axum::response::Response;
 use model::{AdminResult, LoginRequest, LoginResponse};
 use subtle::ConstantTimeEq;
 
-use crate::api::extract::AdminJson;
+use crate::api::extract::{AdminJson, AdminQuery};
 use crate::error::{ApiError, ok};
 use crate::id::IdGenerator;
 use crate::login_throttle::{LoginThrottle, Throttle};
@@ -255,8 +255,27 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
 /// failed logins, answers 429 with `Retry-After` without checking the password.
 pub(crate) async fn login(
     State(auth): State<Arc<Auth>>,
-    ClientAddress(address): ClientAddress,
+    address: ClientAddress,
     AdminJson(request): AdminJson<LoginRequest>,
+) -> Result<Json<AdminResult<LoginResponse>>, ApiError> {
+    log_in(&auth, address, request).await
+}
+
+/// `GET /platform/login?userName=&password=`: ShenYu's deprecated login, the only one of its
+/// releases up to 2.7.1 (protocol §4.1); the same checks and answers as [`login`].
+pub(crate) async fn login_by_query(
+    State(auth): State<Arc<Auth>>,
+    address: ClientAddress,
+    AdminQuery(request): AdminQuery<LoginRequest>,
+) -> Result<Json<AdminResult<LoginResponse>>, ApiError> {
+    log_in(&auth, address, request).await
+}
+
+/// A login of either form, throttled.
+async fn log_in(
+    auth: &Auth,
+    ClientAddress(address): ClientAddress,
+    request: LoginRequest,
 ) -> Result<Json<AdminResult<LoginResponse>>, ApiError> {
     let user_name = request.user_name.clone();
     let shown = address.map_or_else(|| "unknown".to_owned(), |a| a.to_string());

@@ -305,6 +305,54 @@ mod tests {
         );
     }
 
+    /// A ShenYu answer read in gantry's terms: the upstream from the echo body, a 200 error
+    /// body with gantry's status; and the same answers judged without that reading fail.
+    #[test]
+    fn shenyu_answers_read_in_gantry_terms() {
+        let absent = Expect {
+            status: Some(404),
+            route: Some(Route::Absent),
+            code: Some(GatewayError::SELECTOR_NOT_FOUND),
+            ..Default::default()
+        };
+        let shenyu = gateway_error(200, &GatewayError::selector_not_found("divide"));
+        let miss = judge(
+            &absent,
+            &shenyu.clone().in_gantry_terms(false),
+            &Names::default(),
+        );
+        assert!(
+            miss.unwrap_err()
+                .starts_with("status: expected 404, got 200")
+        );
+        let read = shenyu.in_gantry_terms(true);
+        assert_eq!(read.status, 404);
+        assert_eq!(judge(&absent, &read, &Names::default()), Ok(()));
+        // A 200 from an upstream stays a 200, whatever the reading.
+        let mut headerless = routed("alpha", "/a");
+        headerless.headers.clear();
+        let read = headerless.clone().in_gantry_terms(true);
+        assert_eq!(read.status, 200);
+        let upstream = Expect {
+            upstream: Some("alpha".into()),
+            ..Default::default()
+        };
+        assert!(judge(&upstream, &headerless, &Names::default()).is_err());
+        assert_eq!(judge(&upstream, &read, &Names::default()), Ok(()));
+        let wrong = Expect {
+            upstream: Some("beta".into()),
+            ..Default::default()
+        };
+        assert!(judge(&wrong, &read, &Names::default()).is_err());
+        // A header already there is the upstream's word, not replaced by the body.
+        let mut both = routed("alpha", "/a");
+        both.headers = vec![(UPSTREAM_HEADER.to_owned(), "gamma".to_owned())];
+        assert_eq!(
+            both.in_gantry_terms(false).header(UPSTREAM_HEADER),
+            Some("gamma")
+        );
+    }
+
     #[test]
     fn route_absent_means_107_or_102() {
         let e = Expect {

@@ -101,7 +101,10 @@ pub(crate) fn routes(state: AppState) -> Router {
     );
     let mut router = Router::new()
         .merge(protected)
-        .route("/platform/login", post(crate::auth::login))
+        .route(
+            "/platform/login",
+            post(crate::auth::login).get(crate::auth::login_by_query),
+        )
         .route("/actuator/health", get(actuator::health))
         .route("/actuator/digest", get(actuator::digest))
         .route("/v3/api-docs", get(crate::openapi::api_docs));

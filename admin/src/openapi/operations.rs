@@ -178,6 +178,18 @@ pub(crate) const OPERATIONS: &[Operation] = &[
     ),
     op(
         "GET",
+        "/platform/login",
+        "auth",
+        "Log in with query parameters (ShenYu's deprecated form, its only one up to 2.7.1)",
+        Login,
+        query(&[
+            param::<String>("userName", "The user name"),
+            param::<String>("password", "The password"),
+        ]),
+        answers::<AdminResult<LoginResponse>>(),
+    ),
+    op(
+        "GET",
         "/actuator/health",
         "actuator",
         "Health",

@@ -164,6 +164,56 @@ async fn login_checks_the_password() {
     assert!(body["data"].is_null());
 }
 
+/// ShenYu's deprecated `GET` login (its only one up to 2.7.1): the same answers, and the
+/// token it gives works.
+#[tokio::test]
+async fn login_by_query_checks_the_password() {
+    let api = Api::new().await;
+    let (status, body) = api
+        .raw(
+            Method::GET,
+            "/platform/login?userName=admin&password=123456",
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["message"], "login dashboard user success");
+    let token = body["data"]["token"].as_str().unwrap().to_owned();
+    let (status, _) = api
+        .raw(
+            Method::GET,
+            "/selector?pluginId=5",
+            Body::empty(),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = api
+        .raw(
+            Method::GET,
+            "/platform/login?userName=admin&password=nope",
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["code"], 600);
+    let (status, body) = api
+        .raw(
+            Method::GET,
+            "/platform/login?userName=admin",
+            Body::empty(),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("password"),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn rest_endpoints_need_a_valid_token() {
     let api = Api::new().await;

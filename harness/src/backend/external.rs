@@ -369,3 +369,66 @@ pub fn capability_skip_reason(scenario: &Scenario, caps: &Capabilities) -> Optio
             .into()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::scenario::parse_str;
+
+    const BASE: &str = "name: s\nmodes: [websocket]\nupstreams: [alpha]\nsetup:\n  selectors:\n    - name: s\n      plugin: divide\n      upstreams: [{ upstream: alpha }]\n      rules: [{ name: r }]\nwait:\n  probe: { request: { path: /x }, expect: { upstream: alpha } }\nchecks:\n  - { name: c, request: { path: /x }, expect: { status: 200 } }\n";
+
+    fn scenario(extra: &str) -> Scenario {
+        parse_str(Path::new("s.yaml"), &format!("{BASE}{extra}")).unwrap()
+    }
+
+    #[test]
+    fn only_what_an_external_run_can_do_runs() {
+        assert_eq!(skip_reason(&scenario("")), None);
+        let faulty = scenario(
+            "steps:\n  - name: k\n    changes: [{ restart: gateway }]\n    wait: { probe: { request: { path: /x }, expect: { upstream: alpha } } }\n",
+        );
+        assert!(skip_reason(&faulty).is_some_and(|r| r.contains("injects faults")));
+        let plugin = scenario(
+            "steps:\n  - name: p\n    changes: [{ enablePlugin: { name: divide, enabled: false } }]\n    wait: { probe: { request: { path: /x }, expect: { status: 404 } } }\n",
+        );
+        assert!(skip_reason(&plugin).is_some_and(|r| r.contains("changes a plugin")));
+        let moved = scenario(
+            "steps:\n  - name: u\n    changes: [{ updateSelector: { name: s, upstreams: [{ upstream: alpha, weight: 10 }] } }]\n    wait: { probe: { request: { path: /x }, expect: { upstream: alpha } } }\n",
+        );
+        assert_eq!(skip_reason(&moved), None);
+    }
+
+    #[test]
+    fn missing_capabilities_skip_what_needs_them() {
+        let named = parse_str(
+            Path::new("s.yaml"),
+            &BASE.replace("expect: { status: 200 }", "expect: { selector: s }"),
+        )
+        .unwrap();
+        let bare = Capabilities {
+            digest: false,
+            route_headers: false,
+            upstream_header: false,
+            errors_with_200: true,
+        };
+        assert!(capability_skip_reason(&named, &bare).is_some_and(|r| r.contains("`selector:`")));
+        assert_eq!(capability_skip_reason(&named, &Capabilities::GANTRY), None);
+        let plain = scenario("");
+        assert_eq!(capability_skip_reason(&plain, &bare), None);
+        let behaving = parse_str(
+            Path::new("s.yaml"),
+            &BASE.replace(
+                "upstreams: [alpha]",
+                "upstreams:\n  - name: alpha\n    behave: [{ path: /y, status: 503 }]",
+            ),
+        )
+        .unwrap();
+        assert!(capability_skip_reason(&behaving, &bare).is_some_and(|r| r.contains("behave")));
+        assert_eq!(
+            capability_skip_reason(&behaving, &Capabilities::GANTRY),
+            None
+        );
+    }
+}

@@ -71,16 +71,29 @@ fn required<T>(what: &str, data: Option<T>) -> Result<T, ClientError> {
 
 impl AdminClient {
     /// Logs in at `base` (e.g. `http://127.0.0.1:9095`) with the given credentials, speaking
-    /// [`Profile::V2_6`] (gantry's own admin).
+    /// [`Profile::V2_6`] to gantry's own admin: `POST /platform/login` with a JSON body.
     pub async fn login(base: &str, user: &str, password: &str) -> Result<Self, ClientError> {
-        Self::login_as(base, user, password, Profile::V2_6).await
+        let http = http();
+        let body = LoginRequest {
+            user_name: user.to_owned(),
+            password: password.to_owned(),
+        };
+        let req = http.post(format!("{}/platform/login", base.trim_end_matches('/')));
+        Self::logged_in(
+            base,
+            http,
+            "POST /platform/login",
+            req.json(&body),
+            Profile::V2_6,
+        )
+        .await
     }
 
     /// Logs in at `base` with the given credentials, speaking `profile`'s REST API.
     ///
-    /// [`Profile::V2_6`] posts `{"userName","password"}` to `/platform/login` (gantry's admin);
-    /// [`Profile::V2_7`] sends `GET /platform/login?userName=&password=`, the only login ShenYu
-    /// 2.7.0 and 2.7.1 have (`POST` came after 2.7.1). A 2.7 client works in the namespace
+    /// Both profiles send `GET /platform/login?userName=&password=`: the only login ShenYu's
+    /// releases have, 2.6.0 to 2.7.1 (`POST` came after 2.7.1), and one gantry's admin takes
+    /// too. A 2.7 client works in the namespace
     /// [`model::DEFAULT_NAMESPACE_ID`]; see [`AdminClient::with_namespace`].
     pub async fn login_as(
         base: &str,
@@ -88,28 +101,25 @@ impl AdminClient {
         password: &str,
         profile: Profile,
     ) -> Result<Self, ClientError> {
-        let base = base.trim_end_matches('/');
         let http = http();
-        let (what, req) = match profile {
-            Profile::V2_6 => {
-                let body = LoginRequest {
-                    user_name: user.to_owned(),
-                    password: password.to_owned(),
-                };
-                (
-                    "POST /platform/login",
-                    http.post(format!("{base}/platform/login")).json(&body),
-                )
-            }
-            Profile::V2_7 => (
-                "GET /platform/login",
-                http.get(format!(
-                    "{base}/platform/login?userName={}&password={}",
-                    query_value(user),
-                    query_value(password)
-                )),
-            ),
-        };
+        let req = http.get(format!(
+            "{}/platform/login?userName={}&password={}",
+            base.trim_end_matches('/'),
+            query_value(user),
+            query_value(password)
+        ));
+        Self::logged_in(base, http, "GET /platform/login", req, profile).await
+    }
+
+    /// The client that `req`, a login, makes.
+    async fn logged_in(
+        base: &str,
+        http: reqwest::Client,
+        what: &str,
+        req: reqwest::RequestBuilder,
+        profile: Profile,
+    ) -> Result<Self, ClientError> {
+        let base = base.trim_end_matches('/');
         let (status, text) = send(what, req).await?;
         let login: LoginResponse = required(what, envelope(what, status, text)?)?;
         Ok(Self {
@@ -790,21 +800,13 @@ mod tests {
                "token": "tok", "expiredTime": 86_400_000})
     }
 
-    /// A client logged in at a fresh fake admin: 2.6 posts the login, 2.7 gets it.
+    /// A client logged in at a fresh fake admin (both profiles log in with `GET`).
     async fn client(profile: Profile) -> (MockServer, AdminClient) {
         let server = MockServer::start().await;
-        let login = match profile {
-            Profile::V2_6 => Mock::given(method("POST"))
-                .and(path("/platform/login"))
-                .and(body_json(
-                    json!({"userName": "admin", "password": "123456"}),
-                )),
-            Profile::V2_7 => Mock::given(method("GET"))
-                .and(path("/platform/login"))
-                .and(query_param("userName", "admin"))
-                .and(query_param("password", "123456")),
-        };
-        login
+        Mock::given(method("GET"))
+            .and(path("/platform/login"))
+            .and(query_param("userName", "admin"))
+            .and(query_param("password", "123456"))
             .respond_with(ok(login_data()))
             .expect(1)
             .named("login")

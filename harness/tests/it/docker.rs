@@ -457,7 +457,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    let tests: [(&str, Check); 8] = [
+    let tests: [(&str, Check); 9] = [
         ("docker::no_leftovers_after_pass", after_pass),
         ("docker::no_leftovers_after_failure", after_failure),
         ("docker::no_leftovers_after_panic", after_panic),
@@ -474,6 +474,10 @@ pub(crate) fn trials() -> Vec<Trial> {
         (
             "docker::a_container_of_your_own_sits_beside_gantry",
             a_container_of_your_own_sits_beside_gantry,
+        ),
+        (
+            "docker::external_target_from_compose",
+            super::external::from_compose,
         ),
     ];
     tests

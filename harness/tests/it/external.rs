@@ -12,6 +12,9 @@
 //!   also emulating ShenYu's dropped-deletes bug, `delete_route` fails on probes alone.
 //! - `external::ctrl_c_removes_the_run`: Ctrl-C once the run's first selector exists leaves
 //!   none of its selectors behind.
+//! - `docker::external_target_from_compose` (with the docker trials): the same suite against
+//!   `gantry compose --sync websocket` brought up with docker-compose, the upstreams on this
+//!   machine reached from the containers through the compose network's gateway address.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -45,13 +48,50 @@ pub(crate) fn trials() -> Vec<Trial> {
     trials
 }
 
-/// An admin and a gateway started by hand; killed on drop.
+/// Where a hand-started admin and gateway answer.
+struct Endpoints {
+    admin_url: String,
+    gateway_url: String,
+}
+
+impl Endpoints {
+    /// Waits (20 s) until the admin takes a login and the gateway answers its health check.
+    async fn ready(&self) -> Result<(), Failed> {
+        let policy = WaitPolicy {
+            consecutive: 1,
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_secs(20),
+        };
+        await_convergence(policy, || async {
+            login(&self.admin_url)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())?;
+            match GatewayClient::new(&self.gateway_url).health().await {
+                Ok((200, _)) => Ok(()),
+                other => Err(format!("gateway health: {other:?}")),
+            }
+        })
+        .await
+        .map(drop)
+        .map_err(|e| format!("the admin and gateway never came up: {e}").into())
+    }
+}
+
+/// An admin and a gateway started by hand as processes; killed on drop.
 struct Pair {
     admin: Child,
     gateway: Child,
-    admin_url: String,
-    gateway_url: String,
+    urls: Endpoints,
     _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Pair {
+    type Target = Endpoints;
+
+    fn deref(&self) -> &Endpoints {
+        &self.urls
+    }
 }
 
 impl Drop for Pair {
@@ -121,29 +161,13 @@ fn start_pair(
     let pair = Pair {
         admin,
         gateway,
-        admin_url,
-        gateway_url,
+        urls: Endpoints {
+            admin_url,
+            gateway_url,
+        },
         _dir: dir,
     };
-    let policy = WaitPolicy {
-        consecutive: 1,
-        interval: Duration::from_millis(50),
-        timeout: Duration::from_secs(20),
-    };
-    rt.block_on(async {
-        await_convergence(policy, || async {
-            login(&pair.admin_url)
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string())?;
-            match GatewayClient::new(&pair.gateway_url).health().await {
-                Ok((200, _)) => Ok(()),
-                other => Err(format!("gateway health: {other:?}")),
-            }
-        })
-        .await
-    })
-    .map_err(|e| format!("the hand-started pair never came up: {e}"))?;
+    rt.block_on(pair.ready())?;
     Ok(pair)
 }
 
@@ -180,7 +204,7 @@ async fn snapshot(admin: &AdminClient) -> Result<BTreeMap<String, String>, Faile
 }
 
 /// `gantry run --backend external` against `pair` for `mode`, with `extra` arguments.
-fn gantry_run(pair: &Pair, mode: SyncMode, extra: &[&str]) -> Command {
+fn gantry_run(pair: &Endpoints, mode: SyncMode, extra: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gantry"));
     cmd.args(["run", "--backend", "external", "--sync", &mode.to_string()])
         .args([
@@ -373,4 +397,123 @@ fn ctrl_c_removes_the_run() -> Result<(), Failed> {
         ],
         &format!("exit {:?}, left {left:?}\n{stderr}", out.status.code()),
     )
+}
+
+/// A docker-compose project; `down` on drop.
+struct Compose {
+    project: String,
+    file: tempfile::NamedTempFile,
+}
+
+impl Compose {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("docker-compose");
+        cmd.args(["-p", &self.project, "-f"]).arg(self.file.path());
+        cmd
+    }
+}
+
+impl Drop for Compose {
+    fn drop(&mut self) {
+        let _ = self
+            .command()
+            .args(["down", "-v", "--remove-orphans", "-t", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The README's compose path: `gantry compose --sync websocket` brought up with
+/// docker-compose (its admin and gateway containers; the host ports changed to free ones), and
+/// `gantry run --backend external` against it with the upstreams on this machine, reached by
+/// the gateway container at the compose network's gateway address. Passes, and leaves the
+/// admin as found.
+pub(crate) fn from_compose() -> Result<(), Failed> {
+    if Command::new("docker-compose")
+        .arg("version")
+        .output()
+        .is_err()
+    {
+        return Err("docker-compose is not installed (apt-get install docker-compose)".into());
+    }
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let yaml = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["compose", "--sync", "websocket"])
+        .output()?;
+    let (admin_port, gateway_port) = (free_port()?, free_port()?);
+    let yaml = String::from_utf8(yaml.stdout)?
+        .replace(
+            "127.0.0.1:9095:9095",
+            &format!("127.0.0.1:{admin_port}:9095"),
+        )
+        .replace(
+            "127.0.0.1:9195:9195",
+            &format!("127.0.0.1:{gateway_port}:9195"),
+        );
+    let file = tempfile::Builder::new().suffix(".yml").tempfile()?;
+    std::fs::write(file.path(), yaml)?;
+    let compose = Compose {
+        project: format!("gantryext{}", std::process::id()),
+        file,
+    };
+    let up = compose
+        .command()
+        .args(["up", "-d", "admin", "gateway"])
+        .output()?;
+    if !up.status.success() {
+        return Err(format!("docker-compose up: {}", String::from_utf8_lossy(&up.stderr)).into());
+    }
+    let inspect = Command::new("docker")
+        .args([
+            "network",
+            "inspect",
+            &format!("{}_default", compose.project),
+        ])
+        .args(["--format", "{{(index .IPAM.Config 0).Gateway}}"])
+        .output()?;
+    let host = String::from_utf8(inspect.stdout)?.trim().to_owned();
+    if host.is_empty() {
+        return Err(format!(
+            "no gateway address for the compose network: {}",
+            String::from_utf8_lossy(&inspect.stderr)
+        )
+        .into());
+    }
+    let pair = Endpoints {
+        admin_url: format!("http://127.0.0.1:{admin_port}"),
+        gateway_url: format!("http://127.0.0.1:{gateway_port}"),
+    };
+    rt.block_on(pair.ready())?;
+    let before = rt.block_on(async {
+        let admin = login(&pair.admin_url).await?;
+        plant_own_selector(&admin).await?;
+        snapshot(&admin).await
+    })?;
+    let out = gantry_run(
+        &pair,
+        mode,
+        &["--upstream-bind", &host, "--upstream-advertise", &host],
+    )
+    .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() != Some(0) {
+        let logs = compose.command().args(["logs", "--tail", "40"]).output()?;
+        return Err(format!(
+            "gantry run exited with {:?}:\n{stdout}\n{}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&logs.stdout)
+        )
+        .into());
+    }
+    let after = rt.block_on(async { snapshot(&login(&pair.admin_url).await?).await })?;
+    if before != after {
+        return Err(format!(
+            "the admin was not left as found:\nbefore {before:#?}\nafter {after:#?}"
+        )
+        .into());
+    }
+    Ok(())
 }
