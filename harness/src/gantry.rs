@@ -28,13 +28,18 @@
 //! [`Gantry::docker_networks`] to sit beside gantry's: with the [`testcontainers`] gantry
 //! re-exports (the version its docker backend runs on), `.with_network(upstream_network)`,
 //! and [`Gantry::route_to_address`] sends a path prefix to it.
+//!
+//! [`GantryBuilder::external`] runs against an admin and a gateway someone else runs (a real
+//! ShenYu): only the upstreams start, the selectors made through [`Gantry::route`] and
+//! [`Gantry::create_selector`] carry the run's name prefix, and dropping the [`Gantry`]
+//! deletes them (README, "Testing your own ShenYu").
 
 use std::time::Duration;
 
 use model::SyncMode;
 use serde_json::json;
 
-use crate::backend::{Backend, BackendKind, DockerBackend};
+use crate::backend::{Backend, BackendKind, DockerBackend, ExternalBackend, ExternalTarget};
 use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{BackendError, ClientError};
@@ -65,12 +70,21 @@ pub struct GantryBuilder {
     backend: BackendKind,
     upstreams: Vec<String>,
     keep: bool,
+    external: Option<ExternalTarget>,
 }
 
 impl GantryBuilder {
     /// The backend (default: host processes).
     pub fn backend(mut self, backend: BackendKind) -> Self {
         self.backend = backend;
+        self
+    }
+
+    /// Runs against `target`'s admin and gateway instead of starting them (the external
+    /// backend): the mode is the one the target syncs with.
+    pub fn external(mut self, target: ExternalTarget) -> Self {
+        self.backend = BackendKind::External;
+        self.external = Some(target);
         self
     }
 
@@ -101,12 +115,11 @@ impl GantryBuilder {
                 Backend::new(BackendKind::Host, dir)?
             }
             BackendKind::External => {
-                return Err(BackendError::External {
+                let target = self.external.ok_or_else(|| BackendError::External {
                     what: "starting a Gantry".into(),
-                    detail: "the library starts its own admin and gateway; scenarios run \
-                             against an external target with `gantry run --backend external`"
-                        .into(),
-                });
+                    detail: "the external backend needs a target: GantryBuilder::external".into(),
+                })?;
+                Backend::External(ExternalBackend::connect(target).await?)
             }
         };
         let upstreams: Vec<UpstreamDecl> = self
@@ -127,6 +140,7 @@ impl Gantry {
             backend: BackendKind::Host,
             upstreams: vec!["alpha".to_owned()],
             keep: false,
+            external: None,
         }
     }
 
@@ -140,14 +154,19 @@ impl Gantry {
         self.topology.gateway().url()
     }
 
-    /// An admin client logged in with the built-in user.
+    /// An admin client logged in with the built-in user (an external target's user).
     pub async fn admin(&self) -> Result<AdminClient, ClientError> {
-        AdminClient::login(self.admin_url(), ADMIN_USER, ADMIN_PASSWORD).await
+        match self.topology.external() {
+            Some(e) => e.target.login().await,
+            None => AdminClient::login(self.admin_url(), ADMIN_USER, ADMIN_PASSWORD).await,
+        }
     }
 
-    /// A client of the gateway (requests as case files send them, digest, health).
+    /// A client of the gateway (requests as case files send them, digest, health), reading
+    /// its answers in gantry's terms ([`crate::probe::ProbeResponse::in_gantry_terms`]).
     pub fn gateway(&self) -> GatewayClient {
         GatewayClient::new(self.gateway_url())
+            .errors_with_200(self.backend.capabilities().errors_with_200)
     }
 
     /// Where upstream `name` listens as the gateway reaches it (`host:port`, a divide
@@ -241,9 +260,11 @@ impl Gantry {
                 detail: format!("the admin has no plugin `{}`", spec.plugin),
                 body: String::new(),
             })?;
-        let id = admin
-            .create_selector(&lower::selector_dto(spec, &plugin_id, addrs))
-            .await?;
+        let mut dto = lower::selector_dto(spec, &plugin_id, addrs);
+        if let Some(e) = self.topology.external() {
+            dto.name = Some(e.target.selector_name(&spec.name));
+        }
+        let id = admin.create_selector(&dto).await?;
         for rule in &spec.rules {
             admin.create_rule(&lower::rule_dto(rule, &id)).await?;
         }
@@ -251,7 +272,8 @@ impl Gantry {
     }
 
     /// Waits (within 10 s) until the gateway's config digest equals the admin's: every
-    /// change made so far is live on the gateway.
+    /// change made so far is live on the gateway. A target without the digest
+    /// ([`crate::backend::Capabilities::digest`]) never converges here: wait on answers.
     pub async fn converged(&self) -> Result<Converged, WaitTimeout> {
         let gateway = self.gateway();
         let admin_url = self.admin_url().to_owned();
@@ -269,6 +291,39 @@ impl Gantry {
             }
         })
         .await
+    }
+}
+
+impl Drop for Gantry {
+    /// On an external target, deletes the selectors the run made (its prefix's), from a
+    /// thread of its own (a drop cannot await); a failure is logged.
+    fn drop(&mut self) {
+        let Some(external) = self.topology.external() else {
+            return;
+        };
+        let target = external.target.clone();
+        let swept = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                let admin = target.login().await.map_err(|e| e.to_string())?;
+                crate::backend::external::sweep(&admin, &target.prefix)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        })
+        .join();
+        match swept {
+            Ok(Ok(n)) => {
+                tracing::info!(removed = n, "external target: the run's selectors removed")
+            }
+            Ok(Err(e)) => tracing::error!("external target: removing the run's selectors: {e}"),
+            Err(_) => {
+                tracing::error!("external target: the removal of the run's selectors panicked")
+            }
+        }
     }
 }
 

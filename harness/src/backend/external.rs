@@ -70,6 +70,11 @@ impl ExternalTarget {
         format!("gantry-{:08x}-", rand::random::<u32>())
     }
 
+    /// The name a selector called `name` gets on the target: the run's prefix and `name`.
+    pub fn selector_name(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
     /// Logs in to the admin, speaking its profile.
     pub async fn login(&self) -> Result<AdminClient, ClientError> {
         AdminClient::login_as(&self.admin_url, &self.user, &self.password, self.profile).await
@@ -187,7 +192,7 @@ pub async fn probe(
     let gateway = GatewayClient::new(&target.gateway_url);
     let digest = admin.digest().await.is_ok() && gateway.digest().await.is_ok();
     let upstream = Upstream::start_at("capabilities", &[], target.upstream_bind).await?;
-    let name = format!("{}capabilities", target.prefix);
+    let name = target.selector_name("capabilities");
     let path = format!("/{name}");
     let address = format!("{}:{}", target.upstream_advertise, upstream.addr().port());
     let spec = crate::gantry::prefix_route(&name, &path, "capabilities");

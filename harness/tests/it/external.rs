@@ -12,6 +12,8 @@
 //!   also emulating ShenYu's dropped-deletes bug, `delete_route` fails on probes alone.
 //! - `external::ctrl_c_removes_the_run`: Ctrl-C once the run's first selector exists leaves
 //!   none of its selectors behind.
+//! - `external::library_gantry_on_a_hand_started_pair`: `Gantry::builder(..).external(..)`
+//!   routes to its upstream through the target, and dropping it leaves the admin as found.
 //! - `docker::external_target_from_compose` (with the docker trials): the same suite against
 //!   `gantry compose --sync websocket` brought up with docker-compose, the upstreams on this
 //!   machine reached from the containers through the compose network's gateway address.
@@ -44,6 +46,10 @@ pub(crate) fn trials() -> Vec<Trial> {
     trials.push(Trial::test(
         "external::ctrl_c_removes_the_run",
         ctrl_c_removes_the_run,
+    ));
+    trials.push(Trial::test(
+        "external::library_gantry_on_a_hand_started_pair",
+        library_gantry,
     ));
     trials
 }
@@ -239,25 +245,28 @@ async fn plant_own_selector(admin: &AdminClient) -> Result<(), Failed> {
     Ok(())
 }
 
-fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
-    let rt = runtime();
-    let args: &[&str] = if hidden { &["--hide-extras"] } else { &[] };
-    let pair = start_pair(&rt, mode, args)?;
+/// Plants a selector of "the user's own" on `pair`'s admin, runs `run` (a `gantry run`),
+/// which must exit 0, and checks the admin is left as found; returns the run's stdout. A
+/// failure shows the run's output and `logs()`.
+fn passes_leaving_as_found(
+    rt: &tokio::runtime::Runtime,
+    pair: &Endpoints,
+    mut run: Command,
+    logs: impl Fn() -> String,
+) -> Result<String, Failed> {
     let before = rt.block_on(async {
         let admin = login(&pair.admin_url).await?;
         plant_own_selector(&admin).await?;
         snapshot(&admin).await
     })?;
-    let report = tempfile::NamedTempFile::new()?;
-    let out = gantry_run(&pair, mode, &["--report-json"])
-        .arg(report.path())
-        .output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run.output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.code() != Some(0) {
         return Err(format!(
-            "gantry run exited with {:?}:\n{stdout}\n{stderr}",
-            out.status.code()
+            "gantry run exited with {:?}:\n{stdout}\n{}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr),
+            logs()
         )
         .into());
     }
@@ -268,6 +277,17 @@ fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
         )
         .into());
     }
+    Ok(stdout)
+}
+
+fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
+    let rt = runtime();
+    let args: &[&str] = if hidden { &["--hide-extras"] } else { &[] };
+    let pair = start_pair(&rt, mode, args)?;
+    let report = tempfile::NamedTempFile::new()?;
+    let mut run = gantry_run(&pair, mode, &["--report-json"]);
+    run.arg(report.path());
+    let stdout = passes_leaving_as_found(&rt, &pair, run, String::new)?;
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.path())?)?;
     let results = json["results"].as_array().ok_or("no results")?;
     let ran: Vec<&serde_json::Value> = results.iter().filter(|r| r["skipped"].is_null()).collect();
@@ -486,34 +506,86 @@ pub(crate) fn from_compose() -> Result<(), Failed> {
         gateway_url: format!("http://127.0.0.1:{gateway_port}"),
     };
     rt.block_on(pair.ready())?;
-    let before = rt.block_on(async {
-        let admin = login(&pair.admin_url).await?;
-        plant_own_selector(&admin).await?;
-        snapshot(&admin).await
-    })?;
-    let out = gantry_run(
+    let run = gantry_run(
         &pair,
         mode,
         &["--upstream-bind", &host, "--upstream-advertise", &host],
+    );
+    let logs = || {
+        compose
+            .command()
+            .args(["logs", "--tail", "40"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    passes_leaving_as_found(&rt, &pair, run, logs).map(drop)
+}
+
+/// The library against a hand-started pair behind `--hide-extras`: a route made through
+/// [`harness::Gantry::route`] carries the run's prefix and answers from the upstream, and the
+/// drop removes it.
+fn library_gantry() -> Result<(), Failed> {
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let pair = start_pair(&rt, mode, &["--hide-extras"])?;
+    let admin = rt.block_on(login(&pair.admin_url))?;
+    let before = rt.block_on(snapshot(&admin))?;
+    let target = harness::backend::ExternalTarget {
+        admin_url: pair.admin_url.clone(),
+        gateway_url: pair.gateway_url.clone(),
+        user: "admin".into(),
+        password: "123456".into(),
+        upstream_bind: std::net::Ipv4Addr::LOCALHOST.into(),
+        upstream_advertise: "127.0.0.1".into(),
+        profile: harness::client::Profile::default(),
+        prefix: harness::backend::ExternalTarget::fresh_prefix(),
+    };
+    let prefix = target.prefix.clone();
+    let during = rt.block_on(async {
+        let gantry = harness::Gantry::builder(mode)
+            .external(target)
+            .upstreams(["alpha"])
+            .start()
+            .await?;
+        let caps = gantry.backend().capabilities();
+        if caps.digest || caps.route_headers || !caps.errors_with_200 {
+            return Err(
+                format!("--hide-extras should leave none of gantry's extras: {caps:?}").into(),
+            );
+        }
+        let admin = gantry.admin().await?;
+        gantry.route(&admin, "hello", "/hello/", "alpha").await?;
+        let gateway = gantry.gateway();
+        let request: harness::scenario::ast::RequestSpec =
+            serde_json::from_value(serde_json::json!({ "path": "/hello/world" }))?;
+        let policy = WaitPolicy {
+            consecutive: 1,
+            interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(10),
+        };
+        await_convergence(policy, || async {
+            let resp = gateway.send(&request).await.map_err(|e| e.to_string())?;
+            match resp.header(harness::upstream::UPSTREAM_HEADER) {
+                Some("alpha") => Ok(()),
+                _ => Err(resp.summary()),
+            }
+        })
+        .await?;
+        let during = snapshot(&admin).await?;
+        drop(gantry);
+        Ok::<_, Failed>(during)
+    })?;
+    let after = rt.block_on(snapshot(&admin))?;
+    let named = |snap: &BTreeMap<String, String>| {
+        snap.values()
+            .any(|v| v.starts_with(&format!("{prefix}hello")))
+    };
+    super::all_hold(
+        &[
+            (named(&during), "the route carried the run's prefix"),
+            (before == after, "the drop left the admin as found"),
+        ],
+        &format!("before {before:#?}\nduring {during:#?}\nafter {after:#?}"),
     )
-    .output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if out.status.code() != Some(0) {
-        let logs = compose.command().args(["logs", "--tail", "40"]).output()?;
-        return Err(format!(
-            "gantry run exited with {:?}:\n{stdout}\n{}\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&logs.stdout)
-        )
-        .into());
-    }
-    let after = rt.block_on(async { snapshot(&login(&pair.admin_url).await?).await })?;
-    if before != after {
-        return Err(format!(
-            "the admin was not left as found:\nbefore {before:#?}\nafter {after:#?}"
-        )
-        .into());
-    }
-    Ok(())
 }
