@@ -151,15 +151,15 @@ impl ExternalBackend {
         let admin = target
             .login()
             .await
-            .map_err(|e| external("logging in to the admin", e))?;
+            .map_err(|e| refused("logging in to the admin", &e))?;
         sweep(&admin, &target.prefix)
             .await
-            .map_err(|e| external("removing an earlier run's selectors", e))?;
+            .map_err(|e| refused("removing an earlier run's selectors", &e))?;
         let capabilities = probe(&target, &admin).await;
         // The probe's own route goes whether it worked or not.
         let swept = sweep(&admin, &target.prefix)
             .await
-            .map_err(|e| external("removing the capability probe's route", e));
+            .map_err(|e| refused("removing the capability probe's route", &e));
         let capabilities = capabilities?;
         swept?;
         tracing::info!(target = ?target, "external target: {}", capabilities.describe());
@@ -175,6 +175,20 @@ fn external(what: &str, e: impl std::fmt::Display) -> BackendError {
         what: what.to_owned(),
         detail: e.to_string(),
     }
+}
+
+/// [`external`] for an admin call that failed, naming its causes (`connection refused`).
+fn refused(what: &str, e: &ClientError) -> BackendError {
+    let mut detail = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !detail.contains(&text) {
+            detail = format!("{detail}: {text}");
+        }
+        cause = c.source();
+    }
+    external(what, detail)
 }
 
 /// How long the probe waits for its route to work on the gateway.
@@ -200,17 +214,17 @@ pub async fn probe(
     let plugin_id = admin
         .plugin_id("divide")
         .await
-        .map_err(|e| external("looking up the divide plugin", e))?
+        .map_err(|e| refused("looking up the divide plugin", &e))?
         .ok_or_else(|| external("looking up the divide plugin", "the admin has none"))?;
     let selector_id = admin
         .create_selector(&crate::lower::selector_dto(&spec, &plugin_id, &addrs))
         .await
-        .map_err(|e| external("creating the capability probe's selector", e))?;
+        .map_err(|e| refused("creating the capability probe's selector", &e))?;
     for rule in &spec.rules {
         admin
             .create_rule(&crate::lower::rule_dto(rule, &selector_id))
             .await
-            .map_err(|e| external("creating the capability probe's rule", e))?;
+            .map_err(|e| refused("creating the capability probe's rule", &e))?;
     }
     // Raw answers: the client's `send` reads them in gantry's terms, which is what is probed.
     let http = crate::client::http();

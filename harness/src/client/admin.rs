@@ -108,7 +108,16 @@ impl AdminClient {
             query_value(user),
             query_value(password)
         ));
-        Self::logged_in(base, http, "GET /platform/login", req, profile).await
+        Self::logged_in(base, http, "GET /platform/login", req, profile)
+            .await
+            .map_err(|e| match e {
+                // The URL carries the password: a transport error must not show it.
+                ClientError::Http { what, source } => ClientError::Http {
+                    what,
+                    source: source.without_url(),
+                },
+                other => other,
+            })
     }
 
     /// The client that `req`, a login, makes.
