@@ -166,6 +166,9 @@ pub fn skip_notes(results: &[CaseResult]) -> String {
 /// distribution check and the quantiles of each latency check.
 pub fn check_notes(results: &[CaseResult]) -> String {
     let mut out = String::new();
+    // A check skipped for one reason in many cases (an external target without the digest
+    // skips `digest equality` in every case) is one line naming them.
+    let mut skips: Vec<((&str, &str), Vec<String>)> = Vec::new();
     for r in results {
         for c in &r.checks {
             let at = match &c.step {
@@ -173,7 +176,11 @@ pub fn check_notes(results: &[CaseResult]) -> String {
                 None => r.id(),
             };
             if let CheckOutcome::Skipped(why) = &c.outcome {
-                out += &format!("SKIP check `{}` of {at}: {why}\n", c.name);
+                let key = (c.name.as_str(), why.as_str());
+                match skips.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, cases)) => cases.push(at),
+                    None => skips.push((key, vec![at])),
+                }
                 continue;
             }
             match &c.measurements {
@@ -205,7 +212,18 @@ pub fn check_notes(results: &[CaseResult]) -> String {
             }
         }
     }
-    out
+    let mut skipped = String::new();
+    for ((name, why), cases) in skips {
+        skipped += &match cases.as_slice() {
+            [one] => format!("SKIP check `{name}` of {one}: {why}\n"),
+            many => format!(
+                "SKIP check `{name}` of {} cases ({}): {why}\n",
+                many.len(),
+                many.join(", ")
+            ),
+        };
+    }
+    skipped + &out
 }
 
 /// The summary table: scenario, mode, result, converge ms; then the totals.
@@ -329,6 +347,35 @@ mod tests {
                 .ends_with("uri_equal  etcd  skip             -\n0 passed, 0 failed, 1 skipped"),
             "{}",
             summary_table(&results)
+        );
+    }
+
+    /// One reason for one check in several cases is one line naming them.
+    #[test]
+    fn a_check_skipped_alike_in_many_cases_is_one_line() {
+        use crate::report::CheckReport;
+        let skipped = |case: &str, why: &str| {
+            let mut r = result(case, "websocket");
+            r.checks = vec![CheckReport {
+                name: "digest equality".into(),
+                path: "(every change)".into(),
+                step: None,
+                kind: "digest",
+                outcome: CheckOutcome::Skipped(why.into()),
+                elapsed_ms: 0.0,
+                measurements: Measurements::None,
+            }];
+            r
+        };
+        let results = [
+            skipped("a", "no digest"),
+            skipped("b", "other"),
+            skipped("c", "no digest"),
+        ];
+        assert_eq!(
+            check_notes(&results),
+            "SKIP check `digest equality` of 2 cases (a@websocket, c@websocket): no digest\n\
+             SKIP check `digest equality` of b@websocket: other\n"
         );
     }
 
