@@ -391,6 +391,17 @@ pub enum RunErrorKind {
         /// Its `converge` bound.
         bound_ms: u64,
     },
+    /// An external run's case passed its teardown but left selectors named with the run's
+    /// prefix (the sweep after the case removed them).
+    #[error(
+        "teardown left {count} selector(s) named `{prefix}*` on the external admin (removed now)"
+    )]
+    LeftBehind {
+        /// How many.
+        count: usize,
+        /// The run's prefix.
+        prefix: String,
+    },
     /// An object a step names does not exist.
     #[error("{0} does not exist (not made by setup or a step, or already deleted)")]
     UnknownObject(String),

@@ -191,10 +191,10 @@ async fn sweep_run(external: &crate::backend::ExternalBackend) -> Result<(), Run
     let admin = external.target.login().await?;
     match crate::backend::external::sweep(&admin, &external.target.prefix).await? {
         0 => Ok(()),
-        left => Err(RunErrorKind::UnknownObject(format!(
-            "{left} selector(s) named `{}*` after teardown (now removed)",
-            external.target.prefix
-        ))),
+        count => Err(RunErrorKind::LeftBehind {
+            count,
+            prefix: external.target.prefix.clone(),
+        }),
     }
 }
 
