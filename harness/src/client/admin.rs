@@ -828,6 +828,24 @@ mod tests {
         (server, admin)
     }
 
+    /// The fake admin says plugin `5` is `name` (the 2.7 profile asks before binding).
+    async fn plugin_5_is(server: &MockServer, name: &str) {
+        Mock::given(method("GET"))
+            .and(path("/plugin-template/5"))
+            .respond_with(ok(json!({"id": "5", "name": name})))
+            .mount(server)
+            .await;
+    }
+
+    /// `server.verify()` fails if anything is bound through `/proxy-selector/binding`.
+    async fn nothing_bound(server: &MockServer) {
+        Mock::given(path("/proxy-selector/binding"))
+            .respond_with(ok(json!(null)))
+            .expect(0)
+            .mount(server)
+            .await;
+    }
+
     fn divide_selector() -> SelectorDto {
         SelectorDto {
             plugin_id: Some("5".into()),
@@ -891,11 +909,7 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(method("GET"))
-            .and(path("/plugin-template/5"))
-            .respond_with(ok(json!({"id": "5", "name": "divide"})))
-            .mount(&server)
-            .await;
+        plugin_5_is(&server, "divide").await;
         Mock::given(method("POST"))
             .and(path("/proxy-selector/binding"))
             .and(body_json(json!({
@@ -929,16 +943,8 @@ mod tests {
             .respond_with(ok(json!("sel-2")))
             .mount(&server)
             .await;
-        Mock::given(method("GET"))
-            .and(path("/plugin-template/5"))
-            .respond_with(ok(json!({"id": "5", "name": "websocket"})))
-            .mount(&server)
-            .await;
-        Mock::given(path("/proxy-selector/binding"))
-            .respond_with(ok(json!(null)))
-            .expect(0)
-            .mount(&server)
-            .await;
+        plugin_5_is(&server, "websocket").await;
+        nothing_bound(&server).await;
         assert_eq!(
             admin.create_selector(&divide_selector()).await.unwrap(),
             "sel-2"
@@ -956,11 +962,7 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(method("GET"))
-            .and(path("/plugin-template/5"))
-            .respond_with(ok(json!({"id": "5", "name": "divide"})))
-            .mount(&server)
-            .await;
+        plugin_5_is(&server, "divide").await;
         Mock::given(method("GET"))
             .and(path("/selector/sel-1"))
             .respond_with(ok(
@@ -979,11 +981,7 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        Mock::given(path("/proxy-selector/binding"))
-            .respond_with(ok(json!(null)))
-            .expect(0)
-            .mount(&server)
-            .await;
+        nothing_bound(&server).await;
         admin
             .update_selector("sel-1", &divide_selector())
             .await

@@ -26,10 +26,11 @@ const ETCD_BIN: &str = "/usr/bin/etcd";
 /// The JRE modules ZooKeeper (3.8, with Jetty and Netty on its classpath) needs.
 const JRE_MODULES: &str = "java.base,java.desktop,java.management,java.naming,\
 java.security.jgss,java.security.sasl,java.sql,jdk.unsupported,jdk.management";
-/// The ZooKeeper server configuration baked into the image.
+/// The ZooKeeper server configuration baked into the image; `forceSync=no` as on the host
+/// (`crate::backend::middleware`, "Durability").
 const ZOO_CFG: &str = "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=/data\n\
 clientPort=2181\nclientPortAddress=0.0.0.0\nadmin.enableServer=false\n\
-4lw.commands.whitelist=srvr,ruok\n";
+4lw.commands.whitelist=srvr,ruok\nforceSync=no\n";
 /// JRE shared libraries only the GUI, sound and image modules load: their `ldd` closure
 /// (X11, ALSA, fonts) is left out.
 const GUI_LIBS: &[&str] = &[
@@ -315,6 +316,7 @@ mod tests {
     fn zoo_cfg_listens_everywhere_on_2181_with_srvr() {
         assert!(ZOO_CFG.contains("clientPort=2181\nclientPortAddress=0.0.0.0\n"));
         assert!(ZOO_CFG.contains("4lw.commands.whitelist=srvr,ruok\n"));
+        assert!(ZOO_CFG.contains("forceSync=no\n"));
     }
 
     #[test]

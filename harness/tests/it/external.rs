@@ -13,6 +13,8 @@
 //!   also emulating ShenYu's dropped-deletes bug, `delete_route` fails on probes alone.
 //! - `external::ctrl_c_removes_the_run`: Ctrl-C once the run's first selector exists leaves
 //!   none of its selectors behind.
+//! - `external::a_left_selector_fails_the_case`: a selector with the run's prefix still there
+//!   after a passed case's teardown fails the case (`LeftBehind`) and is removed.
 //! - `external::library_gantry_on_a_hand_started_pair`: `Gantry::builder(..).external(..)`
 //!   routes to its upstream through the target, and dropping it leaves the admin as found.
 //! - `docker::external_target_from_compose` (with the docker trials): the same suite against
@@ -56,6 +58,10 @@ pub(crate) fn trials() -> Vec<Trial> {
     trials.push(Trial::test(
         "external::ctrl_c_removes_the_run",
         ctrl_c_removes_the_run,
+    ));
+    trials.push(Trial::test(
+        "external::a_left_selector_fails_the_case",
+        a_left_selector_fails_the_case,
     ));
     trials.push(Trial::test(
         "external::library_gantry_on_a_hand_started_pair",
@@ -393,25 +399,129 @@ fn planted_bug() -> Result<(), Failed> {
     )
 }
 
+/// The names of the selectors a run made (`gantry-<8 hex>-<name>`) that the admin holds.
+async fn runs_selectors(admin: &AdminClient) -> Result<Vec<String>, Failed> {
+    let mut names = Vec::new();
+    for plugin in admin.plugins().await? {
+        for s in admin.all_selectors(&plugin.id).await? {
+            if s.name.starts_with("gantry-") {
+                names.push(s.name);
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// A case whose step waits until a selector named `/stray/` exists on the gateway.
+const STRAY_CASE: &str = r#"
+name: stray
+modes: [websocket]
+upstreams: [alpha]
+setup:
+  selectors:
+    - name: held
+      plugin: divide
+      conditions: [{ paramType: uri, operator: "=", paramValue: /held/x }]
+      upstreams: [{ upstream: alpha }]
+      rules:
+        - name: r
+          conditions: [{ paramType: uri, operator: "=", paramValue: /held/x }]
+wait:
+  probe:
+    request: { path: /held/x }
+    expect: { upstream: alpha }
+checks:
+  - name: routed
+    request: { path: /held/x }
+    expect: { upstream: alpha }
+steps:
+  - name: a selector with the run's prefix appears
+    changes:
+      - updateSelector: { name: held, enabled: true }
+    wait:
+      probe:
+        request: { path: /stray/x }
+        expect: { code: -102 }
+      timeout: 30s
+"#;
+
+/// A passed case after which a selector with the run's prefix is still there (as if the
+/// harness lost track of one it made) fails at teardown with `LeftBehind`, and the selector
+/// goes. The test makes `<prefix>stray` (no rule, so the gateway answers -102) once the case's
+/// selector shows the prefix; the case's step waits for exactly that, so there is no race.
+fn a_left_selector_fails_the_case() -> Result<(), Failed> {
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let pair = start_pair(&rt, mode, &[])?;
+    let admin = rt.block_on(login(&pair.admin_url))?;
+    let dir = tempfile::tempdir()?;
+    let case = dir.path().join("stray.yaml");
+    std::fs::write(&case, STRAY_CASE)?;
+    let mut child = gantry_run(&pair, mode, &[&case.display().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let prefix = loop {
+        let names = rt.block_on(runs_selectors(&admin))?;
+        if let Some(prefix) = names.iter().find_map(|n| n.strip_suffix("held")) {
+            break prefix.to_owned();
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output()?;
+            return Err(format!(
+                "gantry run never made its selector:\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    rt.block_on(async {
+        let plugin_id = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
+        let dto = harness::lower::custom_selector(
+            &plugin_id,
+            &format!("{prefix}stray"),
+            r#"[{"upstreamUrl":"127.0.0.1:1","weight":50,"status":true}]"#,
+            vec![model::ConditionDto {
+                param_type: Some("uri".into()),
+                operator: Some("startsWith".into()),
+                param_name: Some("/".into()),
+                param_value: Some("/stray/".into()),
+                ..Default::default()
+            }],
+        );
+        admin.create_selector(&dto).await.map_err(Failed::from)
+    })?;
+    let out = child.wait_with_output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let left = rt.block_on(runs_selectors(&admin))?;
+    super::all_hold(
+        &[
+            (out.status.code() == Some(1), "gantry run exits 1"),
+            (stdout.contains("FAIL stray@websocket"), "the case fails"),
+            (
+                stdout.contains(&format!("teardown left 1 selector(s) named `{prefix}*`")),
+                "saying what its teardown left",
+            ),
+            (left.is_empty(), "no selector of the run is left"),
+        ],
+        &format!(
+            "exit {:?}, left {left:?}\n{stdout}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
 /// Ctrl-C while a case runs: the run's selectors are removed before gantry exits 130.
 fn ctrl_c_removes_the_run() -> Result<(), Failed> {
     let rt = runtime();
     let mode = SyncMode::Websocket;
     let pair = start_pair(&rt, mode, &[])?;
     let admin = rt.block_on(login(&pair.admin_url))?;
-    let ours = || -> Result<Vec<String>, Failed> {
-        rt.block_on(async {
-            let mut names = Vec::new();
-            for plugin in admin.plugins().await? {
-                for s in admin.all_selectors(&plugin.id).await? {
-                    if s.name.starts_with("gantry-") {
-                        names.push(s.name);
-                    }
-                }
-            }
-            Ok(names)
-        })
-    };
+    let ours = || rt.block_on(runs_selectors(&admin));
     let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../cases/scenarios/balance");
     let mut child = gantry_run(&pair, mode, &[scenario])
         .stdout(Stdio::null())

@@ -96,6 +96,8 @@ pub fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
             cmd.extend(args(&["--listen-peer-urls", peer]));
             cmd.extend(args(&["--initial-advertise-peer-urls", peer]));
             cmd.extend(["--initial-cluster".into(), format!("gantry={peer}")]);
+            // As on the host (`crate::backend::middleware`, "Durability").
+            cmd.push("--unsafe-no-fsync".into());
             ContainerSpec {
                 role: images::ETCD.role,
                 name,
@@ -259,6 +261,7 @@ mod tests {
             admin.cmd
         );
         let etcd = store_spec("gantry-abc-", StoreKind::Etcd);
+        assert!(etcd.cmd.iter().any(|a| a == "--unsafe-no-fsync"), "{:?}", etcd.cmd);
         let gateway = gateway_spec("gantry-abc-", SyncMode::Etcd, "http://a:1", Some(&etcd));
         assert!(
             gateway
