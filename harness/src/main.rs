@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use harness::report::{json, terminal};
+use harness::backend::Capabilities;
+use harness::backend::external::capability_skip_reason;
 use harness::{ProcessEnv, RunSetupError, images};
 use tokio::signal::unix::SignalKind;
 
@@ -260,7 +262,9 @@ fn write_reports(args: &cli::RunArgs, results: &[harness::CaseResult]) -> Result
 }
 
 /// `gantry list`: `<name>@<mode>@<backend>` per case, with the skip reason where it would not
-/// run; files that do not parse as `<stem>@parse` with the error.
+/// run; files that do not parse as `<stem>@parse` with the error. For the external backend,
+/// which cases run also depends on what the target offers (found only when `run` probes it):
+/// a case that a ShenYu target would skip says so.
 fn list(args: &cli::RunArgs) -> ExitCode {
     let opts = args.options(&ProcessEnv);
     let files = match harness::discover(&args.paths()) {
@@ -271,6 +275,8 @@ fn list(args: &cli::RunArgs) -> ExitCode {
         }
     };
     let plan = harness::plan(&files, &opts);
+    let external = opts.backend == harness::BackendKind::External;
+    let (mut runs, mut only_with_extras) = (0, 0);
     for p in &plan {
         match p {
             harness::Planned::Broken(file, e) => println!("{}@parse: {e}", file.stem()),
@@ -279,17 +285,35 @@ fn list(args: &cli::RunArgs) -> ExitCode {
                 mode,
                 skip,
                 ..
-            } => match skip {
-                None => println!("{}@{mode}@{}", scenario.name, opts.backend),
-                Some(why) => println!("{}@{mode}@{} (skipped: {why})", scenario.name, opts.backend),
-            },
+            } => {
+                let name = format!("{}@{mode}@{}", scenario.name, opts.backend);
+                let on_shenyu = external
+                    .then(|| capability_skip_reason(scenario, &Capabilities::SHENYU))
+                    .flatten();
+                match (skip, on_shenyu) {
+                    (Some(why), _) => println!("{name} (skipped: {why})"),
+                    (None, Some(why)) => {
+                        runs += 1;
+                        only_with_extras += 1;
+                        println!("{name} (skipped on a target without gantry's extras: {why})");
+                    }
+                    (None, None) => {
+                        runs += 1;
+                        println!("{name}");
+                    }
+                }
+            }
         }
     }
-    let runs = plan
-        .iter()
-        .filter(|p| matches!(p, harness::Planned::Case { skip: None, .. }))
-        .count();
-    println!("{runs} of {} would run", plan.len());
+    if external {
+        println!(
+            "{runs} of {} would run ({only_with_extras} of them only on a target with gantry's \
+             extras: the run probes for them first)",
+            plan.len()
+        );
+    } else {
+        println!("{runs} of {} would run", plan.len());
+    }
     ExitCode::SUCCESS
 }
 

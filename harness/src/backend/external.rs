@@ -107,6 +107,15 @@ impl Capabilities {
         errors_with_200: false,
     };
 
+    /// What a ShenYu admin and gateway offer: none of gantry's extras, errors with HTTP 200
+    /// (what gantry's gateway offers with `--hide-extras`).
+    pub const SHENYU: Capabilities = Capabilities {
+        digest: false,
+        route_headers: false,
+        upstream_header: false,
+        errors_with_200: true,
+    };
+
     /// One line for the run's log: what is there and what the engine does instead.
     pub fn describe(&self) -> String {
         let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();

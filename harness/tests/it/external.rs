@@ -336,10 +336,24 @@ fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
             .as_array()
             .is_some_and(|c| c.iter().any(|c| c["kind"] == "digest"))
     });
+    let (would_run, only_with_extras) = listed(mode)?;
+    let expected = if hidden {
+        would_run - only_with_extras
+    } else {
+        would_run
+    };
     let checks = [
         (
             ran.len() >= 20,
             format!("at least 20 cases ran ({} did)", ran.len()),
+        ),
+        (
+            ran.len() == expected,
+            format!(
+                "`gantry list` said {would_run} would run, {only_with_extras} of them only with \
+                 gantry's extras; {} ran",
+                ran.len()
+            ),
         ),
         (
             digest_skipped == hidden,
@@ -367,6 +381,24 @@ fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
         Ok(())
     } else {
         Err(format!("{failed:?} do not hold:\n{stdout}").into())
+    }
+}
+
+/// `gantry list --backend external --sync <mode>`'s footer: how many cases would run, and
+/// how many of those only on a target with gantry's extras.
+fn listed(mode: SyncMode) -> Result<(usize, usize), Failed> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["list", "--backend", "external", "--sync", &mode.to_string()])
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let footer = stdout.lines().last().unwrap_or_default();
+    let numbers: Vec<usize> = footer
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    match numbers[..] {
+        [runs, _, only_with_extras] => Ok((runs, only_with_extras)),
+        _ => Err(format!("`gantry list` ended with {footer:?}").into()),
     }
 }
 
