@@ -9,8 +9,9 @@
 //! config (plugins, registrations) or need what only a backend of gantry's own can do
 //! (faults, several admins or gateways, Redis) are skipped with the reason ([`skip_reason`]).
 //!
-//! Before the first case, [`probe`] finds out what the target offers ([`Capabilities`]) with
-//! a route of its own: whether admin and gateway serve gantry's config digest, whether the
+//! Before the first case, [`probe`] checks that the target's own selectors leave unrouted
+//! paths alone (no catch-all) and finds out what it offers ([`Capabilities`]) with a route of
+//! its own: whether admin and gateway serve gantry's config digest, whether the
 //! gateway names the matched selector and rule in headers, and whether it answers its error
 //! bodies with HTTP 200 (ShenYu) or a real status (gantry). The runner judges with what is
 //! there: convergence from probes when there is no digest, the upstream's name from the echo
@@ -19,6 +20,8 @@
 
 use std::net::IpAddr;
 use std::time::Duration;
+
+use model::GatewayError;
 
 use crate::client::{AdminClient, GatewayClient, Profile};
 use crate::error::{BackendError, ClientError};
@@ -203,38 +206,20 @@ fn refused(what: &str, e: &ClientError) -> BackendError {
 /// How long the probe waits for its route to work on the gateway.
 const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Finds out what the target offers: asks both for the config digest, then routes a path of
-/// the run's own (`/<prefix>capabilities/...`) to an upstream on `--upstream-bind`, waits
-/// until the gateway answers from it (which also proves the gateway reaches the upstreams at
-/// `--upstream-advertise`), reads the headers of that answer, and asks for a path nothing
-/// routes to see how the gateway answers an error. The caller removes the route ([`sweep`]).
+/// Finds out what the target offers: asks both for the config digest; asks the gateway for a
+/// path nothing of the run routes, which must find no selector (-107; an error naming the
+/// answer otherwise: the target's own selectors would answer the scenarios' requests) and
+/// shows how the gateway answers an error; then routes a path of the run's own
+/// (`/<prefix>capabilities/...`) to an upstream on `--upstream-bind`, waits until the gateway
+/// answers from it (which also proves the gateway reaches the upstreams at
+/// `--upstream-advertise`) and reads the headers of that answer. The caller removes the route
+/// ([`sweep`]).
 pub async fn probe(
     target: &ExternalTarget,
     admin: &AdminClient,
 ) -> Result<Capabilities, BackendError> {
     let gateway = GatewayClient::new(&target.gateway_url);
     let digest = admin.digest().await.is_ok() && gateway.digest().await.is_ok();
-    let upstream = Upstream::start_at("capabilities", &[], target.upstream_bind).await?;
-    let name = target.selector_name("capabilities");
-    let path = format!("/{name}");
-    let address = format!("{}:{}", target.upstream_advertise, upstream.addr().port());
-    let spec = crate::gantry::prefix_route(&name, &path, "capabilities");
-    let addrs = crate::lower::Addresses::from([("capabilities".to_owned(), address.clone())]);
-    let plugin_id = admin
-        .plugin_id("divide")
-        .await
-        .map_err(|e| refused("looking up the divide plugin", &e))?
-        .ok_or_else(|| external("looking up the divide plugin", "the admin has none"))?;
-    let selector_id = admin
-        .create_selector(&crate::lower::selector_dto(&spec, &plugin_id, &addrs))
-        .await
-        .map_err(|e| refused("creating the capability probe's selector", &e))?;
-    for rule in &spec.rules {
-        admin
-            .create_rule(&crate::lower::rule_dto(rule, &selector_id))
-            .await
-            .map_err(|e| refused("creating the capability probe's rule", &e))?;
-    }
     // Raw answers: the client's `send` reads them in gantry's terms, which is what is probed.
     let http = crate::client::http();
     let get = |path: String| {
@@ -263,6 +248,45 @@ pub async fn probe(
             })
         }
     };
+    // The scenarios' paths must be free: a path no selector of the run matches has to find no
+    // selector at all (-107), or the target's own selectors would answer the scenarios'
+    // requests (a catch-all) or shadow their routes.
+    let unrouted_path = format!("/{}unrouted/probe", target.prefix);
+    let unrouted = get(unrouted_path.clone())
+        .await
+        .map_err(|e| external("asking the gateway for a path nothing routes", e))?;
+    if !finds_no_selector(&unrouted) {
+        return Err(external(
+            "checking that the gateway routes nothing of its own where the scenarios send",
+            format!(
+                "GET {unrouted_path} answered {}, not the -107 of a path no selector matches: \
+                 a selector of the target's own matches every path (a catch-all?) and would \
+                 answer the scenarios' requests or shadow their routes",
+                unrouted.summary()
+            ),
+        ));
+    }
+    let upstream = Upstream::start_at("capabilities", &[], target.upstream_bind).await?;
+    let name = target.selector_name("capabilities");
+    let path = format!("/{name}");
+    let address = format!("{}:{}", target.upstream_advertise, upstream.addr().port());
+    let spec = crate::gantry::prefix_route(&name, &path, "capabilities");
+    let addrs = crate::lower::Addresses::from([("capabilities".to_owned(), address.clone())]);
+    let plugin_id = admin
+        .plugin_id("divide")
+        .await
+        .map_err(|e| refused("looking up the divide plugin", &e))?
+        .ok_or_else(|| external("looking up the divide plugin", "the admin has none"))?;
+    let selector_id = admin
+        .create_selector(&crate::lower::selector_dto(&spec, &plugin_id, &addrs))
+        .await
+        .map_err(|e| refused("creating the capability probe's selector", &e))?;
+    for rule in &spec.rules {
+        admin
+            .create_rule(&crate::lower::rule_dto(rule, &selector_id))
+            .await
+            .map_err(|e| refused("creating the capability probe's rule", &e))?;
+    }
     let routed = format!("{path}/probe");
     let policy = WaitPolicy {
         consecutive: 1,
@@ -295,9 +319,6 @@ pub async fn probe(
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .expect("a converged wait saw the answer");
-    let unrouted = get(format!("/{}unrouted/probe", target.prefix))
-        .await
-        .map_err(|e| external("asking the gateway for a path nothing routes", e))?;
     Ok(Capabilities {
         digest,
         route_headers: answer.header(SELECTOR_ID_HEADER) == Some(selector_id.as_str())
@@ -305,6 +326,12 @@ pub async fn probe(
         upstream_header: answer.header(UPSTREAM_HEADER).is_some(),
         errors_with_200: unrouted.status == 200,
     })
+}
+
+/// Whether `answer` is a gateway's "no selector matched" (-107), with any HTTP status.
+fn finds_no_selector(answer: &ProbeResponse) -> bool {
+    serde_json::from_str::<GatewayError>(&answer.body)
+        .is_ok_and(|e| e.code == GatewayError::SELECTOR_NOT_FOUND)
 }
 
 /// Deletes every selector (with its rules) whose name starts with `prefix`, of every plugin;
@@ -435,12 +462,7 @@ mod tests {
             &BASE.replace("expect: { status: 200 }", "expect: { selector: s }"),
         )
         .unwrap();
-        let bare = Capabilities {
-            digest: false,
-            route_headers: false,
-            upstream_header: false,
-            errors_with_200: true,
-        };
+        let bare = Capabilities::SHENYU;
         assert!(capability_skip_reason(&named, &bare).is_some_and(|r| r.contains("`selector:`")));
         assert_eq!(capability_skip_reason(&named, &Capabilities::GANTRY), None);
         let plain = scenario("");
@@ -458,5 +480,28 @@ mod tests {
             capability_skip_reason(&behaving, &Capabilities::GANTRY),
             None
         );
+    }
+
+    #[test]
+    fn only_a_missing_selector_shows_a_free_path() {
+        let answer = |status: u16, body: &str| ProbeResponse {
+            status,
+            headers: Vec::new(),
+            body: body.to_owned(),
+        };
+        let no_selector = GatewayError::selector_not_found("divide");
+        let json = |e: &GatewayError| serde_json::to_string(e).unwrap();
+        // gantry's 404 and ShenYu's 200 (with its `data` field) both say "no selector".
+        assert!(finds_no_selector(&answer(404, &json(&no_selector))));
+        assert!(finds_no_selector(&answer(
+            200,
+            r#"{"code":-107,"message":"divide:Can not find selector","data":null}"#
+        )));
+        // A catch-all selector without rules, one routed to a dead upstream, one that answers.
+        let no_rule = GatewayError::rule_not_found("divide");
+        let dead = GatewayError::upstream_error("connection refused");
+        assert!(!finds_no_selector(&answer(404, &json(&no_rule))));
+        assert!(!finds_no_selector(&answer(502, &json(&dead))));
+        assert!(!finds_no_selector(&answer(200, "<html>their app</html>")));
     }
 }

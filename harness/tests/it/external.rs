@@ -15,6 +15,8 @@
 //!   none of its selectors behind.
 //! - `external::a_left_selector_fails_the_case`: a selector with the run's prefix still there
 //!   after a passed case's teardown fails the case (`LeftBehind`) and is removed.
+//! - `external::a_catch_all_of_the_targets_stops_the_run`: a selector of the target's own
+//!   that matches every path stops the run before its first case, naming the answer.
 //! - `external::library_gantry_on_a_hand_started_pair`: `Gantry::builder(..).external(..)`
 //!   routes to its upstream through the target, and dropping it leaves the admin as found.
 //! - `docker::external_target_from_compose` (with the docker trials): the same suite against
@@ -62,6 +64,10 @@ pub(crate) fn trials() -> Vec<Trial> {
     trials.push(Trial::test(
         "external::a_left_selector_fails_the_case",
         a_left_selector_fails_the_case,
+    ));
+    trials.push(Trial::test(
+        "external::a_catch_all_of_the_targets_stops_the_run",
+        a_catch_all_of_the_targets_stops_the_run,
     ));
     trials.push(Trial::test(
         "external::library_gantry_on_a_hand_started_pair",
@@ -261,16 +267,22 @@ fn gantry_run(pair: &Endpoints, mode: SyncMode, extra: &[&str]) -> Command {
 
 /// A selector of "the user's own" on the divide plugin, which the run must not touch.
 async fn plant_own_selector(admin: &AdminClient) -> Result<(), Failed> {
+    plant_selector(admin, "users-own", "/users-own/").await
+}
+
+/// A divide selector named `name`, without rules, for paths starting with `path` (routed to
+/// a port nothing listens on).
+async fn plant_selector(admin: &AdminClient, name: &str, path: &str) -> Result<(), Failed> {
     let plugin_id = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
     let dto = harness::lower::custom_selector(
         &plugin_id,
-        "users-own",
+        name,
         r#"[{"upstreamUrl":"127.0.0.1:1","weight":50,"status":true}]"#,
         vec![model::ConditionDto {
             param_type: Some("uri".into()),
             operator: Some("startsWith".into()),
             param_name: Some("/".into()),
-            param_value: Some("/users-own/".into()),
+            param_value: Some(path.into()),
             ..Default::default()
         }],
     );
@@ -510,22 +522,7 @@ fn a_left_selector_fails_the_case() -> Result<(), Failed> {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    rt.block_on(async {
-        let plugin_id = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
-        let dto = harness::lower::custom_selector(
-            &plugin_id,
-            &format!("{prefix}stray"),
-            r#"[{"upstreamUrl":"127.0.0.1:1","weight":50,"status":true}]"#,
-            vec![model::ConditionDto {
-                param_type: Some("uri".into()),
-                operator: Some("startsWith".into()),
-                param_name: Some("/".into()),
-                param_value: Some("/stray/".into()),
-                ..Default::default()
-            }],
-        );
-        admin.create_selector(&dto).await.map_err(Failed::from)
-    })?;
+    rt.block_on(plant_selector(&admin, &format!("{prefix}stray"), "/stray/"))?;
     let out = child.wait_with_output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let left = rt.block_on(runs_selectors(&admin))?;
@@ -544,6 +541,30 @@ fn a_left_selector_fails_the_case() -> Result<(), Failed> {
             out.status.code(),
             String::from_utf8_lossy(&out.stderr)
         ),
+    )
+}
+
+/// A target whose own selector matches every path would answer the scenarios' requests:
+/// the run refuses to start (exit 3, the backend could not start; naming the answer) and
+/// leaves the admin as found.
+fn a_catch_all_of_the_targets_stops_the_run() -> Result<(), Failed> {
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let pair = start_pair(&rt, mode, &[])?;
+    let admin = rt.block_on(login(&pair.admin_url))?;
+    rt.block_on(plant_selector(&admin, "users-catch-all", "/"))?;
+    let before = rt.block_on(snapshot(&admin))?;
+    let out = gantry_run(&pair, mode, &["--filter", "delete_route"]).output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let after = rt.block_on(snapshot(&admin))?;
+    super::all_hold(
+        &[
+            (out.status.code() == Some(3), "gantry run exits 3"),
+            (stderr.contains("a catch-all"), "it names the cause"),
+            (stderr.contains("-102"), "and shows the answer"),
+            (before == after, "the admin is left as found"),
+        ],
+        &format!("exit {:?}\n{stderr}", out.status.code()),
     )
 }
 
