@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use harness::report::{json, terminal};
 use harness::backend::Capabilities;
 use harness::backend::external::capability_skip_reason;
+use harness::report::{json, terminal};
 use harness::{ProcessEnv, RunSetupError, images};
 use tokio::signal::unix::SignalKind;
 

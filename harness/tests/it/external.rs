@@ -32,6 +32,9 @@ use harness::wait::{WaitPolicy, await_convergence};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
 
+/// A trial's body.
+type Test = fn() -> Result<(), Failed>;
+
 /// The trials.
 pub(crate) fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
@@ -53,26 +56,24 @@ pub(crate) fn trials() -> Vec<Trial> {
             .with_ignored_flag(skip.is_some()),
         );
     }
-    trials.push(Trial::test(
-        "external::hidden_extras_catch_a_planted_bug",
-        planted_bug,
-    ));
-    trials.push(Trial::test(
-        "external::ctrl_c_removes_the_run",
-        ctrl_c_removes_the_run,
-    ));
-    trials.push(Trial::test(
-        "external::a_left_selector_fails_the_case",
-        a_left_selector_fails_the_case,
-    ));
-    trials.push(Trial::test(
-        "external::a_catch_all_of_the_targets_stops_the_run",
-        a_catch_all_of_the_targets_stops_the_run,
-    ));
-    trials.push(Trial::test(
-        "external::library_gantry_on_a_hand_started_pair",
-        library_gantry,
-    ));
+    let single: [(&str, Test); 5] = [
+        ("hidden_extras_catch_a_planted_bug", planted_bug),
+        ("ctrl_c_removes_the_run", ctrl_c_removes_the_run),
+        (
+            "a_left_selector_fails_the_case",
+            a_left_selector_fails_the_case,
+        ),
+        (
+            "a_catch_all_of_the_targets_stops_the_run",
+            a_catch_all_of_the_targets_stops_the_run,
+        ),
+        ("library_gantry_on_a_hand_started_pair", library_gantry),
+    ];
+    trials.extend(
+        single
+            .into_iter()
+            .map(|(name, test)| Trial::test(format!("external::{name}"), test)),
+    );
     trials
 }
 

@@ -261,7 +261,11 @@ mod tests {
             admin.cmd
         );
         let etcd = store_spec("gantry-abc-", StoreKind::Etcd);
-        assert!(etcd.cmd.iter().any(|a| a == "--unsafe-no-fsync"), "{:?}", etcd.cmd);
+        assert!(
+            etcd.cmd.iter().any(|a| a == "--unsafe-no-fsync"),
+            "{:?}",
+            etcd.cmd
+        );
         let gateway = gateway_spec("gantry-abc-", SyncMode::Etcd, "http://a:1", Some(&etcd));
         assert!(
             gateway
