@@ -261,9 +261,7 @@ impl Gantry {
                 body: String::new(),
             })?;
         let mut dto = lower::selector_dto(spec, &plugin_id, addrs);
-        if let Some(e) = self.topology.external() {
-            dto.name = Some(e.target.selector_name(&spec.name));
-        }
+        dto.name = Some(self.topology.selector_name(&spec.name));
         let id = admin.create_selector(&dto).await?;
         for rule in &spec.rules {
             admin.create_rule(&lower::rule_dto(rule, &id)).await?;

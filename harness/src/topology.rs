@@ -419,6 +419,15 @@ impl Topology {
         self.run.external()
     }
 
+    /// The name a selector called `name` gets on the admin: `name`, with the run's prefix on
+    /// an external target (what the run removes there).
+    pub fn selector_name(&self, name: &str) -> String {
+        match self.external() {
+            Some(e) => e.target.selector_name(name),
+            None => name.to_owned(),
+        }
+    }
+
     /// The docker run id (labels `gantry.run`, names `gantry-<id>-*`), for docker runs.
     pub fn docker_run_id(&self) -> Option<&str> {
         self.run.docker_id()

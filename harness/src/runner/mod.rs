@@ -970,10 +970,7 @@ impl Case<'_> {
             .map_err(at(step))?
             .ok_or_else(|| (step, RunErrorKind::PluginNotFound(spec.plugin.clone())))?;
         let mut selector_dto = lower::selector_dto(spec, &plugin_id, &self.addrs);
-        if let Some(external) = self.topo.external() {
-            // Every selector of an external run carries the run's prefix: what it removes.
-            selector_dto.name = Some(external.target.selector_name(&spec.name));
-        }
+        selector_dto.name = Some(self.topo.selector_name(&spec.name));
         let selector_id = admin
             .create_selector(&selector_dto)
             .await

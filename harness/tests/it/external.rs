@@ -457,6 +457,34 @@ async fn runs_selectors(admin: &AdminClient) -> Result<Vec<String>, Failed> {
     Ok(names)
 }
 
+/// Waits (60 s) until the admin holds a selector of the run `child` (a `gantry run`) for which
+/// `pick` gives something, and returns that. When the run ends first or the deadline passes,
+/// `child` is killed and its output is the error.
+fn first_selector(
+    rt: &tokio::runtime::Runtime,
+    admin: &AdminClient,
+    child: &mut Child,
+    pick: impl Fn(&str) -> Option<&str>,
+) -> Result<String, Failed> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let names = rt.block_on(runs_selectors(admin))?;
+        if let Some(found) = names.iter().find_map(|n| pick(n)) {
+            return Ok(found.to_owned());
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            let mut stdout = String::new();
+            if let Some(mut out) = child.stdout.take() {
+                let _ = std::io::Read::read_to_string(&mut out, &mut stdout);
+            }
+            let _ = child.wait();
+            return Err(format!("gantry run never made the selector awaited:\n{stdout}").into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A case whose step waits until a selector named `/stray/` exists on the gateway.
 const STRAY_CASE: &str = r#"
 name: stray
@@ -506,23 +534,7 @@ fn a_left_selector_fails_the_case() -> Result<(), Failed> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let prefix = loop {
-        let names = rt.block_on(runs_selectors(&admin))?;
-        if let Some(prefix) = names.iter().find_map(|n| n.strip_suffix("held")) {
-            break prefix.to_owned();
-        }
-        if Instant::now() > deadline || child.try_wait()?.is_some() {
-            let _ = child.kill();
-            let out = child.wait_with_output()?;
-            return Err(format!(
-                "gantry run never made its selector:\n{}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-            .into());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let prefix = first_selector(&rt, &admin, &mut child, |n| n.strip_suffix("held"))?;
     rt.block_on(plant_selector(&admin, &format!("{prefix}stray"), "/stray/"))?;
     let out = child.wait_with_output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -581,19 +593,10 @@ fn ctrl_c_removes_the_run() -> Result<(), Failed> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // The capability probe's route is removed before the first case: wait for a case's.
-        if ours()?.iter().any(|n| !n.ends_with("capabilities")) {
-            break;
-        }
-        if Instant::now() > deadline || child.try_wait()?.is_some() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("gantry run never made a selector".into());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The capability probe's route is removed before the first case: wait for a case's.
+    first_selector(&rt, &admin, &mut child, |n| {
+        (!n.ends_with("capabilities")).then_some(n)
+    })?;
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()?;
