@@ -75,7 +75,8 @@ fn check(args: &cli::CheckArgs) -> ExitCode {
     match check(&backend, &options) {
         Ok(outcome) => {
             println!("convergence@{}: {}", args.sync, outcome.summary());
-            match outcome.verdict {
+            let isolation = outcome.isolation();
+            match outcome.verdict.and(isolation) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
                     println!("{message}");

@@ -79,9 +79,12 @@ pub struct Outcome {
     pub per_gateway: Vec<Tally>,
     /// Histories run (shrinking included).
     pub histories: usize,
-    /// How often the gateways had to be restarted between histories to forget a history's
-    /// routes (0 unless a gateway keeps deleted routes).
-    pub resets: usize,
+    /// Each time a passing history's cleanup (its selectors deleted) did not reach every
+    /// gateway within the bound, what still differed (the gateways were then restarted).
+    /// Empty unless a gateway keeps deleted routes; see [`Outcome::isolation`].
+    pub resets: Vec<String>,
+    /// The longest a passing history's cleanup took to reach every gateway.
+    pub slowest_clean: Duration,
     /// Operations the admin acknowledged, and faults injected, over every history.
     pub applied: (usize, usize),
     /// Of the acknowledged operations, the registrations.
@@ -98,13 +101,14 @@ impl Outcome {
     pub fn summary(&self) -> String {
         let mut out = format!(
             "{} histories ({} acknowledged operations, {} of them registrations, {} faults) in \
-             {:.1} s ({} gateway resets between them): {}",
+             {:.1} s (cleanups reached the gateways within {} ms, {} did not): {}",
             self.histories,
             self.applied.0,
             self.registrations,
             self.applied.1,
             self.elapsed.as_secs_f64(),
-            self.resets,
+            self.slowest_clean.as_millis(),
+            self.resets.len(),
             self.tally
         );
         if !self.fault_kinds.is_empty() {
@@ -122,6 +126,21 @@ impl Outcome {
         }
         out
     }
+
+    /// `Err` when a passing history's cleanup did not reach every gateway within the bound:
+    /// a gateway kept routes the admin deleted, outside any history (the histories' own
+    /// verdicts are in [`Outcome::verdict`]).
+    pub fn isolation(&self) -> Result<(), String> {
+        if self.resets.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the gateways still held a passing history's deleted routes at the bound {} \
+             time(s) (restarted then):\n{}",
+            self.resets.len(),
+            self.resets.join("\n")
+        ))
+    }
 }
 
 /// Runs the property on a fresh topology of `backend` (its own current-thread runtime: call
@@ -137,6 +156,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         opts.mode,
         opts.gateways,
         opts.keep,
+        opts.bound,
     ))?);
     let tally = RefCell::new(Tally::default());
     let per_gateway = RefCell::new(vec![Tally::default(); usize::from(opts.gateways)]);
@@ -197,7 +217,8 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         }
     };
     let mut live = live.into_inner();
-    let (resets, applied) = (live.resets, (live.acknowledged, live.faults));
+    let applied = (live.acknowledged, live.faults);
+    let (resets, slowest_clean) = (std::mem::take(&mut live.resets), live.slowest_clean);
     let registrations = live.registrations;
     let fault_kinds = std::mem::take(&mut live.fault_kinds);
     drop(live);
@@ -208,6 +229,7 @@ pub fn check(backend: &Backend, opts: &Options) -> Result<Outcome, String> {
         per_gateway: per_gateway.into_inner(),
         histories: histories.get(),
         resets,
+        slowest_clean,
         applied,
         registrations,
         fault_kinds,

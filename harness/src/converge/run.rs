@@ -28,9 +28,6 @@ use crate::wait::{WaitPolicy, await_convergence};
 const POLL: Duration = Duration::from_millis(25);
 /// An element is stable once it has answered right for this long.
 const SETTLE: Duration = Duration::from_millis(500);
-/// Between cases the previous case's cleanup must reach the gateways within this, else
-/// they are restarted (a gateway that drops deletes never forgets a route otherwise).
-const CLEAN: Duration = Duration::from_secs(1);
 
 /// A topology (one admin, one or more gateways, their sync connections through the fault
 /// proxy, echo upstreams `alpha` and `beta`) on which histories run one after another, each
@@ -47,8 +44,17 @@ pub struct Live {
     /// Selectors the admin holds besides ours.
     baseline: usize,
     next_case: u64,
-    /// How often the gateways had to be restarted between cases to forget a case's routes.
-    pub resets: usize,
+    /// How long a passing history's cleanup (its selectors deleted) may take to reach the
+    /// gateways: the property's bound.
+    clean_bound: Duration,
+    /// Whether the last history failed (its gateways may hold anything: they are restarted
+    /// before the next one without waiting).
+    last_failed: bool,
+    /// The longest a passing history's cleanup took to reach every gateway.
+    pub slowest_clean: Duration,
+    /// Each time a passing history's cleanup did not reach the gateways within
+    /// `clean_bound`, what was still different (the gateways were then restarted).
+    pub resets: Vec<String>,
     /// Operations the admin acknowledged, over every case.
     pub acknowledged: usize,
     /// Registrations among them.
@@ -89,12 +95,14 @@ struct CaseState {
 }
 
 impl Live {
-    /// Starts the topology in `mode` and waits until the gateways serve the admin's config.
+    /// Starts the topology in `mode` and waits until the gateways serve the admin's config;
+    /// each history's cleanup must then reach the gateways within `bound`.
     pub async fn start(
         backend: &Backend,
         mode: SyncMode,
         gateways: u8,
         keep: bool,
+        bound: Duration,
     ) -> Result<Live, String> {
         let upstreams = [UpstreamDecl::echo("alpha"), UpstreamDecl::echo("beta")];
         let shape = Shape {
@@ -144,7 +152,10 @@ impl Live {
             handles,
             baseline,
             next_case: 1,
-            resets: 0,
+            clean_bound: bound,
+            last_failed: false,
+            slowest_clean: Duration::ZERO,
+            resets: Vec::new(),
             acknowledged: 0,
             registrations: 0,
             faults: 0,
@@ -190,6 +201,7 @@ impl Live {
                 .await
                 .map_err(|e| format!("deleting case {case}'s selectors: {e}"))?;
         }
+        self.last_failed = report.verdict.is_err();
         Ok(report)
     }
 
@@ -622,8 +634,10 @@ impl Live {
         Ok(())
     }
 
-    /// Waits until the gateways hold the admin's config without any case's routes; restarts
-    /// them when that does not happen within [`CLEAN`] (counted in [`Live::resets`]).
+    /// Waits until the gateways hold the admin's config without any case's routes. After a
+    /// passing history that must happen within the bound, else what still differs is
+    /// recorded in [`Live::resets`]; after a failing one (or a reset) the gateways are
+    /// restarted, and must then serve the admin's config within 30 s.
     async fn clean(&mut self) -> Result<(), String> {
         let want = Some(self.baseline);
         let policy = |timeout| WaitPolicy {
@@ -631,13 +645,22 @@ impl Live {
             interval: POLL,
             timeout,
         };
-        if await_convergence(policy(CLEAN), || self.digest_gap(want))
-            .await
-            .is_ok()
-        {
-            return Ok(());
+        if !std::mem::take(&mut self.last_failed) {
+            let started = Instant::now();
+            match await_convergence(policy(self.clean_bound), || self.digest_gap(want)).await {
+                Ok(_) => {
+                    self.slowest_clean = self.slowest_clean.max(started.elapsed());
+                    return Ok(());
+                }
+                Err(t) => self.resets.push(match self.next_case - 1 {
+                    0 => format!("at start: {t}"),
+                    case => format!(
+                        "after history {case} (its selectors deleted): {t}\n{}",
+                        self.topo.log_tails(20)
+                    ),
+                }),
+            }
         }
-        self.resets += 1;
         self.on_gateways(FaultAction::Restart)
             .await
             .map_err(|e| format!("restarting the gateways between cases: {e}"))?;

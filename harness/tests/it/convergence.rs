@@ -2,13 +2,17 @@
 //! host backend: `convergence@<mode>` for the four sync modes must pass; with a gateway that
 //! drops deletes (`--emulate-bug drop-deletes`), `convergence_planted_bug@websocket` must
 //! fail with a shrunk history of at most 3 operations and faults that contains a delete, and
-//! the checker must find stale routes on each of the two gateways.
+//! the checker must find stale routes on each of the two gateways; and
+//! `convergence_isolation_planted_bug@websocket` must see the isolation check between
+//! histories catch that gateway keeping a passing history's route after its cleanup.
 //!
 //! Seeds: a constant per trial, or `GANTRY_PROPTEST_SEED` for all (printed; every failure
 //! names it and the `gantry check` command that replays it). Budgets: [`Options::new`] (64
 //! histories of at most 8 steps, bound 5 s, two gateways); measured times are in
 //! docs/convergence.md.
 
+use harness::converge::history::{History, Op, Step, Upstream};
+use harness::converge::run::Live;
 use harness::converge::{Options, Outcome, check};
 use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
@@ -29,16 +33,9 @@ fn run(mode: SyncMode, trial: &str, gateway_args: &[&str]) -> Result<Outcome, Fa
 
 fn convergence(mode: SyncMode) -> Result<(), Failed> {
     let outcome = run(mode, &format!("convergence@{mode}"), &[])?;
+    let isolation = outcome.isolation();
     outcome.verdict?;
-    if outcome.resets > 0 {
-        return Err(format!(
-            "the gateways held a finished history's deleted routes {} time(s) (restarted \
-             between histories)",
-            outcome.resets
-        )
-        .into());
-    }
-    Ok(())
+    Ok(isolation?)
 }
 
 /// A gateway that drops deletes must fail the property with a short shrunk history.
@@ -80,13 +77,52 @@ fn planted_bug() -> Result<(), Failed> {
     crate::all_hold(&checks, &message)
 }
 
+/// A gateway that drops deletes keeps a passing history's route after the history's cleanup
+/// deleted it: the isolation check between histories must record that, naming the digests.
+fn isolation_planted_bug() -> Result<(), Failed> {
+    let trial = "convergence_isolation_planted_bug@websocket";
+    let bin_dir = harness::backend::host::default_bin_dir(None)?;
+    let backend = Backend::new(BackendKind::Host, bin_dir)?
+        .with_gateway_args(vec!["--emulate-bug".to_owned(), "drop-deletes".to_owned()]);
+    let bound = Options::new(SyncMode::Websocket, 0).bound;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut live = Live::start(&backend, SyncMode::Websocket, 1, false, bound).await?;
+        // No delete inside it: this history passes on that gateway.
+        let put = History(vec![Step::Op(Op::Put {
+            key: 0,
+            upstream: Upstream::Alpha,
+        })]);
+        live.run(&put, bound).await?.verdict?;
+        // Before the next history, the first one's route must be gone from the gateway.
+        live.run(&put, bound).await?;
+        match live.resets.as_slice() {
+            [reset] if reset.contains("after history 1") && reset.contains("selectors") => {
+                println!("{trial}: the kept route was caught:\n{reset}");
+                Ok(())
+            }
+            resets => Err(format!(
+                "want one reset after history 1 naming the digests, got {resets:#?}"
+            )
+            .into()),
+        }
+    })
+}
+
 /// `convergence@<mode>` for every sync mode (ignored, with a note, when the mode's server is
-/// not installed), then `convergence_planted_bug@websocket`.
+/// not installed), then `convergence_planted_bug@websocket` and
+/// `convergence_isolation_planted_bug@websocket`.
 pub(crate) fn trials() -> Vec<Trial> {
     let mut trials = crate::per_mode("convergence", convergence);
     trials.push(Trial::test(
         "convergence_planted_bug@websocket",
         planted_bug,
+    ));
+    trials.push(Trial::test(
+        "convergence_isolation_planted_bug@websocket",
+        isolation_planted_bug,
     ));
     trials
 }
