@@ -358,6 +358,20 @@ pub enum RunErrorKind {
         /// What each probe got, e.g. `got HTTP 404: {...}`.
         got: String,
     },
+    /// On an external target, a request of the case found a selector before the case made
+    /// any: the target's own config routes it, and would answer it or shadow the case's
+    /// routes.
+    #[error(
+        "the target's own config already routes `{request}` before this case made any route \
+         (answered {got}, not the -107 of a path no selector matches): a selector of the \
+         target's own matches it and would answer it or shadow the case's routes"
+    )]
+    RoutedByTarget {
+        /// The request, `GET /path`.
+        request: String,
+        /// What it got.
+        got: String,
+    },
     /// A convergence wait timed out.
     #[error("{what}: {source}")]
     Timeout {

@@ -16,7 +16,10 @@
 //! bodies with HTTP 200 (ShenYu) or a real status (gantry). The runner judges with what is
 //! there: convergence from probes when there is no digest, the upstream's name from the echo
 //! body when no header carries it, a ShenYu error answer read with the status gantry would
-//! have given it ([`crate::probe::ProbeResponse::in_gantry_terms`]).
+//! have given it ([`crate::probe::ProbeResponse::in_gantry_terms`]). Before each case makes
+//! anything, its precheck sends every request of the case once: each must find no selector
+//! (`finds_no_selector`), or a selector of the target's own would answer it or shadow the
+//! case's routes, and that case fails naming the request.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -329,7 +332,7 @@ pub async fn probe(
 }
 
 /// Whether `answer` is a gateway's "no selector matched" (-107), with any HTTP status.
-fn finds_no_selector(answer: &ProbeResponse) -> bool {
+pub(crate) fn finds_no_selector(answer: &ProbeResponse) -> bool {
     serde_json::from_str::<GatewayError>(&answer.body)
         .is_ok_and(|e| e.code == GatewayError::SELECTOR_NOT_FOUND)
 }
@@ -436,6 +439,21 @@ mod tests {
 
     fn scenario(extra: &str) -> Scenario {
         parse_str(Path::new("s.yaml"), &format!("{BASE}{extra}")).unwrap()
+    }
+
+    #[test]
+    fn every_request_of_a_case_is_listed_for_the_shadow_check() {
+        let s = scenario(
+            "steps:\n  - name: k\n    changes: [{ updateSelector: { name: s, enabled: true } }]\n    wait: { probe: { request: { path: /w }, expect: { upstream: alpha } } }\n    during: { request: { path: /d }, expect: { status: 200 } }\n    checks: [{ name: c, request: { method: POST, path: /c }, expect: { status: 200 } }]\nteardown:\n  probes: [{ request: { path: /t }, expect: { route: absent } }]\n",
+        );
+        let sent: Vec<String> = s
+            .requests()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        assert_eq!(
+            sent,
+            ["GET /x", "GET /w", "GET /d", "GET /t", "GET /x", "POST /c"]
+        );
     }
 
     #[test]

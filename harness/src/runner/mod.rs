@@ -908,6 +908,11 @@ impl Case<'_> {
         self.digests_converge(admin, "initial digest equality")
             .await
             .map_err(at(Step::Precheck))?;
+        if self.backend == BackendKind::External {
+            self.unrouted_on_target()
+                .await
+                .map_err(at(Step::Precheck))?;
+        }
         let wait = &self.scenario.wait;
         let mut got = Vec::new();
         for (i, probe) in wait.probes.iter().enumerate() {
@@ -929,6 +934,28 @@ impl Case<'_> {
                 got: got.join("; "),
             },
         ))
+    }
+
+    /// On an external target, before the case made anything: every distinct request of the
+    /// case, sent once as written, must find no selector (-107), else the target's own config
+    /// routes it and would answer it or shadow the case's routes (the run's probe only ruled
+    /// out a catch-all).
+    async fn unrouted_on_target(&self) -> Result<(), RunErrorKind> {
+        let mut sent = Vec::new();
+        for request in self.scenario.requests() {
+            if sent.contains(&request) {
+                continue;
+            }
+            sent.push(request);
+            let resp = self.gateway().send(request).await?;
+            if !crate::backend::external::finds_no_selector(&resp) {
+                return Err(RunErrorKind::RoutedByTarget {
+                    request: format!("{} {}", request.method, request.path),
+                    got: resp.summary(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Sets the `setup.plugins` configs (placeholders filled in with this topology's

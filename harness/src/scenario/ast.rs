@@ -60,22 +60,32 @@ impl Scenario {
     /// Every expectation the scenario judges answers by: its waits', checks', `during` and
     /// teardown probes'.
     pub fn expectations(&self) -> impl Iterator<Item = &Expect> {
+        let checks = self.all_checks().filter_map(|c| match &c.kind {
+            CheckKind::Probe(p) => Some(&p.expect),
+            CheckKind::Churn(c) => Some(&c.expect),
+            _ => None,
+        });
+        self.probes().map(|p| &p.expect).chain(checks)
+    }
+
+    /// Every request the scenario sends the gateway: its waits', `during` and teardown
+    /// probes' and its checks' (a check of several requests counted once).
+    pub fn requests(&self) -> impl Iterator<Item = &RequestSpec> {
+        (self.probes().map(|p| &p.request)).chain(self.all_checks().map(|c| c.kind.request()))
+    }
+
+    /// The waits', `during` and teardown probes.
+    fn probes(&self) -> impl Iterator<Item = &Probe> {
         let waits = std::iter::once(&self.wait)
             .chain(self.steps.iter().map(|s| &s.wait))
-            .flat_map(|w| w.probes.iter().map(|p| &p.expect));
-        let checks = self
-            .checks
-            .iter()
-            .chain(self.steps.iter().flat_map(|s| &s.checks))
-            .filter_map(|c| match &c.kind {
-                CheckKind::Probe(p) => Some(&p.expect),
-                CheckKind::Churn(c) => Some(&c.expect),
-                _ => None,
-            });
-        let others = (self.steps.iter().filter_map(|s| s.during.as_ref()))
+            .flat_map(|w| &w.probes);
+        (waits.chain(self.steps.iter().filter_map(|s| s.during.as_ref())))
             .chain(&self.teardown.probes)
-            .map(|p| &p.expect);
-        waits.chain(checks).chain(others)
+    }
+
+    /// The checks after the wait and those of every step.
+    fn all_checks(&self) -> impl Iterator<Item = &Check> {
+        (self.checks.iter()).chain(self.steps.iter().flat_map(|s| &s.checks))
     }
 
     /// Whether an expectation names the selector or rule that must match (`selector:`,

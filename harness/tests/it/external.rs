@@ -56,7 +56,7 @@ pub(crate) fn trials() -> Vec<Trial> {
             .with_ignored_flag(skip.is_some()),
         );
     }
-    let single: [(&str, Test); 5] = [
+    let single: [(&str, Test); 6] = [
         ("hidden_extras_catch_a_planted_bug", planted_bug),
         ("ctrl_c_removes_the_run", ctrl_c_removes_the_run),
         (
@@ -66,6 +66,10 @@ pub(crate) fn trials() -> Vec<Trial> {
         (
             "a_catch_all_of_the_targets_stops_the_run",
             a_catch_all_of_the_targets_stops_the_run,
+        ),
+        (
+            "a_selector_of_the_targets_fails_the_case_it_shadows",
+            a_selector_of_the_targets_fails_the_case_it_shadows,
         ),
         ("library_gantry_on_a_hand_started_pair", library_gantry),
     ];
@@ -578,6 +582,81 @@ fn a_catch_all_of_the_targets_stops_the_run() -> Result<(), Failed> {
             (before == after, "the admin is left as found"),
         ],
         &format!("exit {:?}\n{stderr}", out.status.code()),
+    )
+}
+
+/// A case routing `path` to alpha (selector and rule `uri = path`), named `name`.
+fn one_route_case(name: &str, path: &str) -> String {
+    format!(
+        r#"
+name: {name}
+modes: [websocket]
+upstreams: [alpha]
+setup:
+  selectors:
+    - name: s
+      plugin: divide
+      conditions: [{{ paramType: uri, operator: "=", paramValue: {path} }}]
+      upstreams: [{{ upstream: alpha }}]
+      rules:
+        - name: r
+          conditions: [{{ paramType: uri, operator: "=", paramValue: {path} }}]
+wait:
+  probe:
+    request: {{ path: {path} }}
+    expect: {{ upstream: alpha }}
+checks:
+  - name: routed
+    request: {{ path: {path} }}
+    expect: {{ upstream: alpha }}
+"#
+    )
+}
+
+/// A selector of the target's own that matches one case's path (not every path) fails that
+/// case at its precheck, naming the request and the answer, before it made anything; the
+/// other case passes and the admin is left as found.
+fn a_selector_of_the_targets_fails_the_case_it_shadows() -> Result<(), Failed> {
+    let rt = runtime();
+    let mode = SyncMode::Websocket;
+    let pair = start_pair(&rt, mode, &[])?;
+    let admin = rt.block_on(login(&pair.admin_url))?;
+    rt.block_on(plant_selector(&admin, "users-held", "/held/"))?;
+    let before = rt.block_on(snapshot(&admin))?;
+    let dir = tempfile::tempdir()?;
+    let mut cases = Vec::new();
+    for (name, path) in [("held", "/held/x"), ("free", "/free/x")] {
+        let case = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&case, one_route_case(name, path))?;
+        cases.push(case.display().to_string());
+    }
+    let args: Vec<&str> = cases.iter().map(String::as_str).collect();
+    let out = gantry_run(&pair, mode, &args).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let after = rt.block_on(snapshot(&admin))?;
+    super::all_hold(
+        &[
+            (out.status.code() == Some(1), "gantry run exits 1"),
+            (
+                stdout.contains("FAIL held@websocket"),
+                "the shadowed case fails",
+            ),
+            (
+                stdout.contains("already routes `GET /held/x`"),
+                "naming the request",
+            ),
+            (stdout.contains("-102"), "and the answer"),
+            (
+                stdout.contains("1 passed, 1 failed"),
+                "the other case passes",
+            ),
+            (before == after, "the admin is left as found"),
+        ],
+        &format!(
+            "exit {:?}\n{stdout}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
     )
 }
 
