@@ -489,32 +489,12 @@ fn first_selector(
     }
 }
 
-/// A case whose step waits until a selector named `/stray/` exists on the gateway.
-const STRAY_CASE: &str = r#"
-name: stray
-modes: [websocket]
-upstreams: [alpha]
-setup:
-  selectors:
-    - name: held
-      plugin: divide
-      conditions: [{ paramType: uri, operator: "=", paramValue: /held/x }]
-      upstreams: [{ upstream: alpha }]
-      rules:
-        - name: r
-          conditions: [{ paramType: uri, operator: "=", paramValue: /held/x }]
-wait:
-  probe:
-    request: { path: /held/x }
-    expect: { upstream: alpha }
-checks:
-  - name: routed
-    request: { path: /held/x }
-    expect: { upstream: alpha }
-steps:
+/// A step (after [`one_route_case`]'s) that waits until a selector matching `/stray/`
+/// exists on the gateway.
+const STRAY_STEP: &str = r#"steps:
   - name: a selector with the run's prefix appears
     changes:
-      - updateSelector: { name: held, enabled: true }
+      - updateSelector: { name: route, enabled: true }
     wait:
       probe:
         request: { path: /stray/x }
@@ -533,12 +513,15 @@ fn a_left_selector_fails_the_case() -> Result<(), Failed> {
     let admin = rt.block_on(login(&pair.admin_url))?;
     let dir = tempfile::tempdir()?;
     let case = dir.path().join("stray.yaml");
-    std::fs::write(&case, STRAY_CASE)?;
+    std::fs::write(
+        &case,
+        format!("{}{STRAY_STEP}", one_route_case("stray", "/held/x")),
+    )?;
     let mut child = gantry_run(&pair, mode, &[&case.display().to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let prefix = first_selector(&rt, &admin, &mut child, |n| n.strip_suffix("held"))?;
+    let prefix = first_selector(&rt, &admin, &mut child, |n| n.strip_suffix("route"))?;
     rt.block_on(plant_selector(&admin, &format!("{prefix}stray"), "/stray/"))?;
     let out = child.wait_with_output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -585,7 +568,8 @@ fn a_catch_all_of_the_targets_stops_the_run() -> Result<(), Failed> {
     )
 }
 
-/// A case routing `path` to alpha (selector and rule `uri = path`), named `name`.
+/// A case named `name` routing `path` to alpha (selector `route` and rule `r`, both
+/// `uri = path`).
 fn one_route_case(name: &str, path: &str) -> String {
     format!(
         r#"
@@ -594,7 +578,7 @@ modes: [websocket]
 upstreams: [alpha]
 setup:
   selectors:
-    - name: s
+    - name: route
       plugin: divide
       conditions: [{{ paramType: uri, operator: "=", paramValue: {path} }}]
       upstreams: [{{ upstream: alpha }}]
