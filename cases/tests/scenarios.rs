@@ -1,12 +1,15 @@
 //! One trial per scenario × sync mode, named `<name>@<mode>`, each on a fresh topology; a file
-//! that does not parse is one failing trial `<file stem>@parse`. Files under `cases/invalid/`
-//! must fail to parse with exactly the error in their sibling `.err` file. Files under
-//! `cases/failing/` are scenarios that must fail when run (on the host backend, in their first
-//! mode):
-//! each line of their `.err` file must appear in the error, so a runner that stopped reporting
-//! a failure is seen failing; a first line `# gateway-args: …` starts the gateway with those
-//! arguments (e.g. `--emulate-bug drop-deletes`). With a Docker engine, every scenario × mode
-//! also runs on containers as `<name>@<mode>@docker`.
+//! that does not parse is one failing trial `<file stem>@parse`. A check the backend cannot
+//! judge (e.g. `attempts` on docker) is an ignored trial `<name>@<mode>…::<path> `<check>``
+//! beside its case's trial, which fails if the case skipped any other check. Files under
+//! `cases/invalid/` must fail to parse with exactly the error in their sibling `.err` file.
+//! Files under `cases/failing/` are scenarios that must fail when run (on the host backend, in
+//! their first mode): each line of their `.err` file must appear in the error, so a runner
+//! that stopped reporting a failure is seen failing; a first line `# gateway-args: …` starts
+//! the gateway with those arguments (e.g. `--emulate-bug drop-deletes`), and such a case must
+//! pass without them (`failing::<name>::without-bug`). A case whose server is missing is
+//! ignored with the reason, unless `GANTRY_REQUIRE` names it. With a Docker engine, every
+//! scenario × mode also runs on containers as `<name>@<mode>@docker`.
 
 mod docker;
 
@@ -14,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use harness::backend::docker::EngineCheck;
-use harness::{Backend, NotRun, Planned, ProcessEnv, RunOptions, Scenario};
+use harness::report::CheckOutcome;
+use harness::{Backend, ExpectedSkip, NotRun, Planned, ProcessEnv, RunOptions, Scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
 
@@ -55,25 +59,62 @@ impl Shared {
     }
 }
 
-fn run(shared: &Shared, scenario: &Scenario, mode: SyncMode) -> Result<(), Failed> {
+/// Runs `scenario` under `mode`; the checks it skipped must be exactly `expected` (each one
+/// shown as an ignored trial), so a skip nobody foresaw fails the trial instead of hiding
+/// inside an `ok`.
+fn run(
+    shared: &Shared,
+    scenario: &Scenario,
+    mode: SyncMode,
+    expected: &[ExpectedSkip],
+) -> Result<(), Failed> {
     let backend = shared.backend()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(harness::run_case(
-        scenario,
-        mode,
-        backend,
-        &shared.opts,
-        &|_| {},
-    ))
-    .map_err(|e| {
-        format!(
-            "{e}\n(GANTRY_SEED={} repeats the harness's choices)",
-            shared.opts.seed
+    let outcome = rt
+        .block_on(harness::run_case(
+            scenario,
+            mode,
+            backend,
+            &shared.opts,
+            &|_| {},
+        ))
+        .map_err(|e| {
+            format!(
+                "{e}\n(GANTRY_SEED={} repeats the harness's choices)",
+                shared.opts.seed
+            )
+        })?;
+    let skipped: Vec<(&str, &str)> = outcome
+        .record
+        .checks
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            CheckOutcome::Skipped(why) => Some((c.path.as_str(), why.as_str())),
+            _ => None,
+        })
+        .collect();
+    let foreseen: Vec<(&str, &str)> = expected
+        .iter()
+        .map(|e| (e.path.as_str(), e.why.as_str()))
+        .collect();
+    if skipped == foreseen {
+        Ok(())
+    } else {
+        let list = |l: &[(&str, &str)]| {
+            l.iter()
+                .map(|(path, why)| format!("  {path}: {why}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        Err(format!(
+            "the case passed, but it skipped other checks than foreseen\nskipped:\n{}\nforeseen:\n{}",
+            list(&skipped),
+            list(&foreseen)
         )
-    })?;
-    Ok(())
+        .into())
+    }
 }
 
 /// `<name>@<mode><suffix>` for every scenario × mode it declares, from the harness's own
@@ -117,9 +158,21 @@ fn scenario_trials(shared: &Arc<Shared>, suffix: &str, with_parse_failures: bool
                         None => notes.push((why, vec![name.clone()])),
                     }
                 }
+                let expected = harness::expected_skips(scenario, shared.opts.backend);
+                // Each check the backend cannot judge is an ignored trial of its own, named,
+                // beside a case that runs.
+                for e in expected.iter().filter(|_| !ignored) {
+                    let check = format!("{name}::{} `{}`", e.path, e.name);
+                    match notes.iter_mut().find(|(w, _)| *w == e.why) {
+                        Some((_, names)) => names.push(check.clone()),
+                        None => notes.push((e.why.clone(), vec![check.clone()])),
+                    }
+                    trials.push(Trial::test(check, || Ok(())).with_ignored_flag(true));
+                }
                 let (s, shared) = (scenario.clone(), Arc::clone(shared));
                 trials.push(
-                    Trial::test(name, move || run(&shared, &s, mode)).with_ignored_flag(ignored),
+                    Trial::test(name, move || run(&shared, &s, mode, &expected))
+                        .with_ignored_flag(ignored),
                 );
             }
         }
@@ -143,59 +196,134 @@ fn fixtures(dir: &str, extension: &str) -> Vec<PathBuf> {
     files
 }
 
-/// `cases/failing/<name>.yaml` must fail when run, with every line of `<name>.err` in its
-/// error.
-fn failing_trials(shared: &Arc<Shared>) -> Vec<Trial> {
-    fixtures(FAILING, "yaml")
-        .into_iter()
-        .map(|path| {
-            let stem = path.file_stem().unwrap_or_default().display().to_string();
-            let shared = Arc::clone(shared);
-            Trial::test(format!("failing::{stem}"), move || {
-                check_failing(&shared, &path)
-            })
-        })
-        .collect()
+/// A `cases/failing/` file read for its trials.
+struct FailingCase {
+    path: PathBuf,
+    scenario: Scenario,
+    /// The mode it runs in: its first.
+    mode: SyncMode,
+    /// Its `# gateway-args:` line's arguments (the planted bug's switch), if any.
+    gateway_args: Vec<String>,
+    /// Every line of its `.err` file that is not blank.
+    expected: Vec<String>,
 }
 
-fn check_failing(shared: &Shared, path: &Path) -> Result<(), Failed> {
-    let src = std::fs::read_to_string(path)?;
-    let expected = std::fs::read_to_string(path.with_extension("err"))?;
-    let scenario = harness::scenario::parse_str(path, &src)?;
-    let gateway_args: Vec<String> = src
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("# gateway-args:"))
-        .map(|a| a.split_whitespace().map(str::to_owned).collect())
-        .unwrap_or_default();
-    let backend = shared.backend()?.clone().with_gateway_args(gateway_args);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let outcome = rt.block_on(harness::run_case(
-        &scenario,
-        scenario
-            .modes
-            .first()
-            .copied()
-            .unwrap_or(SyncMode::Websocket),
-        &backend,
-        &shared.opts,
-        &|_| {},
-    ));
-    let error = match outcome {
-        Ok(_) => return Err("the scenario passed, but it must fail".into()),
-        Err(e) => e.to_string(),
+impl FailingCase {
+    fn read(path: &Path) -> Result<FailingCase, Failed> {
+        let src = std::fs::read_to_string(path)?;
+        let err = std::fs::read_to_string(path.with_extension("err"))
+            .map_err(|e| format!("{}: {e}", path.with_extension("err").display()))?;
+        let scenario = harness::scenario::parse_str(path, &src)?;
+        let gateway_args = src
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# gateway-args:"))
+            .map(|a| a.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default();
+        Ok(FailingCase {
+            path: path.to_owned(),
+            mode: scenario
+                .modes
+                .first()
+                .copied()
+                .unwrap_or(SyncMode::Websocket),
+            scenario,
+            gateway_args,
+            expected: err
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.trim_end().to_owned())
+                .collect(),
+        })
+    }
+
+    /// Runs it on the host backend, the gateway started with `gateway_args`: the run's
+    /// error, if any (the outer error: the backend could not start it).
+    fn run(
+        &self,
+        shared: &Shared,
+        gateway_args: Vec<String>,
+    ) -> Result<Result<(), String>, Failed> {
+        let backend = shared.backend()?.clone().with_gateway_args(gateway_args);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(rt
+            .block_on(harness::run_case(
+                &self.scenario,
+                self.mode,
+                &backend,
+                &shared.opts,
+                &|_| {},
+            ))
+            .map(drop)
+            .map_err(|e| e.to_string()))
+    }
+}
+
+/// `cases/failing/<name>.yaml` must fail when run, with every line of `<name>.err` in its
+/// error (`failing::<name>`); one that plants its bug with a `# gateway-args:` switch must
+/// pass without it (`failing::<name>::without-bug`), so that it is the bug it fails on. A
+/// case whose mode's server (or component) is missing is ignored, with the reason on stderr,
+/// unless `GANTRY_REQUIRE` names it.
+fn failing_trials(shared: &Arc<Shared>) -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for path in fixtures(FAILING, "yaml") {
+        let stem = path.file_stem().unwrap_or_default().display().to_string();
+        let name = format!("failing::{stem}");
+        let case = match FailingCase::read(&path) {
+            Ok(case) => Arc::new(case),
+            Err(e) => {
+                let e = format!("{}: {e:?}", path.display());
+                trials.push(Trial::test(name, move || Err(e.into())));
+                continue;
+            }
+        };
+        let skip = harness::not_run(&case.scenario, case.mode, &shared.opts);
+        if let Some(why) = &skip {
+            eprintln!("note: ignored ({why}): {name}");
+        }
+        if !case.gateway_args.is_empty() {
+            let (case, shared) = (Arc::clone(&case), Arc::clone(shared));
+            trials.push(
+                Trial::test(format!("{name}::without-bug"), move || {
+                    case.run(&shared, Vec::new())?.map_err(|e| {
+                        format!(
+                            "without `{}` the case must pass, but it failed:\n{e}",
+                            case.gateway_args.join(" ")
+                        )
+                        .into()
+                    })
+                })
+                .with_ignored_flag(skip.is_some()),
+            );
+        }
+        let shared = Arc::clone(shared);
+        trials.push(
+            Trial::test(name, move || check_failing(&shared, &case))
+                .with_ignored_flag(skip.is_some()),
+        );
+    }
+    trials
+}
+
+fn check_failing(shared: &Shared, case: &FailingCase) -> Result<(), Failed> {
+    let error = match case.run(shared, case.gateway_args.clone())? {
+        Ok(()) => return Err("the scenario passed, but it must fail".into()),
+        Err(e) => e,
     };
-    let missing: Vec<&str> = expected
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !error.contains(l.trim_end()))
+    let missing: Vec<&str> = case
+        .expected
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !error.contains(l))
         .collect();
     if missing.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "the failure does not say:\n{}\nit says:\n{error}",
+            "{}: the failure does not say:\n{}\nit says:\n{error}",
+            case.path.display(),
             missing.join("\n")
         )
         .into())

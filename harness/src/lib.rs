@@ -38,7 +38,7 @@ pub use backend::{Backend, BackendKind};
 pub use error::{BackendError, RunError, ScenarioError};
 pub use gantry::{Gantry, GantryBuilder};
 pub use report::{CaseResult, Event};
-pub use runner::{CaseOutcome, run_case};
+pub use runner::{CaseOutcome, ExpectedSkip, expected_skips, run_case};
 pub use scenario::{CaseFile, Scenario, discover};
 /// The testcontainers the docker backend runs on, for a container of your own beside a
 /// [`Gantry`]'s (same version, same engine).

@@ -31,6 +31,7 @@ use crate::report::{CheckOutcome, CheckReport, Event};
 use crate::scenario::ast::{
     Check, CheckKind, Expect, HashSpec, LatencySpec, RequestSpec, Route, SteerSpec,
 };
+use super::skips;
 use crate::upstream::{DELAY_HEADER, UPSTREAM_HEADER};
 use crate::wait::{WaitPolicy, await_convergence};
 
@@ -186,7 +187,11 @@ impl Case<'_> {
             }
             CheckKind::Latency(l) => {
                 let changes = self.latency(admin, l, made).await?;
-                LatencyJudge { limits: l.limits }.judge(&changes)
+                LatencyJudge {
+                    limits: l.limits,
+                    probe_limits: l.probe_limits,
+                }
+                .judge(&changes)
             }
             CheckKind::Burst(b) => {
                 let answers = futures_util::future::join_all(
@@ -224,11 +229,7 @@ impl Case<'_> {
                 .upstream(name)
                 .ok_or_else(|| NoVerdict::Failed(format!("upstream `{name}` is not running")))?;
             let Some(journal) = up.received().await else {
-                return Err(NoVerdict::Skip(format!(
-                    "`attempts` reads the upstreams' request journals, which the harness \
-                     reads in-process only, not on the {} backend",
-                    self.backend
-                )));
+                return Err(NoVerdict::Skip(skips::unreadable_journals(self.backend)));
             };
             lengths.insert(
                 name.clone(),
@@ -285,11 +286,7 @@ impl Case<'_> {
             ));
         }
         if self.backend == BackendKind::Docker {
-            return Err(NoVerdict::Skip(format!(
-                "the hash judge needs distinct client addresses, but on the {} backend the \
-                 gateway sees the container network's address for every client",
-                self.backend
-            )));
+            return Err(NoVerdict::Skip(skips::no_client_addresses(self.backend)));
         }
         let sel = made
             .selector(&spec.selector)

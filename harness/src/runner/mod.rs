@@ -27,6 +27,9 @@ mod checks;
 mod churn;
 mod made;
 mod refused;
+mod skips;
+
+pub use self::skips::{ExpectedSkip, expected_skips};
 
 pub(crate) use self::checks::timed_toggle;
 
