@@ -107,6 +107,7 @@ impl Balancer {
         let ctx = PickContext {
             now_ms: now_ms(),
             client_ip: client,
+            bug: None,
         };
         self.pool.pick(self.kind, &ctx).map_or(0, |mut lease| {
             lease.responded();

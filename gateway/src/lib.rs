@@ -130,8 +130,9 @@ impl Default for SyncTimeouts {
     }
 }
 
-/// Known ShenYu gateway bugs the gateway can reproduce on request (`--emulate-bug`), so that
-/// the harness's own tests can show its checks fail on them. Never for real traffic.
+/// Known ShenYu gateway bugs, and small realistic bugs in a balancer or the rate limiter, the
+/// gateway can reproduce on request (`--emulate-bug`), so that the harness's own tests can
+/// show its checks fail on them. Never for real traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EmulatedBug {
     /// The gateway never forgets config: DELETE events are dropped (ShenYu's ZooKeeper
@@ -147,6 +148,20 @@ pub enum EmulatedBug {
     /// reading everything again on a new session, and retries a watch the server cancels as
     /// compacted from that same revision: after a compaction it never catches up.
     ResumeCompactedWatch,
+    /// Round robin cycles through the upstreams in list order, one pick each, as if every
+    /// weight were 1 (smooth weighted round robin without the weights).
+    RoundRobinIgnoresWeights,
+    /// The hash balancer takes the ring point after the client's successor (an off-by-one in
+    /// the ring search): a client lands on another upstream whenever that point is another's.
+    HashRingOffByOne,
+    /// leastActive reads every upstream's in-flight count as 0: weighted random over all of
+    /// them, so a slow upstream keeps its share.
+    LeastActiveIgnoresInFlight,
+    /// The rate limiter's concurrent algorithm takes a slot per admitted request and never
+    /// frees it: slots stay taken until `concurrentSlotTtl` expires them.
+    LimiterForgetsReleases,
+    /// The random balancer picks uniformly, ignoring the weights.
+    RandomIgnoresWeights,
 }
 
 impl Config {
@@ -271,7 +286,7 @@ pub async fn serve(
     let app = Arc::new(App {
         hide_extras: config.hide_extras,
         sync,
-        chain: Chain::standard(),
+        chain: Chain::standard().emulating(config.emulate_bug),
         proxy: Proxy::new(),
         metrics: Metrics::default(),
     });

@@ -3,6 +3,7 @@
 //! key, else the smallest. `md5_32` is the first 4 MD5 bytes, little-endian. Weights are
 //! ignored; on an exact point collision the later upstream wins. The ring is built once per
 //! pool (ShenYu rebuilds it on every call); the IP is the socket peer rendered the Java way.
+//! [`crate::EmulatedBug::HashRingOffByOne`] takes the point after the successor (wrapping).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -35,14 +36,15 @@ impl Ring {
         }
     }
 
-    /// The upstream index for a client (0 for an empty ring).
-    pub(super) fn pick(&self, ip: IpAddr) -> usize {
+    /// The upstream index for a client (0 for an empty ring); the successor's successor when
+    /// `off_by_one` (the emulated bug).
+    pub(super) fn pick(&self, ip: IpAddr, off_by_one: bool) -> usize {
+        if self.points.is_empty() {
+            return 0;
+        }
         let key = md5_32(java_ip(ip).as_bytes());
-        let at = self.points.partition_point(|(point, _)| *point < key);
-        self.points
-            .get(at)
-            .or_else(|| self.points.first())
-            .map_or(0, |(_, index)| *index)
+        let at = self.points.partition_point(|(point, _)| *point < key) + usize::from(off_by_one);
+        self.points[at % self.points.len()].1
     }
 }
 
@@ -76,9 +78,9 @@ mod tests {
             let all = ups(n);
             let ring = Ring::new(&all);
             let ip = IpAddr::from(ip.to_be_bytes());
-            let first = ring.pick(ip);
+            let first = ring.pick(ip, false);
             for _ in 0..3 {
-                prop_assert_eq!(ring.pick(ip), first);
+                prop_assert_eq!(ring.pick(ip, false), first);
             }
             let removed = removed % n;
             prop_assume!(removed != first);
@@ -88,17 +90,56 @@ mod tests {
                 .filter(|(i, _)| *i != removed)
                 .map(|(_, u)| u.clone())
                 .collect();
-            let after = Ring::new(&rest).pick(ip);
+            let after = Ring::new(&rest).pick(ip, false);
             prop_assert_eq!(&rest[after].data.upstream_url, &all[first].data.upstream_url);
         }
+    }
+
+    /// The off-by-one takes the point after the successor on the ring (wrapping), modelled
+    /// here over the ring's points; it moves the clients whose two points differ in owner.
+    #[test]
+    fn off_by_one_takes_the_successors_successor() {
+        let list = ups(3);
+        let ring = Ring::new(&list);
+        let mut points: BTreeMap<u32, usize> = BTreeMap::new();
+        for (index, u) in list.iter().enumerate() {
+            for i in 0..VIRTUAL_NODES {
+                let key = format!("SHENYU-{}-HASH-{i}", u.data.upstream_url);
+                points.insert(md5_32(key.as_bytes()), index);
+            }
+        }
+        let after = |key: u32, inclusive: bool| {
+            let mut at = if inclusive {
+                points.range(key..)
+            } else {
+                points.range(key.saturating_add(1)..)
+            };
+            at.next()
+                .or_else(|| points.iter().next())
+                .map(|(p, i)| (*p, *i))
+                .unwrap()
+        };
+        let mut moved = 0;
+        for last in 0..=255u8 {
+            let ip = IpAddr::from([10, 1, 2, last]);
+            let (successor, owner) = after(md5_32(java_ip(ip).as_bytes()), true);
+            assert_eq!(ring.pick(ip, false), owner);
+            let (_, next_owner) = after(successor, false);
+            assert_eq!(ring.pick(ip, true), next_owner, "{ip}");
+            moved += usize::from(next_owner != owner);
+        }
+        assert!(moved > 64, "only {moved} of 256 clients moved");
     }
 
     #[test]
     fn ring_order_does_not_depend_on_list_order() {
         let mut list = ups(4);
         let ip: IpAddr = [192, 168, 1, 7].into();
-        let a = &list[Ring::new(&list).pick(ip)].data.upstream_url.clone();
+        let a = &list[Ring::new(&list).pick(ip, false)]
+            .data
+            .upstream_url
+            .clone();
         list.reverse();
-        assert_eq!(&list[Ring::new(&list).pick(ip)].data.upstream_url, a);
+        assert_eq!(&list[Ring::new(&list).pick(ip, false)].data.upstream_url, a);
     }
 }

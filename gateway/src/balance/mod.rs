@@ -32,6 +32,8 @@ use http::uri::{Authority, Scheme};
 use model::{DivideUpstream, LoadBalance};
 use rand::Rng;
 
+use crate::EmulatedBug;
+
 /// An upstream ready to be proxied to.
 #[derive(Debug, Clone)]
 pub(crate) struct Upstream {
@@ -93,6 +95,16 @@ pub(crate) struct PickContext {
     pub(crate) now_ms: i64,
     /// The client address (hash): the socket peer.
     pub(crate) client_ip: IpAddr,
+    /// The ShenYu-style bug the gateway emulates (`--emulate-bug`), `None` normally; the
+    /// balancers read the ones that are theirs.
+    pub(crate) bug: Option<EmulatedBug>,
+}
+
+impl PickContext {
+    /// Whether the gateway emulates `bug`.
+    fn emulates(&self, bug: EmulatedBug) -> bool {
+        self.bug == Some(bug)
+    }
 }
 
 /// Per-upstream counters, updated with atomics only.
@@ -158,14 +170,30 @@ impl Pool {
             0 => None,
             1 => Some(0),
             _ => Some(match kind {
-                LoadBalance::Random => random::pick(&self.upstreams, ctx.now_ms, rng),
+                LoadBalance::Random => random::pick(
+                    &self.upstreams,
+                    ctx.now_ms,
+                    ctx.emulates(EmulatedBug::RandomIgnoresWeights),
+                    rng,
+                ),
                 LoadBalance::RoundRobin => self
                     .round_robin
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .pick(&self.upstreams, ctx.now_ms),
-                LoadBalance::Hash => self.ring.pick(ctx.client_ip),
-                LoadBalance::LeastActive => least_active::pick(self, ctx.now_ms, rng),
+                    .pick(
+                        &self.upstreams,
+                        ctx.now_ms,
+                        ctx.emulates(EmulatedBug::RoundRobinIgnoresWeights),
+                    ),
+                LoadBalance::Hash => self
+                    .ring
+                    .pick(ctx.client_ip, ctx.emulates(EmulatedBug::HashRingOffByOne)),
+                LoadBalance::LeastActive => least_active::pick(
+                    self,
+                    ctx.now_ms,
+                    ctx.emulates(EmulatedBug::LeastActiveIgnoresInFlight),
+                    rng,
+                ),
                 LoadBalance::P2c => p2c::pick(self, ctx.now_ms, rng),
                 LoadBalance::ShortestResponse => shortest_response::pick(self, ctx.now_ms, rng),
             }),
@@ -320,6 +348,7 @@ pub(crate) mod test_support {
         PickContext {
             now_ms: 0,
             client_ip: [127, 0, 0, 1].into(),
+            bug: None,
         }
     }
 }
@@ -367,6 +396,30 @@ mod tests {
         assert_eq!(pool.find("c:1"), None);
     }
 
+    /// A context's bug reaches its own balancer and no other.
+    #[test]
+    fn an_emulated_bug_reaches_its_balancer_only() {
+        let sequence = |bug| {
+            let pool = Pool::new(vec![up("a:1", 2), up("b:1", 1)]);
+            let ctx = PickContext { bug, ..ctx() };
+            let mut rng = StdRng::seed_from_u64(1);
+            (0..6)
+                .map(|_| {
+                    let i = pool
+                        .choose(LoadBalance::RoundRobin, &ctx, &mut rng)
+                        .unwrap();
+                    char::from(b'a' + i as u8)
+                })
+                .collect::<String>()
+        };
+        assert_eq!(sequence(None), "abaaba");
+        assert_eq!(sequence(Some(EmulatedBug::HashRingOffByOne)), "abaaba");
+        assert_eq!(
+            sequence(Some(EmulatedBug::RoundRobinIgnoresWeights)),
+            "ababab"
+        );
+    }
+
     #[test]
     fn warmup_ramps_weight() {
         let mut u = up("a:1", 100).data;
@@ -405,7 +458,7 @@ mod tests {
         ) {
             let pool = Arc::new(Pool::from_handle(&handle(&list), "s"));
             let mut rng = StdRng::seed_from_u64(seed);
-            let ctx = PickContext { now_ms: 0, client_ip: IpAddr::from(ip.to_be_bytes()) };
+            let ctx = PickContext { now_ms: 0, client_ip: IpAddr::from(ip.to_be_bytes()), bug: None };
             let mut held = Vec::new();
             for kind in ALL {
                 for _ in 0..50 {

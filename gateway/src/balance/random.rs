@@ -1,12 +1,22 @@
 //! Weighted random (ShenYu `RandomLoadBalancer`): all effective weights equal (including all
 //! zero) → uniform over every upstream; otherwise P(i) = wᵢ / Σw, weight-0 entries never chosen.
+//! [`crate::EmulatedBug::RandomIgnoresWeights`] is uniform whatever the weights.
 
 use rand::Rng;
 
 use super::{Upstream, effective_weight};
 
-/// The index chosen among at least one upstream.
-pub(super) fn pick(upstreams: &[Upstream], now_ms: i64, rng: &mut impl Rng) -> usize {
+/// The index chosen among at least one upstream; uniform when `ignore_weights` (the emulated
+/// bug).
+pub(super) fn pick(
+    upstreams: &[Upstream],
+    now_ms: i64,
+    ignore_weights: bool,
+    rng: &mut impl Rng,
+) -> usize {
+    if ignore_weights {
+        return rng.random_range(0..upstreams.len());
+    }
     let weights: Vec<i32> = upstreams
         .iter()
         .map(|u| effective_weight(&u.data, now_ms))
@@ -40,6 +50,10 @@ mod tests {
     use rand::rngs::StdRng;
 
     fn counts(weights: &[i32], n: usize, seed: u64) -> Vec<usize> {
+        counts_ignoring(weights, n, seed, false)
+    }
+
+    fn counts_ignoring(weights: &[i32], n: usize, seed: u64, ignore_weights: bool) -> Vec<usize> {
         let ups: Vec<Upstream> = weights
             .iter()
             .enumerate()
@@ -48,7 +62,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut c = vec![0; ups.len()];
         for _ in 0..n {
-            c[pick(&ups, 0, &mut rng)] += 1;
+            c[pick(&ups, 0, ignore_weights, &mut rng)] += 1;
         }
         c
     }
@@ -59,6 +73,14 @@ mod tests {
         assert_eq!(c[0], 0);
         let c = counts(&[0, 0], 1_000, 7);
         assert!(c[0] > 300 && c[1] > 300, "{c:?}");
+    }
+
+    #[test]
+    fn ignoring_weights_is_uniform() {
+        // Binomial(3000, 1/3) per upstream: 1000 ± 26 (seeded, so exact anyway); the weights
+        // would give 2400, 600 and 0.
+        let c = counts_ignoring(&[80, 20, 0], 3_000, 11, true);
+        assert!(c.iter().all(|n| (850..=1_150).contains(n)), "{c:?}");
     }
 
     proptest! {

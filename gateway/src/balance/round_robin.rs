@@ -4,6 +4,9 @@
 //! `a a b a c a a`; all weights 0 always give the first. A changed effective weight (warm-up,
 //! status) resets that upstream's `current` to 0.
 //!
+//! [`crate::EmulatedBug::RoundRobinIgnoresWeights`] runs the same algorithm with every weight
+//! taken as 1: a plain cycle in list order.
+//!
 //! The state is the selector's own (ShenYu keys a process-wide map by the first upstream's
 //! URL) and sits behind a short mutex: the update touches every upstream at once.
 
@@ -23,12 +26,22 @@ impl State {
         }
     }
 
-    /// The next index among `upstreams` (the same list the state was made for).
-    pub(super) fn pick(&mut self, upstreams: &[Upstream], now_ms: i64) -> usize {
+    /// The next index among `upstreams` (the same list the state was made for); every weight
+    /// counts as 1 when `ignore_weights` (the emulated bug).
+    pub(super) fn pick(
+        &mut self,
+        upstreams: &[Upstream],
+        now_ms: i64,
+        ignore_weights: bool,
+    ) -> usize {
         let mut total: i64 = 0;
         let mut best: Option<(usize, i64)> = None;
         for (i, (u, entry)) in upstreams.iter().zip(&mut self.entries).enumerate() {
-            let weight = effective_weight(&u.data, now_ms);
+            let weight = if ignore_weights {
+                1
+            } else {
+                effective_weight(&u.data, now_ms)
+            };
             if entry.0 != weight {
                 *entry = (weight, 0);
             }
@@ -60,7 +73,7 @@ mod tests {
             .collect();
         let mut state = State::new(ups.len());
         (0..n)
-            .map(|_| char::from(b'a' + state.pick(&ups, 0) as u8))
+            .map(|_| char::from(b'a' + state.pick(&ups, 0, false) as u8))
             .collect()
     }
 
@@ -74,13 +87,23 @@ mod tests {
     }
 
     #[test]
+    fn ignoring_weights_cycles_plainly() {
+        let ups = [up("a:1", 5), up("b:1", 1), up("c:1", 0)];
+        let mut state = State::new(ups.len());
+        let seq: String = (0..7)
+            .map(|_| char::from(b'a' + state.pick(&ups, 0, true) as u8))
+            .collect();
+        assert_eq!(seq, "abcabca");
+    }
+
+    #[test]
     fn a_weight_change_resets_that_upstream() {
         let mut ups = vec![up("a:1", 1), up("b:1", 1)];
         let mut state = State::new(2);
-        assert_eq!(state.pick(&ups, 0), 0);
+        assert_eq!(state.pick(&ups, 0, false), 0);
         ups[1].data.weight = 3;
         // b's current restarts from 0: a = -1+1 = 0, b = 0+3 = 3.
-        assert_eq!(state.pick(&ups, 0), 1);
+        assert_eq!(state.pick(&ups, 0, false), 1);
     }
 
     proptest! {

@@ -86,7 +86,12 @@ impl Plugin for ContextPath {
             .ok()
     }
 
-    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+    fn execute<'a>(
+        &'a self,
+        table: &'a Table<Self>,
+        req: RequestView<'a>,
+        _: Option<crate::EmulatedBug>,
+    ) -> Decision<'a> {
         let handle = match matched_rule(table, &req) {
             Err(r) => return now(Outcome::Reject(r)),
             Ok(Some(RuleChoice::Rule(rule))) => match &rule.handle {

@@ -11,6 +11,7 @@ use http::StatusCode;
 use model::{DivideRuleHandle, GatewayError, RuleData, SelectorData};
 
 use super::{Decision, Forward, Outcome, Plugin, Rejection, Table, now};
+use crate::EmulatedBug;
 use crate::balance::{PickContext, Pool, now_ms};
 use crate::router::RequestView;
 use crate::router::select::{DEFAULT_RULE_ID, RuleChoice, select_selector};
@@ -53,13 +54,18 @@ impl Plugin for Divide {
         }
     }
 
-    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
-        now(decide(table, &req))
+    fn execute<'a>(
+        &'a self,
+        table: &'a Table<Self>,
+        req: RequestView<'a>,
+        bug: Option<EmulatedBug>,
+    ) -> Decision<'a> {
+        now(decide(table, &req, bug))
     }
 }
 
-/// Divide's decision for one request.
-fn decide(table: &Table<Divide>, req: &RequestView<'_>) -> Outcome {
+/// Divide's decision for one request; the balancers see `bug`.
+fn decide(table: &Table<Divide>, req: &RequestView<'_>, bug: Option<EmulatedBug>) -> Outcome {
     let reject = |status, body| Outcome::Reject(Rejection::new(status, body));
     let selector = match select_selector(table, req) {
         Err(e) => return Outcome::Reject(e.into()),
@@ -84,6 +90,7 @@ fn decide(table: &Table<Divide>, req: &RequestView<'_>) -> Outcome {
     let ctx = PickContext {
         now_ms: now_ms(),
         client_ip: req.peer,
+        bug,
     };
     // ShenYu's `specify-domain` header names the upstream (client-controllable).
     let specified = req
@@ -237,11 +244,14 @@ mod tests {
     const THREE: &str = r#"[{"upstreamUrl":"a:1","weight":5},{"upstreamUrl":"b:1","weight":1},{"upstreamUrl":"c:1","weight":1}]"#;
 
     fn names(snap: &Snapshot, req: &TestRequest, n: usize) -> String {
+        names_by(&Chain::standard(), snap, req, n)
+    }
+
+    /// The first letters of the upstreams `chain` forwards `n` requests to.
+    fn names_by(chain: &Chain, snap: &Snapshot, req: &TestRequest, n: usize) -> String {
         (0..n)
             .map(|_| {
-                let f = Chain::standard()
-                    .run_now(&snap.plugins, &req.view())
-                    .unwrap();
+                let f = chain.run_now(&snap.plugins, &req.view()).unwrap();
                 f.lease.upstream().data.upstream_url.chars().next().unwrap()
             })
             .collect()
@@ -265,6 +275,14 @@ mod tests {
         let changed = THREE.replace("c:1", "d:1");
         let other = Snapshot::rebuild(config(true, &changed, rr), Some(&next));
         assert_eq!(names(&other, &req, 7), "aabadaa");
+    }
+
+    #[test]
+    fn the_chains_emulated_bug_reaches_the_balancer() {
+        let snap = Snapshot::build(config(true, THREE, r#"{"loadBalance":"roundRobin"}"#));
+        let req = TestRequest::get("/api/a/x");
+        let chain = Chain::standard().emulating(Some(EmulatedBug::RoundRobinIgnoresWeights));
+        assert_eq!(names_by(&chain, &snap, &req, 6), "abcabc");
     }
 
     #[test]

@@ -47,6 +47,7 @@ use http::StatusCode;
 use model::{GatewayError, PluginData, RetryStrategy, RuleData, SelectorData};
 
 use self::param_mapping::BodyMapping;
+use crate::EmulatedBug;
 use crate::balance::Lease;
 use crate::router::index::Order;
 use crate::router::select::{CompiledSelector, RuleChoice, SelectorTable, select_selector};
@@ -83,8 +84,15 @@ pub(crate) trait Plugin: std::fmt::Debug + Send + Sync + Sized + 'static {
     fn selector(s: &SelectorData, previous: Option<&Self::Selector>) -> Self::Selector;
     /// Compiles a rule's payload when a snapshot is applied.
     fn rule(r: &RuleData) -> Self::Rule;
-    /// Decides for one request; only called when the config has the plugin enabled.
-    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a>;
+    /// Decides for one request; only called when the config has the plugin enabled. `bug`:
+    /// the ShenYu-style bug the gateway emulates (`--emulate-bug`), `None` normally; a plugin
+    /// acts on the ones that are its own (divide's balancers, the rate limiter).
+    fn execute<'a>(
+        &'a self,
+        table: &'a Table<Self>,
+        req: RequestView<'a>,
+        bug: Option<EmulatedBug>,
+    ) -> Decision<'a>;
     /// Takes the plugin's synced `PluginData.config` (`None`: none, or the plugin is gone);
     /// called when a snapshot changes it. Most plugins read none.
     fn configure(&self, _config: Option<&str>) {}
@@ -181,8 +189,8 @@ pub(crate) trait PluginTable: std::fmt::Debug + Send + Sync {
         rules: &mut dyn Iterator<Item = &RuleData>,
         unchanged: bool,
     );
-    /// Runs the plugin on a request.
-    fn execute<'a>(&'a self, req: RequestView<'a>) -> Decision<'a>;
+    /// Runs the plugin on a request ([`Plugin::execute`]).
+    fn execute<'a>(&'a self, req: RequestView<'a>, bug: Option<EmulatedBug>) -> Decision<'a>;
     /// Every selector with its rules and payloads, in order, and the index, rendered.
     #[cfg(test)]
     fn rendered(&self) -> String;
@@ -237,8 +245,8 @@ impl<P: Plugin> PluginTable for Compiled<P> {
         self.selectors.insert(order, compiled);
     }
 
-    fn execute<'a>(&'a self, req: RequestView<'a>) -> Decision<'a> {
-        self.plugin.execute(&self.selectors, req)
+    fn execute<'a>(&'a self, req: RequestView<'a>, bug: Option<EmulatedBug>) -> Decision<'a> {
+        self.plugin.execute(&self.selectors, req, bug)
     }
 
     #[cfg(test)]
@@ -380,16 +388,26 @@ pub(crate) struct PathRewrite {
     pub(crate) match_path: String,
 }
 
-/// The ordered plugins.
+/// The ordered plugins, and the bug they emulate (per gateway: several gateways can run in one
+/// process).
 #[derive(Debug)]
 pub(crate) struct Chain {
     plugins: &'static [Box<dyn Registered>],
+    bug: Option<EmulatedBug>,
 }
 
 impl Chain {
     /// gantry's chain.
     pub(crate) fn standard() -> Chain {
-        Chain { plugins: &PLUGINS }
+        Chain {
+            plugins: &PLUGINS,
+            bug: None,
+        }
+    }
+
+    /// This chain, its plugins emulating `bug` (see [`Plugin::execute`]).
+    pub(crate) fn emulating(self, bug: Option<EmulatedBug>) -> Chain {
+        Chain { bug, ..self }
     }
 
     /// The plugins, in built-in order.
@@ -418,7 +436,7 @@ impl Chain {
                 path: rewrite.as_ref().map_or(req.path, |r| r.match_path.as_str()),
                 ..*req
             };
-            match compiled.selectors.execute(view).await {
+            match compiled.selectors.execute(view, self.bug).await {
                 Outcome::Continue(guard) => held.extend(guard),
                 Outcome::Rewrite(r) => rewrite = Some(r),
                 Outcome::MapBody(m) => body_mapping = Some(m),
@@ -506,7 +524,12 @@ mod tests {
 
         fn rule(_: &RuleData) {}
 
-        fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+        fn execute<'a>(
+            &'a self,
+            table: &'a Table<Self>,
+            req: RequestView<'a>,
+            _: Option<EmulatedBug>,
+        ) -> Decision<'a> {
             Either::Right(Box::pin(async move {
                 tokio::task::yield_now().await;
                 match matched_rule(table, &req) {
@@ -560,7 +583,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_async_plugin_keeps_its_guard_until_the_response_is_over() {
-        let chain = Chain { plugins: &LIMITED };
+        let chain = Chain {
+            plugins: &LIMITED,
+            bug: None,
+        };
         let up = r#"[{"upstreamUrl":"127.0.0.1:8080","status":true}]"#;
         let plugins: HashMap<String, CompiledPlugin> =
             [compiled(0, "/", ""), compiled(1, "/api", up)].into();

@@ -175,7 +175,12 @@ impl Plugin for ParamMapping {
             .ok()
     }
 
-    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+    fn execute<'a>(
+        &'a self,
+        table: &'a Table<Self>,
+        req: RequestView<'a>,
+        _: Option<crate::EmulatedBug>,
+    ) -> Decision<'a> {
         now(match matched_rule(table, &req) {
             Err(r) => Outcome::Reject(r),
             Ok(Some(RuleChoice::Rule(rule))) => match &rule.handle {

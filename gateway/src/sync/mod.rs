@@ -215,7 +215,13 @@ impl SyncState {
                 Some(emptied)
             }
             Some(
-                crate::EmulatedBug::ClearBeforeRefill | crate::EmulatedBug::ResumeCompactedWatch,
+                crate::EmulatedBug::ClearBeforeRefill
+                | crate::EmulatedBug::ResumeCompactedWatch
+                | crate::EmulatedBug::RoundRobinIgnoresWeights
+                | crate::EmulatedBug::HashRingOffByOne
+                | crate::EmulatedBug::LeastActiveIgnoresInFlight
+                | crate::EmulatedBug::LimiterForgetsReleases
+                | crate::EmulatedBug::RandomIgnoresWeights,
             ) => Some(event),
             Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
                 DataEventType::Delete => None,

@@ -357,6 +357,13 @@ impl std::fmt::Debug for Release {
 }
 
 impl Release {
+    /// Forgets the slot without freeing it: [`release`](Self::release) and the drop then do
+    /// nothing, and the slot stays taken until `concurrentSlotTtl` expires it (the emulated
+    /// [`crate::EmulatedBug::LimiterForgetsReleases`]).
+    pub(crate) fn forget(&mut self) {
+        self.slot = None;
+    }
+
     /// Frees the slot now (`ZREM`); a failure is counted in
     /// [`LimiterStats::release_failures`].
     pub(crate) async fn release(mut self) {

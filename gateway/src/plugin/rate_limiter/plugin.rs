@@ -11,6 +11,7 @@ use http::StatusCode;
 use model::{GatewayError, RateLimiterConfig, RateLimiterHandle, RuleData, SelectorData};
 
 use super::{Limiter, key};
+use crate::EmulatedBug;
 use crate::plugin::{Decision, Guard, Outcome, Plugin, Rejection, Table, matched_rule, now};
 use crate::router::RequestView;
 use crate::router::select::{DEFAULT_RULE_ID, RuleChoice};
@@ -95,7 +96,14 @@ impl Plugin for RateLimiter {
         );
     }
 
-    fn execute<'a>(&'a self, table: &'a Table<Self>, req: RequestView<'a>) -> Decision<'a> {
+    /// Under [`EmulatedBug::LimiterForgetsReleases`] a concurrent slot is taken and its
+    /// release forgotten: it stays taken until `concurrentSlotTtl` expires it.
+    fn execute<'a>(
+        &'a self,
+        table: &'a Table<Self>,
+        req: RequestView<'a>,
+        bug: Option<EmulatedBug>,
+    ) -> Decision<'a> {
         let (rule_id, handle): (&str, Result<&RateLimiterHandle, &str>) =
             match matched_rule(table, &req) {
                 Err(r) => return now(Outcome::Reject(r)),
@@ -114,7 +122,13 @@ impl Plugin for RateLimiter {
         };
         let id = key::limiter_id(rule_id, handle.key_resolver_name, req.headers, req.peer);
         futures_util::future::Either::Right(Box::pin(async move {
-            outcome(self.limiter.check(&id, handle).await)
+            let mut decision = self.limiter.check(&id, handle).await;
+            if let Some(release) = &mut decision.release
+                && bug == Some(EmulatedBug::LimiterForgetsReleases)
+            {
+                release.forget();
+            }
+            outcome(decision)
         }))
     }
 }

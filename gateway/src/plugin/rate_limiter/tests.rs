@@ -267,6 +267,26 @@ async fn concurrent_slots_are_released_and_dropped_releases_free_them_too() {
     assert_eq!(limiter.stats().release_failures(), 0);
 }
 
+/// `EmulatedBug::LimiterForgetsReleases`: the response ends and releases (as the proxy does),
+/// but the forgotten slot stays taken.
+#[tokio::test]
+#[cfg_attr(
+    gantry_redis_skip,
+    ignore = "redis-server is not on PATH (GANTRY_REQUIRE=redis makes this a failure)"
+)]
+async fn a_forgotten_release_keeps_its_slot() {
+    let redis = RedisServer::start().await;
+    let limiter = redis.limiter();
+    let h = handle(Algorithm::Concurrent, 0.0, 1.0);
+    let first = limiter.try_check_at("r", &h, 100).await.unwrap();
+    assert_eq!((first.allowed, first.remaining), (Y, 1));
+    let mut release = first.release.expect("a slot");
+    release.forget();
+    release.release().await;
+    let second = limiter.try_check_at("r", &h, 101).await.unwrap();
+    assert_eq!((second.allowed, second.remaining), (N, 1));
+}
+
 /// ShenYu: no expiry; slots of requests that never released stay until someone deletes the
 /// key, and the limiter denies forever.
 #[tokio::test]
