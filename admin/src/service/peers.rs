@@ -436,8 +436,10 @@ mod tests {
         assert_eq!(events.len(), 1, "{events:?}");
     }
 
-    /// The next selector event on `events` naming `id`, within [`BOUND`]; every event received
-    /// (that one included) is added to `seen`.
+    /// The next selector event on `events` naming `id`, within [`BOUND`]; `None` only when the
+    /// bound passes without one (silence). A closed or lagging channel panics: it would hide
+    /// events, not show their absence. Every event received (that one included) is added to
+    /// `seen`.
     async fn selector_event(
         events: &mut broadcast::Receiver<DataEvent>,
         id: &str,
@@ -445,10 +447,12 @@ mod tests {
     ) -> Option<DataEvent> {
         let deadline = Instant::now() + BOUND;
         loop {
-            let event = tokio::time::timeout_at(deadline, events.recv())
+            let received = tokio::time::timeout_at(deadline, events.recv())
                 .await
-                .ok()?
                 .ok()?;
+            let event = received.unwrap_or_else(|e| {
+                panic!("the event channel failed before the bound ({e}): no proof of silence")
+            });
             seen.push(event.clone());
             if let EventPayload::Selector(items) = &event.payload
                 && items.iter().any(|s| s.id == id)
@@ -456,6 +460,15 @@ mod tests {
                 return Some(event);
             }
         }
+    }
+
+    /// The control's own control: a channel that closes is not read as silence.
+    #[tokio::test]
+    #[should_panic(expected = "the event channel failed before the bound (channel closed)")]
+    async fn a_closed_channel_is_no_silence() {
+        let (sender, mut events) = broadcast::channel::<DataEvent>(1);
+        drop(sender);
+        selector_event(&mut events, "1", &mut Vec::new()).await;
     }
 
     /// A write of this admin that lands between a comparison's read and its lock is not

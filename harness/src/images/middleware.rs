@@ -319,15 +319,12 @@ mod tests {
         assert!(ZOO_CFG.contains("forceSync=no\n"));
     }
 
+    /// The Redis and etcd images are [`single_binary`] images; `/bin/sh` (always there,
+    /// dynamically linked) stands for their server so that this runs on every machine.
     #[test]
-    fn redis_image_holds_the_server_its_libraries_and_the_loader() {
-        let bin = crate::backend::redis::REDIS_SERVER;
-        let Ok(rootfs) = inputs(ImageSource::Redis) else {
-            // Without the package the image is skipped, saying which package to install.
-            let why = inputs(ImageSource::Redis).unwrap_err();
-            assert!(why.contains("redis-server"), "{why}");
-            return;
-        };
+    fn a_single_binary_image_holds_the_binary_its_libraries_and_the_loader() {
+        let bin = "/bin/sh";
+        let rootfs = single_binary(bin, "dash").unwrap();
         let paths: Vec<&str> = rootfs.files.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths[0], bin);
         assert!(paths.iter().any(|p| p.contains("ld-linux")), "{paths:?}");
@@ -339,6 +336,16 @@ mod tests {
         assert_eq!(
             rootfs.dockerfile,
             format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT [\"{bin}\"]\n")
+        );
+    }
+
+    /// Without its package the image is skipped, saying which package to install.
+    #[test]
+    fn a_missing_binary_names_its_package() {
+        let why = single_binary("/no/such/redis-server", "redis-server").unwrap_err();
+        assert_eq!(
+            why,
+            "/no/such/redis-server does not exist (install the Debian package redis-server)"
         );
     }
 }

@@ -7,7 +7,8 @@
 //! `cargo test --workspace --test it -- docker::`, `-- predicates`, `-- html_report`, or
 //! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`,
 //! `-- redis::` (the Redis component on the host backend), `-- convergence`, `-- external::`
-//! (`gantry run --backend external` against a hand-started admin and gateway).
+//! (`gantry run --backend external` against a hand-started admin and gateway), `-- port_race::`
+//! (a middleware server started on a taken port moves to a fresh one).
 
 mod admin_cluster;
 mod convergence;
@@ -15,6 +16,7 @@ mod docker;
 mod external;
 mod html_report;
 mod middleware_faults;
+mod port_race;
 mod properties;
 mod redis;
 
@@ -30,6 +32,7 @@ fn main() {
     trials.extend(external::trials());
     trials.extend(html_report::trials());
     trials.extend(middleware_faults::trials());
+    trials.extend(port_race::trials());
     trials.extend(properties::trials());
     trials.extend(redis::trials());
     libtest_mimic::run(&args, trials).exit();

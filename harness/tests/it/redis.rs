@@ -34,6 +34,16 @@ fn ping(port: u16) -> Result<String, std::io::Error> {
     Ok(String::from_utf8_lossy(&answer[..n]).into_owned())
 }
 
+/// Loopback `port` refuses connections (nothing listens there any more); another answer, or
+/// another error (a timeout, say), is a failure.
+fn refused(port: u16) -> Result<(), String> {
+    match ping(port) {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
+        Err(e) => Err(format!("port {port}: {e}, not a refused connection")),
+        Ok(answer) => Err(format!("port {port} still answers {answer:?}")),
+    }
+}
+
 /// The pids of the running `redis-server` processes (Linux `/proc`).
 fn redis_pids() -> BTreeSet<u32> {
     std::fs::read_dir("/proc")
@@ -71,10 +81,7 @@ fn start_and_stop() -> Result<(), Failed> {
     if process_alive(pid) {
         return Err(format!("redis-server {pid} outlived its RedisServer").into());
     }
-    match ping(port) {
-        Err(_) => Ok(()),
-        Ok(answer) => Err(format!("port {port} still answers {answer:?}").into()),
-    }
+    Ok(refused(port)?)
 }
 
 /// A topology asked for Redis fills `${redis.url}` with `127.0.0.1:<port>` of a server that
@@ -103,10 +110,7 @@ fn topology_fills_redis_url() -> Result<(), Failed> {
         return Err(format!("{url} answered {answer:?}").into());
     }
     drop(topo);
-    match ping(port) {
-        Err(_) => Ok(()),
-        Ok(answer) => Err(format!("{url} still answers {answer:?} after the topology").into()),
-    }
+    refused(port).map_err(|e| format!("after the topology: {e}").into())
 }
 
 /// Runs the fixture case (websocket) on the host backend: Redis starts, the rateLimiter config
