@@ -47,9 +47,10 @@ struct Args {
     /// etcd endpoints (`http://host:port[,...]`), for `--sync etcd`.
     #[arg(long, env = "GANTRY_GATEWAY_ETCD_URL")]
     etcd_url: Option<String>,
-    /// Behave like a known ShenYu gateway bug, to prove a test catches it (never in
-    /// production): `drop-deletes` ignores deletes and merges full syncs (#6611, #6731);
-    /// `clear-before-refill` empties a group for 250 ms before a full sync refills it (#7034).
+    /// Behave like a known ShenYu gateway bug or a small balancer/limiter bug, to prove a test
+    /// catches it (never in production): `drop-deletes` ignores deletes and merges full syncs
+    /// (#6611, #6731); `clear-before-refill` empties a group for 250 ms before a full sync
+    /// refills it (#7034); the others are listed in docs/interfaces.md.
     #[arg(long, env = "GANTRY_GATEWAY_EMULATE_BUG", value_enum)]
     emulate_bug: Option<gateway::EmulatedBug>,
     /// Answer like a ShenYu gateway: no `/actuator/digest`, no `x-gantry-*` response headers,
