@@ -67,13 +67,26 @@ pub fn parse_time(s: &str) -> Result<NaiveDateTime, String> {
 
 #[cfg(test)]
 mod tests {
+    use chrono::Timelike;
     use rstest::rstest;
 
     use super::*;
 
+    /// `now()` is the local clock's time to the second, in the very text `parse_time` reads:
+    /// formatting the parsed value gives the text back, and it lies between the clock read
+    /// (truncated to the second) just before and just after.
     #[test]
     fn now_reads_back() {
-        assert!(parse_time(&now()).is_ok());
+        let before = chrono::Local::now().naive_local();
+        let text = now();
+        let after = chrono::Local::now().naive_local();
+        let parsed = parse_time(&text).unwrap();
+        assert_eq!(parsed.format("%Y-%m-%d %H:%M:%S").to_string(), text);
+        let second = |t: NaiveDateTime| t.with_nanosecond(0).unwrap();
+        assert!(
+            second(before) <= parsed && parsed <= second(after),
+            "{text} is not between {before} and {after}"
+        );
     }
 
     #[rstest]
