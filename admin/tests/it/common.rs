@@ -126,3 +126,14 @@ pub(crate) fn rule_body(selector_id: &str, name: &str) -> Value {
         ]
     })
 }
+
+/// A snapshot redaction for an id the test knows: it fails unless the value is `id`, and
+/// shows it as `shown`, so the snapshot states the relation (this rule's selector is the
+/// one the test made) instead of hiding the value.
+pub(crate) fn is_id(id: &str, shown: &'static str) -> insta::internals::Redaction {
+    let id = id.to_owned();
+    insta::dynamic_redaction(move |value, path| {
+        assert_eq!(value.as_str(), Some(id.as_str()), "{shown} at {path}");
+        shown
+    })
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::common::{Client, DEADLINE, Served, rule_body, selector_body};
+use crate::common::{Client, DEADLINE, Served, is_id, rule_body, selector_body};
 use md5::{Digest, Md5};
 use model::SyncMode;
 use reqwest::Method;
@@ -258,9 +258,9 @@ async fn payload_shapes() {
     insta::assert_json_snapshot!("fetch", fetched, {
         ".data.*.md5" => "[md5]",
         ".data.*.lastModifyTime" => "[ts]",
-        ".data.SELECTOR.data[].id" => "[id]",
+        ".data.SELECTOR.data[].id" => is_id(&selector, "[selector id]"),
         ".data.RULE.data[].id" => "[id]",
-        ".data.RULE.data[].selectorId" => "[id]",
+        ".data.RULE.data[].selectorId" => is_id(&selector, "[selector id]"),
     });
     let (answer, _) = listen(&client, "SELECTOR=stale,0&RULE=stale,0", None).await;
     insta::assert_json_snapshot!("listener", answer);
