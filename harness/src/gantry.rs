@@ -71,6 +71,7 @@ pub struct GantryBuilder {
     upstreams: Vec<String>,
     keep: bool,
     external: Option<ExternalTarget>,
+    gateway_args: Vec<String>,
 }
 
 impl GantryBuilder {
@@ -91,6 +92,14 @@ impl GantryBuilder {
     /// The echo upstreams to start, by name (each answers with `x-gantry-upstream: <name>`).
     pub fn upstreams<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.upstreams = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds `args` to the gateway's command line (see [`Backend::with_gateway_args`]), e.g.
+    /// `--emulate-bug drop-deletes` to see a test catch a known ShenYu bug. Not for the
+    /// external backend, whose gateway gantry does not start.
+    pub fn gateway_args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        self.gateway_args = args.into_iter().map(Into::into).collect();
         self
     }
 
@@ -122,6 +131,7 @@ impl GantryBuilder {
                 Backend::External(ExternalBackend::connect(target).await?)
             }
         };
+        let backend = backend.with_gateway_args(self.gateway_args);
         let upstreams: Vec<UpstreamDecl> = self
             .upstreams
             .iter()
@@ -141,6 +151,7 @@ impl Gantry {
             upstreams: vec!["alpha".to_owned()],
             keep: false,
             external: None,
+            gateway_args: Vec::new(),
         }
     }
 
