@@ -3,7 +3,8 @@
 //! rule's conditions and match mode decide for a request — it matches, it does not, or the
 //! evaluation fails with an HTTP status.
 //!
-//! The entry point is [`Reference::rule`]. The pieces, one per file: [`Request`] (the request
+//! The entry points are [`Reference::rule`] and, for the choice among several selectors and
+//! rules (§1), [`Reference::choose`] (`choice`). The pieces, one per file: [`Request`] (the request
 //! shape), `param` (value extraction, §3) with `query` (Spring query parsing), `judge` (the
 //! operators, §2/§4) with `java` (trim and isBlank), `time` (dates), `dialect` (re2j and
 //! java.util.regex on the Rust engine), `ant_path` (`AntPathMatcher`, §5.1) and
@@ -18,6 +19,7 @@
 //! (`\b`, `\Q…\E`, back-references, class set operations).
 
 mod ant_path;
+mod choice;
 mod dialect;
 mod java;
 mod judge;
@@ -32,6 +34,7 @@ use std::fmt;
 use chrono::NaiveDateTime;
 use model::ConditionData;
 
+pub use choice::{Choice, DEFAULT_RULE_ID, Rule, Selector};
 pub use request::Request;
 
 use judge::Judge;
@@ -76,6 +79,8 @@ pub enum PlantedBug {
     /// `exclude` answers true when the request value is missing or blank (ShenYu: false, like
     /// every operator but `isBlank`).
     ExcludeMatchesMissingValue,
+    /// [`Reference::choose`] takes selectors and rules in the order given, not by `sort`.
+    IgnoresSort,
 }
 
 /// Why a condition could not be evaluated.

@@ -8,7 +8,8 @@
 //! `-- @zookeeper` (the middleware faults and the zookeeper property), `-- admin_cluster::`,
 //! `-- redis::` (the Redis component on the host backend), `-- convergence`, `-- external::`
 //! (`gantry run --backend external` against a hand-started admin and gateway), `-- port_race::`
-//! (a middleware server started on a taken port moves to a fresh one).
+//! (a middleware server started on a taken port moves to a fresh one), `-- selector_choice`
+//! (the gateway's choice among selectors and rules against the reference model).
 
 mod admin_cluster;
 mod convergence;
@@ -19,6 +20,7 @@ mod middleware_faults;
 mod port_race;
 mod properties;
 mod redis;
+mod selector_choice;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
@@ -35,6 +37,7 @@ fn main() {
     trials.extend(port_race::trials());
     trials.extend(properties::trials());
     trials.extend(redis::trials());
+    trials.extend(selector_choice::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 
