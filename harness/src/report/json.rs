@@ -100,6 +100,15 @@ mod tests {
                         applied_samples: vec![0.9, 40.0],
                     }),
                 },
+                CheckReport {
+                    name: "apply time".into(),
+                    path: "checks[1]".into(),
+                    step: None,
+                    kind: "latency",
+                    outcome: CheckOutcome::Skipped("the target has no config digest".into()),
+                    elapsed_ms: 0.0,
+                    measurements: Measurements::None,
+                },
             ],
             timings: vec![ChangeTiming {
                 change: "setup".into(),
@@ -133,6 +142,14 @@ mod tests {
             7,
         );
         broken.error = Some("cases/scenarios/broken.yaml:3:1: unknown field `x`".into());
-        insta::assert_snapshot!(render(&[passed, broken]));
+        let mut skipped = CaseResult::bare(
+            "watch".into(),
+            "etcd".into(),
+            "cases/scenarios/sync/watch.yaml".into(),
+            "host".into(),
+            7,
+        );
+        skipped.skipped = Some("etcd is not installed (GANTRY_REQUIRE does not name it)".into());
+        insta::assert_snapshot!(render(&[passed, broken, skipped]));
     }
 }
