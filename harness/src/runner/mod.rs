@@ -64,6 +64,13 @@ use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 const NO_DIGEST: &str = "the target serves no config digest (GET /actuator/digest): each \
     change is judged converged by its wait probes only, and no change has an applied time";
 
+/// Why a step's `isolated` claim is skipped on a target without gantry's config digest.
+const NO_DIGEST_ISOLATION: &str = "the target serves no config digest (GET /actuator/digest): \
+    whether the step's change reached the gateway cannot be read";
+
+/// How often a step's `isolated` claim reads the digests.
+const ISOLATION_POLL: Duration = Duration::from_millis(20);
+
 /// Lines of each service log attached to a failure.
 const LOG_LINES: usize = 40;
 
@@ -228,6 +235,28 @@ struct During {
     /// The first few misses, with when they happened.
     first: Vec<String>,
     elapsed_ms: f64,
+}
+
+impl During {
+    /// Why the probe to `path` fails its step: an answer missed, or none was sent (it then
+    /// showed nothing about the step).
+    fn failure(&self, path: &str) -> Option<String> {
+        if self.sent == 0 {
+            return Some(format!(
+                "`during` sent no request to {path} in the {:.0} ms of the step (no gateway \
+                 was running, or the step ended first), so it shows nothing",
+                self.elapsed_ms
+            ));
+        }
+        (self.failed > 0).then(|| {
+            format!(
+                "{} of {} answers during the step missed {path}; first: {}",
+                self.failed,
+                self.sent,
+                self.first.join("; ")
+            )
+        })
+    }
 }
 
 /// A plugin whose enabled flag a step changed: its id and original flag.
@@ -495,6 +524,9 @@ impl Case<'_> {
             }
         }
         let committed = now_us();
+        if let Some(hold) = st.isolated {
+            self.isolated(admin, index, hold).await?;
+        }
         let started = Instant::now();
         let converge = self
             .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
@@ -576,7 +608,7 @@ impl Case<'_> {
     }
 
     /// Reports a step's `during` probe as a check of the step (`steps[i].during`); fails the
-    /// step when an answer missed.
+    /// step when an answer missed or none was sent (the step then showed nothing about it).
     fn during_report(
         &self,
         st: &StepSpec,
@@ -585,22 +617,14 @@ impl Case<'_> {
         during: &During,
     ) -> StepResult<()> {
         let passed = during.sent - during.failed;
-        let failure = (during.failed > 0).then(|| {
-            format!(
-                "{} of {} answers during the step missed {}; first: {}",
-                during.failed,
-                during.sent,
-                probe.request.path,
-                during.first.join("; ")
-            )
-        });
-        let report = CheckReport {
+        let failure = during.failure(&probe.request.path);
+        self.step_check(CheckReport {
             name: format!("during step `{}`", st.name),
             path: format!("steps[{index}].during"),
             step: Some(st.name.clone()),
             kind: "probe",
-            outcome: match &failure {
-                Some(why) => CheckOutcome::Failed(vec![why.clone()]),
+            outcome: match failure {
+                Some(why) => CheckOutcome::Failed(vec![why]),
                 None => CheckOutcome::Passed,
             },
             elapsed_ms: during.elapsed_ms,
@@ -608,16 +632,96 @@ impl Case<'_> {
                 sent: during.sent,
                 passed,
             },
+        })
+    }
+
+    /// Holds step `index`'s `isolated` claim for `hold` from now: every running gateway's
+    /// digest, read with the admin's every [`ISOLATION_POLL`], must differ from it every time
+    /// (an equal one: the change reached the gateway). Reported as the check
+    /// `steps[index].isolated`, skipped on a target without a config digest; its measurements
+    /// count the digest pairs read (one per gateway per round) and those that differed.
+    async fn isolated(&self, admin: &AdminClient, index: usize, hold: Duration) -> StepResult<()> {
+        let st = &self.scenario.steps[index];
+        let started = Instant::now();
+        // Digest pairs read, and those that differed.
+        let (mut read, mut apart) = (0, 0);
+        let outcome = match self.caps.digest {
+            false => CheckOutcome::Skipped(NO_DIGEST_ISOLATION.into()),
+            true => match self.held_apart(admin, hold, &mut read, &mut apart).await {
+                Ok(()) => CheckOutcome::Passed,
+                Err(why) => CheckOutcome::Failed(vec![format!(
+                    "`isolated: {}`: {why}",
+                    humantime::format_duration(hold)
+                )]),
+            },
         };
+        self.step_check(CheckReport {
+            name: format!("step `{}` kept from the gateway", st.name),
+            path: format!("steps[{index}].isolated"),
+            step: Some(st.name.clone()),
+            kind: "isolation",
+            outcome,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+            measurements: Measurements::Probe {
+                sent: read,
+                passed: apart,
+            },
+        })
+    }
+
+    /// Polls the admin's and every running gateway's digest until `hold` has passed (the last
+    /// round starts at or after it), counting the pairs `read` and those `apart`; fails at the
+    /// first gateway whose digest equals the admin's, or when a digest cannot be read.
+    async fn held_apart(
+        &self,
+        admin: &AdminClient,
+        hold: Duration,
+        read: &mut u32,
+        apart: &mut u32,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        let mut tick = tokio::time::interval(ISOLATION_POLL);
+        loop {
+            tick.tick().await;
+            let into = started.elapsed();
+            let at = format!("{} ms into the hold", into.as_millis());
+            for i in self.running_gateways() {
+                let name = self.gateway_name(i);
+                let a = (admin.digest().await).map_err(|e| format!("{at}, the admin: {e}"))?;
+                let g =
+                    (self.gateways[i].digest().await).map_err(|e| format!("{at}, {name}: {e}"))?;
+                *read += 1;
+                if a.digest == g.report.digest {
+                    return Err(format!(
+                        "{at}, {name} holds the admin's config: its digest {} equals the \
+                         admin's {} (the change reached it)",
+                        g.report.digest, a.digest
+                    ));
+                }
+                *apart += 1;
+            }
+            if into >= hold {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reports a check of a step and fails the step when it failed.
+    fn step_check(&self, report: CheckReport) -> StepResult<()> {
         (self.events)(Event::CheckFinished {
             id: self.id.clone(),
             check: report.clone(),
         });
+        let failure = match &report.outcome {
+            CheckOutcome::Failed(why) => Some(why.join("; ")),
+            CheckOutcome::Passed | CheckOutcome::Skipped(_) => None,
+        };
+        let step = report.step.clone().unwrap_or_default();
         self.record(|r| r.checks.push(report));
         match failure {
             Some(why) => Err((
                 Step::Steps,
-                RunErrorKind::ChecksFailed(vec![format!("  step `{}` {why}", st.name)]),
+                RunErrorKind::ChecksFailed(vec![format!("  step `{step}` {why}")]),
             )),
             None => Ok(()),
         }
@@ -1326,5 +1430,43 @@ impl Case<'_> {
         } else {
             Err(RunErrorKind::ChecksFailed(failures))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::During;
+
+    #[test]
+    fn a_during_probe_fails_on_a_miss_and_when_it_sent_nothing() {
+        let nothing = During {
+            elapsed_ms: 12.4,
+            ..During::default()
+        };
+        assert_eq!(
+            nothing.failure("/a").as_deref(),
+            Some(
+                "`during` sent no request to /a in the 12 ms of the step (no gateway was \
+                 running, or the step ended first), so it shows nothing"
+            )
+        );
+        let missed = During {
+            sent: 5,
+            failed: 1,
+            first: vec!["at 3 ms: status: expected 200, got 404".into()],
+            elapsed_ms: 40.0,
+        };
+        assert_eq!(
+            missed.failure("/a").as_deref(),
+            Some(
+                "1 of 5 answers during the step missed /a; first: at 3 ms: status: expected \
+                 200, got 404"
+            )
+        );
+        let passed = During {
+            sent: 5,
+            ..During::default()
+        };
+        assert_eq!(passed.failure("/a"), None);
     }
 }

@@ -1278,6 +1278,15 @@ pub struct StepSpec {
     /// converged: every answer must meet its expectation (availability through the step).
     #[serde(default)]
     pub during: Option<Probe>,
+    /// How long the step's config change must stay away from the gateway (`isolated: 1s`,
+    /// a partition's claim): from the end of its changes, every running gateway's digest is
+    /// polled with the admin's for that long and must differ from it every time (equal means
+    /// the change arrived); `during` keeps being sent meanwhile. Reported as the check
+    /// `steps[i].isolated`; skipped on a target without a config digest. Needs a change of
+    /// the config in the step.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "Option<DurationText>")]
+    pub isolated: Option<Duration>,
     /// For a step with faults: the most its wait and the digest equality after it may take,
     /// from the end of its last change (default 5s).
     #[serde(default, deserialize_with = "opt_duration")]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
     PluginSetup, RateLimiterSpec, RegistrationSpec, RuleHandleSpec, RuleSpec, Scenario,
-    SelectorSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef, Wait,
+    SelectorSpec, StepSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef, Wait,
 };
 use super::locate::Positions;
 use super::placeholder;
@@ -863,6 +863,9 @@ impl<'s> Validator<'s> {
                     | Change::Resume(_) => {}
                 }
             }
+            if let Some(hold) = st.isolated {
+                self.isolated(st, hold, &format!("steps[{i}].isolated"));
+            }
             if let Some((which, it)) =
                 self.none_runs(&processes, topology.gateways, Target::Gateway)
             {
@@ -906,6 +909,26 @@ impl<'s> Validator<'s> {
                     );
                 }
             }
+        }
+    }
+
+    /// A step's `isolated` claim means something: the step changes the config (else the
+    /// gateway's digest equals the admin's all along and the claim fails for no reason) and
+    /// holds it for some time.
+    fn isolated(&mut self, st: &StepSpec, hold: Duration, at: &str) {
+        if !st.changes.iter().any(Change::is_admin_change) {
+            self.report(
+                at.to_owned(),
+                "claims the step's config change does not reach the gateway, but the step \
+                 changes no config: give a change of the config (an update, enable, create or \
+                 delete) in the same step",
+            );
+        }
+        if hold.is_zero() {
+            self.report(
+                at.to_owned(),
+                "must be more than 0s: the time the claim holds",
+            );
         }
     }
 
@@ -2364,6 +2387,32 @@ steps:
         );
         let e = err(&steps("partition: { delay: soon }, heal"));
         assert!(e.contains("steps[0].changes[0]"), "{e}");
+    }
+
+    #[test]
+    fn isolated_needs_a_config_change_and_a_hold() {
+        let host = REDIS.replace(
+            "components: [redis]",
+            "components: [redis]\nbackends: [host]",
+        );
+        let step = |changes: &str, hold: &str| {
+            format!(
+                "{host}\nsteps:\n  - name: s\n    changes: [{changes}]\n    isolated: {hold}\n    wait: {{ probe: {{ request: {{ path: /limited }}, expect: {{ status: 200 }} }} }}\n"
+            )
+        };
+        let change = "enablePlugin: { name: divide, enabled: true }";
+        let s = parse_str(Path::new("x.yaml"), &step(change, "1s")).unwrap();
+        assert_eq!(s.steps[0].isolated, Some(Duration::from_secs(1)));
+        let e = err(&step("restart: gateway", "1s"));
+        assert!(
+            e.contains(
+                "x.yaml:32:15: steps[0].isolated: claims the step's config change does not reach \
+                 the gateway, but the step changes no config"
+            ),
+            "{e}"
+        );
+        let e = err(&step(change, "0s"));
+        assert!(e.contains("steps[0].isolated: must be more than 0s"), "{e}");
     }
 
     /// MINIMAL on the host backend with `topology` and `steps` (changes separated by `, `).
