@@ -162,6 +162,10 @@ pub enum EmulatedBug {
     LimiterForgetsReleases,
     /// The random balancer picks uniformly, ignoring the weights.
     RandomIgnoresWeights,
+    /// The gateway stamps a change applied (`appliedAtUs` in `/actuator/digest`) when it
+    /// arrives but swaps it in only 200 ms later: its own apply time looks prompt while
+    /// requests still see the old config.
+    LateApply,
 }
 
 impl Config {

@@ -176,7 +176,7 @@ fn table<'w>(
 }
 
 /// Wall-clock µs since the Unix epoch.
-fn now_us() -> u64 {
+pub(crate) fn now_us() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))

@@ -29,10 +29,13 @@ use model::{Backoff, ConfigGroup, DataEvent, DataEventType, EventPayload, SyncMo
 use rand::Rng;
 use serde::Serialize;
 
-use crate::snapshot::{Changes, Snapshot};
+use crate::snapshot::{Changes, Snapshot, now_us};
 
 /// How long [`crate::EmulatedBug::ClearBeforeRefill`] leaves a group empty.
 pub(crate) const CLEAR_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long after stamping a change applied [`crate::EmulatedBug::LateApply`] swaps it in.
+pub(crate) const LATE_APPLY_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Locks `mutex`, ignoring poisoning (every writer leaves the data consistent).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -149,9 +152,8 @@ pub(crate) struct SyncState {
     mode: SyncMode,
     /// A ShenYu bug to reproduce (tests only).
     emulate: Option<crate::EmulatedBug>,
-    /// Under [`crate::EmulatedBug::ClearBeforeRefill`]: full events whose groups were
-    /// swapped in emptied, waiting for [`SyncState::refill`].
-    refills: Mutex<Vec<DataEvent>>,
+    /// Events an emulated bug holds back for [`SyncState::refill`].
+    held: Mutex<Held>,
     /// Subscriber sessions currently connected (one per admin at most).
     sessions: AtomicUsize,
     /// The ZooKeeper session in use, as ZooKeeper prints its id (`0x…`).
@@ -159,6 +161,17 @@ pub(crate) struct SyncState {
     full_syncs: AtomicU64,
     events_applied: AtomicU64,
     events_rejected: AtomicU64,
+}
+
+/// What an emulated bug holds back until [`SyncState::refill`].
+#[derive(Debug, Default)]
+struct Held {
+    /// [`crate::EmulatedBug::ClearBeforeRefill`]: full events whose groups were swapped in
+    /// emptied; [`crate::EmulatedBug::LateApply`]: every event received.
+    events: Vec<DataEvent>,
+    /// [`crate::EmulatedBug::LateApply`]: when the first of them arrived, the apply time the
+    /// gateway reports for them.
+    arrived_us: Option<u64>,
 }
 
 /// The `sync` part of `/actuator/health`.
@@ -190,7 +203,7 @@ impl SyncState {
             writer: Mutex::new(()),
             mode,
             emulate: None,
-            refills: Mutex::new(Vec::new()),
+            held: Mutex::new(Held::default()),
             sessions: AtomicUsize::new(0),
             zookeeper_session: Mutex::new(None),
             full_syncs: AtomicU64::new(0),
@@ -211,7 +224,7 @@ impl SyncState {
             None => Some(event),
             Some(crate::EmulatedBug::ClearBeforeRefill) if event.event_type.is_full() => {
                 let emptied = DataEvent::new(event.event_type, emptied(&event.payload));
-                lock(&self.refills).push(event);
+                lock(&self.held).events.push(event);
                 Some(emptied)
             }
             Some(
@@ -221,7 +234,8 @@ impl SyncState {
                 | crate::EmulatedBug::HashRingOffByOne
                 | crate::EmulatedBug::LeastActiveIgnoresInFlight
                 | crate::EmulatedBug::LimiterForgetsReleases
-                | crate::EmulatedBug::RandomIgnoresWeights,
+                | crate::EmulatedBug::RandomIgnoresWeights
+                | crate::EmulatedBug::LateApply,
             ) => Some(event),
             Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
                 DataEventType::Delete => None,
@@ -234,19 +248,23 @@ impl SyncState {
         }
     }
 
-    /// Under [`crate::EmulatedBug::ClearBeforeRefill`], after [`CLEAR_WINDOW`], applies the
-    /// full events whose groups were swapped in emptied; otherwise returns at once. Every
-    /// subscriber awaits it after applying what it received.
+    /// Applies what an emulated bug held back: under
+    /// [`crate::EmulatedBug::ClearBeforeRefill`], after [`CLEAR_WINDOW`], the full events
+    /// whose groups were swapped in emptied; under [`crate::EmulatedBug::LateApply`], after
+    /// [`LATE_APPLY_DELAY`], every event received, stamped applied when the first arrived.
+    /// Otherwise returns at once. Every subscriber awaits it after applying what it received.
     pub(crate) async fn refill(&self) {
-        if self.emulate != Some(crate::EmulatedBug::ClearBeforeRefill) {
-            return;
-        }
-        let events = std::mem::take(&mut *lock(&self.refills));
+        let window = match self.emulate {
+            Some(crate::EmulatedBug::ClearBeforeRefill) => CLEAR_WINDOW,
+            Some(crate::EmulatedBug::LateApply) => LATE_APPLY_DELAY,
+            _ => return,
+        };
+        let Held { events, arrived_us } = std::mem::take(&mut *lock(&self.held));
         if events.is_empty() {
             return;
         }
-        tokio::time::sleep(CLEAR_WINDOW).await;
-        self.swap(events);
+        tokio::time::sleep(window).await;
+        self.swap(events, arrived_us);
     }
 
     /// The current snapshot (lock-free).
@@ -320,7 +338,13 @@ impl SyncState {
             }
         }
         let count = applied.len();
-        self.swap(applied);
+        if self.emulate == Some(crate::EmulatedBug::LateApply) {
+            let mut held = lock(&self.held);
+            held.arrived_us.get_or_insert_with(now_us);
+            held.events.extend(applied);
+        } else {
+            self.swap(applied, None);
+        }
         self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
         self.events_applied
             .fetch_add(count as u64, Ordering::Relaxed);
@@ -328,8 +352,9 @@ impl SyncState {
 
     /// Applies `events` as they are in one swap. The next snapshot is compiled from the
     /// previous one: unchanged selectors keep their compiled form and balancer state (also
-    /// through a full sync), an unchanged config keeps its version.
-    fn swap(&self, events: Vec<DataEvent>) {
+    /// through a full sync), an unchanged config keeps its version. `applied_at_us`, if given,
+    /// replaces the time a changed config reports it was applied.
+    fn swap(&self, events: Vec<DataEvent>, applied_at_us: Option<u64>) {
         if events.is_empty() {
             return;
         }
@@ -340,7 +365,12 @@ impl SyncState {
         for event in events {
             changes.extend(data.apply(event));
         }
-        let next = Snapshot::next(data, &changes, Some(&previous));
+        let mut next = Snapshot::next(data, &changes, Some(&previous));
+        if let Some(at) = applied_at_us
+            && next.version != previous.version
+        {
+            next.applied_at_us = at;
+        }
         self.snapshot.store(Arc::new(next));
     }
 
@@ -433,6 +463,35 @@ mod tests {
                 (2, 2 + u64::from(state.emulate.is_some()))
             );
         }
+    }
+
+    #[tokio::test]
+    async fn the_late_apply_emulation_stamps_a_change_applied_before_serving_it() {
+        let honest = SyncState::new(SyncMode::Websocket);
+        let buggy =
+            SyncState::new(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::LateApply));
+        let before = now_us();
+        honest.apply_text(SELECTOR).unwrap();
+        assert_eq!(honest.snapshot().digest.selectors, 1, "served at once");
+        assert!(honest.snapshot().applied_at_us >= before);
+        buggy.apply_text(SELECTOR).unwrap();
+        let arrived = now_us();
+        assert_eq!(buggy.snapshot().digest.selectors, 0, "held back");
+        assert_eq!(buggy.health().events_applied, 1, "counted as applied");
+        buggy.refill().await;
+        let swapped = now_us();
+        let snapshot = buggy.snapshot();
+        assert_eq!(snapshot.digest.selectors, 1);
+        assert!(
+            (before..=arrived).contains(&snapshot.applied_at_us),
+            "stamped on arrival: {before} ≤ {} ≤ {arrived}",
+            snapshot.applied_at_us
+        );
+        let late = u128::from(swapped - snapshot.applied_at_us);
+        assert!(
+            late >= LATE_APPLY_DELAY.as_micros(),
+            "served {late} µs after the stamp"
+        );
     }
 
     #[test]

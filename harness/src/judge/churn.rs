@@ -10,10 +10,11 @@ use serde::Serialize;
 use super::latency::Quantiles;
 use super::{Judge, Measurements, Verdict};
 
-/// The least share of the asked change rate the admin must have acknowledged: below half,
-/// the churn was too thin to back the check's claim. (A loaded 2-core machine running debug
-/// builds acknowledges 55–75% of 70 changes/s; unloaded, all of it.)
-pub const MIN_RATE_SHARE: f64 = 0.5;
+/// The least share of the asked change rate the admin must have acknowledged: below it, the
+/// churn was too thin to back the check's claim. (A 2-core machine running debug builds
+/// acknowledges 99% of 50 changes/s with other builds running; with two busy loops and two
+/// builds besides, 64–81% of 50/s and 69–98% of the 40/s `churn.yaml` asks.)
+pub const MIN_RATE_SHARE: f64 = 0.8;
 
 /// How many misses (and failed changes) a failure names.
 const NAMED: usize = 3;

@@ -1,7 +1,8 @@
 //! The sync-latency judge: per change, the time from the admin's 2xx to (a) the moment the
 //! gateway swapped in the config with that change (the `appliedAtUs` of its
 //! `/actuator/digest`, on the host's clock) and (b) the first pass of the probe streak that
-//! shows it; quantiles from an HDR histogram (µs resolution), limits on the applied times.
+//! shows it; quantiles from an HDR histogram (µs resolution), limits on both: the applied
+//! time is the gateway's own word, the probe time is what the harness saw.
 
 use std::time::Duration;
 
@@ -57,6 +58,8 @@ impl Quantiles {
 pub struct LatencyJudge {
     /// Upper bounds on the applied-latency quantiles.
     pub limits: LatencyLimits,
+    /// Upper bounds on the probe-latency quantiles.
+    pub probe_limits: LatencyLimits,
 }
 
 /// What the latency check measured.
@@ -71,6 +74,8 @@ pub struct Stats {
     pub probe: Quantiles,
     /// The limits on `applied`, ms.
     pub limits: Limits,
+    /// The limits on `probe`, ms.
+    pub probe_limits: Limits,
     /// Every change's applied latency, ms, in order (for histograms).
     pub applied_samples: Vec<f64>,
 }
@@ -88,8 +93,34 @@ pub struct Limits {
     pub max: Option<f64>,
 }
 
-fn ms(d: Option<Duration>) -> Option<f64> {
-    d.map(|d| d.as_secs_f64() * 1000.0)
+impl From<LatencyLimits> for Limits {
+    fn from(l: LatencyLimits) -> Limits {
+        let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+        Limits {
+            p50: ms(l.p50),
+            p95: ms(l.p95),
+            p99: ms(l.p99),
+            max: ms(l.max),
+        }
+    }
+}
+
+/// A failure for each quantile of `got` over its limit; `what` names the series.
+fn over(what: &str, got: &Quantiles, limits: &Limits, changes: usize) -> Vec<String> {
+    [
+        ("p50", got.p50, limits.p50),
+        ("p95", got.p95, limits.p95),
+        ("p99", got.p99, limits.p99),
+        ("max", got.max, limits.max),
+    ]
+    .into_iter()
+    .filter_map(|(name, got, limit)| {
+        let limit = limit.filter(|&limit| got > limit)?;
+        Some(format!(
+            "{what} latency {name} {got:.3} ms is over the limit {limit} ms ({changes} changes)"
+        ))
+    })
+    .collect()
 }
 
 impl Judge for LatencyJudge {
@@ -98,29 +129,10 @@ impl Judge for LatencyJudge {
     fn judge(&self, changes: &Vec<ChangeLatency>) -> Verdict {
         let applied = Quantiles::of(changes.iter().map(|c| c.applied_us));
         let probe = Quantiles::of(changes.iter().map(|c| c.probe_us));
-        let limits = Limits {
-            p50: ms(self.limits.p50),
-            p95: ms(self.limits.p95),
-            p99: ms(self.limits.p99),
-            max: ms(self.limits.max),
-        };
-        let mut failures = Vec::new();
-        for (name, got, limit) in [
-            ("p50", applied.p50, limits.p50),
-            ("p95", applied.p95, limits.p95),
-            ("p99", applied.p99, limits.p99),
-            ("max", applied.max, limits.max),
-        ] {
-            if let Some(limit) = limit
-                && got > limit
-            {
-                failures.push(format!(
-                    "applied latency {name} {got:.3} ms is over the limit {limit} ms \
-                     ({} changes)",
-                    changes.len()
-                ));
-            }
-        }
+        let limits = Limits::from(self.limits);
+        let probe_limits = Limits::from(self.probe_limits);
+        let mut failures = over("applied", &applied, &limits, changes.len());
+        failures.extend(over("probe", &probe, &probe_limits, changes.len()));
         Verdict {
             failures,
             measurements: Measurements::Latency(Stats {
@@ -128,6 +140,7 @@ impl Judge for LatencyJudge {
                 applied,
                 probe,
                 limits,
+                probe_limits,
                 applied_samples: changes
                     .iter()
                     .map(|c| c.applied_us as f64 / 1000.0)
@@ -167,6 +180,7 @@ mod tests {
                 p99: Some(Duration::from_millis(20)),
                 ..Default::default()
             },
+            probe_limits: LatencyLimits::default(),
         };
         let v = judge.judge(&series(&[1, 2, 2, 3, 4]));
         assert!(v.passed(), "{:?}", v.failures);
@@ -181,5 +195,36 @@ mod tests {
             "{}",
             v.failures[0]
         );
+    }
+
+    #[test]
+    fn a_probe_latency_over_its_limit_fails_while_the_applied_one_passes() {
+        let judge = LatencyJudge {
+            limits: LatencyLimits {
+                p99: Some(Duration::from_millis(20)),
+                ..Default::default()
+            },
+            probe_limits: LatencyLimits {
+                p95: Some(Duration::from_millis(50)),
+                ..Default::default()
+            },
+        };
+        // Applied at once, seen 200 ms later: the gateway's word is fine, the probe is not.
+        let late: Vec<ChangeLatency> = (0..20)
+            .map(|_| ChangeLatency {
+                applied_us: 1_000,
+                probe_us: 200_000,
+            })
+            .collect();
+        let v = judge.judge(&late);
+        assert_eq!(
+            v.failures,
+            ["probe latency p95 200.063 ms is over the limit 50 ms (20 changes)"]
+        );
+        let Measurements::Latency(s) = &v.measurements else {
+            panic!()
+        };
+        assert_eq!((s.limits.p99, s.probe_limits.p95), (Some(20.0), Some(50.0)));
+        assert!(judge.judge(&series(&[1, 2, 3])).passed());
     }
 }

@@ -97,6 +97,12 @@ mod tests {
                             p99: Some(20.0),
                             max: None,
                         },
+                        probe_limits: Limits {
+                            p50: None,
+                            p95: Some(50.0),
+                            p99: None,
+                            max: None,
+                        },
                         applied_samples: vec![0.9, 40.0],
                     }),
                 },

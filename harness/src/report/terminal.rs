@@ -421,6 +421,12 @@ mod tests {
                         p99: None,
                         max: None,
                     },
+                    probe_limits: Limits {
+                        p50: None,
+                        p95: None,
+                        p99: None,
+                        max: None,
+                    },
                     applied_samples: vec![1.0, 4.0],
                 }),
             },

@@ -13,6 +13,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::made::Made;
+use super::skips;
 use super::{Case, now_us};
 use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
@@ -31,7 +32,6 @@ use crate::report::{CheckOutcome, CheckReport, Event};
 use crate::scenario::ast::{
     Check, CheckKind, Expect, HashSpec, LatencySpec, RequestSpec, Route, SteerSpec,
 };
-use super::skips;
 use crate::upstream::{DELAY_HEADER, UPSTREAM_HEADER};
 use crate::wait::{WaitPolicy, await_convergence};
 

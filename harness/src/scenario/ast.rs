@@ -1185,7 +1185,8 @@ fn one_ms() -> Duration {
 /// time from the admin's 2xx to the gateway applying it (its `/actuator/digest` applied time)
 /// and to the first pass of a `consecutive` streak of the probe (route present when enabled,
 /// absent when disabled), polled every `interval` (at most 1ms); judge the applied times'
-/// quantiles against `limits`.
+/// quantiles against `limits` and the probe times' against `probeLimits` (a p95 limit needs
+/// at least 20 changes, a p99 one at least 100: with fewer the quantile is the maximum).
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LatencySpec {
@@ -1207,9 +1208,12 @@ pub struct LatencySpec {
     #[serde(default = "ten_s", deserialize_with = "duration")]
     #[schemars(with = "DurationText", default = "ten_s_text")]
     pub timeout: Duration,
-    /// Upper bounds on the applied latency's quantiles.
+    /// Upper bounds on the applied latency's quantiles (the gateway's own apply time).
     #[serde(default)]
     pub limits: LatencyLimits,
+    /// Upper bounds on the probe latency's quantiles (what the harness saw).
+    #[serde(default)]
+    pub probe_limits: LatencyLimits,
 }
 
 fn one_u32() -> u32 {

@@ -1229,6 +1229,23 @@ impl<'s> Validator<'s> {
                         ),
                     );
                 }
+                for (field, limits) in [("limits", &l.limits), ("probeLimits", &l.probe_limits)] {
+                    for (q, set, least) in [
+                        ("p95", limits.p95.is_some(), MIN_P95_CHANGES),
+                        ("p99", limits.p99.is_some(), MIN_P99_CHANGES),
+                    ] {
+                        if set && l.changes < least {
+                            self.report(
+                                format!("{base}.{field}.{q}"),
+                                format!(
+                                    "a {q} limit needs `changes` ≥ {least} (with fewer the {q} is \
+                                     the maximum), got {}",
+                                    l.changes
+                                ),
+                            );
+                        }
+                    }
+                }
                 if l.interval.is_zero() || l.interval > MAX_LATENCY_INTERVAL {
                     self.report(
                         format!("{base}.interval"),
@@ -1428,6 +1445,10 @@ const MIN_CHURN_DURATION: Duration = Duration::from_millis(500);
 
 /// The longest probe interval of a latency check.
 pub const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
+/// The fewest changes a latency check with a p95 limit makes (5% of them is one change).
+pub const MIN_P95_CHANGES: u32 = 20;
+/// The fewest changes a latency check with a p99 limit makes (1% of them is one change).
+pub const MIN_P99_CHANGES: u32 = 100;
 
 #[cfg(test)]
 mod tests {
@@ -2163,6 +2184,32 @@ steps:
         )));
         assert!(
             e.contains("checks[6].latency.interval: must be between 1µs and 1ms"),
+            "{e}"
+        );
+        let e = err(&with_judges(&JUDGES.replace(
+            "latency: { request: { path: /x }, selector: uri-equal }",
+            "latency: { request: { path: /x }, selector: uri-equal, changes: 98, \
+             limits: { p95: 5ms, p99: 9ms }, probeLimits: { p99: 9ms } }",
+        )));
+        assert!(
+            e.contains(
+                "checks[6].latency.limits.p99: a p99 limit needs `changes` ≥ 100 (with fewer \
+                 the p99 is the maximum), got 98"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains("checks[6].latency.probeLimits.p99: a p99 limit needs `changes` ≥ 100"),
+            "{e}"
+        );
+        assert!(!e.contains("p95"), "98 changes are enough for a p95: {e}");
+        let e = err(&with_judges(&JUDGES.replace(
+            "latency: { request: { path: /x }, selector: uri-equal }",
+            "latency: { request: { path: /x }, selector: uri-equal, changes: 18, \
+             probeLimits: { p95: 5ms } }",
+        )));
+        assert!(
+            e.contains("checks[6].latency.probeLimits.p95: a p95 limit needs `changes` ≥ 20"),
             "{e}"
         );
         let e = err(&with_judges(
