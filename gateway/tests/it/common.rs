@@ -18,6 +18,17 @@ use tokio_tungstenite::tungstenite::Message;
 /// How long any single wait in a test may take.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(15);
 
+/// A reference timer of `nominal`, started now on this runtime: how late it fires (its
+/// lateness) is the scheduling delay of this machine's load right now, the slack a bound on a
+/// timer of the code under test, started at the same moment, needs beyond its nominal time.
+pub(crate) fn timer_lateness(nominal: Duration) -> JoinHandle<Duration> {
+    let started = tokio::time::Instant::now();
+    tokio::spawn(async move {
+        tokio::time::sleep(nominal).await;
+        started.elapsed().saturating_sub(nominal)
+    })
+}
+
 /// Polls `check` until it gives `Some`, failing after [`DEADLINE`] (with the captured logs,
 /// when a test turned capturing on).
 pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T

@@ -13,7 +13,7 @@ use super::{Judge, Measurements, Verdict};
 /// The least share of the asked change rate the admin must have acknowledged: below it, the
 /// churn was too thin to back the check's claim. (A 2-core machine running debug builds
 /// acknowledges 99% of 50 changes/s with other builds running; with two busy loops and two
-/// builds besides, 64–81% of 50/s and 69–98% of the 40/s `churn.yaml` asks.)
+/// builds besides, 64–81% of 50/s and 69–98% of 40/s, so `churn.yaml` asks for 25/s.)
 pub const MIN_RATE_SHARE: f64 = 0.8;
 
 /// How many misses (and failed changes) a failure names.
