@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn a_low_achieved_rate_or_a_failed_change_fails() {
         let mut o = observed();
-        o.changes = 74; // 24.7/s < 25/s
+        o.changes = 119; // 39.7/s < 80% of 50/s
         o.failed_changes = (1, vec!["PUT /selector/7: HTTP 500".to_owned()]);
         let v = JUDGE.judge(&o);
         assert_eq!(v.failures.len(), 2, "{:?}", v.failures);
@@ -301,11 +301,11 @@ mod tests {
             v.failures
         );
         assert!(
-            v.failures[1].starts_with("the admin acknowledged 24.7 changes/s (74 in 3.00 s)"),
+            v.failures[1].starts_with("the admin acknowledged 39.7 changes/s (119 in 3.00 s)"),
             "{:?}",
             v.failures
         );
-        o.changes = 75;
+        o.changes = 120;
         o.failed_changes = (0, Vec::new());
         assert!(JUDGE.judge(&o).passed());
     }

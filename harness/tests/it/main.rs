@@ -16,6 +16,7 @@ mod convergence;
 mod docker;
 mod external;
 mod html_report;
+mod live;
 mod middleware_faults;
 mod port_race;
 mod properties;

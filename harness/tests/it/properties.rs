@@ -60,21 +60,17 @@
 //!   whitespace-only ones, which arrive blank either way; no `HEAD` (no body to read the code
 //!   from); cookies are one `Cookie` line of `name=value` pairs with token characters.
 
+use crate::live::DivideTopology;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
-use harness::client::{AdminClient, GatewayClient};
 use harness::lower::{custom_selector, divide_rule};
 use harness::reference::{Outcome, PlantedBug, Reference, Request};
-use harness::scenario::ast::UpstreamDecl;
-use harness::topology::Topology;
-use harness::wait::{WaitPolicy, await_convergence};
-use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
-use model::{ConditionData, ConditionDto, DivideUpstream, MatchMode, SyncMode};
+use model::{ConditionData, ConditionDto, MatchMode, SyncMode};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -89,13 +85,6 @@ const REQUESTS: usize = 3;
 const IN_FLIGHT: usize = 4;
 /// The header that routes a request to its case's selector.
 const TAG: &str = "x-gantry-case";
-
-/// Digest waits: every 20 ms, 30 s deadline.
-const CONVERGE: WaitPolicy = WaitPolicy {
-    consecutive: 1,
-    interval: Duration::from_millis(20),
-    timeout: Duration::from_secs(30),
-};
 
 // ---------------------------------------------------------------------------------------------
 // What is generated.
@@ -642,14 +631,7 @@ fn classify(status: u16, upstream: Option<&str>, body: &str) -> Seen {
 // The live topology.
 
 struct Live {
-    topo: Topology,
-    admin: AdminClient,
-    gateway: GatewayClient,
-    http: reqwest::Client,
-    plugin_id: String,
-    handle: String,
-    /// Selectors the admin holds besides ours.
-    baseline: usize,
+    base: DivideTopology,
     next_tag: Cell<u64>,
     /// The gateway's answers per case (all its requests), from earlier pushes.
     memo: RefCell<HashMap<Case, Vec<Seen>>>,
@@ -661,65 +643,13 @@ struct Live {
 
 impl Live {
     async fn start(mode: SyncMode) -> Result<Live, Failed> {
-        let bin_dir = harness::backend::host::default_bin_dir(None)?;
-        let backend = Backend::new(BackendKind::Host, bin_dir)?;
-        let topo =
-            Topology::start(&backend, mode, &[UpstreamDecl::echo("alpha")], &[], false).await?;
-        let admin = AdminClient::login(topo.admin().url(), "admin", "123456").await?;
-        let gateway = GatewayClient::new(topo.gateway().url());
-        let plugin_id = admin
-            .plugin_id("divide")
-            .await?
-            .ok_or("the admin has no divide plugin")?;
-        let upstream = topo.upstream("alpha").ok_or("no upstream alpha")?;
-        let handle = serde_json::to_string(&[DivideUpstream {
-            protocol: "http://".to_owned(),
-            upstream_url: upstream.host_port(),
-            upstream_host: Some("localhost".to_owned()),
-            weight: 50,
-            status: true,
-            ..Default::default()
-        }])?;
-        let baseline = admin.digest().await?.selectors;
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .build()?;
-        let live = Live {
-            topo,
-            admin,
-            gateway,
-            http,
-            plugin_id,
-            handle,
-            baseline,
+        Ok(Live {
+            base: DivideTopology::start(mode).await?,
             next_tag: Cell::new(1),
             memo: RefCell::new(HashMap::new()),
             pushed: Cell::new((0, 0)),
             tally: Cell::new([0; 4]),
-        };
-        live.converge(0, "at start").await?;
-        Ok(live)
-    }
-
-    /// Waits until the gateway serves the admin's config, with `ours` of our selectors.
-    async fn converge(&self, ours: usize, when: &str) -> Result<(), String> {
-        let want = self.baseline + ours;
-        await_convergence(CONVERGE, || async {
-            let a = self.admin.digest().await.map_err(|e| e.to_string())?;
-            let g = self.gateway.digest().await.map_err(|e| e.to_string())?;
-            if a.digest == g.report.digest && a.selectors == want {
-                Ok(())
-            } else {
-                Err(format!(
-                    "admin {} ({} selectors, want {want}), gateway {} ({} selectors)",
-                    a.digest, a.selectors, g.report.digest, g.report.selectors
-                ))
-            }
         })
-        .await
-        .map(drop)
-        .map_err(|t| format!("{when}: {t}\n{}", self.topo.log_tails(20)))
     }
 
     /// The gateway's answers for every case of `batch`: remembered ones, and the others
@@ -767,7 +697,9 @@ impl Live {
             .try_collect()
             .await?;
         let result = async {
-            self.converge(ids.len(), "after creating the batch").await?;
+            self.base
+                .converge(ids.len(), "after creating the batch")
+                .await?;
             let probes = tagged
                 .iter()
                 .flat_map(|&(tag, c)| c.requests.iter().map(move |r| self.probe(tag, r)));
@@ -796,12 +728,13 @@ impl Live {
         }
         .await;
         if !ids.is_empty() {
-            self.admin
+            self.base
+                .admin
                 .delete_selectors(&ids)
                 .await
                 .map_err(|e| format!("deleting the batch: {e}"))?;
         }
-        self.converge(0, "after deleting the batch").await?;
+        self.base.converge(0, "after deleting the batch").await?;
         result
     }
 
@@ -815,12 +748,13 @@ impl Live {
             )
         };
         let selector = custom_selector(
-            &self.plugin_id,
+            &self.base.plugin_id,
             &format!("prop-{tag}"),
-            &self.handle,
+            &self.base.handle,
             vec![ConditionDto::new("header", "=", TAG, &tag.to_string())],
         );
         let id = self
+            .base
             .admin
             .create_selector(&selector)
             .await
@@ -832,9 +766,13 @@ impl Live {
             .collect();
         let mode = if c.or { MatchMode::Or } else { MatchMode::And };
         let rule = divide_rule(&id, &format!("prop-{tag}-rule"), mode, conditions);
-        if let Err(e) = self.admin.create_rule(&rule).await {
+        if let Err(e) = self.base.admin.create_rule(&rule).await {
             // Do not leave the selector behind.
-            let _ = self.admin.delete_selectors(std::slice::from_ref(&id)).await;
+            let _ = self
+                .base
+                .admin
+                .delete_selectors(std::slice::from_ref(&id))
+                .await;
             return Err(refused("rule", &e));
         }
         Ok(id)
@@ -842,7 +780,7 @@ impl Live {
 
     async fn probe(&self, tag: u64, r: &Req) -> Result<Seen, String> {
         let target = target(r);
-        let url = reqwest::Url::parse(&format!("{}{target}", self.topo.gateway().url()))
+        let url = reqwest::Url::parse(&format!("{}{target}", self.base.topo.gateway().url()))
             .map_err(|e| format!("bad target {target:?}: {e}"))?;
         if url.path() != r.path || url.query() != r.query.as_deref() {
             return Err(format!(
@@ -853,6 +791,7 @@ impl Live {
         }
         let method = reqwest::Method::from_bytes(r.method.as_bytes()).map_err(|e| e.to_string())?;
         let mut req = self
+            .base
             .http
             .request(method, url)
             .header("host", r.host)

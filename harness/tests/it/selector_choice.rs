@@ -11,20 +11,14 @@
 //! by list order, which the admin does not define. The planted-bug trial runs the same
 //! property against a model that ignores `sort` and requires it to fail.
 
-use std::time::{Duration, Instant};
+use crate::live::DivideTopology;
+use std::time::Instant;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
-use harness::client::{AdminClient, GatewayClient};
 use harness::probe::{RULE_ID_HEADER, SELECTOR_ID_HEADER};
 use harness::reference::{Choice, Outcome, PlantedBug, Reference, Request, Rule, Selector};
-use harness::scenario::ast::UpstreamDecl;
-use harness::topology::Topology;
-use harness::wait::{WaitPolicy, await_convergence};
-use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
-use model::{
-    ConditionData, ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto, SyncMode,
-};
+use model::{ConditionData, ConditionDto, MatchMode, RuleDto, SelectorDto, SyncMode};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -35,13 +29,6 @@ const CASES: u32 = 40;
 const IN_FLIGHT: usize = 4;
 /// The header some conditions read.
 const KEY: &str = "x-k";
-
-/// Digest waits: every 20 ms, 30 s deadline.
-const CONVERGE: WaitPolicy = WaitPolicy {
-    consecutive: 1,
-    interval: Duration::from_millis(20),
-    timeout: Duration::from_secs(30),
-};
 
 /// The conditions a selector or rule may have (type, operator, value), overlapping on
 /// [`PATHS`] so that several selectors match one request.
@@ -194,70 +181,26 @@ fn seen(status: u16, selector: Option<String>, rule: Option<String>, body: &str)
 }
 
 struct Live {
-    topo: Topology,
-    admin: AdminClient,
-    gateway: GatewayClient,
-    http: reqwest::Client,
-    plugin_id: String,
-    handle: String,
+    base: DivideTopology,
     next: std::cell::Cell<u64>,
     pushed: std::cell::Cell<(usize, usize)>,
 }
 
 impl Live {
     async fn start(mode: SyncMode) -> Result<Live, Failed> {
-        let bin_dir = harness::backend::host::default_bin_dir(None)?;
-        let backend = Backend::new(BackendKind::Host, bin_dir)?;
-        let topo =
-            Topology::start(&backend, mode, &[UpstreamDecl::echo("alpha")], &[], false).await?;
-        let admin = AdminClient::login(topo.admin().url(), "admin", "123456").await?;
-        let gateway = GatewayClient::new(topo.gateway().url());
-        let plugin_id = admin
-            .plugin_id("divide")
-            .await?
-            .ok_or("the admin has no divide plugin")?;
-        let upstream = topo.upstream("alpha").ok_or("no upstream alpha")?;
-        let handle = serde_json::to_string(&[DivideUpstream {
-            protocol: "http://".to_owned(),
-            upstream_url: upstream.host_port(),
-            weight: 50,
-            status: true,
-            ..Default::default()
-        }])?;
-        let selectors = admin.digest().await?.selectors;
-        if selectors != 0 {
-            return Err(format!("the admin starts with {selectors} selectors, not none").into());
+        let base = DivideTopology::start(mode).await?;
+        if base.baseline != 0 {
+            return Err(format!(
+                "the admin starts with {} selectors, not none",
+                base.baseline
+            )
+            .into());
         }
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .build()?;
         Ok(Live {
-            topo,
-            admin,
-            gateway,
-            http,
-            plugin_id,
-            handle,
+            base,
             next: std::cell::Cell::new(0),
             pushed: std::cell::Cell::new((0, 0)),
         })
-    }
-
-    /// Waits until the gateway serves the admin's config, with `selectors` selectors.
-    async fn converge(&self, selectors: usize, when: &str) -> Result<(), String> {
-        await_convergence(CONVERGE, || async {
-            let a = self.admin.digest().await.map_err(|e| e.to_string())?;
-            let g = self.gateway.digest().await.map_err(|e| e.to_string())?;
-            if a.digest == g.report.digest && a.selectors == selectors {
-                Ok(())
-            } else {
-                Err(format!("admin {a:?}, gateway {:?}", g.report))
-            }
-        })
-        .await
-        .map(drop)
-        .map_err(|t| format!("{when}: {t}\n{}", self.topo.log_tails(20)))
     }
 
     /// Creates `case`'s selectors and rules, probes its requests, deletes everything: the
@@ -277,7 +220,8 @@ impl Live {
         let ids: Vec<String> = made.iter().flatten().map(|s| s.id.clone()).collect();
         let result = async {
             let model: Vec<Selector> = made.into_iter().collect::<Result<_, _>>()?;
-            self.converge(ids.len(), "after creating the selectors")
+            self.base
+                .converge(ids.len(), "after creating the selectors")
                 .await?;
             let answers: Vec<Choice> = stream::iter(case.requests.iter().map(|r| self.probe(r)))
                 .buffered(IN_FLIGHT)
@@ -289,12 +233,15 @@ impl Live {
         }
         .await;
         if !ids.is_empty() {
-            self.admin
+            self.base
+                .admin
                 .delete_selectors(&ids)
                 .await
                 .map_err(|e| format!("deleting the selectors: {e}"))?;
         }
-        self.converge(0, "after deleting the selectors").await?;
+        self.base
+            .converge(0, "after deleting the selectors")
+            .await?;
         result
     }
 
@@ -305,7 +252,7 @@ impl Live {
         };
         let name = format!("choice-{run}-s{i}");
         let dto = SelectorDto {
-            plugin_id: Some(self.plugin_id.clone()),
+            plugin_id: Some(self.base.plugin_id.clone()),
             name: Some(name.clone()),
             selector_type: Some(if s.full_flow { 0 } else { 1 }),
             match_mode: Some(mode(&s.item).code()),
@@ -314,11 +261,12 @@ impl Live {
             loged: Some(false),
             continued: Some(s.continued),
             match_restful: Some(false),
-            handle: Some(self.handle.clone()),
+            handle: Some(self.base.handle.clone()),
             selector_conditions: Some(dtos(&s.item)),
             ..Default::default()
         };
         let id = self
+            .base
             .admin
             .create_selector(&dto)
             .await
@@ -338,11 +286,15 @@ impl Live {
                 rule_conditions: Some(dtos(r)),
                 ..Default::default()
             };
-            let made = self.admin.create_rule(&dto).await;
+            let made = self.base.admin.create_rule(&dto).await;
             let rule_id = match made {
                 Ok(Some(rule_id)) => rule_id,
                 other => {
-                    let _ = self.admin.delete_selectors(std::slice::from_ref(&id)).await;
+                    let _ = self
+                        .base
+                        .admin
+                        .delete_selectors(std::slice::from_ref(&id))
+                        .await;
                     return Err(match other {
                         Err(e) => refused(format!("rule {rule_name} {r:?}"), &e),
                         _ => format!("rule {rule_name} was not found after its creation"),
@@ -371,8 +323,9 @@ impl Live {
 
     async fn probe(&self, &(path, key): &(&'static str, bool)) -> Result<Choice, String> {
         let mut req = self
+            .base
             .http
-            .get(format!("{}{path}", self.topo.gateway().url()));
+            .get(format!("{}{path}", self.base.topo.gateway().url()));
         if key {
             req = req.header(KEY, "1");
         }
@@ -457,7 +410,7 @@ fn run_property(trial: &str, model: &Reference) -> Result<Result<(), String>, Fa
         .enable_all()
         .build()?;
     let live = rt.block_on(Live::start(SyncMode::Websocket))?;
-    rt.block_on(live.converge(0, "at start"))?;
+    rt.block_on(live.base.converge(0, "at start"))?;
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config {
