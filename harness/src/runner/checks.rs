@@ -239,22 +239,6 @@ impl Case<'_> {
         Ok(lengths)
     }
 
-    /// Whether the gateway's URL names a loopback address (`127.x`, `[::1]`, `localhost`).
-    fn gateway_on_loopback(&self) -> bool {
-        let url = self.topo.gateway().url();
-        let Some(host) = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-        else {
-            return false;
-        };
-        host == "localhost"
-            || host
-                .trim_matches(['[', ']'])
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    }
-
     /// Sends `request` through `client`; a transport error becomes its description.
     pub(super) async fn send(
         &self,
@@ -278,15 +262,8 @@ impl Case<'_> {
 
     /// Each client address sends `repeat` requests; they must reach the ring's upstream.
     async fn hash(&self, spec: &HashSpec, made: &mut Made) -> Result<Verdict, NoVerdict> {
-        if self.backend == BackendKind::External && !self.gateway_on_loopback() {
-            return Err(NoVerdict::Skip(
-                "the hash judge sends from distinct loopback addresses (127.0.0.x), which reach \
-                 an external gateway only on this machine's loopback"
-                    .into(),
-            ));
-        }
-        if self.backend == BackendKind::Docker {
-            return Err(NoVerdict::Skip(skips::no_client_addresses(self.backend)));
+        if let Some(why) = skips::no_client_addresses(self.backend) {
+            return Err(NoVerdict::Skip(why));
         }
         let sel = made
             .selector(&spec.selector)
