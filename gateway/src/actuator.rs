@@ -1,17 +1,102 @@
 //! Inspection endpoints, answered before the plugin chain. The ShenYu-shaped ones answer a
 //! one-element JSON array (protocol §10); `health`, `digest` and `/metrics` are gantry's.
+//!
+//! The config dumps (`pluginData`, `selectorData`, `ruleData`, `metadata`; 4.5 MB of JSON at
+//! 10k selectors) share the data plane's port, so they are rendered once per snapshot
+//! ([`Dumps`]: concurrent callers wait for the same rendering and share its bytes), one
+//! rendering at a time in the process, on a blocking thread so routing does not wait for it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::IntoResponse;
-use http::header;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{StatusCode, header};
 use model::AppliedDigest;
 use serde_json::{Value, json};
+use tokio::sync::{OnceCell, Semaphore};
 
 use crate::App;
+use crate::snapshot::Snapshot;
+
+/// One rendering of a dump at a time, across dumps and snapshots.
+static RENDERING: Semaphore = Semaphore::const_new(1);
+
+/// A config dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dump {
+    /// `pluginData`.
+    Plugins,
+    /// `selectorData`.
+    Selectors,
+    /// `ruleData`.
+    Rules,
+    /// `metadata`.
+    MetaData,
+}
+
+impl Dump {
+    /// Every dump, in [`Dump::index`] order.
+    pub(crate) const ALL: [Dump; 4] = [Dump::Plugins, Dump::Selectors, Dump::Rules, Dump::MetaData];
+
+    /// The endpoint's last path segment.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Dump::Plugins => "pluginData",
+            Dump::Selectors => "selectorData",
+            Dump::Rules => "ruleData",
+            Dump::MetaData => "metadata",
+        }
+    }
+
+    /// Its position in [`Dump::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The JSON of this dump of `snapshot`.
+    fn render(self, snapshot: &Snapshot) -> serde_json::Result<Vec<u8>> {
+        let data = &snapshot.data;
+        match self {
+            Dump::Plugins => serde_json::to_vec(&[&data.plugins]),
+            Dump::Selectors => serde_json::to_vec(&[data.selectors.by_owner()]),
+            Dump::Rules => serde_json::to_vec(&[data.rules.by_owner()]),
+            Dump::MetaData => serde_json::to_vec(&[&data.meta_data]),
+        }
+    }
+}
+
+/// The rendered dumps of one snapshot, each rendered on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Dumps([OnceCell<Bytes>; 4]);
+
+/// Answers dump `which` of the current snapshot: rendered by the first caller, shared with
+/// the others (503 when rendering fails).
+async fn dump(app: &App, which: Dump) -> Response {
+    let snapshot: Arc<Snapshot> = Arc::clone(&app.sync.snapshot());
+    let cell = &snapshot.dumps.0[which.index()];
+    let rendered = cell
+        .get_or_try_init(|| async {
+            let _one = RENDERING.acquire().await.map_err(|e| e.to_string())?;
+            app.metrics.dump_rendered(which);
+            let source = snapshot.clone();
+            tokio::task::spawn_blocking(move || which.render(&source))
+                .await
+                .map_err(|e| e.to_string())?
+                .map(Bytes::from)
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    match rendered {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes.clone()).into_response(),
+        Err(e) => {
+            tracing::warn!(dump = which.name(), error = %e, "cannot render an inspection dump");
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+    }
+}
 
 /// `GET /actuator/health`.
 pub(crate) async fn health(State(app): State<Arc<App>>) -> Json<Value> {
@@ -34,30 +119,33 @@ pub(crate) async fn plugins(State(app): State<Arc<App>>) -> Json<Value> {
 }
 
 /// `GET /actuator/pluginData`: `{name: PluginData}`.
-pub(crate) async fn plugin_data(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!([app.sync.snapshot().data.plugins]))
+pub(crate) async fn plugin_data(State(app): State<Arc<App>>) -> Response {
+    dump(&app, Dump::Plugins).await
 }
 
 /// `GET /actuator/selectorData`: `{pluginName: [SelectorData sorted by sort]}`.
-pub(crate) async fn selector_data(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!([app.sync.snapshot().data.selectors.by_owner()]))
+pub(crate) async fn selector_data(State(app): State<Arc<App>>) -> Response {
+    dump(&app, Dump::Selectors).await
 }
 
 /// `GET /actuator/ruleData`: `{selectorId: [RuleData sorted by sort]}`.
-pub(crate) async fn rule_data(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!([app.sync.snapshot().data.rules.by_owner()]))
+pub(crate) async fn rule_data(State(app): State<Arc<App>>) -> Response {
+    dump(&app, Dump::Rules).await
 }
 
 /// `GET /actuator/metadata`: `{id: MetaData}`.
-pub(crate) async fn metadata(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!([app.sync.snapshot().data.meta_data]))
+pub(crate) async fn metadata(State(app): State<Arc<App>>) -> Response {
+    dump(&app, Dump::MetaData).await
 }
 
 /// `GET /metrics`: Prometheus text exposition.
 pub(crate) async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
-    let text = app
-        .metrics
-        .render(&app.sync.health(), &app.sync.snapshot().digest.digest);
+    let snapshot = app.sync.snapshot();
+    let text = app.metrics.render(
+        &app.sync.health(),
+        &snapshot.digest.digest,
+        &snapshot.rejected,
+    );
     (
         [(
             header::CONTENT_TYPE,

@@ -8,6 +8,8 @@
 //! | `gantry_gateway_sync_connected` | gauge | `mode` |
 //! | `gantry_gateway_config_version` | gauge (applied changes) | |
 //! | `gantry_gateway_config_info` | gauge (1) | `digest` |
+//! | `gantry_gateway_rejected_selector_handles_total` | counter (synced handles refused) | |
+//! | `gantry_gateway_inspection_renders_total` | counter (dumps rendered) | `dump` |
 //! | `gantry_gateway_requests_total` | counter | `outcome` = `routed` or the error code |
 //! | `gantry_gateway_upstream_latency_seconds` | histogram | |
 //! | `gantry_gateway_overhead_seconds` | histogram (time the gateway added) | |
@@ -18,6 +20,9 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use model::Rejections;
+
+use crate::actuator::Dump;
 use crate::sync::SyncHealth;
 
 /// Request outcomes counted by `gantry_gateway_requests_total`, by label.
@@ -71,6 +76,8 @@ pub(crate) struct Metrics {
     requests: [AtomicU64; OUTCOMES.len()],
     upstream: Histogram,
     overhead: Histogram,
+    /// Renderings per [`Dump`], by [`Dump::index`].
+    renders: [AtomicU64; Dump::ALL.len()],
 }
 
 impl Metrics {
@@ -87,8 +94,13 @@ impl Metrics {
         self.overhead.observe(overhead);
     }
 
+    /// Counts one rendering of `dump`.
+    pub(crate) fn dump_rendered(&self, dump: Dump) {
+        self.renders[dump.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The exposition text.
-    pub(crate) fn render(&self, sync: &SyncHealth, digest: &str) -> String {
+    pub(crate) fn render(&self, sync: &SyncHealth, digest: &str, rejected: &Rejections) -> String {
         let mut out = String::new();
         let mode = sync.mode;
         let _ = writeln!(
@@ -127,6 +139,26 @@ impl Metrics {
              gantry_gateway_config_info{{digest=\"{}\"}} 1",
             escape(digest)
         );
+        let _ = writeln!(
+            out,
+            "# HELP gantry_gateway_rejected_selector_handles_total Synced selector handles refused (the last good upstreams kept).\n\
+             # TYPE gantry_gateway_rejected_selector_handles_total counter\n\
+             gantry_gateway_rejected_selector_handles_total {}",
+            rejected.count
+        );
+        let _ = writeln!(
+            out,
+            "# HELP gantry_gateway_inspection_renders_total Inspection dumps rendered (once per snapshot at most).\n\
+             # TYPE gantry_gateway_inspection_renders_total counter"
+        );
+        for (dump, n) in Dump::ALL.iter().zip(&self.renders) {
+            let _ = writeln!(
+                out,
+                "gantry_gateway_inspection_renders_total{{dump=\"{}\"}} {}",
+                dump.name(),
+                n.load(Ordering::Relaxed)
+            );
+        }
         crate::plugin::render_metrics(&mut out);
         let _ = writeln!(
             out,
@@ -184,12 +216,20 @@ mod tests {
             events_rejected: 1,
             session: None,
         };
-        let text = m.render(&sync, "ab\"c");
+        m.dump_rendered(Dump::Rules);
+        let rejected = Rejections {
+            count: 2,
+            last: None,
+        };
+        let text = m.render(&sync, "ab\"c", &rejected);
         for line in [
             "gantry_gateway_sync_events_total{mode=\"http\",result=\"applied\"} 7",
             "gantry_gateway_sync_events_total{mode=\"http\",result=\"rejected\"} 1",
             "gantry_gateway_config_version 7",
             "gantry_gateway_config_info{digest=\"ab\\\"c\"} 1",
+            "gantry_gateway_rejected_selector_handles_total 2",
+            "gantry_gateway_inspection_renders_total{dump=\"ruleData\"} 1",
+            "gantry_gateway_inspection_renders_total{dump=\"selectorData\"} 0",
             "gantry_gateway_requests_total{outcome=\"routed\"} 1",
             "gantry_gateway_requests_total{outcome=\"-107\"} 1",
             "gantry_gateway_requests_total{outcome=\"other\"} 1",

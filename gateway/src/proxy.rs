@@ -6,6 +6,10 @@
 //! bounds the wait for the upstream's response head: 504 when exceeded, 502 (-103) when the
 //! upstream refuses or breaks the connection. A request body the client breaks (a bad chunk,
 //! fewer bytes than its `Content-Length`) is the client's fault: 400, not an upstream error.
+//!
+//! Retries wait a short back-off (10 ms doubling to 100 ms) and share a budget of
+//! [`RETRY_BUDGET_TIMEOUTS`] rule timeouts: no retry starts past it, and an attempt's timeout
+//! is cut to what is left of it.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -32,6 +36,13 @@ use crate::plugin::{Forward, Rejection};
 const REPLAY_LIMIT: u64 = 1024 * 1024;
 /// The largest body paramMapping reads.
 const MAPPING_LIMIT: usize = 16 * 1024 * 1024;
+/// The wait before the first retry; it doubles for each next one up to [`RETRY_BACKOFF_CAP`].
+const RETRY_BACKOFF_START: Duration = Duration::from_millis(10);
+/// The longest wait between two attempts.
+const RETRY_BACKOFF_CAP: Duration = Duration::from_millis(100);
+/// All attempts of a request together take at most this many rule timeouts: what ShenYu's
+/// default of 3 retries can take, so that such a rule behaves as there.
+const RETRY_BUDGET_TIMEOUTS: u32 = 4;
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static SELECTOR_ID: HeaderName = HeaderName::from_static("x-gantry-selector-id");
@@ -60,7 +71,8 @@ impl Proxy {
     /// A connection failure or timeout is retried `retry` times (on the same upstream for
     /// `current`, on one not tried yet for `failover`) when the body can be replayed: it is
     /// buffered when its size is known and at most [`REPLAY_LIMIT`], or when paramMapping
-    /// rewrites it; a streamed body is sent once.
+    /// rewrites it; a streamed body is sent once. Retries back off ([`retry_wait`]) and stop
+    /// at the budget of [`RETRY_BUDGET_TIMEOUTS`] timeouts.
     pub(crate) async fn forward(&self, req: Request<Body>, to: Forward, peer: IpAddr) -> Forwarded {
         let Forward {
             mut lease,
@@ -113,6 +125,8 @@ impl Proxy {
         };
         let mut tried = vec![lease.index()];
         let mut attempt = 0;
+        let timeout = Duration::from_millis(timeout_ms);
+        let deadline = Instant::now() + timeout * RETRY_BUDGET_TIMEOUTS;
         let mut upstream_time = Duration::ZERO;
         let mut responded = false;
         let mut response = loop {
@@ -127,7 +141,8 @@ impl Proxy {
             req.headers_mut()
                 .insert(header::HOST, upstream.host.clone());
             let started = Instant::now();
-            let sent = self.send(req, &parts.uri, upstream, timeout_ms).await;
+            let left = deadline.saturating_duration_since(started).min(timeout);
+            let sent = self.send(req, &parts.uri, upstream, left).await;
             upstream_time += started.elapsed();
             let failure = match sent {
                 Ok(response) => {
@@ -142,6 +157,12 @@ impl Proxy {
             if !failure.retryable || attempt >= retry || buffered.is_none() {
                 break failure.response;
             }
+            let wait = retry_wait(attempt);
+            if Instant::now() + wait >= deadline {
+                tracing::debug!(attempt, "retry budget spent");
+                break failure.response;
+            }
+            tokio::time::sleep(wait).await;
             attempt += 1;
             if retry_strategy == RetryStrategy::Failover {
                 let Some(next) = lease.pool().failover(&tried, now_ms()) else {
@@ -184,7 +205,7 @@ impl Proxy {
         mut req: Request<Outgoing>,
         uri: &Uri,
         to: &Upstream,
-        timeout_ms: u64,
+        timeout: Duration,
     ) -> Result<Response<Incoming>, Failure> {
         let path_and_query = uri
             .path_and_query()
@@ -205,10 +226,10 @@ impl Proxy {
             }
         };
         *req.version_mut() = Version::HTTP_11;
-        let timeout = Duration::from_millis(timeout_ms);
         match tokio::time::timeout(timeout, self.client.request(req)).await {
             Err(_) => {
-                let body = GatewayError::timeout(i64::try_from(timeout_ms).unwrap_or(i64::MAX));
+                let body =
+                    GatewayError::timeout(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
                 Err(Failure {
                     response: Rejection::new(StatusCode::GATEWAY_TIMEOUT, body).into_response(),
                     retryable: true,
@@ -259,6 +280,14 @@ impl Forwarded {
             outcome,
         }
     }
+}
+
+/// The wait before retry number `done + 1`: [`RETRY_BACKOFF_START`] doubled `done` times, at
+/// most [`RETRY_BACKOFF_CAP`].
+fn retry_wait(done: u32) -> Duration {
+    RETRY_BACKOFF_START
+        .saturating_mul(1 << done.min(16))
+        .min(RETRY_BACKOFF_CAP)
 }
 
 /// A failed attempt.
@@ -536,6 +565,7 @@ mod tests {
                 authority: None,
                 headers: req.headers(),
                 peer: PEER,
+                peer_trusted: false,
             };
             Chain::standard().run_now(&snap.plugins, &view)
         }

@@ -265,6 +265,22 @@ pub struct AppliedDigest {
     /// Wall-clock time, in µs since the Unix epoch, at which the served config (this digest)
     /// was swapped in; the gateway's start time for version 0.
     pub applied_at_us: u64,
+    /// Synced items the gateway refused to compile since it started (absent from older
+    /// gateways: none).
+    #[serde(default)]
+    pub rejected: Rejections,
+}
+
+/// Synced config items the gateway cannot use (a divide selector handle it cannot read, or
+/// whose upstreams all have unusable addresses): it keeps serving what it compiled before.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rejections {
+    /// How many since the gateway started.
+    pub count: u64,
+    /// Why the last one was refused (`selector <id>: <reason>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<String>,
 }
 
 impl From<&ConfigSet> for DigestReport {

@@ -175,12 +175,13 @@ impl Default for DivideRuleHandle {
 
 // Bounds of a divide rule handle's numbers. ShenYu's dashboard (`plugin_handle` seed rows)
 // gives them no range (`"rule":""`) and its admin stores any integer; these keep one request
-// from retrying forever (`retry: 2147483647` spins a core) and refuse negatives.
+// from retrying forever (`retry: 2147483647` spins a core) and refuse negatives. The admin
+// refuses handles outside them; the gateway clamps what reaches it from elsewhere.
 
 /// `retry`: retries after the first attempt.
-pub(crate) const RETRY_BOUNDS: RangeInclusive<i64> = 0..=10;
+pub const RETRY_BOUNDS: RangeInclusive<i64> = 0..=10;
 /// `timeout` in ms; 0 takes the default 3000 (as the gateway reads it); at most 10 min.
-pub(crate) const TIMEOUT_MS_BOUNDS: RangeInclusive<i64> = 0..=600_000;
+pub const TIMEOUT_MS_BOUNDS: RangeInclusive<i64> = 0..=600_000;
 /// `headerMaxSize` and `requestMaxSize` in bytes; 0 = unlimited.
 pub(crate) const MAX_SIZE_BOUNDS: RangeInclusive<i64> = 0..=i64::MAX;
 

@@ -42,10 +42,12 @@ pub use app_auth::{AppAuthData, AuthParamData, AuthPathData};
 pub use backoff::Backoff;
 pub use condition::{ConditionData, Operator, ParamType};
 pub use context_mapping::ContextMappingRuleHandle;
-pub use digest::{AppliedDigest, ConfigDigest, ConfigSet, DigestItem, DigestReport};
+pub use digest::{AppliedDigest, ConfigDigest, ConfigSet, DigestItem, DigestReport, Rejections};
 pub use event::{ConfigGroup, DataEvent, DataEventType, EventPayload, WebsocketData};
 pub use gateway_error::GatewayError;
-pub use handle::{DivideRuleHandle, DivideUpstream, LoadBalance, RetryStrategy};
+pub use handle::{
+    DivideRuleHandle, DivideUpstream, LoadBalance, RETRY_BOUNDS, RetryStrategy, TIMEOUT_MS_BOUNDS,
+};
 pub use meta::MetaData;
 pub use plugin::{BUILTIN_PLUGINS, BuiltinPlugin, PluginData};
 pub use rate_limiter::{

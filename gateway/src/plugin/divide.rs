@@ -2,17 +2,25 @@
 //! selector chosen by the rule's `loadBalance` (see `balance`) or named by the client's
 //! `specify-domain` header. The rule's `headerMaxSize` (summed header value bytes) answers
 //! 431 and `requestMaxSize` (Content-Length) 413 when exceeded; `timeout`, `retry` and
-//! `retryStrategy` go to the proxy. No selector → 404 -107, no rule → 404 -102, no usable upstream →
-//! 503 -119; a missing or disabled divide plugin lets the chain end in -106.
+//! `retryStrategy` go to the proxy, `retry` and `timeout` clamped to the bounds the admin
+//! validates ([`RETRY_BOUNDS`], [`TIMEOUT_MS_BOUNDS`]): a ShenYu admin stores any integer. No
+//! selector → 404 -107, no rule → 404 -102, no usable upstream → 503 -119; a missing or disabled
+//! divide plugin lets the chain end in -106.
+//!
+//! A selector handle the gateway cannot use ([`unusable`]) does not replace the upstreams the
+//! selector had: ShenYu's divide handler fails on it and leaves its upstream cache as it was.
 
 use std::sync::{Arc, LazyLock};
 
 use http::StatusCode;
-use model::{DivideRuleHandle, GatewayError, RuleData, SelectorData};
+use model::{
+    DivideRuleHandle, DivideUpstream, GatewayError, RETRY_BOUNDS, RuleData, SelectorData,
+    TIMEOUT_MS_BOUNDS,
+};
 
 use super::{Decision, Forward, Outcome, Plugin, Rejection, Table, now};
 use crate::EmulatedBug;
-use crate::balance::{PickContext, Pool, now_ms};
+use crate::balance::{PickContext, Pool, Upstream, now_ms};
 use crate::router::RequestView;
 use crate::router::select::{DEFAULT_RULE_ID, RuleChoice, select_selector};
 
@@ -35,23 +43,25 @@ impl Plugin for Divide {
     /// The rule's handle (defaults when absent or unreadable).
     type Rule = DivideRuleHandle;
 
-    /// The pool of the previous snapshot (its balancer state) when the handle is the same.
+    /// The pool of the previous snapshot (its balancer state) when the handle is the same, or
+    /// when the new one is [`unusable`] (the last good upstreams; the snapshot counts it).
     fn selector(s: &SelectorData, previous: Option<&Arc<Pool>>) -> Arc<Pool> {
         let handle = s.handle.as_deref().unwrap_or("");
         match previous {
-            Some(p) if p.handle() == handle => p.clone(),
+            Some(p) if p.handle() == handle || unusable(handle).is_some() => p.clone(),
             _ => Arc::new(Pool::from_handle(handle, &s.id)),
         }
     }
 
     fn rule(r: &RuleData) -> DivideRuleHandle {
-        match r.handle.as_deref() {
+        let handle = match r.handle.as_deref() {
             Some(h) if r.plugin_name == NAME => DivideRuleHandle::parse(h).unwrap_or_else(|e| {
                 tracing::warn!(rule = %r.id, error = %e, "unreadable divide rule handle; using defaults");
                 DivideRuleHandle::default()
             }),
             _ => DivideRuleHandle::default(),
-        }
+        };
+        bounded(handle, &r.id)
     }
 
     fn execute<'a>(
@@ -62,6 +72,45 @@ impl Plugin for Divide {
     ) -> Decision<'a> {
         now(decide(table, &req, bug))
     }
+}
+
+/// `handle` with `retry` and `timeout` clamped to [`RETRY_BOUNDS`] and [`TIMEOUT_MS_BOUNDS`]
+/// (logged when it changes them): `retry: 2147483647` would otherwise retry a dead upstream
+/// for hours.
+fn bounded(mut handle: DivideRuleHandle, rule_id: &str) -> DivideRuleHandle {
+    let retry = i64::from(handle.retry).clamp(*RETRY_BOUNDS.start(), *RETRY_BOUNDS.end());
+    let timeout = handle
+        .timeout
+        .clamp(*TIMEOUT_MS_BOUNDS.start(), *TIMEOUT_MS_BOUNDS.end());
+    if retry != i64::from(handle.retry) || timeout != handle.timeout {
+        tracing::warn!(
+            rule = %rule_id,
+            retry = handle.retry,
+            timeout = handle.timeout,
+            "divide rule handle out of bounds; clamped to retry {retry}, timeout {timeout} ms"
+        );
+    }
+    handle.retry = i32::try_from(retry).unwrap_or(0);
+    handle.timeout = timeout;
+    handle
+}
+
+/// Why the gateway cannot use divide selector handle `handle`: it is not a list of upstreams,
+/// or none of its enabled upstreams has a usable address. `None` for a usable one; an empty
+/// list or one whose upstreams are all offline is usable (no upstream: 503 -119).
+pub(crate) fn unusable(handle: &str) -> Option<String> {
+    let list = match DivideUpstream::parse_list(handle) {
+        Ok(list) => list,
+        Err(e) => return Some(format!("unreadable handle: {e}")),
+    };
+    let mut error = None;
+    for upstream in list.into_iter().filter(|u| u.status) {
+        match Upstream::new(upstream) {
+            Ok(_) => return None,
+            Err(e) => error = Some(e),
+        }
+    }
+    error.map(|e| format!("no usable upstream: {e}"))
 }
 
 /// Divide's decision for one request; the balancers see `bug`.
@@ -239,6 +288,44 @@ mod tests {
             code(run(&snapshot(true, "not json"), "/api/a/x")),
             (503, -119)
         );
+    }
+
+    #[test]
+    fn retry_and_timeout_are_clamped_to_the_admin_bounds() {
+        let forward = |rule_handle: &str| {
+            let snap = Snapshot::build(config(true, UP, rule_handle));
+            let f = run(&snap, "/api/a/x").unwrap();
+            (f.retry, f.timeout_ms)
+        };
+        assert_eq!(
+            forward(r#"{"retry":2147483647,"timeout":9999999999}"#),
+            (10, 600_000)
+        );
+        assert_eq!(forward(r#"{"retry":-5,"timeout":-1}"#), (0, 3000));
+        assert_eq!(forward(r#"{"retry":2,"timeout":1234}"#), (2, 1234));
+    }
+
+    #[test]
+    fn an_unusable_selector_handle_keeps_the_last_good_pool() {
+        let snap = snapshot(true, UP);
+        let keeps = |handle: &str| {
+            let next = Snapshot::rebuild(config(true, handle, "{}"), Some(&snap));
+            let f = run(&next, "/api/a/x");
+            f.map(|f| f.lease.upstream().authority.to_string())
+        };
+        assert_eq!(keeps("not json").unwrap(), "127.0.0.1:8080");
+        let bad_url = r#"[{"upstreamUrl":"a b:1","status":true}]"#;
+        assert_eq!(keeps(bad_url).unwrap(), "127.0.0.1:8080");
+        assert!(
+            unusable(bad_url)
+                .unwrap()
+                .starts_with("no usable upstream: ")
+        );
+        // An empty list and offline upstreams are usable: no upstream.
+        for usable in ["[]", r#"[{"upstreamUrl":"a b:1","status":false}]"#] {
+            assert_eq!(unusable(usable), None);
+            assert_eq!(keeps(usable).unwrap_err().body.code, -119);
+        }
     }
 
     const THREE: &str = r#"[{"upstreamUrl":"a:1","weight":5},{"upstreamUrl":"b:1","weight":1},{"upstreamUrl":"c:1","weight":1}]"#;

@@ -15,11 +15,15 @@ mod data;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use model::{AppliedDigest, DigestReport};
+use model::{AppliedDigest, DigestReport, Rejections};
 
 pub(crate) use data::{Changes, ConfigData};
 
-use crate::plugin::{self, CompiledPlugin, PluginTable};
+use crate::actuator::Dumps;
+use crate::plugin::{self, CompiledPlugin, PluginTable, divide};
+
+/// The longest rejection reason kept (a handle's text can be long).
+const REASON_LIMIT: usize = 200;
 
 /// One immutable, compiled view of the config.
 #[derive(Debug)]
@@ -36,6 +40,10 @@ pub(crate) struct Snapshot {
     pub(crate) version: u64,
     /// Wall-clock µs since the Unix epoch at which this digest was first served.
     pub(crate) applied_at_us: u64,
+    /// Selector handles refused since the gateway started (see `plugin::divide::unusable`).
+    pub(crate) rejected: Rejections,
+    /// The inspection dumps of this snapshot, rendered on first use.
+    pub(crate) dumps: Dumps,
 }
 
 impl Snapshot {
@@ -73,7 +81,13 @@ impl Snapshot {
             Box::new(changes.selectors.iter())
         };
         let mut working: HashMap<String, Box<dyn PluginTable>> = HashMap::new();
+        let mut rejected = previous.map(|p| p.rejected.clone()).unwrap_or_default();
         for id in ids {
+            if let Some(reason) = refused(id, &data, previous) {
+                tracing::warn!(selector = %id, %reason, "divide selector handle refused; keeping its last good upstreams");
+                rejected.count += 1;
+                rejected.last = Some(format!("selector {id}: {reason}"));
+            }
             recompile(id, &data, previous, &tables, &mut working);
         }
         for (plugin, table) in working {
@@ -111,6 +125,8 @@ impl Snapshot {
             digest,
             version,
             applied_at_us,
+            rejected,
+            dumps: Dumps::default(),
         }
     }
 
@@ -120,8 +136,33 @@ impl Snapshot {
             report: self.digest.clone(),
             version: self.version,
             applied_at_us: self.applied_at_us,
+            rejected: self.rejected.clone(),
         }
     }
+}
+
+/// Why selector `id`'s new divide handle is refused (see `plugin::divide::unusable`), cut to
+/// [`REASON_LIMIT`] bytes; `None` when it is usable or was already refused in `previous`.
+fn refused(id: &str, data: &ConfigData, previous: Option<&Snapshot>) -> Option<String> {
+    let (plugin, _, selector) = data.selectors.get(id)?;
+    if plugin != divide::NAME {
+        return None;
+    }
+    let handle = selector.handle.as_deref().unwrap_or("");
+    let before = previous.and_then(|p| p.data.selectors.get(id));
+    if before.is_some_and(|(_, _, s)| s.handle.as_deref().unwrap_or("") == handle) {
+        return None;
+    }
+    let mut reason = divide::unusable(handle)?;
+    if reason.len() > REASON_LIMIT {
+        let mut end = REASON_LIMIT;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+        reason.push('…');
+    }
+    Some(reason)
 }
 
 /// Brings selector `id` in the tables from where `previous` had it to where `data` has it.

@@ -4,6 +4,7 @@
 mod common;
 mod edge;
 mod faults;
+mod hardening;
 mod http_sync;
 mod shenyu_data;
 mod sync;
