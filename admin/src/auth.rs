@@ -21,7 +21,7 @@ use subtle::ConstantTimeEq;
 use crate::api::extract::{AdminJson, AdminQuery};
 use crate::error::{ApiError, ok};
 use crate::id::IdGenerator;
-use crate::login_throttle::{LoginThrottle, Throttle};
+use crate::login_throttle::{LoginThrottle, Throttle, WarnBudget, loggable};
 use crate::store::{Store, UserRecord};
 use crate::{DEFAULT_PASSWORD, StartError};
 use model::time::now;
@@ -36,11 +36,64 @@ pub(crate) struct Auth {
     ttl: Duration,
     /// Token to expiry. Every change under the lock is a single map operation, so a panic
     /// elsewhere leaves it whole: a poisoned lock is taken over, not propagated.
-    tokens: Mutex<HashMap<String, Instant>>,
+    tokens: Mutex<HashMap<String, (Instant, Scope)>>,
     /// Verified when no enabled user has the name given, so a wrong name takes as long as a
     /// wrong password.
     decoy_hash: String,
+    /// The sync clients' credential: its name and the Argon2 hash of its password.
+    sync_user: Option<(String, String)>,
     throttle: Throttle,
+    /// Budget of login failure warnings.
+    warnings: WarnBudget,
+}
+
+/// What a token may be used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Everything: a dashboard user's.
+    Dashboard,
+    /// Only the sync publishers' endpoints: the [`SyncUser`]'s.
+    Sync,
+}
+
+/// A credential for sync clients only (`--sync-user name:password`): its tokens open the
+/// sync publishers' endpoints (HTTP long polling's `/configs/*`) and nothing else, and its
+/// failed logins are counted apart from the dashboard users'. It lives only in memory.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SyncUser {
+    name: String,
+    password: String,
+}
+
+impl std::str::FromStr for SyncUser {
+    type Err = String;
+
+    /// `name:password` (the password, clear or an Argon2 PHC hash, may contain `:`).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (name, password) = text.split_once(':').ok_or("expected name:password")?;
+        if name.is_empty() || name.len() > MAX_USER_NAME_BYTES || name.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "the name must be 1 to {MAX_USER_NAME_BYTES} bytes without control characters"
+            ));
+        }
+        if password.is_empty() {
+            return Err("the password is empty".to_owned());
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            password: password.to_owned(),
+        })
+    }
+}
+
+impl fmt::Debug for SyncUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncUser")
+            .field("name", &self.name)
+            .field("password", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Why the admin's password cannot be used.
@@ -172,49 +225,89 @@ impl fmt::Debug for Auth {
 
 impl Auth {
     /// Provisions dashboard user `username` with `password` (see [`provision`]) and returns
-    /// an authenticator over the users in `store`; tokens live `ttl`, failed logins are
-    /// throttled as `throttle` says.
+    /// an authenticator over the users in `store` and `sync_user` (whose name no dashboard
+    /// user may have); tokens live `ttl`, failed logins are throttled as `throttle` says.
     pub(crate) async fn start(
         store: Arc<Store>,
         username: &str,
         password: Option<&str>,
+        sync_user: Option<&SyncUser>,
         ttl: Duration,
         throttle: LoginThrottle,
     ) -> Result<Self, StartError> {
         provision(&store, username, password).await?;
         let decoy_hash = password_hash_blocking(hex::encode(rand::random::<[u8; 16]>())).await?;
+        let sync_user = match sync_user {
+            Some(user) => {
+                if user.name == username || store.user_named(&user.name).await?.is_some() {
+                    return Err(StartError::SyncUser(format!(
+                        "`{}` is a dashboard user; the sync user needs a name of its own",
+                        user.name
+                    )));
+                }
+                let hash = password_hash_blocking(user.password.clone())
+                    .await
+                    .map_err(|e| StartError::SyncUser(e.0))?;
+                tracing::info!(user = %user.name, "sync user (sync endpoints only) set");
+                Some((user.name.clone(), hash))
+            }
+            None => None,
+        };
         Ok(Self {
             store,
             ttl,
             tokens: Mutex::new(HashMap::new()),
             decoy_hash,
+            sync_user,
             throttle: Throttle::new(throttle),
+            warnings: WarnBudget::new(LOGIN_WARNINGS_PER_SECOND),
         })
     }
 
-    /// Checks a login against the stored users; a token for a match.
+    /// The user named `name` (the sync user, or an enabled dashboard user), its password
+    /// hash and what its tokens may do.
+    async fn user_named(&self, name: &str) -> Result<Option<(UserRecord, Scope)>, ApiError> {
+        if let Some((sync_name, hash)) = &self.sync_user
+            && sync_name == name
+        {
+            let now = now();
+            let user = UserRecord {
+                id: "sync".to_owned(),
+                user_name: sync_name.clone(),
+                password: hash.clone(),
+                role: 0,
+                enabled: true,
+                date_created: now.clone(),
+                date_updated: now,
+            };
+            return Ok(Some((user, Scope::Sync)));
+        }
+        let user = self.store.user_named(name).await?;
+        Ok(user
+            .filter(|user| user.enabled)
+            .map(|user| (user, Scope::Dashboard)))
+    }
+
+    /// Checks a login against the stored users and the sync user; a token for a match.
     async fn login(&self, request: LoginRequest) -> Result<Option<LoginResponse>, ApiError> {
-        let user = self
-            .store
-            .user_named(&request.user_name)
-            .await?
-            .filter(|user| user.enabled);
+        let user = self.user_named(&request.user_name).await?;
         // Always verify a hash, so an unknown name takes as long as a wrong password.
-        let hash = user
-            .as_ref()
-            .map_or_else(|| self.decoy_hash.clone(), |user| user.password.clone());
+        let hash = user.as_ref().map_or_else(
+            || self.decoy_hash.clone(),
+            |(user, _)| user.password.clone(),
+        );
         let password_ok =
             tokio::task::spawn_blocking(move || password_matches(&hash, &request.password))
                 .await
                 .map_err(|e| ApiError::Internal(format!("login task failed: {e}")))?;
-        let Some(user) = user.filter(|_| password_ok) else {
+        let Some((user, scope)) = user.filter(|_| password_ok) else {
             return Ok(None);
         };
         let token = hex::encode(rand::random::<[u8; 32]>());
         let now = Instant::now();
         let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
-        tokens.retain(|_, expiry| *expiry > now);
-        tokens.insert(token.clone(), now + self.ttl);
+        tokens.retain(|_, (expiry, _)| *expiry > now);
+        tokens.insert(token.clone(), (now + self.ttl, scope));
         Ok(Some(LoginResponse {
             id: user.id,
             user_name: user.user_name,
@@ -225,11 +318,13 @@ impl Auth {
         }))
     }
 
-    fn is_valid(&self, token: &str) -> bool {
+    /// Whether `token` is unexpired and good for `needed` (a dashboard token is good for
+    /// everything).
+    fn is_valid(&self, token: &str, needed: Scope) -> bool {
         let tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
-        tokens
-            .get(token)
-            .is_some_and(|expiry| *expiry > Instant::now())
+        tokens.get(token).is_some_and(|(expiry, scope)| {
+            *expiry > Instant::now() && (*scope == Scope::Dashboard || *scope == needed)
+        })
     }
 }
 
@@ -251,8 +346,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
     }
 }
 
-/// `POST /platform/login`. While the user name or the client address is locked out after
-/// failed logins, answers 429 with `Retry-After` without checking the password.
+/// `POST /platform/login`. While the user name is locked out from the client's address after
+/// failed logins, answers 429 with `Retry-After` without checking the password; a user name
+/// over [`MAX_USER_NAME_BYTES`] answers 400.
 pub(crate) async fn login(
     State(auth): State<Arc<Auth>>,
     address: ClientAddress,
@@ -271,30 +367,62 @@ pub(crate) async fn login_by_query(
     log_in(&auth, address, request).await
 }
 
-/// A login of either form, throttled.
+/// The longest user name a login may carry, in bytes (ShenYu's own column holds 32
+/// characters); longer ones are refused before they are looked up, throttled or logged.
+pub(crate) const MAX_USER_NAME_BYTES: usize = 256;
+
+/// Login failure warnings let through per second; the rest are counted.
+const LOGIN_WARNINGS_PER_SECOND: u32 = 10;
+
+/// A login failure warning, within `auth`'s budget, naming the user as [`loggable`] shows
+/// it.
+fn warn_login(auth: &Auth, user_name: &str, address: Option<IpAddr>, what: &str) {
+    let Some(suppressed) = auth.warnings.admit(Instant::now()) else {
+        return;
+    };
+    let address = address.map_or_else(|| "unknown".to_owned(), |a| a.to_string());
+    tracing::warn!(
+        user = %loggable(user_name),
+        %address,
+        suppressed,
+        "{what}"
+    );
+}
+
+/// A login of either form, throttled: refused while this (user, address) pair is locked
+/// out, delayed (never refused) for failures of the user name or the address alone.
 async fn log_in(
     auth: &Auth,
     ClientAddress(address): ClientAddress,
     request: LoginRequest,
 ) -> Result<Json<AdminResult<LoginResponse>>, ApiError> {
+    if request.user_name.len() > MAX_USER_NAME_BYTES {
+        return Err(ApiError::field(
+            "userName",
+            format_args!("longer than {MAX_USER_NAME_BYTES} bytes"),
+        ));
+    }
     let user_name = request.user_name.clone();
-    let shown = address.map_or_else(|| "unknown".to_owned(), |a| a.to_string());
-    if let Err(wait) = auth.throttle.begin(&user_name, address, Instant::now()) {
-        // Whole seconds, rounded up: retrying after them succeeds.
-        let retry_after_secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        tracing::warn!(
-            user = %user_name,
-            address = %shown,
-            retry_after_secs,
-            "login refused: too many failed logins"
-        );
-        return Err(ApiError::TooManyRequests {
-            message: format!(
-                "too many failed logins for this user or address; try again in \
-                 {retry_after_secs} s"
-            ),
-            retry_after_secs,
-        });
+    match auth.throttle.begin(&user_name, address, Instant::now()) {
+        Err(wait) => {
+            // Whole seconds, rounded up: retrying after them succeeds.
+            let retry_after_secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            warn_login(
+                auth,
+                &user_name,
+                address,
+                "login refused: too many failed logins from this address",
+            );
+            return Err(ApiError::TooManyRequests {
+                message: format!(
+                    "too many failed logins for this user from this address; try again in \
+                     {retry_after_secs} s"
+                ),
+                retry_after_secs,
+            });
+        }
+        Ok(delay) if !delay.is_zero() => tokio::time::sleep(delay).await,
+        Ok(_) => {}
     }
     match auth.login(request).await? {
         Some(response) => {
@@ -302,7 +430,7 @@ async fn log_in(
             Ok(ok("login dashboard user success", response))
         }
         None => {
-            tracing::warn!(user = %user_name, address = %shown, "failed login");
+            warn_login(auth, &user_name, address, "failed login");
             Err(ApiError::Unauthorized(
                 "user name or password is wrong".to_owned(),
             ))
@@ -310,8 +438,8 @@ async fn log_in(
     }
 }
 
-/// Checks the `X-Access-Token` header or query parameter of a request.
-fn check_token(auth: &Auth, headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
+/// Checks the `X-Access-Token` header or query parameter of a request against `needed`.
+fn check_token(auth: &Auth, headers: &HeaderMap, uri: &Uri, needed: Scope) -> Result<(), ApiError> {
     let from_header = headers
         .get(TOKEN_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -322,24 +450,24 @@ fn check_token(auth: &Auth, headers: &HeaderMap, uri: &Uri) -> Result<(), ApiErr
             .and_then(|Query(mut q)| q.remove(TOKEN_HEADER))
     });
     match token {
-        Some(token) if auth.is_valid(&token) => Ok(()),
+        Some(token) if auth.is_valid(&token, needed) => Ok(()),
         _ => Err(ApiError::Unauthorized("token is error".to_owned())),
     }
 }
 
-/// Middleware: lets the request through only with a valid `X-Access-Token` header or query
-/// parameter.
+/// Middleware: lets the request through only with a valid dashboard user's `X-Access-Token`
+/// header or query parameter.
 pub(crate) async fn require_token(
     State(auth): State<Arc<Auth>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    check_token(&auth, request.headers(), request.uri())?;
+    check_token(&auth, request.headers(), request.uri(), Scope::Dashboard)?;
     Ok(next.run(request).await)
 }
 
-/// An extractor that succeeds only with a valid token (as [`require_token`]), for routes
-/// that publishers add themselves.
+/// An extractor that succeeds only with a valid token (as [`require_token`]) of a dashboard
+/// user or the [`SyncUser`], for the sync publishers' routes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Authorized;
 
@@ -352,7 +480,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let auth = Arc::<Auth>::from_ref(state);
-        check_token(&auth, &parts.headers, &parts.uri)?;
+        check_token(&auth, &parts.headers, &parts.uri, Scope::Sync)?;
         Ok(Authorized)
     }
 }
@@ -377,6 +505,7 @@ mod tests {
             Arc::clone(store),
             "admin",
             password,
+            None,
             ttl,
             LoginThrottle::default(),
         )
@@ -423,6 +552,7 @@ mod tests {
                 store,
                 "admin",
                 Some("$argon2id$nope"),
+                None,
                 Duration::ZERO,
                 LoginThrottle::default()
             )
@@ -483,7 +613,10 @@ mod tests {
             .unwrap()
             .unwrap()
             .token;
-        assert!(!auth.is_valid(&token), "a zero TTL token is born expired");
+        assert!(
+            !auth.is_valid(&token, Scope::Sync),
+            "a zero TTL token is born expired"
+        );
         let auth = start(&store, Some("pw"), Duration::from_secs(60)).await;
         let token = auth
             .login(request("admin", "pw"))
@@ -491,8 +624,132 @@ mod tests {
             .unwrap()
             .unwrap()
             .token;
-        assert!(auth.is_valid(&token));
-        assert!(!auth.is_valid("nope"));
+        assert!(auth.is_valid(&token, Scope::Dashboard));
+        assert!(auth.is_valid(&token, Scope::Sync));
+        assert!(!auth.is_valid("nope", Scope::Sync));
+    }
+
+    #[tokio::test]
+    async fn long_names_are_refused_before_the_throttle() {
+        let store = store().await;
+        let auth = start(&store, Some("pw"), Duration::from_secs(60)).await;
+        let address = || ClientAddress(Some("10.0.0.1".parse().unwrap()));
+        let long = "a".repeat(2 * 1024 * 1024);
+        for name in [long.as_str(), &long[..MAX_USER_NAME_BYTES + 1]] {
+            let refused = log_in(&auth, address(), request(name, "pw")).await;
+            assert!(
+                matches!(&refused, Err(ApiError::BadRequest(m)) if m == "userName: longer than 256 bytes"),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(auth.throttle.entries(), 0, "nothing stored");
+        let wrong = log_in(
+            &auth,
+            address(),
+            request(&long[..MAX_USER_NAME_BYTES], "pw"),
+        )
+        .await;
+        assert!(matches!(wrong, Err(ApiError::Unauthorized(_))), "{wrong:?}");
+        assert_eq!(auth.throttle.entries(), 3, "pair, user and address");
+    }
+
+    /// Log output captured into a buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn failed_logins_log_names_escaped_and_cut() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let store = store().await;
+        let auth = start(&store, Some("pw"), Duration::from_secs(60)).await;
+        let address = || ClientAddress(Some("10.0.0.1".parse().unwrap()));
+        let forged = "evil\n2026-12-04T00:00:00Z  INFO admin: login ok user=admin\x1b[2K";
+        let long = format!("{}\n", "b".repeat(100));
+        for name in [forged, &long] {
+            let wrong = log_in(&auth, address(), request(name, "wrong")).await;
+            assert!(matches!(wrong, Err(ApiError::Unauthorized(_))), "{wrong:?}");
+        }
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("failed login"))
+            .collect();
+        assert_eq!(lines.len(), 2, "one line each, none forged: {text}");
+        assert!(
+            lines[0].contains(
+                r"user=evil\n2026-12-04T00:00:00Z  INFO admin: login ok user=admin\u{1b}[2K"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "{text}");
+        let cut = format!("user={}…", "b".repeat(64));
+        assert!(lines[1].contains(&cut), "{text}");
+        assert!(
+            lines.iter().all(|l| l.contains("address=10.0.0.1")),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_sync_user_needs_a_name_of_its_own() {
+        let sync = |text: &str| text.parse::<SyncUser>();
+        for bad in ["no-colon", ":pw", "name:", "a\nb:pw"] {
+            assert!(sync(bad).is_err(), "{bad}");
+        }
+        let user = sync("gantry-sync:pa:ss").unwrap();
+        assert_eq!(user.password, "pa:ss", "split at the first colon");
+        assert!(!format!("{user:?}").contains("pa:ss"), "{user:?}");
+        let store = store().await;
+        let taken = Auth::start(
+            Arc::clone(&store),
+            "admin",
+            None,
+            Some(&sync("admin:pw").unwrap()),
+            Duration::from_secs(60),
+            LoginThrottle::default(),
+        )
+        .await;
+        assert!(
+            matches!(taken, Err(StartError::SyncUser(_))),
+            "{:?}",
+            taken.map(|_| ())
+        );
+        let auth = Auth::start(
+            store,
+            "admin",
+            None,
+            Some(&user),
+            Duration::from_secs(60),
+            LoginThrottle::default(),
+        )
+        .await
+        .unwrap();
+        let token = auth
+            .login(request("gantry-sync", "pa:ss"))
+            .await
+            .unwrap()
+            .unwrap()
+            .token;
+        assert!(auth.is_valid(&token, Scope::Sync));
+        assert!(!auth.is_valid(&token, Scope::Dashboard));
+        assert!(!logs_in(&auth, "gantry-sync", "pa").await);
     }
 
     #[test]

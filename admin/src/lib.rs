@@ -26,7 +26,7 @@ use axum::extract::FromRef;
 use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
-pub use auth::PasswordError;
+pub use auth::{PasswordError, SyncUser};
 pub use login_throttle::LoginThrottle;
 pub use store::StoreError;
 
@@ -65,6 +65,9 @@ pub struct Config {
     pub long_poll_refresh: Duration,
     /// Client connection limits: request head read time, keep-alive idle time.
     pub timeouts: netserve::Timeouts,
+    /// A credential for sync clients only (HTTP long polling's login), apart from the
+    /// dashboard users: its tokens open only the sync endpoints.
+    pub sync_user: Option<SyncUser>,
     /// The least time between two full syncs (`MYSELF` answers) on one websocket session.
     pub full_sync_interval: Duration,
     /// How often a SQLite database is read for commits of other admins sharing it (a
@@ -106,6 +109,7 @@ impl fmt::Debug for Config {
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
     /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
+            .field("sync_user", &self.sync_user)
     /// second per websocket session, other admins' commits noticed within 100 ms,
     /// [`LoginThrottle::default`], the default
     /// [`netserve::Timeouts`]) on the database `db`.
@@ -140,6 +144,7 @@ pub enum StartError {
     #[error("--sync: at least one sync mode is required")]
     NoSync,
     /// A sync mode that writes to an external store was given without its address.
+            sync_user: None,
     #[error("--sync {mode} needs {flag}")]
     MissingSyncUrl {
         /// The sync mode.
@@ -178,6 +183,9 @@ fn config_warnings(config: &Config) -> Vec<&'static str> {
         warnings.push(
             "!!! /websocket is open to anyone: every full sync hands out the app-auth \
              appSecrets in clear; set --sync-token or GANTRY_ADMIN_SYNC_TOKEN !!!",
+    /// The sync user is unusable.
+    #[error("--sync-user: {0}")]
+    SyncUser(String),
         );
     }
     warnings
@@ -273,6 +281,7 @@ impl AppState {
 /// publishers' endpoints.
 pub fn app(state: AppState) -> Router {
     api::routes(state)
+            config.sync_user.as_ref(),
 }
 
 /// Runs the admin on `listener` until `shutdown` completes, then shuts down gracefully

@@ -40,6 +40,12 @@ struct Cli {
     /// `123456` (logged loudly).
     #[arg(long, env = "GANTRY_ADMIN_PASSWORD", hide_env_values = true)]
     password: Option<String>,
+    /// A credential for sync clients only, `name:password` (password clear or an Argon2 PHC
+    /// hash): HTTP long-polling gateways log in with it; its tokens open only the sync
+    /// endpoints, and its failed logins are counted apart from the dashboard users'. Kept in
+    /// memory only; the name must not be a dashboard user's.
+    #[arg(long, env = "GANTRY_ADMIN_SYNC_USER", hide_env_values = true)]
+    sync_user: Option<admin::SyncUser>,
     /// Login token lifetime in milliseconds.
     #[arg(long, env = "GANTRY_ADMIN_TOKEN_TTL_MS", default_value_t = 86_400_000)]
     token_ttl_ms: u64,
@@ -71,8 +77,9 @@ struct Cli {
     /// for tests that prove the notification is needed).
     #[arg(long, env = "GANTRY_ADMIN_PEER_WATCH_MS", default_value_t = 100)]
     peer_watch_ms: u64,
-    /// Failed logins allowed per user name and per client address before a lockout (0:
-    /// no throttling).
+    /// Failed logins allowed per user name and client address before that pair is locked
+    /// out, and per user name or per client address before attempts are delayed (0: no
+    /// throttling).
     #[arg(long, env = "GANTRY_ADMIN_LOGIN_MAX_FAILURES", default_value_t = 5)]
     login_max_failures: u32,
     /// The first login lockout in milliseconds; each further failure doubles it.
@@ -101,6 +108,10 @@ struct Cli {
         default_value_t = netserve::Timeouts::DEFAULT_HEADER_READ.as_millis() as u64
     )]
     header_read_timeout_ms: u64,
+    /// The longest delay of a login attempt, in milliseconds, for failed logins of its user
+    /// name from other addresses or of its address for other names (never a refusal).
+    #[arg(long, env = "GANTRY_ADMIN_LOGIN_MAX_DELAY_MS", default_value_t = 1000)]
+    login_max_delay_ms: u64,
     /// Close a kept-alive client connection that sends no next request for this many
     /// milliseconds.
     #[arg(
@@ -152,6 +163,7 @@ async fn main() -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{addr}")?;
+        sync_user: cli.sync_user,
     stdout.flush()?;
     drop(stdout);
     admin::serve(
@@ -161,3 +173,4 @@ async fn main() -> anyhow::Result<()> {
     )
     .await
 }
+            max_delay: Duration::from_millis(cli.login_max_delay_ms),

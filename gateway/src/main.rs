@@ -31,7 +31,8 @@ struct Args {
         value_delimiter = ','
     )]
     admin_url: Vec<String>,
-    /// Admin user name (HTTP long polling logs in with it).
+    /// Admin user name (HTTP long polling logs in with it): best a sync-only user (the
+    /// admin's `--sync-user`), whose failed logins are counted apart from the dashboard's.
     #[arg(long, env = "GANTRY_GATEWAY_USERNAME", default_value = "admin")]
     username: String,
     /// Admin password (HTTP long polling).

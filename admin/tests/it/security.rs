@@ -285,13 +285,15 @@ async fn the_password_lives_in_the_database_as_a_hash() {
     }
 }
 
-/// `config` whose logins lock out after `max_failures` failures for `lockout` (doubling).
+/// `config` whose logins lock out after `max_failures` failures for `lockout` (doubling),
+/// delayed by at most 200 ms.
 fn throttled(max_failures: u32, lockout: Duration) -> admin::Config {
     admin::Config {
         login_throttle: admin::LoginThrottle {
             max_failures,
             lockout,
             max_lockout: lockout * 8,
+            max_delay: Duration::from_millis(200),
         },
         ..config(Duration::from_secs(60))
     }
@@ -322,29 +324,117 @@ async fn login_from(
 }
 
 #[tokio::test]
-async fn failed_logins_lock_out_the_user_and_the_address() {
+async fn failed_logins_lock_out_the_user_from_that_address_only() {
     let served = Served::start(throttled(3, Duration::from_secs(60))).await;
     for _ in 0..3 {
         let (status, ..) = login_from(&served, "127.0.0.2", "admin", "wrong").await;
         assert_eq!(status, 401);
     }
-    // The right password, from another address: the user is locked out.
-    let (status, body, retry_after) = login_from(&served, "127.0.0.3", "admin", "123456").await;
+    // The right password from the failing address: that pair is locked out.
+    let (status, body, retry_after) = login_from(&served, "127.0.0.2", "admin", "123456").await;
     assert_eq!(status, 429, "{body}");
     assert_eq!(
         body,
         json!({
             "code": 429,
-            "message": "too many failed logins for this user or address; try again in 60 s",
+            "message": "too many failed logins for this user from this address; try again in 60 s",
             "data": null
         })
     );
     assert_eq!(retry_after.as_deref(), Some("60"));
-    // The address is locked out for any user; another user elsewhere is not.
+    // The right password from another address is let in; another user from the failing
+    // address is only delayed.
+    let (status, body, _) = login_from(&served, "127.0.0.3", "admin", "123456").await;
+    assert_eq!(status, 200, "{body}");
     let (status, ..) = login_from(&served, "127.0.0.2", "root", "123456").await;
-    assert_eq!(status, 429);
-    let (status, ..) = login_from(&served, "127.0.0.3", "root", "123456").await;
     assert_eq!(status, 401, "root does not exist: a plain wrong login");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn guesses_from_many_addresses_never_refuse_the_right_password() {
+    let served = Served::start(throttled(2, Duration::from_secs(60))).await;
+    // Every guesser locks itself out; the user collects far more failures than allowed.
+    for i in 10..20 {
+        let guesser = format!("127.0.0.{i}");
+        for _ in 0..2 {
+            let (status, ..) = login_from(&served, &guesser, "admin", "wrong").await;
+            assert_eq!(status, 401);
+        }
+        let (status, ..) = login_from(&served, &guesser, "admin", "wrong").await;
+        assert_eq!(status, 429);
+        // Between guesses, the right password from elsewhere still gets in.
+        let (status, body, _) = login_from(&served, "127.0.0.9", "admin", "123456").await;
+        assert_eq!(status, 200, "after guesses from {guesser}: {body}");
+    }
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn long_user_names_are_refused() {
+    let served = Served::start(throttled(2, Duration::from_secs(60))).await;
+    let long = "a".repeat(257);
+    for _ in 0..5 {
+        let (status, body, _) = login_from(&served, "127.0.0.5", &long, "wrong").await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(
+            body,
+            json!({"code": 500, "message": "userName: longer than 256 bytes", "data": null})
+        );
+    }
+    let (status, ..) = login_from(&served, "127.0.0.5", &long[..256], "wrong").await;
+    assert_eq!(status, 401, "256 bytes is a name like any other");
+    served.stop().await;
+}
+
+/// `config` with the sync user `gantry-sync:sync-Pa55word`.
+fn with_sync_user(config: admin::Config) -> admin::Config {
+    admin::Config {
+        sync_user: Some("gantry-sync:sync-Pa55word".parse().unwrap()),
+        ..config
+    }
+}
+
+#[tokio::test]
+async fn the_sync_user_opens_only_the_sync_endpoints() {
+    let served = Served::start(with_sync_user(throttled(2, Duration::from_secs(60)))).await;
+    // The dashboard user is locked out from this address...
+    for _ in 0..2 {
+        let (status, ..) = login_from(&served, "127.0.0.6", "admin", "wrong").await;
+        assert_eq!(status, 401);
+    }
+    let (status, ..) = login_from(&served, "127.0.0.6", "admin", "123456").await;
+    assert_eq!(status, 429);
+    // ...the sync user is not.
+    let (status, body, _) = login_from(&served, "127.0.0.6", "gantry-sync", "sync-Pa55word").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["userName"], "gantry-sync");
+    let token = body["data"]["token"].as_str().unwrap().to_owned();
+    let (status, body) = status_with(
+        &served,
+        "GET",
+        "/configs/fetch?groupKeys=PLUGIN",
+        Some(&token),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = status_with(
+        &served,
+        "POST",
+        "/configs/listener?PLUGIN=x,0",
+        Some(&token),
+    )
+    .await;
+    assert_eq!(status, 200);
+    for (method, path) in PROTECTED
+        .iter()
+        .filter(|(_, p)| !p.starts_with("/configs/"))
+    {
+        let (status, _) = status_with(&served, method, path, Some(&token)).await;
+        assert_eq!(status, 401, "{method} {path} with the sync user's token");
+    }
+    let (status, ..) = login_from(&served, "127.0.0.7", "gantry-sync", "123456").await;
+    assert_eq!(status, 401);
     served.stop().await;
 }
 

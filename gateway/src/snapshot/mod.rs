@@ -321,6 +321,57 @@ mod tests {
         assert_eq!(d.rules.ids().count(), 0);
     }
 
+    /// A refused handle counts once: not again when a full sync or a rule change brings the
+    /// same selector back, again when another unusable handle comes; a waf selector's handle
+    /// is not divide's to judge.
+    #[test]
+    fn a_refused_selector_handle_counts_once_per_handle() {
+        let with = |id: &str, plugin: &str, handle: &str| SelectorData {
+            handle: Some(handle.to_owned()),
+            ..sel(id, plugin, 1)
+        };
+        let mut d = ConfigData::default();
+        let mut snap = Snapshot::default();
+        let mut step = |event: DataEvent| {
+            let changes = d.apply(event);
+            snap = Snapshot::next(d.clone(), &changes, Some(&snap));
+            (snap.rejected.count, snap.rejected.last.clone())
+        };
+        let good = r#"[{"upstreamUrl":"a:1"}]"#;
+        let bad = with("1", "divide", "{");
+        assert_eq!(
+            step(ev(
+                DataEventType::Myself,
+                P::Selector(vec![with("1", "divide", good)])
+            ))
+            .0,
+            0
+        );
+        let (count, last) = step(ev(DataEventType::Update, P::Selector(vec![bad.clone()])));
+        assert_eq!(count, 1);
+        assert!(last.unwrap().starts_with("selector 1: unreadable handle: "));
+        assert_eq!(step(ev(DataEventType::Myself, P::Selector(vec![bad]))).0, 1);
+        assert_eq!(
+            step(ev(DataEventType::Update, P::Rule(vec![rule("r", "1", 1)]))).0,
+            1
+        );
+        let long = format!(r#"[{{"upstreamUrl":"{}:1"}}]"#, "é ".repeat(300));
+        let (count, last) = step(ev(
+            DataEventType::Update,
+            P::Selector(vec![with("1", "divide", &long)]),
+        ));
+        assert_eq!(count, 2);
+        assert!(last.unwrap().len() <= "selector 1: ".len() + REASON_LIMIT + '…'.len_utf8());
+        assert_eq!(
+            step(ev(
+                DataEventType::Update,
+                P::Selector(vec![with("2", "waf", "{")])
+            ))
+            .0,
+            2
+        );
+    }
+
     #[test]
     fn plugins_meta_and_auth_by_key() {
         let mut d = ConfigData::default();

@@ -9,3 +9,4 @@ mod http_sync;
 mod shenyu_data;
 mod sync;
 mod sync_token;
+mod sync_user;

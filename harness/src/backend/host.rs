@@ -252,8 +252,12 @@ impl HostBackend {
         ];
         args.extend(store_args(store));
         args.extend(launch.args.iter().cloned());
-        let env = ("GANTRY_ADMIN_SYNC_TOKEN", self.sync_token.as_str());
-        self.spawn(name, "gantry-admin", args, env, dir).await
+        let sync_user = self.sync_token.sync_user();
+        let env = [
+            ("GANTRY_ADMIN_SYNC_TOKEN", self.sync_token.as_str()),
+            ("GANTRY_ADMIN_SYNC_USER", sync_user.as_str()),
+        ];
+        self.spawn(name, "gantry-admin", args, &env, dir).await
     }
 
     /// Starts `gantry-gateway` subscribed to `admin_url` (several: comma-separated), or to
@@ -290,7 +294,7 @@ impl HostBackend {
         dir: &Path,
     ) -> Result<Service, BackendError> {
         let (args, env) = self.gateway_args(mode, source, 0);
-        self.spawn(name, "gantry-gateway", args, env, dir).await
+        self.spawn(name, "gantry-gateway", args, &env, dir).await
     }
 
     /// A gateway like [`HostBackend::start_gateway_as`] that is not started yet (a late
@@ -305,40 +309,50 @@ impl HostBackend {
     ) -> Result<Service, BackendError> {
         let port = super::middleware::free_port()?;
         let (args, env) = self.gateway_args(mode, source, port);
-        let mut service = self.service(name, "gantry-gateway", args, env, dir);
+        let mut service = self.service(name, "gantry-gateway", args, &env, dir);
         service.url = format!("http://127.0.0.1:{port}");
         Ok(service)
     }
 
-    /// A gateway's arguments on `port` (0: any) and its sync token variable.
+    /// A gateway's arguments on `port` (0: any) and its secret variables: the sync token,
+    /// and the sync user it logs in as (HTTP long polling).
     fn gateway_args(
         &self,
         mode: SyncMode,
         source: Vec<String>,
         port: u16,
-    ) -> (Vec<String>, (&'static str, &str)) {
+    ) -> (Vec<String>, [(&'static str, &str); 3]) {
+        // The harness's requests come from loopback: a trusted proxy, so that scenarios such
+        // as `rate_limiter_per_client` can name their clients in `X-Forwarded-For`.
         let mut args = vec![
             "--port".into(),
             port.to_string(),
             "--sync".into(),
             mode.to_string(),
+            "--trusted-proxies".into(),
+            "127.0.0.0/8,::1".into(),
         ];
         args.extend(source);
         args.extend(self.gateway_args.iter().cloned());
+        let token = self.sync_token.as_str();
         (
             args,
-            ("GANTRY_GATEWAY_SYNC_TOKEN", self.sync_token.as_str()),
+            [
+                ("GANTRY_GATEWAY_SYNC_TOKEN", token),
+                ("GANTRY_GATEWAY_USERNAME", super::SYNC_USER),
+                ("GANTRY_GATEWAY_PASSWORD", token),
+            ],
         )
     }
 
-    /// Starts `bin` with `args` and the variable `env` (the sync token: in the environment,
-    /// not on the command line other users can read).
+    /// Starts `bin` with `args` and the variables `env` (the sync token and user: in the
+    /// environment, not on the command line other users can read).
     async fn spawn(
         &self,
         name: &str,
         bin: &str,
         args: Vec<String>,
-        env: (&str, &str),
+        env: &[(&str, &str)],
         dir: &Path,
     ) -> Result<Service, BackendError> {
         let mut service = self.service(name, bin, args, env, dir);
@@ -355,7 +369,7 @@ impl HostBackend {
         name: &str,
         bin: &str,
         args: Vec<String>,
-        env: (&str, &str),
+        env: &[(&str, &str)],
         dir: &Path,
     ) -> Service {
         Service {
@@ -364,7 +378,10 @@ impl HostBackend {
             launch: Launch {
                 program: self.binary(bin),
                 args,
-                env: (env.0.to_owned(), env.1.to_owned()),
+                env: env
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
             },
             log: dir.join(format!("{name}.log")),
             process: Mutex::new(None),
@@ -394,12 +411,12 @@ impl<'a> AdminLaunch<'a> {
     }
 }
 
-/// How a service is started: its program, arguments and secret variable.
+/// How a service is started: its program, arguments and secret variables.
 #[derive(Debug)]
 struct Launch {
     program: PathBuf,
     args: Vec<String>,
-    env: (String, String),
+    env: Vec<(String, String)>,
 }
 
 impl Launch {
@@ -544,7 +561,7 @@ impl Service {
             .arg("--exit-on-stdin-eof")
             .args(args)
             .env("NO_COLOR", "1")
-            .env(&env.0, &env.1)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -125,9 +125,14 @@ impl Backend {
     }
 }
 
+/// The name of the admins' sync user (`--sync-user`), whose password is the run's
+/// [`SyncToken`]: HTTP long-polling gateways log in with it, not as the dashboard user, so
+/// failed dashboard logins never cut them off.
+pub const SYNC_USER: &str = "gantry-sync";
+
 /// The websocket sync token of one run: its admins start with `--sync-token` and its
-/// gateways send it, so every websocket scenario goes through the token check. Random per
-/// run; `Debug` redacts it.
+/// gateways send it, so every websocket scenario goes through the token check. It is also
+/// the password of the run's [`SYNC_USER`]. Random per run; `Debug` redacts it.
 #[derive(Clone)]
 pub struct SyncToken(Arc<str>);
 
@@ -145,6 +150,11 @@ impl SyncToken {
     /// The token.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The admin's `--sync-user` value: [`SYNC_USER`] with this token as its password.
+    pub fn sync_user(&self) -> String {
+        format!("{SYNC_USER}:{}", self.0)
     }
 }
 
@@ -267,6 +277,8 @@ impl Run {
                 let mut spec = docker::admin_spec(&d.prefix(), mode, d.store().as_ref());
                 spec.cmd
                     .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
+                spec.cmd
+                    .extend(["--sync-user".into(), d.sync_token().sync_user()]);
                 d.start(&spec).await.map(Service::Docker)
             }
             Run::External(e) => Ok(Service::External {
@@ -294,8 +306,14 @@ impl Run {
             Run::Docker(d) => {
                 let mut spec =
                     docker::gateway_spec(&d.prefix(), mode, &admin.peer_url(), d.store().as_ref());
-                spec.cmd
-                    .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
+                let token = d.sync_token().as_str().to_owned();
+                spec.cmd.extend(["--sync-token".into(), token.clone()]);
+                spec.cmd.extend([
+                    "--username".into(),
+                    SYNC_USER.into(),
+                    "--password".into(),
+                    token,
+                ]);
                 spec.cmd.extend(d.gateway_args.iter().cloned());
                 d.start(&spec).await.map(Service::Docker)
             }
