@@ -6,6 +6,7 @@
 //! builds the router alone for in-process tests.
 
 mod api;
+mod audit;
 mod auth;
 mod dto;
 mod error;
@@ -228,6 +229,7 @@ impl AppState {
             sync::check_supported(*mode, config)?;
         }
         let store = store::open(&config.db).await?;
+        audit::warn_stored_handles(&store).await?;
         let admin = Arc::new(Admin::new(Arc::clone(&store)).await?);
         // Off: no feed, so only the periodic comparison remains.
         service::spawn_watch(&admin, config.peer_watch);

@@ -3,6 +3,7 @@
 //! the store keeps. Each error is a [`FieldError`] naming the field it is about, e.g.
 //! `selectorConditions[2].operator: ...`.
 
+use std::net::Ipv6Addr;
 use std::ops::RangeInclusive;
 
 use model::{
@@ -11,7 +12,7 @@ use model::{
     RuleDto, SelectorDto,
 };
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
 use crate::dto::{AppAuthDto, AuthApplyDto, MetaDataDto, PluginDto, PluginHandleDto};
@@ -154,15 +155,101 @@ pub(crate) fn path_pattern(field: &str, pattern: &str) -> Result<(), FieldError>
     Ok(())
 }
 
+/// The upstream protocols ShenYu writes: its clients send `http://`
+/// (`ShenyuClientConstants.HTTP`) or the `protocol` they are configured with, `https://` for
+/// TLS; empty means `http://` to ShenYu's gateway and to gantry's.
+const UPSTREAM_PROTOCOLS: &[&str] = &["", "http://", "https://"];
+
+/// An upstream's `protocol`: one of [`UPSTREAM_PROTOCOLS`]. Anything else is prepended to the
+/// `host:port` as it is, so `http://127.0.0.1:9/#` would send the traffic to another server
+/// than the upstream url names.
+pub(crate) fn upstream_protocol(field: &str, protocol: &str) -> Result<(), FieldError> {
+    if UPSTREAM_PROTOCOLS.contains(&protocol) {
+        return Ok(());
+    }
+    Err(FieldError::new(
+        field,
+        format!(
+            "must be `http://` or `https://`, got `{}`",
+            protocol.escape_debug()
+        ),
+    ))
+}
+
+/// An upstream's host as it goes before `:port`: a host name (letters, digits, `-`, `.`,
+/// `_`), an IPv4 address, or an IPv6 address (bracketed here when it came bare). No path,
+/// query, fragment, user info, space or control character can hide in it.
+pub(crate) fn upstream_host(field: &str, host: &str) -> Result<String, FieldError> {
+    let bad = |why: &str| {
+        Err(FieldError::new(
+            field,
+            format!(
+                "`{}` is not a host name or IP address: {why}",
+                host.escape_debug()
+            ),
+        ))
+    };
+    if let Some(inner) = host.strip_prefix('[') {
+        return match inner.strip_suffix(']').map(str::parse::<Ipv6Addr>) {
+            Some(Ok(_)) => Ok(host.to_owned()),
+            _ => bad("`[` must enclose an IPv6 address"),
+        };
+    }
+    if host.parse::<Ipv6Addr>().is_ok() {
+        return Ok(format!("[{host}]"));
+    }
+    if host.is_empty() || host.len() > 253 {
+        return bad("it must have 1 to 253 bytes");
+    }
+    match host
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '.' | '_')))
+    {
+        Some(c) => bad(&format!("`{}` is not allowed", c.escape_debug())),
+        None => Ok(host.to_owned()),
+    }
+}
+
+/// A divide selector handle: a list of usable upstreams ([`DivideUpstream::check`]), each
+/// with a known `protocol` and an `upstreamUrl` whose host is a host name or IP address.
 fn divide_selector_handle(handle: &str) -> Result<(), FieldError> {
     let upstreams = DivideUpstream::parse_list(handle)
         .map_err(|e| FieldError::new("handle", format!("invalid divide upstream list: {e}")))?;
     for (i, upstream) in upstreams.iter().enumerate() {
+        let field = |name: &str| format!("handle[{i}].{name}");
         upstream
             .check()
-            .map_err(|(field, message)| FieldError::new(format!("handle[{i}].{field}"), message))?;
+            .map_err(|(name, message)| FieldError::new(field(name), message))?;
+        upstream_protocol(&field("protocol"), &upstream.protocol)?;
+        // `check` saw `host:port`; a bare IPv6 address is ambiguous there.
+        let (host, _) = upstream.upstream_url.rsplit_once(':').unwrap_or_default();
+        if upstream_host(&field("upstreamUrl"), host)? != host {
+            return Err(FieldError::new(
+                field("upstreamUrl"),
+                format!(
+                    "the IPv6 address in `{}` needs brackets",
+                    upstream.upstream_url
+                ),
+            ));
+        }
     }
     Ok(())
+}
+
+/// A handle of a plugin whose fields are not checked in depth: any JSON value (ShenYu's
+/// dashboard writes every handle as JSON; text that is not JSON is nonsense to every
+/// gateway).
+fn json_handle(handle: &str) -> Result<(), FieldError> {
+    parse_at::<IgnoredAny>("handle", "handle (not JSON)", handle).map(drop)
+}
+
+/// A selector handle of plugin `plugin`: a divide upstream list ([`divide_selector_handle`]),
+/// JSON for every other plugin.
+pub(crate) fn selector_handle(plugin: &str, handle: &str) -> Result<(), FieldError> {
+    match plugin {
+        DIVIDE => divide_selector_handle(handle),
+        _ => json_handle(handle),
+    }
 }
 
 /// Parses a rule handle of `plugin`; an error names the field inside it (`handle.retry: ...`).
@@ -274,8 +361,8 @@ pub(crate) fn selector(
         dto.selector_conditions.unwrap_or_default(),
     )?;
     let handle = blank_to_none(dto.handle);
-    if let (DIVIDE, Some(handle)) = (plugin.name.as_str(), &handle) {
-        divide_selector_handle(handle)?;
+    if let Some(handle) = &handle {
+        selector_handle(&plugin.name, handle)?;
     }
     Ok(SelectorRecord {
         id: String::new(),
@@ -295,6 +382,28 @@ pub(crate) fn selector(
     })
 }
 
+/// A rule handle (`None` when blank) of plugin `plugin`: divide, contextPath, paramMapping
+/// and rateLimiter handles are read as the gateway reads them and their values checked;
+/// every other plugin's handle must be JSON.
+pub(crate) fn rule_handle_of(plugin: &str, handle: Option<&str>) -> Result<(), FieldError> {
+    match (plugin, handle) {
+        (DIVIDE, Some(handle)) => divide_rule_handle(handle),
+        (CONTEXT_PATH, Some(handle)) => {
+            rule_handle::<ContextMappingRuleHandle>(CONTEXT_PATH, handle)?
+                .check()
+                .map_err(|(field, message)| FieldError::new(format!("handle.{field}"), message))
+        }
+        (PARAM_MAPPING, Some(handle)) => param_mapping_handle(handle),
+        (RATE_LIMITER, Some(handle)) => rate_limiter_handle(handle),
+        (RATE_LIMITER, None) => Err(FieldError::new(
+            "handle",
+            "must not be blank: a rateLimiter rule needs algorithmName, replenishRate and burstCapacity",
+        )),
+        (_, Some(handle)) => json_handle(handle),
+        (_, None) => Ok(()),
+    }
+}
+
 /// Validates a rule request; `selector` is the selector its `selectorId` names (if any) and
 /// `plugin_name` that selector's plugin. The record has no id or dates yet.
 pub(crate) fn rule(
@@ -311,23 +420,7 @@ pub(crate) fn rule(
     let match_mode = zero_or_one("matchMode", dto.match_mode.unwrap_or(0), "0 and, 1 or")?;
     let conditions = conditions("ruleConditions", dto.rule_conditions.unwrap_or_default())?;
     let handle = blank_to_none(dto.handle);
-    match (plugin_name, &handle) {
-        (DIVIDE, Some(handle)) => divide_rule_handle(handle)?,
-        (CONTEXT_PATH, Some(handle)) => {
-            rule_handle::<ContextMappingRuleHandle>(CONTEXT_PATH, handle)?
-                .check()
-                .map_err(|(field, message)| FieldError::new(format!("handle.{field}"), message))?;
-        }
-        (PARAM_MAPPING, Some(handle)) => param_mapping_handle(handle)?,
-        (RATE_LIMITER, Some(handle)) => rate_limiter_handle(handle)?,
-        (RATE_LIMITER, None) => {
-            return Err(FieldError::new(
-                "handle",
-                "must not be blank: a rateLimiter rule needs algorithmName, replenishRate and burstCapacity",
-            ));
-        }
-        _ => {}
-    }
+    rule_handle_of(plugin_name, handle.as_deref())?;
     Ok(RuleRecord {
         id: String::new(),
         selector_id: selector.id.clone(),
@@ -844,8 +937,9 @@ mod tests {
             r#"handle.retry: invalid type: string "x", expected i32"#
         );
         assert!(message("divide", "{").starts_with("handle: invalid divide rule handle"));
-        // Other plugins' handles are theirs to read.
-        assert!(check("waf", "not json").is_ok());
+        // Other plugins' handles are theirs to read, but they are JSON.
+        assert!(check("waf", r#"{"permission":"reject","anything":[1]}"#).is_ok());
+        assert!(message("waf", "not json").starts_with("handle: invalid handle (not JSON)"));
     }
 
     #[test]

@@ -57,6 +57,18 @@ impl Store {
         .await?)
     }
 
+    /// The metadata entry for `path` (a unique, indexed column).
+    pub(crate) async fn meta_by_path(&self, path: &str) -> Result<Option<MetaRecord>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM meta_data WHERE path = $1"
+        ))
+        .bind(path)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     /// Inserts metadata, or replaces the entry with the same id (keeping its creation date).
     pub(crate) async fn put_meta(&self, m: &MetaRecord) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await?;

@@ -86,6 +86,21 @@ impl Store {
         )
     }
 
+    /// The plugin named `name` (a unique, indexed column).
+    pub(crate) async fn plugin_named(
+        &self,
+        name: &str,
+    ) -> Result<Option<PluginRecord>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM plugin WHERE name = $1"
+        ))
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     /// Replaces plugin `plugin.id` (all but its creation date); `false` if it does not exist.
     pub(crate) async fn update_plugin(&self, p: &PluginRecord) -> Result<bool, StoreError> {
         let done = sqlx::query(

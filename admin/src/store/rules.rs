@@ -112,6 +112,25 @@ impl Store {
         row.map(RuleRecord::try_from).transpose()
     }
 
+    /// The first rule (by sort, then id) of selector `selector_id` named `name`, found through
+    /// the `rule (selector_id, name)` index.
+    pub(crate) async fn rule_named(
+        &self,
+        selector_id: &str,
+        name: &str,
+    ) -> Result<Option<RuleRecord>, StoreError> {
+        let row: Option<RuleRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM rule WHERE selector_id = $1 AND name = $2 ORDER BY sort, id LIMIT 1"
+        ))
+        .bind(selector_id)
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(RuleRecord::try_from).transpose()
+    }
+
     /// Inserts a rule, or replaces the one with the same id (keeping its creation date).
     pub(crate) async fn put_rule(&self, r: &RuleRecord) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await?;

@@ -124,6 +124,25 @@ impl Store {
         row.map(SelectorRecord::try_from).transpose()
     }
 
+    /// The first selector (by sort, then id) of plugin `plugin_id` named `name`, found through
+    /// the `selector (plugin_id, name)` index.
+    pub(crate) async fn selector_named(
+        &self,
+        plugin_id: &str,
+        name: &str,
+    ) -> Result<Option<SelectorRecord>, StoreError> {
+        let row: Option<SelectorRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM selector WHERE plugin_id = $1 AND name = $2 ORDER BY sort, id LIMIT 1"
+        ))
+        .bind(plugin_id)
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(SelectorRecord::try_from).transpose()
+    }
+
     /// Inserts a selector, or replaces the one with the same id (keeping its creation date).
     pub(crate) async fn put_selector(&self, s: &SelectorRecord) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await?;

@@ -3,6 +3,7 @@
 
 mod api;
 mod common;
+mod handles;
 mod http_long_poll;
 mod openapi;
 mod postgres;

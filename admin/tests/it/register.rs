@@ -222,3 +222,104 @@ async fn a_refused_registration_leaves_nothing_behind() {
     );
     served.stop().await;
 }
+
+/// What a refused `register-uri` must leave as it was: the selectors, the published
+/// SELECTOR group and the digest.
+async fn state(client: &Client) -> (Vec<Value>, Value, Value) {
+    let selectors = list(client, "/selector?currentPage=1&pageSize=100").await;
+    let (_, fetched) = client
+        .send(Method::GET, "/configs/fetch?groupKeys=SELECTOR", None)
+        .await;
+    let (_, digest) = client.send(Method::GET, "/actuator/digest", None).await;
+    (
+        selectors,
+        fetched["data"]["SELECTOR"]["data"].clone(),
+        digest,
+    )
+}
+
+/// A `register-uri` on a new context path that is refused (a bad host, port or protocol)
+/// creates no selector: nothing is stored, published or digested (it used to leave an empty
+/// selector behind, published, before refusing the address).
+#[tokio::test]
+async fn a_refused_uri_registration_leaves_nothing_behind() {
+    let served = Served::start(admin::Config {
+        sync: vec![SyncMode::Http],
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let client = Client::login(&served).await;
+    let before = state(&client).await;
+    for (field, value) in [
+        ("host", json!("bad host")),
+        ("host", json!("evil.example/#")),
+        ("port", json!(0)),
+        ("protocol", json!("http://127.0.0.1:9/#")),
+    ] {
+        let mut body = uri(8189, "REGISTER");
+        body["contextPath"] = json!("/fresh");
+        body[field] = value.clone();
+        let (status, text) = register(&client, "/shenyu-client/register-uri", body).await;
+        assert_eq!(status, 400, "{field} {value}: {text}");
+        assert!(text.contains(&format!("{field}: ")), "{text}");
+        assert_eq!(state(&client).await, before, "after {field} {value}");
+    }
+    served.stop().await;
+}
+
+/// `protocol` is one ShenYu clients send (`http://`, `https://`, or none: `http://`) and
+/// `host` a host name or IP address: a protocol carrying an authority of its own, or a host
+/// with a path, fragment, user info, space or control character, would send the traffic
+/// somewhere the upstream url does not say.
+#[tokio::test]
+async fn uri_registrations_take_only_plain_protocols_and_hosts() {
+    let served = Served::start(admin::Config {
+        sync: vec![SyncMode::Http],
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let client = Client::login(&served).await;
+    let refused = [
+        ("protocol", json!("http://127.0.0.1:9/#")),
+        ("protocol", json!("ftp://")),
+        ("protocol", json!("http")),
+        ("protocol", json!("ws://")),
+        ("host", json!("127.0.0.1:9/#")),
+        ("host", json!("user@evil.example")),
+        ("host", json!("a?b")),
+        ("host", json!("a\\b")),
+        ("host", json!("a\nb")),
+        ("host", json!("a\u{1b}[31mb")),
+        ("host", json!("[::1")),
+    ];
+    for (field, value) in refused {
+        let mut body = uri(8189, "REGISTER");
+        body[field] = value.clone();
+        let (status, text) = register(&client, "/shenyu-client/register-uri", body).await;
+        assert_eq!(status, 400, "{field} {value}: {text}");
+        assert!(text.contains(&format!("{field}: ")), "{text}");
+    }
+    let accepted = [
+        (8189, "protocol", json!("https://")),
+        (8190, "protocol", Value::Null),
+        (8191, "host", json!("svc-1.internal.example")),
+        (8192, "host", json!("[::1]")),
+    ];
+    for (port, field, value) in accepted {
+        let mut body = uri(port, "REGISTER");
+        body[field] = value.clone();
+        let (status, text) = register(&client, "/shenyu-client/register-uri", body).await;
+        assert_eq!((status, text.as_str()), (200, "success"), "{field} {value}");
+    }
+    published_upstreams(
+        &client,
+        &[
+            "127.0.0.1:8189",
+            "127.0.0.1:8190",
+            "svc-1.internal.example:8191",
+            "[::1]:8192",
+        ],
+    )
+    .await;
+    served.stop().await;
+}
