@@ -38,6 +38,19 @@ use crate::sync::Publisher;
 /// ShenYu's well-known default password; using it is logged loudly.
 pub const DEFAULT_PASSWORD: &str = "123456";
 
+/// The default [`Config::body_read_timeout`]: the admin's requests are small JSON bodies
+/// (at most 2 MiB), which even a slow link sends well within it.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default [`Config::full_sync_rate`]: a fleet of gateways resyncing at once after a
+/// restart is served within a second or two, while sessions looping `MYSELF` cannot load
+/// the database more than ten full reads a second.
+pub const FULL_SYNC_RATE: u32 = 10;
+
+/// The default [`Config::max_websocket_sessions`]: far more gateways than one admin serves,
+/// far fewer sockets than its file descriptor limit.
+pub const MAX_WEBSOCKET_SESSIONS: usize = 256;
+
 /// How the admin runs.
 #[derive(Clone)]
 pub struct Config {
@@ -52,6 +65,9 @@ pub struct Config {
     /// an Argon2id hash) at start, replacing the stored one. When unset, the stored one is
     /// kept; a user that does not exist yet gets ShenYu's default [`DEFAULT_PASSWORD`].
     pub password: Option<String>,
+    /// A credential for sync clients only (HTTP long polling's login), apart from the
+    /// dashboard users: its tokens open only the sync endpoints.
+    pub sync_user: Option<SyncUser>,
     /// How long a login token stays valid.
     pub token_ttl: Duration,
     /// ZooKeeper connect string (`host:port[,host:port]`), for `--sync zookeeper`.
@@ -66,11 +82,15 @@ pub struct Config {
     pub long_poll_refresh: Duration,
     /// Client connection limits: request head read time, keep-alive idle time.
     pub timeouts: netserve::Timeouts,
-    /// A credential for sync clients only (HTTP long polling's login), apart from the
-    /// dashboard users: its tokens open only the sync endpoints.
-    pub sync_user: Option<SyncUser>,
+    /// How long a request body may take to arrive after its head; then 408.
+    pub body_read_timeout: Duration,
     /// The least time between two full syncs (`MYSELF` answers) on one websocket session.
     pub full_sync_interval: Duration,
+    /// Full syncs per second over all websocket sessions, in bursts of up to as many (0: no
+    /// limit).
+    pub full_sync_rate: u32,
+    /// Websocket sessions open at once; an upgrade beyond gets 503.
+    pub max_websocket_sessions: usize,
     /// How often a SQLite database is read for commits of other admins sharing it (a
     /// PostgreSQL one notifies at once); `None` turns noticing them off, leaving only a
     /// comparison every minute. Their changes are published like this admin's own.
@@ -89,6 +109,7 @@ impl fmt::Debug for Config {
             .field("sync", &self.sync)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("sync_user", &self.sync_user)
             .field("token_ttl", &self.token_ttl)
             .field("zookeeper_url", &self.zookeeper_url)
             .field("etcd_url", &self.etcd_url)
@@ -99,7 +120,10 @@ impl fmt::Debug for Config {
             .field("long_poll_hold", &self.long_poll_hold)
             .field("long_poll_refresh", &self.long_poll_refresh)
             .field("timeouts", &self.timeouts)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("full_sync_interval", &self.full_sync_interval)
+            .field("full_sync_rate", &self.full_sync_rate)
+            .field("max_websocket_sessions", &self.max_websocket_sessions)
             .field("peer_watch", &self.peer_watch)
             .field("login_throttle", &self.login_throttle)
             .field("test_sync_faults", &self.test_sync_faults)
@@ -110,16 +134,17 @@ impl fmt::Debug for Config {
 impl Config {
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
     /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
-            .field("sync_user", &self.sync_user)
     /// second per websocket session, other admins' commits noticed within 100 ms,
     /// [`LoginThrottle::default`], the default
-    /// [`netserve::Timeouts`]) on the database `db`.
+    /// [`netserve::Timeouts`]) on the database `db`; [`BODY_READ_TIMEOUT`],
+    /// [`FULL_SYNC_RATE`] and [`MAX_WEBSOCKET_SESSIONS`].
     pub fn new(db: impl Into<String>) -> Self {
         Self {
             db: db.into(),
             sync: vec![SyncMode::Websocket],
             username: "admin".to_owned(),
             password: None,
+            sync_user: None,
             token_ttl: Duration::from_millis(86_400_000),
             zookeeper_url: None,
             etcd_url: None,
@@ -127,7 +152,10 @@ impl Config {
             long_poll_hold: Duration::from_millis(60_000),
             long_poll_refresh: Duration::from_millis(300_000),
             timeouts: netserve::Timeouts::default(),
+            body_read_timeout: BODY_READ_TIMEOUT,
             full_sync_interval: Duration::from_millis(1000),
+            full_sync_rate: FULL_SYNC_RATE,
+            max_websocket_sessions: MAX_WEBSOCKET_SESSIONS,
             peer_watch: Some(Duration::from_millis(100)),
             login_throttle: LoginThrottle::default(),
             test_sync_faults: false,
@@ -145,7 +173,6 @@ pub enum StartError {
     #[error("--sync: at least one sync mode is required")]
     NoSync,
     /// A sync mode that writes to an external store was given without its address.
-            sync_user: None,
     #[error("--sync {mode} needs {flag}")]
     MissingSyncUrl {
         /// The sync mode.
@@ -156,6 +183,9 @@ pub enum StartError {
     /// The admin password is unusable.
     #[error(transparent)]
     Password(#[from] auth::PasswordError),
+    /// The sync user is unusable.
+    #[error("--sync-user: {0}")]
+    SyncUser(String),
     /// The database could not be opened or migrated.
     #[error("cannot open the database")]
     Store(#[from] StoreError),
@@ -184,9 +214,6 @@ fn config_warnings(config: &Config) -> Vec<&'static str> {
         warnings.push(
             "!!! /websocket is open to anyone: every full sync hands out the app-auth \
              appSecrets in clear; set --sync-token or GANTRY_ADMIN_SYNC_TOKEN !!!",
-    /// The sync user is unusable.
-    #[error("--sync-user: {0}")]
-    SyncUser(String),
         );
     }
     warnings
@@ -254,6 +281,7 @@ impl AppState {
             store,
             &config.username,
             config.password.as_deref(),
+            config.sync_user.as_ref(),
             config.token_ttl,
             config.login_throttle,
         )
@@ -283,12 +311,11 @@ impl AppState {
 /// publishers' endpoints.
 pub fn app(state: AppState) -> Router {
     api::routes(state)
-            config.sync_user.as_ref(),
 }
 
 /// Runs the admin on `listener` until `shutdown` completes, then shuts down gracefully
 /// (websocket sessions are closed). Client connections are served by [`netserve::serve`]
-/// with `config.timeouts`.
+/// with `config.timeouts`, request bodies limited by `config.body_read_timeout`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: Config,
@@ -302,8 +329,19 @@ pub async fn serve(
         tracing::info!("shutting down");
         closing.close_sessions();
     };
-    netserve::serve(listener, app(state), config.timeouts, shutdown).await;
+    let router = netserve::body_read_deadline(app(state), config.body_read_timeout, body_timed_out);
+    netserve::serve(listener, router, config.timeouts, shutdown).await;
     Ok(())
+}
+
+/// The answer to a request whose body did not arrive within `body_read_timeout`: 408 in the
+/// admin's envelope (ShenYu defines no code for it: the HTTP status).
+fn body_timed_out() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let status = axum::http::StatusCode::REQUEST_TIMEOUT;
+    let message = "request body not received in time";
+    let envelope = model::AdminResult::<()>::error(i32::from(status.as_u16()), message.to_owned());
+    (status, axum::Json(envelope)).into_response()
 }
 
 #[cfg(test)]

@@ -71,6 +71,22 @@ struct Cli {
         default_value_t = 1000
     )]
     full_sync_interval_ms: u64,
+    /// Full syncs per second over all websocket sessions, in bursts of up to as many; one
+    /// beyond is answered when the rate allows (0: no limit).
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_FULL_SYNC_RATE",
+        default_value_t = admin::FULL_SYNC_RATE
+    )]
+    full_sync_rate: u32,
+    /// Websocket sync sessions open at once; an upgrade beyond is refused with 503.
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_MAX_WEBSOCKET_SESSIONS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = admin::MAX_WEBSOCKET_SESSIONS as u64
+    )]
+    max_websocket_sessions: u64,
     /// How often a SQLite database is checked for commits of other admins sharing it, in
     /// milliseconds (PostgreSQL notifies instead); their changes are then published like this
     /// admin's own. 0 turns noticing them off, leaving a comparison every minute (a switch
@@ -92,6 +108,10 @@ struct Cli {
         default_value_t = 300_000
     )]
     login_lockout_max_ms: u64,
+    /// The longest delay of a login attempt, in milliseconds, for failed logins of its user
+    /// name from other addresses or of its address for other names (never a refusal).
+    #[arg(long, env = "GANTRY_ADMIN_LOGIN_MAX_DELAY_MS", default_value_t = 1000)]
+    login_max_delay_ms: u64,
     /// Tests only (hidden; no environment variable): serve `POST /test-only/sync-fault`, which
     /// arms protocol faults on the sync channel (dropped, duplicated, reordered increments...).
     #[arg(long, hide = true)]
@@ -108,10 +128,6 @@ struct Cli {
         default_value_t = netserve::Timeouts::DEFAULT_HEADER_READ.as_millis() as u64
     )]
     header_read_timeout_ms: u64,
-    /// The longest delay of a login attempt, in milliseconds, for failed logins of its user
-    /// name from other addresses or of its address for other names (never a refusal).
-    #[arg(long, env = "GANTRY_ADMIN_LOGIN_MAX_DELAY_MS", default_value_t = 1000)]
-    login_max_delay_ms: u64,
     /// Close a kept-alive client connection that sends no next request for this many
     /// milliseconds.
     #[arg(
@@ -121,6 +137,15 @@ struct Cli {
         default_value_t = netserve::Timeouts::DEFAULT_IDLE.as_millis() as u64
     )]
     idle_timeout_ms: u64,
+    /// Answer 408 to a request whose body has not all arrived this many milliseconds after
+    /// its head.
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_BODY_READ_TIMEOUT_MS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        default_value_t = admin::BODY_READ_TIMEOUT.as_millis() as u64
+    )]
+    body_read_timeout_ms: u64,
 }
 
 #[tokio::main]
@@ -138,6 +163,7 @@ async fn main() -> anyhow::Result<()> {
         sync: admin::parse_sync_modes(&cli.sync)?,
         username: cli.username,
         password: cli.password,
+        sync_user: cli.sync_user,
         token_ttl: Duration::from_millis(cli.token_ttl_ms),
         zookeeper_url: cli.zookeeper_url,
         etcd_url: cli.etcd_url,
@@ -148,12 +174,16 @@ async fn main() -> anyhow::Result<()> {
             header_read: Duration::from_millis(cli.header_read_timeout_ms),
             idle: Duration::from_millis(cli.idle_timeout_ms),
         },
+        body_read_timeout: Duration::from_millis(cli.body_read_timeout_ms),
         full_sync_interval: Duration::from_millis(cli.full_sync_interval_ms),
+        full_sync_rate: cli.full_sync_rate,
+        max_websocket_sessions: usize::try_from(cli.max_websocket_sessions).unwrap_or(usize::MAX),
         peer_watch: (cli.peer_watch_ms > 0).then(|| Duration::from_millis(cli.peer_watch_ms)),
         login_throttle: admin::LoginThrottle {
             max_failures: cli.login_max_failures,
             lockout: Duration::from_millis(cli.login_lockout_ms),
             max_lockout: Duration::from_millis(cli.login_lockout_max_ms),
+            max_delay: Duration::from_millis(cli.login_max_delay_ms),
         },
         test_sync_faults: cli.test_only_sync_faults,
     };
@@ -163,7 +193,6 @@ async fn main() -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{addr}")?;
-        sync_user: cli.sync_user,
     stdout.flush()?;
     drop(stdout);
     admin::serve(
@@ -173,4 +202,3 @@ async fn main() -> anyhow::Result<()> {
     )
     .await
 }
-            max_delay: Duration::from_millis(cli.login_max_delay_ms),

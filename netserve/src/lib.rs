@@ -10,8 +10,10 @@
 //! [`GracefulShutdown`], and a watchdog enforcing the [`Timeouts`] (module `watchdog`). hyper's
 //! own `header_read_timeout` is not used: in hyper 1.12 its clock also runs while a kept-alive
 //! connection waits for its next request, so it cannot give a header limit shorter than the
-//! idle limit. [`shutdown_signal`] is the binaries' shutdown future.
+//! idle limit. [`shutdown_signal`] is the binaries' shutdown future. [`body_read_deadline`]
+//! (opt-in, module `body_deadline`) bounds how long a request body may take to arrive.
 
+mod body_deadline;
 mod signal;
 mod watchdog;
 
@@ -34,6 +36,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 use tower::util::Oneshot;
 
+pub use body_deadline::body_read_deadline;
 pub use signal::shutdown_signal;
 
 use crate::watchdog::{Activity, Busy, Tracked, Watchdog, Watched};

@@ -15,10 +15,11 @@ pub(crate) async fn health() -> Json<Value> {
     Json(json!({ "status": "UP" }))
 }
 
-/// `GET /actuator/digest`: over what is committed.
+/// `GET /actuator/digest`: over what is committed, computed once per committed version
+/// ([`Admin::digest`]).
 pub(crate) async fn digest(
     State(admin): State<Arc<Admin>>,
 ) -> Result<Json<DigestReport>, ApiError> {
-    let snapshot = admin.snapshot().await?;
-    Ok(Json(DigestReport::from(&snapshot.config)))
+    let report = admin.digest().await?;
+    Ok(Json(DigestReport::clone(&report)))
 }

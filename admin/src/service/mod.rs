@@ -7,6 +7,7 @@
 //! refused write is a [`ServiceError`].
 
 mod app_auth;
+mod digest;
 mod error;
 mod meta;
 mod peers;
@@ -55,6 +56,8 @@ pub(crate) struct Admin {
     /// What the events sent so far add up to; changed only under the write lock.
     published: std::sync::Mutex<Published>,
     ids: IdGenerator,
+    /// The last digest computed, with the write count it was read at.
+    digest: digest::DigestCache,
 }
 
 /// The write lock, held by one write (store and publish) at a time. [`Admin::writes`] is odd
@@ -91,6 +94,7 @@ impl Admin {
             writes: watch::Sender::new(0),
             published: std::sync::Mutex::new(Published::default()),
             ids: IdGenerator::default(),
+            digest: digest::DigestCache::default(),
         };
         // Nobody has subscribed yet: what is in the database counts as published.
         let snapshot = admin.read_snapshot().await?;
@@ -209,6 +213,11 @@ impl Admin {
 
     /// A consistent snapshot of everything committed.
     pub(crate) async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        Ok(self.consistent_snapshot(|| {}).await?.1)
+    }
+
+    /// A consistent snapshot of everything committed, with the write count it reflects.
+    async fn versioned_snapshot(&self) -> Result<(u64, Snapshot), StoreError> {
         self.consistent_snapshot(|| {}).await
     }
 
@@ -229,11 +238,15 @@ impl Admin {
             while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
         })
         .await
+        .map(|(_, snapshot)| snapshot)
     }
 
-    /// Reads a snapshot consistent with the writes (see [`Self::snapshot_for`]); `drain` runs
-    /// just before each read.
-    async fn consistent_snapshot(&self, mut drain: impl FnMut()) -> Result<Snapshot, StoreError> {
+    /// Reads a snapshot consistent with the writes (see [`Self::snapshot_for`]), with the
+    /// (even) write count it reflects; `drain` runs just before each read.
+    async fn consistent_snapshot(
+        &self,
+        mut drain: impl FnMut(),
+    ) -> Result<(u64, Snapshot), StoreError> {
         let mut writes = self.writes.subscribe();
         for _ in 0..OPTIMISTIC_READS {
             let before = *writes.borrow_and_update();
@@ -247,14 +260,16 @@ impl Admin {
             drain();
             let snapshot = self.read_snapshot().await?;
             if *writes.borrow() == before {
-                return Ok(snapshot);
+                return Ok((before, snapshot));
             }
             tracing::debug!("a write changed the data during a snapshot read; reading again");
         }
         // Not through `write_lock`: a read leaves the write counter alone.
         let _write = self.write.lock().await;
+        // No write is in progress while the lock is held: the count is even and stays.
+        let writes = *self.writes.borrow();
         drain();
-        self.read_snapshot().await
+        Ok((writes, self.read_snapshot().await?))
     }
 }
 

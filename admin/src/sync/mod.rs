@@ -4,6 +4,7 @@
 
 pub(crate) mod etcd;
 pub(crate) mod fault;
+mod full_sync_rate;
 pub(crate) mod http_long_poll;
 pub(crate) mod keyspace;
 pub(crate) mod websocket;
@@ -51,6 +52,8 @@ pub(crate) fn publisher(
         SyncMode::Websocket => Box::new(websocket::WebsocketPublisher::new(
             config.sync_token.as_deref().filter(|t| !t.is_empty()),
             config.full_sync_interval,
+            config.full_sync_rate,
+            config.max_websocket_sessions,
             faults.cloned(),
         )),
         SyncMode::Http => Box::new(http_long_poll::HttpLongPollPublisher::start(

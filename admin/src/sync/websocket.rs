@@ -5,23 +5,31 @@
 //! A session answers at most one `MYSELF` per full-sync interval: one arriving sooner is not
 //! dropped but owed, and all those owed are answered by one full sync when the interval ends
 //! (it reflects the config at that time). Increments keep flowing meanwhile, and a full sync
-//! is never reordered against them (see [`Admin::snapshot_for`]).
+//! is never reordered against them (see [`Admin::snapshot_for`]). Full syncs over all
+//! sessions are limited too ([`FullSyncRate`]): one due while the shared rate is spent is
+//! owed until its reserved slot.
+//!
+//! The endpoint is open to anyone unless a sync token is set, so what a client can hold is
+//! bounded: at most `max_sessions` sessions at once (an upgrade beyond gets 503), and a
+//! client message of at most [`MAX_MESSAGE`] in frames of at most [`MAX_FRAME`] (a longer one
+//! closes the session with code 1009); clients only ever send short commands.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{Extension, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use model::{DataEvent, DataEventType, SyncFaultKind, SyncMode};
-use tokio::sync::{broadcast, watch};
+use axum::{Json, Router};
+use model::{AdminResult, DataEvent, DataEventType, SyncFaultKind, SyncMode};
+use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::time::Instant;
 
 use super::fault::{self, SyncFaults};
+use super::full_sync_rate::FullSyncRate;
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::secrets_equal;
@@ -34,12 +42,23 @@ const SYNC_TOKEN_HEADER: &str = "X-Shenyu-Sync-Token";
 /// The reply to `RUNNING_MODE`.
 const RUNNING_MODE_REPLY: &str = r#"{"eventType":"RUNNING_MODE","runningMode":"STANDALONE","isMaster":true,"masterUrl":"/websocket"}"#;
 
+/// The longest message a client may send (tungstenite's default is 64 MiB, which a
+/// never-ending fragmented message would hold per session); commands are a few bytes.
+const MAX_MESSAGE: usize = 64 * 1024;
+
+/// The longest frame a client may send.
+const MAX_FRAME: usize = 16 * 1024;
+
 /// Serves `/websocket`.
 #[derive(Debug, Clone)]
 pub(crate) struct WebsocketPublisher {
     sync_token: SyncToken,
     /// The least time between two full syncs on one session.
     full_sync_interval: Duration,
+    /// Full syncs over all sessions.
+    full_sync_rate: Arc<FullSyncRate>,
+    /// One permit per session that may be open at once.
+    sessions: Arc<Semaphore>,
     /// The test-only protocol fault hook, when on.
     faults: Option<Arc<SyncFaults>>,
 }
@@ -57,16 +76,21 @@ impl std::fmt::Debug for SyncToken {
 
 impl WebsocketPublisher {
     /// A publisher requiring `sync_token` on upgrades when it is set, answering at most one
-    /// `MYSELF` per `full_sync_interval` on each session, with the test-only protocol
-    /// `faults` hook when given.
+    /// `MYSELF` per `full_sync_interval` on each session and `full_sync_rate` per second
+    /// over all ([`FullSyncRate::new`]), serving at most `max_sessions` sessions at once,
+    /// with the test-only protocol `faults` hook when given.
     pub(crate) fn new(
         sync_token: Option<&str>,
         full_sync_interval: Duration,
+        full_sync_rate: u32,
+        max_sessions: usize,
         faults: Option<Arc<SyncFaults>>,
     ) -> Self {
         Self {
             sync_token: SyncToken(sync_token.map(Arc::from)),
             full_sync_interval,
+            full_sync_rate: Arc::new(FullSyncRate::new(full_sync_rate)),
+            sessions: Arc::new(Semaphore::new(max_sessions.min(Semaphore::MAX_PERMITS))),
             faults,
         }
     }
@@ -101,16 +125,30 @@ async fn upgrade(
         }
     }
     let ws = match ws {
-        Ok(ws) => ws,
+        Ok(ws) => ws.max_message_size(MAX_MESSAGE).max_frame_size(MAX_FRAME),
         Err(rejection) => return rejection.into_response(),
+    };
+    let Ok(permit) = Arc::clone(&publisher.sessions).try_acquire_owned() else {
+        tracing::warn!("websocket upgrade refused: the session limit is reached");
+        let status = StatusCode::SERVICE_UNAVAILABLE;
+        let refusal = AdminResult::<()>::error(
+            i32::from(status.as_u16()),
+            "too many websocket sessions".to_owned(),
+        );
+        return (status, Json(refusal)).into_response();
     };
     // Subscribe before anything is read, so no change can fall between snapshot and stream.
     let events = state.admin.subscribe();
     let closing = state.closing.subscribe();
     let admin = Arc::clone(&state.admin);
     ws.on_upgrade(move |socket| async move {
+        // Held until the session ends.
+        let _permit = permit;
         tracing::info!("websocket sync session opened");
-        let full_syncs = FullSyncs::new(publisher.full_sync_interval);
+        let full_syncs = FullSyncs::new(
+            publisher.full_sync_interval,
+            Arc::clone(&publisher.full_sync_rate),
+        );
         let faults = publisher.faults.as_deref();
         match session(socket, &admin, events, closing, full_syncs, faults).await {
             Ok(()) => tracing::info!("websocket sync session closed"),
@@ -132,17 +170,24 @@ fn full_sync_frames(snapshot: Snapshot) -> Vec<String> {
 #[derive(Debug)]
 struct FullSyncs {
     interval: Duration,
+    /// When an owed full sync may go: the end of the session's interval, or the slot the
+    /// shared rate reserved for it.
     next: Instant,
     owed: bool,
+    /// Whether `next` is a slot reserved from `rate`.
+    reserved: bool,
+    rate: Arc<FullSyncRate>,
 }
 
 impl FullSyncs {
-    /// The first `MYSELF` is answered at once.
-    fn new(interval: Duration) -> Self {
+    /// The first `MYSELF` is answered as soon as `rate` allows.
+    fn new(interval: Duration, rate: Arc<FullSyncRate>) -> Self {
         Self {
             interval,
             next: Instant::now(),
             owed: false,
+            reserved: false,
+            rate,
         }
     }
 
@@ -159,12 +204,31 @@ impl FullSyncs {
             self.owed = true;
             return false;
         }
-        true
+        self.claim(now)
+    }
+
+    /// The session's own interval allows a full sync at `now`: whether the shared rate does
+    /// too (a slot reserved earlier has come); otherwise it is owed until the slot reserved
+    /// now.
+    fn claim(&mut self, now: Instant) -> bool {
+        if self.reserved {
+            return true;
+        }
+        let slot = self.rate.reserve(now);
+        if slot <= now {
+            return true;
+        }
+        tracing::debug!("full-sync rate over all sessions spent; MYSELF answered at its slot");
+        self.owed = true;
+        self.reserved = true;
+        self.next = slot;
+        false
     }
 
     /// A full sync was sent at `now`.
     fn sent(&mut self, now: Instant) {
         self.owed = false;
+        self.reserved = false;
         self.next = now + self.interval;
     }
 }
@@ -205,6 +269,10 @@ async fn session(
         tokio::select! {
             message = socket.recv() => match message {
                 None => return Ok(()),
+                Some(Err(e)) if over_limit(&e) => {
+                    tracing::warn!(error = %e, "websocket client message over the limit; closing");
+                    return close(socket, close_code::SIZE, "message too big").await;
+                }
                 Some(message) => match message? {
                     Message::Text(text) => match text.as_str().trim() {
                         "MYSELF" => {
@@ -239,7 +307,9 @@ async fn session(
                 }
             },
             () = tokio::time::sleep_until(full_syncs.next), if owed => {
-                if !full_sync(&mut socket, admin, &mut events, &mut full_syncs).await? {
+                let goes_on = !full_syncs.claim(Instant::now())
+                    || full_sync(&mut socket, admin, &mut events, &mut full_syncs).await?;
+                if !goes_on {
                     return close(socket, close_code::ERROR, "storage failure").await;
                 }
             }
@@ -276,6 +346,14 @@ async fn push(
         socket.send(Message::text(earlier)).await?;
     }
     Ok(true)
+}
+
+/// Whether a read failed on a client message or frame over [`MAX_MESSAGE`] or
+/// [`MAX_FRAME`].
+fn over_limit(e: &axum::Error) -> bool {
+    std::error::Error::source(e)
+        .and_then(|source| source.downcast_ref::<tungstenite::Error>())
+        .is_some_and(|e| matches!(e, tungstenite::Error::Capacity(_)))
 }
 
 async fn close(mut socket: WebSocket, code: u16, reason: &'static str) -> Result<(), axum::Error> {

@@ -1,11 +1,14 @@
-//! Websocket sync against a served admin: full sync, increments, running mode, pings.
+//! Websocket sync against a served admin: full sync, increments, running mode, pings, and
+//! the limits an open endpoint needs (message size, sessions, full syncs over all sessions).
 
 use crate::common::{Client, DEADLINE, Served, is_id, rule_body, selector_body};
 use futures_util::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -287,5 +290,102 @@ async fn an_owed_myself_is_answered_when_the_interval_ends() {
     assert_eq!(full_sync_frames(&frames), 5, "{frames:?}");
     assert_eq!(kind(&frames[1]), ("SELECTOR", "MYSELF"));
     assert_eq!(frames[1]["data"][0]["name"], "/later");
+    served.stop().await;
+}
+
+/// A client message that never ends (continuation frames without FIN) is not buffered past
+/// the admin's limit: the session is closed with 1009, and the admin goes on serving.
+#[tokio::test]
+async fn a_never_ending_fragmented_message_closes_the_session_with_1009() {
+    let served = Served::start(admin::Config::new(":memory:")).await;
+    let mut socket = connect(&served).await;
+    let piece = vec![b'x'; 8 * 1024];
+    let first = Frame::message(piece.clone(), OpCode::Data(Data::Text), false);
+    socket.send(Message::Frame(first)).await.unwrap();
+    // 128 KiB in all, twice the limit; sends may fail once the admin has closed.
+    for _ in 0..15 {
+        let more = Frame::message(piece.clone(), OpCode::Data(Data::Continue), false);
+        if socket.send(Message::Frame(more)).await.is_err() {
+            break;
+        }
+    }
+    match next_message(&mut socket).await {
+        Message::Close(Some(close)) => assert_eq!(close.code, CloseCode::Size, "{close:?}"),
+        other => panic!("expected a close frame, got {other:?}"),
+    }
+
+    let mut other = connect(&served).await;
+    send(&mut other, "MYSELF").await;
+    for _ in 0..5 {
+        assert_eq!(next_json(&mut other).await["eventType"], "MYSELF");
+    }
+    served.stop().await;
+}
+
+/// Sessions beyond `max_websocket_sessions` are refused with 503 until one ends.
+#[tokio::test]
+async fn upgrades_beyond_the_session_limit_get_503() {
+    let served = Served::start(admin::Config {
+        max_websocket_sessions: 2,
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let url = format!("ws://{}/websocket", served.addr);
+    let mut a = connect(&served).await;
+    let _b = connect(&served).await;
+    match tokio_tungstenite::connect_async(&url).await {
+        Err(WsError::Http(response)) => assert_eq!(response.status(), 503),
+        Err(other) => panic!("expected 503, got {other:?}"),
+        Ok(_) => panic!("a third session is refused"),
+    }
+
+    a.close(None).await.unwrap();
+    // The admin notices the close a moment later: try until a session is accepted.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        match tokio_tungstenite::connect_async(&url).await {
+            Ok(_) => break,
+            Err(WsError::Http(response)) if response.status() == 503 => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "a closed session frees its place"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    served.stop().await;
+}
+
+/// Full syncs are limited over all sessions, not only per session: at one a second (burst
+/// of one), three sessions asking at once are answered one second apart.
+#[tokio::test]
+async fn full_syncs_are_rate_limited_over_all_sessions() {
+    let served = Served::start(admin::Config {
+        full_sync_rate: 1,
+        ..admin::Config::new(":memory:")
+    })
+    .await;
+    let mut sockets = vec![
+        connect(&served).await,
+        connect(&served).await,
+        connect(&served).await,
+    ];
+    let started = tokio::time::Instant::now();
+    for socket in &mut sockets {
+        send(socket, "MYSELF").await;
+    }
+    let mut answered = futures_util::future::join_all(sockets.iter_mut().map(async |socket| {
+        for _ in 0..5 {
+            assert_eq!(next_json(socket).await["eventType"], "MYSELF");
+        }
+        started.elapsed()
+    }))
+    .await;
+    answered.sort();
+    let second = std::time::Duration::from_secs(1);
+    assert!(answered[1] >= second, "{answered:?}");
+    assert!(answered[2] >= 2 * second, "{answered:?}");
     served.stop().await;
 }
