@@ -40,6 +40,7 @@ impl Matcher {
             authority: None,
             headers: &headers,
             peer: [127, 0, 0, 1].into(),
+            peer_trusted: false,
         };
         self.chain
             .run(&self.snapshot.plugins, &view)

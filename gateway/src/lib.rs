@@ -12,8 +12,8 @@
 //!   in (`arc_swap`); requests never lock.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
-//! - `precheck.rs`: what is refused before routing (a missing or repeated `Host`, a path with
-//!   dot-segments).
+//! - `precheck.rs`: what is refused before routing (a missing, repeated or malformed `Host`, a
+//!   path with dot-segments or what Spring Security's firewall refuses).
 //! - `plugin/`: the plugins (`paramMapping`, `contextPath`, `divide`), each compiling its own
 //!   selector and rule handles into the router's tables, and the chain; `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
@@ -37,6 +37,8 @@ mod proxy;
 mod router;
 mod snapshot;
 mod sync;
+
+pub use crate::plugin::rate_limiter::{BadCidr, TrustedProxies};
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -94,6 +96,9 @@ pub struct Config {
     pub timeouts: netserve::Timeouts,
     /// How soon a silent sync connection is given up on.
     pub sync_timeouts: SyncTimeouts,
+    /// The peers whose forwarding headers (`X-Forwarded-For` & co.) the rate limiter's
+    /// `REMOTE_ADDRESS_KEY_RESOLVER` believes; none by default (it keys on the socket peer).
+    pub trusted_proxies: TrustedProxies,
 }
 
 /// How soon the sync subscriber notices a silent partition (a connection that stays open but
@@ -183,6 +188,7 @@ impl Config {
             hide_extras: false,
             timeouts: netserve::Timeouts::default(),
             sync_timeouts: SyncTimeouts::default(),
+            trusted_proxies: TrustedProxies::default(),
         }
     }
 
@@ -230,6 +236,7 @@ impl std::fmt::Debug for Config {
             .field("hide_extras", &self.hide_extras)
             .field("timeouts", &self.timeouts)
             .field("sync_timeouts", &self.sync_timeouts)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish()
     }
 }
@@ -239,6 +246,8 @@ impl std::fmt::Debug for Config {
 struct App {
     /// [`Config::hide_extras`].
     hide_extras: bool,
+    /// [`Config::trusted_proxies`].
+    trusted_proxies: TrustedProxies,
     sync: Arc<SyncState>,
     chain: Chain,
     proxy: Proxy,
@@ -289,6 +298,7 @@ pub async fn serve(
     };
     let app = Arc::new(App {
         hide_extras: config.hide_extras,
+        trusted_proxies: config.trusted_proxies.clone(),
         sync,
         chain: Chain::standard().emulating(config.emulate_bug),
         proxy: Proxy::new(),
@@ -312,7 +322,7 @@ pub async fn serve(
     Ok(())
 }
 
-/// Every non-actuator request: the checks of `precheck` (Host, dot-segments), the plugin
+/// Every non-actuator request: the checks of `precheck` (Host, path), the plugin
 /// chain, then the proxy. The answer carries
 /// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
 /// the response head).
@@ -338,6 +348,7 @@ async fn route(
                 authority: uri.authority().map(|a| a.as_str()),
                 headers: req.headers(),
                 peer: peer.ip(),
+                peer_trusted: app.trusted_proxies.contains(peer.ip()),
             };
             app.chain.run(&snapshot.plugins, &view).await
         }

@@ -97,6 +97,11 @@ struct Args {
         default_value_t = gateway::SyncTimeouts::DEFAULT_LONG_POLL_HOLD.as_millis() as u64
     )]
     long_poll_hold_ms: u64,
+    /// Peers (CIDR blocks or addresses, comma-separated) whose `X-Forwarded-For` & co. the
+    /// rate limiter's `REMOTE_ADDRESS_KEY_RESOLVER` believes: the proxies in front of the
+    /// gateway. Empty (the default): every client is keyed on its socket address.
+    #[arg(long, env = "GANTRY_GATEWAY_TRUSTED_PROXIES", default_value = "")]
+    trusted_proxies: gateway::TrustedProxies,
 }
 
 #[tokio::main]
@@ -132,6 +137,7 @@ async fn main() -> anyhow::Result<()> {
             silence: Duration::from_millis(args.sync_silence_ms),
             long_poll_hold: Duration::from_millis(args.long_poll_hold_ms),
         },
+        trusted_proxies: args.trusted_proxies,
     };
     config.check()?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))

@@ -41,6 +41,9 @@ pub(crate) struct RequestView<'a> {
     pub(crate) headers: &'a HeaderMap,
     /// Socket peer address.
     pub(crate) peer: IpAddr,
+    /// Whether the peer is a trusted proxy (`--trusted-proxies`), whose forwarding headers
+    /// the rate limiter's key resolver believes.
+    pub(crate) peer_trusted: bool,
 }
 
 /// Matching failed the way ShenYu's `GlobalErrorHandler` reports it: HTTP 400 for unknown
@@ -241,6 +244,7 @@ pub(crate) mod test_helpers {
                 authority: None,
                 headers: &self.headers,
                 peer: self.peer,
+                peer_trusted: false,
             }
         }
     }

@@ -289,3 +289,67 @@ async fn a_path_with_dot_segments_is_refused_not_forwarded() {
         assert_eq!((status, &body["path"]), (200, &json!(path)), "{body}");
     }
 }
+
+/// Issue 35: `/pub/..%2Fadmin` reached `/admin` on a Jetty upstream, `/npub/..\admin` on a
+/// Node one. What Spring Security's `StrictHttpFirewall` refuses is refused, unforwarded.
+#[tokio::test]
+async fn paths_the_firewall_refuses_are_not_forwarded() {
+    let edge = Edge::start(netserve::Timeouts::default()).await;
+    let before = edge.upstream_hits.load(Ordering::SeqCst);
+    for path in [
+        "/g/..%2Fdown/x",
+        "/g/..%2fdown/x",
+        "/g/..\\down/x",
+        "/g/..%5Cdown/x",
+        "/g/x;jsessionid=1",
+        "/g/x%3Bv=1",
+        "/g/%252e%252e/x",
+        "/g/x%00",
+    ] {
+        let (status, body) = edge.get(path).await;
+        assert_eq!(
+            (status, &body["code"]),
+            (400, &json!(400)),
+            "{path}: {body}"
+        );
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("the path has"), "{path}: {message}");
+    }
+    assert_eq!(
+        edge.upstream_hits.load(Ordering::SeqCst),
+        before,
+        "a refused path reached the upstream"
+    );
+    for path in ["/g/te%73t", "/g/a%20b", "/g/x.y"] {
+        let (status, body) = edge.get(path).await;
+        assert_eq!((status, &body["path"]), (200, &json!(path)), "{body}");
+    }
+}
+
+/// Issue 35: `Host: a b`, `Host: a, b` and a 64 KB `Host` were routed.
+#[tokio::test]
+async fn a_host_that_is_not_an_authority_is_refused() {
+    let edge = Edge::start(netserve::Timeouts::default()).await;
+    let before = edge.upstream_hits.load(Ordering::SeqCst);
+    let long = "h".repeat(64 * 1024);
+    for host in ["a b", "a, b", long.as_str()] {
+        let raw = format!("GET /g/x HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let (status, body) = edge.exchange(raw.as_bytes()).await;
+        assert_eq!(
+            (status, &body["code"]),
+            (400, &json!(400)),
+            "{}: {body}",
+            &host[..host.len().min(20)]
+        );
+    }
+    assert_eq!(edge.upstream_hits.load(Ordering::SeqCst), before);
+    for host in ["gw", "gw:9195", "127.0.0.1:9195", "[::1]:9195"] {
+        let raw = format!("GET /g/x HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let (status, body) = edge.exchange(raw.as_bytes()).await;
+        assert_eq!(
+            (status, &body["path"]),
+            (200, &json!("/g/x")),
+            "{host}: {body}"
+        );
+    }
+}

@@ -6,6 +6,7 @@ mod edge;
 mod faults;
 mod hardening;
 mod http_sync;
+mod rate_limit;
 mod shenyu_data;
 mod sync;
 mod sync_token;

@@ -53,9 +53,11 @@
 //!   with the admin's message.
 //! - times are years away from now, so no verdict can flip during a run.
 //! - paths: only characters that reach the gateway unchanged (no `.`/`..` segments, no raw
-//!   spaces or non-ASCII; checked before sending), valid `%` escapes only (the semantics leave
-//!   Spring's handling of invalid ones in paths unspecified); queries may carry an invalid
-//!   escape (`%zz`: every `query` condition evaluated then fails with HTTP 400).
+//!   spaces or non-ASCII; checked before sending), nothing the gateway's firewall refuses
+//!   (`;`, `%3B`, `%2F`, `%25`, backslashes: its edge tests cover the 400), valid `%` escapes
+//!   only (the semantics leave Spring's handling of invalid ones in paths unspecified);
+//!   queries may carry an invalid escape (`%zz`: every `query` condition evaluated then fails
+//!   with HTTP 400).
 //! - header values are ASCII without surrounding spaces (HTTP strips them) except the
 //!   whitespace-only ones, which arrive blank either way; no `HEAD` (no body to read the code
 //!   from); cookies are one `Cookie` line of `name=value` pairs with token characters.
@@ -269,9 +271,11 @@ mod pools {
     pub(super) const PATH_PATTERN_TAILS: &[&str] = &["", "/**", "/{*rest}", "/"];
 
     pub(super) const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH"];
+    /// No `;`, `%3B`, `%2F`, `\`, `%5C` or `%25`: the gateway refuses paths with them before
+    /// routing (HTTP 400, as Spring Security's `StrictHttpFirewall` would; ShenYu routes them),
+    /// which its edge tests cover.
     pub(super) const PATH_SEGMENTS: &[&str] = &[
-        "a", "b", "test", "te%73t", "http", "a;v=1", "te%20st", "a%2Fb", "Test", "x.y", ";p", "12",
-        "%3B",
+        "a", "b", "test", "te%73t", "http", "te%20st", "Test", "x.y", "12",
     ];
     pub(super) const QUERY_ENTRIES: &[&str] = &[
         "q=a",

@@ -1,6 +1,12 @@
 //! Which limiter a request counts against (semantics doc §8): the limiter id is the rule id,
 //! plus `-` and the key resolver's value when the handle names a resolver. Pure functions over
 //! the request's headers and socket peer.
+//!
+//! Unlike ShenYu, `REMOTE_ADDRESS_KEY_RESOLVER` reads the forwarding headers only when the
+//! socket peer is a trusted proxy ([`super::TrustedProxies`]), and takes their value only when
+//! it is an IP address: otherwise any client names a new address per request (and is never
+//! limited), and each value, of any length, becomes two Redis keys. So a key holds at most an
+//! address (39 bytes) after the rule id.
 
 use std::net::IpAddr;
 
@@ -29,12 +35,17 @@ fn says_nothing(value: &str) -> bool {
     value.is_empty() || value.eq_ignore_ascii_case("unknown")
 }
 
-/// The client address as ShenYu's `REMOTE_ADDRESS_KEY_RESOLVER` finds it: the first of
+/// The client address. From an untrusted peer: the socket peer, rendered as Java renders it.
+/// From a `trusted` one, as ShenYu's `REMOTE_ADDRESS_KEY_RESOLVER` finds it: the first of
 /// [`ADDRESS_HEADERS`] that is neither blank nor `unknown`; a value with a comma after its
 /// first character is split on commas and the first trimmed part that is not `unknown` wins
-/// (all `unknown`: the raw value). No such header: the socket peer, rendered as Java renders
-/// it. Values that are not visible ASCII count as absent.
-pub(crate) fn remote_address(headers: &HeaderMap, peer: IpAddr) -> String {
+/// (all `unknown`: the raw value); then, unlike ShenYu, that value counts only when it is an IP
+/// address (rendered as Java renders it), else the socket peer does. No such header: the
+/// socket peer. Values that are not visible ASCII count as absent.
+pub(crate) fn remote_address(headers: &HeaderMap, peer: IpAddr, trusted: bool) -> String {
+    if !trusted {
+        return java_ip(peer);
+    }
     let found = ADDRESS_HEADERS.iter().find_map(|name| {
         headers
             .get_all(*name)
@@ -45,26 +56,31 @@ pub(crate) fn remote_address(headers: &HeaderMap, peer: IpAddr) -> String {
     let Some(value) = found else {
         return java_ip(peer);
     };
-    if value.find(',').is_some_and(|at| at > 0)
+    let chosen = if value.find(',').is_some_and(|at| at > 0)
         && let Some(part) = value.split(',').map(str::trim).find(|p| !says_nothing(p))
     {
-        return part.to_owned();
-    }
-    value.to_owned()
+        part
+    } else {
+        value.trim()
+    };
+    java_ip(chosen.parse().unwrap_or(peer))
 }
 
 /// The limiter id of a request under rule `rule_id`: the rule id alone without a resolver,
-/// else `rule_id-<resolved key>`.
+/// else `rule_id-<resolved key>`. `trusted`: whether `peer` is a trusted proxy.
 pub(crate) fn limiter_id(
     rule_id: &str,
     resolver: Option<KeyResolver>,
     headers: &HeaderMap,
     peer: IpAddr,
+    trusted: bool,
 ) -> String {
     match resolver {
         None => rule_id.to_owned(),
         Some(KeyResolver::Whole) => format!("{rule_id}-{WHOLE_KEY}"),
-        Some(KeyResolver::RemoteAddress) => format!("{rule_id}-{}", remote_address(headers, peer)),
+        Some(KeyResolver::RemoteAddress) => {
+            format!("{rule_id}-{}", remote_address(headers, peer, trusted))
+        }
     }
 }
 
@@ -85,8 +101,9 @@ mod tests {
     const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9));
 
     #[test]
-    fn remote_address_follows_shenyus_header_order() {
-        let at = |pairs: &[(&'static str, &'static str)]| remote_address(&headers(pairs), PEER);
+    fn a_trusted_peers_headers_follow_shenyus_order() {
+        let at =
+            |pairs: &[(&'static str, &'static str)]| remote_address(&headers(pairs), PEER, true);
         assert_eq!(at(&[]), "10.0.0.9");
         // A single X-Forwarded-For entry counts (unlike the `ip` condition's resolver).
         assert_eq!(at(&[("x-forwarded-for", "1.1.1.1")]), "1.1.1.1");
@@ -94,12 +111,6 @@ mod tests {
             at(&[("x-forwarded-for", "unknown, 2.2.2.2 ,3.3.3.3")]),
             "2.2.2.2"
         );
-        assert_eq!(
-            at(&[("x-forwarded-for", "unknown,UNKNOWN")]),
-            "unknown,UNKNOWN"
-        );
-        // A leading comma is not split on.
-        assert_eq!(at(&[("x-forwarded-for", ",1.1.1.1")]), ",1.1.1.1");
         assert_eq!(
             at(&[
                 ("x-forwarded-for", " "),
@@ -115,24 +126,54 @@ mod tests {
             ]),
             "5.5.5.5"
         );
-        assert_eq!(at(&[("http_client_ip", "7.7.7.7")]), "7.7.7.7");
+        assert_eq!(at(&[("http_client_ip", " 7.7.7.7 ")]), "7.7.7.7");
+        // Addresses render as Java renders them, whatever the header's spelling.
+        assert_eq!(at(&[("x-real-ip", "::1")]), "0:0:0:0:0:0:0:1");
+        assert_eq!(at(&[("x-real-ip", "::ffff:1.2.3.4")]), "1.2.3.4");
         assert_eq!(
-            remote_address(&HeaderMap::new(), "::ffff:1.2.3.4".parse().unwrap()),
+            remote_address(&HeaderMap::new(), "::ffff:1.2.3.4".parse().unwrap(), true),
             "1.2.3.4"
         );
+    }
+
+    /// ShenYu keys on whatever the header says: `unknown,UNKNOWN`, `,1.1.1.1`, 8 KB of text.
+    #[test]
+    fn only_an_address_counts_else_the_peer() {
+        let long = format!("x-{}", "a".repeat(8192));
+        for value in [
+            "unknown,UNKNOWN",
+            ",1.1.1.1",
+            "1.1.1.1:80",
+            "garbage",
+            long.as_str(),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert("x-forwarded-for", HeaderValue::from_str(value).unwrap());
+            assert_eq!(remote_address(&h, PEER, true), "10.0.0.9", "{value}");
+        }
+    }
+
+    #[test]
+    fn an_untrusted_peers_headers_are_ignored() {
+        let h = headers(&[("x-forwarded-for", "1.1.1.1"), ("x-real-ip", "2.2.2.2")]);
+        assert_eq!(remote_address(&h, PEER, false), "10.0.0.9");
     }
 
     #[test]
     fn limiter_ids_append_the_resolved_key() {
         let h = headers(&[("x-real-ip", "8.8.8.8")]);
-        assert_eq!(limiter_id("r1", None, &h, PEER), "r1");
+        assert_eq!(limiter_id("r1", None, &h, PEER, true), "r1");
         assert_eq!(
-            limiter_id("r1", Some(KeyResolver::Whole), &h, PEER),
+            limiter_id("r1", Some(KeyResolver::Whole), &h, PEER, true),
             "r1-WHOLE_KEY_RESOLVER"
         );
         assert_eq!(
-            limiter_id("r1", Some(KeyResolver::RemoteAddress), &h, PEER),
+            limiter_id("r1", Some(KeyResolver::RemoteAddress), &h, PEER, true),
             "r1-8.8.8.8"
+        );
+        assert_eq!(
+            limiter_id("r1", Some(KeyResolver::RemoteAddress), &h, PEER, false),
+            "r1-10.0.0.9"
         );
     }
 }

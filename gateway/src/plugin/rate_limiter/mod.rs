@@ -2,7 +2,8 @@
 //! a Redis client built from the plugin's
 //! [`RateLimiterConfig`], four Lua scripts (one per [`Algorithm`], written for gantry, with
 //! ShenYu's keys and replies and ShenYu's bugs fixed; see `scripts/`), the failure policy, and
-//! the key resolvers ([`key::limiter_id`], [`key::remote_address`]).
+//! the key resolvers ([`key::limiter_id`], [`key::remote_address`]) and the peers whose
+//! forwarding headers they believe ([`TrustedProxies`]).
 //!
 //! How the plugin uses it (see [`plugin`]): keep one [`Limiter`]; on every rateLimiter plugin config change
 //! call [`Limiter::configure`]; per request, for the matched rule's parsed handle, build the
@@ -20,20 +21,27 @@
 //!
 //! Failure policy: when Redis cannot decide (not configured, unreachable, timed out, script
 //! error, unusable handle) the request is let through (ShenYu's behaviour, remaining -1)
-//! unless the config says `failClosed: true`; each such request is counted.
+//! unless the config says `failClosed: true`; each such request is counted. After a Redis
+//! failure a [`breaker::Breaker`] lets the policy answer at once for a while (1 s, doubling
+//! up to 4 s while probes fail) instead of every request waiting on Redis's timeouts; one
+//! request then probes Redis, and its success closes the breaker.
 
+mod breaker;
 pub(crate) mod key;
 mod plugin;
 #[cfg(test)]
 mod tests;
+mod trusted;
 
 pub(crate) use plugin::RateLimiter;
+pub use trusted::{BadCidr, TrustedProxies};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwapOption;
+use breaker::{Breaker, Pass};
 use model::{Algorithm, RateLimiterConfig, RateLimiterHandle, RedisMode};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{IntoConnectionInfo, RedisConnectionInfo, Script};
@@ -81,6 +89,9 @@ pub(crate) enum LimiterError {
     /// Redis failed: unreachable, timed out, or the script failed.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// Redis failed recently: not asked until the breaker lets a probe through.
+    #[error("redis failed recently; not asked until the next probe")]
+    BreakerOpen,
 }
 
 /// The limiter's answer for one request.
@@ -134,6 +145,8 @@ struct Backend {
     config: RateLimiterConfig,
     /// The multiplexed, self-reconnecting connection (cloned per request).
     conn: ConnectionManager,
+    /// Whether Redis is asked at all (shared by the backends of one connection).
+    breaker: Arc<Breaker>,
 }
 
 impl std::fmt::Debug for Backend {
@@ -209,10 +222,10 @@ impl Limiter {
         self.fail_closed
             .store(config.fail_closed, Ordering::Relaxed);
         let current = self.backend.load_full();
-        let conn = match current {
-            Some(b) if b.config.same_connection(config) => b.conn.clone(),
+        let (conn, breaker) = match current {
+            Some(b) if b.config.same_connection(config) => (b.conn.clone(), b.breaker.clone()),
             _ => match connect(config) {
-                Ok(conn) => conn,
+                Ok(conn) => (conn, Arc::default()),
                 Err(e) => {
                     self.backend.store(None);
                     return Err(e);
@@ -222,6 +235,7 @@ impl Limiter {
         self.backend.store(Some(Arc::new(Backend {
             config: config.clone(),
             conn,
+            breaker,
         })));
         Ok(())
     }
@@ -253,7 +267,16 @@ impl Limiter {
         match self.try_check_at(id, handle, now).await {
             Ok(decision) => decision,
             Err(e) => {
-                tracing::warn!(limiter = id, error = %e, "rate limiter failed; failure policy applies");
+                match e {
+                    LimiterError::BreakerOpen => {
+                        tracing::debug!(limiter = id, "rate limiter: {e}; failure policy applies");
+                    }
+                    // Logged where the breaker opened.
+                    LimiterError::Redis(_) => {}
+                    _ => {
+                        tracing::warn!(limiter = id, error = %e, "rate limiter failed; failure policy applies");
+                    }
+                }
                 self.stats.failures.fetch_add(1, Ordering::Relaxed);
                 Decision::by_policy(self.fail_closed.load(Ordering::Relaxed))
             }
@@ -274,6 +297,9 @@ impl Limiter {
             .backend
             .load_full()
             .ok_or(LimiterError::NotConfigured)?;
+        if backend.breaker.pass() == Pass::FailFast {
+            return Err(LimiterError::BreakerOpen);
+        }
         let key_name = algorithm.key_name();
         let key = format!("{key_name}.{{{id}}}.tokens");
         let second = match algorithm {
@@ -286,7 +312,7 @@ impl Limiter {
             Algorithm::Concurrent => format!("{:032x}.{{{id}}}.request", rand::random::<u128>()),
         };
         let mut conn = backend.conn.clone();
-        let (allowed, remaining): (i64, i64) = script(algorithm)
+        let answer: redis::RedisResult<(i64, i64)> = script(algorithm)
             .key(&key)
             .key(&second)
             .arg(handle.replenish_rate)
@@ -295,7 +321,18 @@ impl Limiter {
             .arg(handle.request_count)
             .arg(backend.config.concurrent_slot_ttl)
             .invoke_async(&mut conn)
-            .await?;
+            .await;
+        let (allowed, remaining) = match answer {
+            Ok(answer) => {
+                backend.breaker.success();
+                answer
+            }
+            Err(e) => {
+                let open = backend.breaker.failure();
+                tracing::warn!(limiter = id, error = %e, "rate limiter failed; failure policy applies, redis not asked for {open:?}");
+                return Err(e.into());
+            }
+        };
         let allowed = allowed == 1;
         let release = (allowed && algorithm == Algorithm::Concurrent).then(|| Release {
             slot: Some(Slot {

@@ -120,7 +120,13 @@ impl Plugin for RateLimiter {
                 return now(outcome(self.limiter.unusable_handle()));
             }
         };
-        let id = key::limiter_id(rule_id, handle.key_resolver_name, req.headers, req.peer);
+        let id = key::limiter_id(
+            rule_id,
+            handle.key_resolver_name,
+            req.headers,
+            req.peer,
+            req.peer_trusted,
+        );
         futures_util::future::Either::Right(Box::pin(async move {
             let mut decision = self.limiter.check(&id, handle).await;
             if let Some(release) = &mut decision.release

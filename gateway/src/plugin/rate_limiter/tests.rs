@@ -32,22 +32,30 @@ impl RedisServer {
     async fn start() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect(
-                "redis-server on PATH (GANTRY_REQUIRE names redis, or gateway/build.rs found it)",
-            );
         let server = RedisServer {
-            child,
+            child: spawn_redis(port, dir.path()),
             port,
             _dir: dir,
         };
+        server.answering().await;
+        server
+    }
+
+    /// Kills the server (its data is gone).
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts an empty server again on the same port.
+    async fn restart(&mut self) {
+        self.child = spawn_redis(self.port, self._dir.path());
+        self.answering().await;
+    }
+
+    /// Waits until the server answers `PING`.
+    async fn answering(&self) {
+        let port = self.port;
         let deadline = Instant::now() + Duration::from_secs(10);
         let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
         loop {
@@ -55,7 +63,7 @@ impl RedisServer {
                 let pong: redis::RedisResult<String> =
                     redis::cmd("PING").query_async(&mut conn).await;
                 if pong.is_ok() {
-                    return server;
+                    return;
                 }
             }
             assert!(
@@ -84,9 +92,21 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
+}
+
+/// `redis-server` on `127.0.0.1:port`, keeping nothing on disk but in `dir`.
+fn spawn_redis(port: u16, dir: &std::path::Path) -> Child {
+    Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server on PATH (GANTRY_REQUIRE names redis, or gateway/build.rs found it)")
 }
 
 /// A handle of `algorithm` with `rate` and `capacity`, requestCount 1, no key resolver.
@@ -331,9 +351,9 @@ async fn limiters_are_isolated_by_id_and_algorithm_and_use_shenyus_keys() {
         ..one.clone()
     };
     headers.insert("x-forwarded-for", HeaderValue::from_static("1.1.1.1"));
-    let a = limiter_id("rule", by_address.key_resolver_name, &headers, peer);
+    let a = limiter_id("rule", by_address.key_resolver_name, &headers, peer, true);
     headers.insert("x-forwarded-for", HeaderValue::from_static("2.2.2.2"));
-    let b = limiter_id("rule", by_address.key_resolver_name, &headers, peer);
+    let b = limiter_id("rule", by_address.key_resolver_name, &headers, peer, true);
     assert_eq!((a.as_str(), b.as_str()), ("rule-1.1.1.1", "rule-2.2.2.2"));
     assert_eq!(
         pattern(&limiter, &a, &by_address, &[100, 100]).await,
@@ -503,4 +523,57 @@ async fn password_and_database_are_used() {
         .unwrap();
     let n: i64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
     assert_eq!(n, 2);
+}
+
+/// Issue 35: with Redis down every limited request waited out the connection's timeouts and
+/// retries (about 0.5 s) before the failure policy answered. After the first failure the
+/// breaker answers at once; once Redis is back, a probe closes it and limiting resumes.
+#[tokio::test]
+#[cfg_attr(
+    gantry_redis_skip,
+    ignore = "redis-server is not on PATH (GANTRY_REQUIRE=redis makes this a failure)"
+)]
+async fn with_redis_down_the_policy_answers_at_once_until_a_probe_finds_it_back() {
+    let mut redis = RedisServer::start().await;
+    let limiter = redis.limiter();
+    let roomy = handle(Algorithm::TokenBucket, 1.0, 1000.0);
+    assert!(limiter.check("roomy", &roomy).await.remaining >= 0);
+    redis.stop();
+    let by_policy = |d: Decision| (d.allowed, d.remaining);
+    let started = Instant::now();
+    assert_eq!(by_policy(limiter.check("roomy", &roomy).await), (Y, -1));
+    let first = started.elapsed();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..50 {
+        let started = Instant::now();
+        assert_eq!(by_policy(limiter.check("roomy", &roomy).await), (Y, -1));
+        slowest = slowest.max(started.elapsed());
+    }
+    assert!(
+        slowest < super::REDIS_TIMEOUT / 10,
+        "with the breaker open a request took {slowest:?} (the failure that opened it: {first:?})"
+    );
+    assert_eq!(limiter.stats().failures(), 51);
+
+    redis.restart().await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if limiter.check("roomy", &roomy).await.remaining >= 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Redis back, but the limiter never asked it again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tight = handle(Algorithm::TokenBucket, 0.001, 1.0);
+    let results: Vec<(bool, i64)> = [
+        limiter.check("tight", &tight).await,
+        limiter.check("tight", &tight).await,
+    ]
+    .into_iter()
+    .map(by_policy)
+    .collect();
+    assert_eq!(results, [(Y, 0), (N, 0)]);
 }

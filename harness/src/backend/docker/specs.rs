@@ -160,8 +160,14 @@ pub fn admin_spec(prefix: &str, mode: SyncMode, store: Option<&ContainerSpec>) -
     }
 }
 
+/// The peers whose `X-Forwarded-For` a containerised gateway's rate limiter believes
+/// (`--trusted-proxies`): the harness's requests reach it through a published port, from the
+/// Docker network's gateway address (an address of Docker's default pools), and scenarios
+/// such as `rate_limiter_per_client` name their simulated clients in that header.
+const TRUSTED_PROXIES: &str = "127.0.0.0/8,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16";
+
 /// The gateway, named `<prefix>gateway`, subscribing with `mode` to the admin at `admin_url`
-/// (or to the `store` container, if any).
+/// (or to the `store` container, if any), trusting `TRUSTED_PROXIES` as proxies.
 pub fn gateway_spec(
     prefix: &str,
     mode: SyncMode,
@@ -171,6 +177,7 @@ pub fn gateway_spec(
     let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
     cmd.extend([GATEWAY_PORT.to_string(), "--sync".into(), mode.to_string()]);
     cmd.extend(["--admin-url".into(), admin_url.to_owned()]);
+    cmd.extend(["--trusted-proxies".into(), TRUSTED_PROXIES.to_owned()]);
     cmd.extend(store_args(store));
     ContainerSpec {
         role: images::GATEWAY.role,
@@ -226,7 +233,10 @@ mod tests {
         assert_eq!(admin.name, "gantry-abc-admin");
         assert_eq!(
             gateway.cmd.join(" "),
-            "--bind 0.0.0.0 --port 9195 --sync websocket --admin-url http://gantry-abc-admin:9095"
+            format!(
+                "--bind 0.0.0.0 --port 9195 --sync websocket --admin-url \
+                 http://gantry-abc-admin:9095 --trusted-proxies {TRUSTED_PROXIES}"
+            )
         );
         let up = upstream_spec("gantry-abc-", "Alpha_1", &[]);
         assert_eq!(up.name, "gantry-abc-upstream-alpha-1");
