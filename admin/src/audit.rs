@@ -90,7 +90,7 @@ pub(crate) async fn warn_stored_handles(store: &Store) -> Result<Vec<Finding>, S
 
 #[cfg(test)]
 mod tests {
-    use model::{BUILTIN_PLUGINS, ConditionData};
+    use model::BUILTIN_PLUGINS;
 
     use super::*;
     use crate::store::{RuleRecord, SelectorRecord};
@@ -99,42 +99,17 @@ mod tests {
 
     fn selector(id: &str, plugin_id: &str, handle: &str) -> SelectorRecord {
         SelectorRecord {
-            id: id.to_owned(),
             plugin_id: plugin_id.to_owned(),
-            name: format!("/{id}"),
-            selector_type: 1,
-            match_mode: 0,
-            sort: 1,
-            enabled: true,
-            loged: false,
-            continued: true,
-            match_restful: false,
             handle: Some(handle.to_owned()),
-            conditions: vec![ConditionData {
-                param_type: "uri".to_owned(),
-                operator: "startsWith".to_owned(),
-                param_name: "/".to_owned(),
-                param_value: format!("/{id}/"),
-            }],
-            date_created: NOW.to_owned(),
-            date_updated: NOW.to_owned(),
+            ..crate::store::tests::selector(id, 1)
         }
     }
 
     fn rule(id: &str, selector_id: &str, handle: &str) -> RuleRecord {
         RuleRecord {
-            id: id.to_owned(),
-            selector_id: selector_id.to_owned(),
-            name: id.to_owned(),
-            match_mode: 0,
-            sort: 1,
             enabled: true,
-            loged: false,
-            match_restful: false,
             handle: Some(handle.to_owned()),
-            conditions: Vec::new(),
-            date_created: NOW.to_owned(),
-            date_updated: NOW.to_owned(),
+            ..crate::store::tests::rule(id, selector_id, 1)
         }
     }
 

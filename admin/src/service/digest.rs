@@ -52,20 +52,8 @@ mod tests {
     async fn store_selectors(admin: &Admin, n: usize) {
         let records: Vec<SelectorRecord> = (0..n)
             .map(|i| SelectorRecord {
-                id: format!("bulk-{i:05}"),
-                plugin_id: "5".to_owned(),
                 name: format!("/bulk/{i}"),
-                selector_type: 1,
-                match_mode: 0,
-                sort: 1,
-                enabled: true,
-                loged: false,
-                continued: true,
-                match_restful: false,
-                handle: None,
-                conditions: Vec::new(),
-                date_created: "2026-01-01 00:00:00".to_owned(),
-                date_updated: "2026-01-01 00:00:00".to_owned(),
+                ..crate::store::tests::selector(&format!("bulk-{i:05}"), 1)
             })
             .collect();
         admin

@@ -409,7 +409,7 @@ impl Admin {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use model::{BUILTIN_PLUGINS, ConditionData};
+    use model::BUILTIN_PLUGINS;
 
     use super::*;
     use crate::service::tests::selector;
@@ -434,46 +434,20 @@ mod tests {
     async fn admin_with_10k_selectors() -> Admin {
         let store = crate::store::open(":memory:").await.unwrap();
         store.seed_plugins(BUILTIN_PLUGINS, &now()).await.unwrap();
-        let stamp = now();
         let handle = r#"[{"upstreamUrl":"10.0.0.5:8189","protocol":"http://","weight":50}]"#;
         let selectors: Vec<SelectorRecord> = (0..SEEDED)
             .map(|i| SelectorRecord {
-                id: format!("s{i}"),
-                plugin_id: "5".to_owned(),
-                name: format!("/s{i}"),
-                selector_type: 1,
-                match_mode: 0,
-                sort: 1,
-                enabled: true,
-                loged: true,
-                continued: true,
-                match_restful: false,
                 handle: Some(handle.to_owned()),
-                conditions: vec![ConditionData {
-                    param_type: "uri".to_owned(),
-                    operator: "startsWith".to_owned(),
-                    param_name: "/".to_owned(),
-                    param_value: format!("/s{i}/"),
-                }],
-                date_created: stamp.clone(),
-                date_updated: stamp.clone(),
+                ..crate::store::tests::selector(&format!("s{i}"), 1)
             })
             .collect();
         let rules: Vec<RuleRecord> = selectors
             .iter()
             .map(|s| RuleRecord {
-                id: format!("r{}", s.id),
-                selector_id: s.id.clone(),
                 name: format!("{}/api", s.name),
-                match_mode: 0,
-                sort: 1,
                 enabled: true,
-                loged: true,
-                match_restful: false,
                 handle: Some(r#"{"retry":3,"timeout":3000}"#.to_owned()),
-                conditions: Vec::new(),
-                date_created: stamp.clone(),
-                date_updated: stamp.clone(),
+                ..crate::store::tests::rule(&format!("r{}", s.id), &s.id, 1)
             })
             .collect();
         store

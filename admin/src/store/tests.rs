@@ -133,7 +133,9 @@ on_every_database!(
     users_are_inserted_once_and_their_passwords_replaced,
 );
 
-fn selector(id: &str, sort: i32) -> SelectorRecord {
+/// A divide selector record `/{id}` (`uri startsWith /{id}/`, no handle), for tests that
+/// write rows through the store.
+pub(crate) fn selector(id: &str, sort: i32) -> SelectorRecord {
     SelectorRecord {
         id: id.to_owned(),
         plugin_id: "5".to_owned(),
@@ -157,7 +159,8 @@ fn selector(id: &str, sort: i32) -> SelectorRecord {
     }
 }
 
-fn rule(id: &str, selector_id: &str, sort: i32) -> RuleRecord {
+/// A disabled rule record `/{id}` of `selector_id`, handle `{}`, no conditions.
+pub(crate) fn rule(id: &str, selector_id: &str, sort: i32) -> RuleRecord {
     RuleRecord {
         id: id.to_owned(),
         selector_id: selector_id.to_owned(),
