@@ -185,3 +185,34 @@ impl Write for LogWriter {
         Ok(())
     }
 }
+
+/// The real admin served in-process on port 0, stopped by [`InProcessAdmin::stop`].
+pub(crate) struct InProcessAdmin {
+    /// Where it listens.
+    pub(crate) addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl InProcessAdmin {
+    /// Serves an admin with `config` on a fresh loopback port.
+    pub(crate) async fn start(config: admin::Config) -> InProcessAdmin {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(admin::serve(listener, config, async {
+            let _ = stopped.await;
+        }));
+        InProcessAdmin { addr, stop, task }
+    }
+
+    /// Stops it and waits (up to [`DEADLINE`]) for it to end cleanly.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(DEADLINE, self.task)
+            .await
+            .expect("the admin stops in time")
+            .unwrap()
+            .unwrap();
+    }
+}

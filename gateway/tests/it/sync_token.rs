@@ -4,55 +4,32 @@
 //! token (the admin checks it on `/websocket` only). Every wait polls a condition until a
 //! deadline.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use model::SyncMode;
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
-use crate::common::{DEADLINE, Gateway, capture_logs, eventually, logged};
+use crate::common::{Gateway, InProcessAdmin, capture_logs, eventually, logged};
 
 const TOKEN: &str = "s3cret-sync-token";
 
-/// An admin task on port 0, stopped by [`Served::stop`].
-struct Served {
-    addr: SocketAddr,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<anyhow::Result<()>>,
-}
-
-impl Served {
-    async fn admin(sync_token: Option<&str>) -> Served {
-        let config = admin::Config {
-            sync: vec![SyncMode::Websocket, SyncMode::Http],
-            sync_token: sync_token.map(str::to_owned),
-            long_poll_hold: Duration::from_millis(200),
-            ..admin::Config::new(":memory:")
-        };
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(admin::serve(listener, config, async {
-            let _ = stopped.await;
-        }));
-        Served { addr, stop, task }
-    }
-
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        tokio::time::timeout(DEADLINE, self.task)
-            .await
-            .expect("stops in time")
-            .unwrap()
-            .unwrap();
-    }
+/// An admin syncing websocket and http, requiring `sync_token` on `/websocket` if any.
+async fn start_admin(sync_token: Option<&str>) -> InProcessAdmin {
+    InProcessAdmin::start(admin::Config {
+        sync: vec![SyncMode::Websocket, SyncMode::Http],
+        sync_token: sync_token.map(str::to_owned),
+        long_poll_hold: Duration::from_millis(200),
+        ..admin::Config::new(":memory:")
+    })
+    .await
 }
 
 /// A gateway syncing from `admin` in `sync` mode, sending `sync_token` if any.
-async fn start_gateway(admin: &Served, sync: SyncMode, sync_token: Option<&str>) -> Gateway {
+async fn start_gateway(
+    admin: &InProcessAdmin,
+    sync: SyncMode,
+    sync_token: Option<&str>,
+) -> Gateway {
     let config = gateway::Config {
         sync_token: sync_token.map(str::to_owned),
         ..gateway::Config::new(sync, vec![format!("http://{}", admin.addr)])
@@ -91,7 +68,7 @@ async fn synced(gateway: &Gateway) {
 #[tokio::test]
 async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
     capture_logs();
-    let admin = Served::admin(Some(TOKEN)).await;
+    let admin = start_admin(Some(TOKEN)).await;
     let with = start_gateway(&admin, SyncMode::Websocket, Some(TOKEN)).await;
     let without = start_gateway(&admin, SyncMode::Websocket, None).await;
     let wrong = start_gateway(&admin, SyncMode::Websocket, Some("another-token")).await;
@@ -131,7 +108,7 @@ async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
 #[tokio::test]
 async fn http_long_polling_does_not_need_the_sync_token() {
     capture_logs();
-    let admin = Served::admin(Some(TOKEN)).await;
+    let admin = start_admin(Some(TOKEN)).await;
     let gateway = start_gateway(&admin, SyncMode::Http, None).await;
     synced(&gateway).await;
     gateway.stop().await;

@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use model::SyncMode;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-use crate::common::{DEADLINE, Gateway, eventually};
+use crate::common::{DEADLINE, Gateway, InProcessAdmin, eventually};
 
 const SYNC_USER: &str = "gantry-sync";
 const SYNC_PASSWORD: &str = "sync-Pa55word";
@@ -78,12 +76,8 @@ async fn the_gateway_logs_in_again_as_the_sync_user_while_admin_is_locked_out() 
         },
         ..admin::Config::new(":memory:")
     };
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(admin::serve(listener, config, async {
-        let _ = stopped.await;
-    }));
+    let served = InProcessAdmin::start(config).await;
+    let admin = served.addr;
 
     // `admin` is locked out from the gateway's address; the sync user is guessed at from
     // another one.
@@ -151,10 +145,5 @@ async fn the_gateway_logs_in_again_as_the_sync_user_while_admin_is_locked_out() 
     .await;
 
     gateway.stop().await;
-    let _ = stop.send(());
-    tokio::time::timeout(DEADLINE, task)
-        .await
-        .expect("the admin stops in time")
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }
