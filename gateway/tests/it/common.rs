@@ -65,6 +65,17 @@ pub(crate) struct Gateway {
 }
 
 impl Gateway {
+    /// The `sync` object of its `/actuator/health`.
+    pub(crate) async fn sync_health(&self) -> serde_json::Value {
+        let health: serde_json::Value = reqwest::get(self.url("/actuator/health"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        health["sync"].clone()
+    }
+
     /// Starts a gateway with `config` (sync mode, admin URLs, token, timeouts…). It does not
     /// wait for the sync: tests poll for what they need.
     pub(crate) async fn start(config: gateway::Config) -> Gateway {

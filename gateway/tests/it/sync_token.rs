@@ -37,22 +37,11 @@ async fn start_gateway(
     Gateway::start(config).await
 }
 
-/// The gateway's `sync` health.
-async fn sync_health(gateway: &Gateway) -> Value {
-    let health: Value = reqwest::get(gateway.url("/actuator/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    health["sync"].clone()
-}
-
 /// Waits until the gateway holds the admin's full config (five groups, divide among the
 /// plugins a new admin database has).
 async fn synced(gateway: &Gateway) {
     eventually("the full sync", || async {
-        let sync = sync_health(gateway).await;
+        let sync = gateway.sync_health().await;
         (sync["connected"] == true && sync["fullSyncs"].as_u64() >= Some(5)).then_some(())
     })
     .await;
@@ -86,7 +75,7 @@ async fn only_a_gateway_with_the_admins_sync_token_syncs_over_websocket() {
     })
     .await;
     for refused in [&without, &wrong] {
-        let sync = sync_health(refused).await;
+        let sync = refused.sync_health().await;
         assert_eq!(sync["connected"], false, "{sync}");
         assert_eq!(sync["fullSyncs"], 0, "{sync}");
         assert_eq!(sync["eventsApplied"], 0, "{sync}");

@@ -49,17 +49,6 @@ async fn call(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// The gateway's `sync` health.
-async fn sync_health(gateway: &Gateway) -> Value {
-    let health: Value = reqwest::get(gateway.url("/actuator/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    health["sync"].clone()
-}
-
 #[tokio::test]
 async fn the_gateway_logs_in_again_as_the_sync_user_while_admin_is_locked_out() {
     let ttl = Duration::from_millis(1000);
@@ -98,7 +87,7 @@ async fn the_gateway_logs_in_again_as_the_sync_user_while_admin_is_locked_out() 
     })
     .await;
     eventually("the full sync", || async {
-        let sync = sync_health(&gateway).await;
+        let sync = gateway.sync_health().await;
         (sync["connected"] == true && sync["fullSyncs"].as_u64() >= Some(5)).then_some(())
     })
     .await;
@@ -121,7 +110,7 @@ async fn the_gateway_logs_in_again_as_the_sync_user_while_admin_is_locked_out() 
     .await;
 
     // A change made now reaches the gateway only through a token it logged in for again.
-    let before = sync_health(&gateway).await["fullSyncs"].as_u64().unwrap();
+    let before = gateway.sync_health().await["fullSyncs"].as_u64().unwrap();
     let (status, body) = login(admin, "127.0.0.3", "admin", "123456").await;
     assert_eq!(status, 200, "{body}");
     let token = body["data"]["token"].as_str().unwrap().to_owned();
@@ -139,7 +128,7 @@ async fn the_gateway_logs_in_again_as_the_sync_user_while_admin_is_locked_out() 
     .await;
     assert_eq!(status, 200, "{body}");
     eventually("the change at the gateway", || async {
-        let sync = sync_health(&gateway).await;
+        let sync = gateway.sync_health().await;
         (sync["connected"] == true && sync["fullSyncs"].as_u64() > Some(before)).then_some(())
     })
     .await;
