@@ -3,7 +3,7 @@
 //!
 //! The config dumps (`pluginData`, `selectorData`, `ruleData`, `metadata`; 4.5 MB of JSON at
 //! 10k selectors) share the data plane's port, so they are rendered once per snapshot
-//! ([`Dumps`]: concurrent callers wait for the same rendering and share its bytes), one
+//! (`snapshot::Dumps`: concurrent callers wait for the same rendering and share its bytes), one
 //! rendering at a time in the process, on a blocking thread so routing does not wait for it.
 
 use std::collections::BTreeMap;
@@ -16,67 +16,19 @@ use bytes::Bytes;
 use http::{StatusCode, header};
 use model::AppliedDigest;
 use serde_json::{Value, json};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::Semaphore;
 
-use crate::App;
-use crate::snapshot::Snapshot;
+use crate::app::App;
+use crate::snapshot::{Dump, Snapshot};
 
 /// One rendering of a dump at a time, across dumps and snapshots.
 static RENDERING: Semaphore = Semaphore::const_new(1);
-
-/// A config dump.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dump {
-    /// `pluginData`.
-    Plugins,
-    /// `selectorData`.
-    Selectors,
-    /// `ruleData`.
-    Rules,
-    /// `metadata`.
-    MetaData,
-}
-
-impl Dump {
-    /// Every dump, in [`Dump::index`] order.
-    pub(crate) const ALL: [Dump; 4] = [Dump::Plugins, Dump::Selectors, Dump::Rules, Dump::MetaData];
-
-    /// The endpoint's last path segment.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Dump::Plugins => "pluginData",
-            Dump::Selectors => "selectorData",
-            Dump::Rules => "ruleData",
-            Dump::MetaData => "metadata",
-        }
-    }
-
-    /// Its position in [`Dump::ALL`].
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The JSON of this dump of `snapshot`.
-    fn render(self, snapshot: &Snapshot) -> serde_json::Result<Vec<u8>> {
-        let data = &snapshot.data;
-        match self {
-            Dump::Plugins => serde_json::to_vec(&[&data.plugins]),
-            Dump::Selectors => serde_json::to_vec(&[data.selectors.by_owner()]),
-            Dump::Rules => serde_json::to_vec(&[data.rules.by_owner()]),
-            Dump::MetaData => serde_json::to_vec(&[&data.meta_data]),
-        }
-    }
-}
-
-/// The rendered dumps of one snapshot, each rendered on first use.
-#[derive(Debug, Default)]
-pub(crate) struct Dumps([OnceCell<Bytes>; 4]);
 
 /// Answers dump `which` of the current snapshot: rendered by the first caller, shared with
 /// the others (503 when rendering fails).
 async fn dump(app: &App, which: Dump) -> Response {
     let snapshot: Arc<Snapshot> = Arc::clone(&app.sync.snapshot());
-    let cell = &snapshot.dumps.0[which.index()];
+    let cell = snapshot.dumps.cell(which);
     let rendered = cell
         .get_or_try_init(|| async {
             let _one = RENDERING.acquire().await.map_err(|e| e.to_string())?;
@@ -111,7 +63,7 @@ pub(crate) async fn digest(State(app): State<Arc<App>>) -> Json<AppliedDigest> {
 /// `GET /actuator/plugins`: `{"<class>@gantry": order}` for the chain's plugins.
 pub(crate) async fn plugins(State(app): State<Arc<App>>) -> Json<Value> {
     let map: BTreeMap<String, i32> = app
-        .chain
+        .plugins
         .plugins()
         .map(|p| (format!("{}@gantry", p.class_name()), p.order()))
         .collect();
@@ -145,6 +97,7 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
         &app.sync.health(),
         &snapshot.digest.digest,
         &snapshot.rejected,
+        &app.plugins,
     );
     (
         [(

@@ -43,7 +43,7 @@ impl Matcher {
             peer_trusted: false,
         };
         self.chain
-            .run(&self.snapshot.plugins, &view)
+            .run(&self.snapshot.active, &view)
             .now_or_never()
             .expect("gantry's plugins decide without waiting")
             .map(|f| f.selector_id)
@@ -80,7 +80,7 @@ impl Applier {
     pub fn apply(&self, event: DataEvent) -> usize {
         let mut data = self.snapshot.data.clone();
         let changes = data.apply(event);
-        Snapshot::next(data, &changes, Some(&self.snapshot))
+        Snapshot::next(data, &changes, &self.snapshot)
             .digest
             .selectors
     }

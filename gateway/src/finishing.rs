@@ -163,7 +163,7 @@ mod tests {
 
     impl Hold for Gated {
         fn finish(self: Box<Self>) -> BoxFuture<'static, ()> {
-            let gate = self.gate.lock().unwrap().take().unwrap();
+            let gate = crate::locks::lock(&self.gate).take().unwrap();
             Box::pin(async move {
                 gate.await.unwrap();
                 self.finished.store(true, Ordering::SeqCst);

@@ -6,16 +6,20 @@
 //! `gantry-gateway` binary is a thin wrapper around it).
 //!
 //! Module map:
+//! - `config.rs` ([`Config`]), `app.rs` (the state one gateway serves from, its router
+//!   [`app`], and [`serve`]).
 //! - `sync/`: one subscriber per sync mode (`websocket.rs`, `http_long_poll.rs`,
-//!   `zookeeper.rs`, `etcd.rs`; the last two share the key layout's `keyspace.rs`) and
-//!   `SyncState`, which applies events by building a new `snapshot::Snapshot` and swapping it
-//!   in (`arc_swap`); requests never lock.
+//!   `zookeeper.rs`, `etcd.rs`; the last two share the key layout's `keyspace.rs`), started by
+//!   `start.rs`, and `SyncState`, which applies events by building a new `snapshot::Snapshot`
+//!   and swapping it in (`arc_swap`); requests never lock. `emulate.rs` holds the bugs the
+//!   sync path can emulate.
 //! - `router/`: compiled conditions, judges, Spring's AntPath and PathPattern matchers, and
 //!   selector → rule selection. Pure code.
 //! - `precheck.rs`: what is refused before routing (a missing, repeated or malformed `Host`, a
 //!   path with dot-segments or what Spring Security's firewall refuses).
 //! - `plugin/`: the plugins (`paramMapping`, `contextPath`, `divide`), each compiling its own
-//!   selector and rule handles into the router's tables, and the chain; `balance/` (the six
+//!   selector and rule handles into the router's tables, the chain, and the registry of one
+//!   gateway's plugin instances; `balance/` (the six
 //!   ShenYu balancers with per-selector state), `proxy.rs` (pooled hyper client, retries),
 //!   `actuator.rs` (inspection endpoints), `java.rs` (Java's string renderings the router,
 //!   proxy and balancers share).
@@ -23,13 +27,25 @@
 //! Endpoints: `/actuator/{health,digest,plugins,pluginData,selectorData,ruleData,metadata}`,
 //! `/metrics` (Prometheus);
 //! everything else goes through the plugin chain (see `docs/interfaces.md`).
+//!
+//! # Conventions
+//!
+//! - Locks: a poisoned `std::sync::Mutex` is used as it is, through `locks::lock` (never
+//!   `.lock().unwrap()` or `.expect(…)`): each critical section leaves its data consistent at
+//!   every step, so a panic elsewhere must not take the gateway down with it. The request path
+//!   takes no lock but a balancer's own.
+//! - What one gateway holds (plugin instances, config, counters) lives in its `App`, not in a
+//!   `static`: tests and the `host` backend run several gateways in one process.
 
 mod actuator;
+mod app;
 mod balance;
 #[doc(hidden)]
 pub mod bench;
+mod config;
 mod finishing;
 mod java;
+mod locks;
 mod metrics;
 mod plugin;
 mod precheck;
@@ -38,367 +54,6 @@ mod router;
 mod snapshot;
 mod sync;
 
+pub use crate::app::{app, serve};
+pub use crate::config::{Config, EmulatedBug, SyncTimeouts};
 pub use crate::plugin::rate_limiter::{BadCidr, TrustedProxies};
-
-use std::borrow::Cow;
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use anyhow::bail;
-use axum::Router;
-use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use http::{HeaderName, HeaderValue};
-use model::SyncMode;
-
-use crate::metrics::Metrics;
-use crate::plugin::Chain;
-use crate::proxy::Proxy;
-use crate::router::RequestView;
-use crate::sync::etcd::EtcdSubscriber;
-use crate::sync::http_long_poll::{Credentials, HttpLongPollSubscriber};
-use crate::sync::websocket::WebsocketSubscriber;
-use crate::sync::zookeeper::ZookeeperSubscriber;
-use crate::sync::{Subscriber, SyncState};
-
-/// What the gateway needs besides its listener. `Debug` hides the password and the sync
-/// token.
-#[derive(Clone)]
-pub struct Config {
-    /// How config arrives: [`SyncMode::Websocket`] or [`SyncMode::Http`] (long polling).
-    pub sync: SyncMode,
-    /// Admin base URLs (`http://host:port`). Websocket: the first is used, the next ones
-    /// after failures. HTTP long polling: every one is polled.
-    pub admin_urls: Vec<String>,
-    /// Admin user name for HTTP long polling (`POST /platform/login`).
-    pub username: String,
-    /// Admin password for HTTP long polling.
-    pub password: String,
-    /// Sent as `X-Shenyu-Sync-Token` on the websocket upgrade (an admin started with
-    /// `--sync-token` refuses upgrades without it). HTTP long polling does not use it: the
-    /// admin checks it on `/websocket` only.
-    pub sync_token: Option<String>,
-    /// ZooKeeper connect string (`host:port[,host:port]`), for [`SyncMode::Zookeeper`].
-    pub zookeeper_url: Option<String>,
-    /// etcd endpoints (`http://host:port[,...]`), for [`SyncMode::Etcd`].
-    pub etcd_url: Option<String>,
-    /// A known ShenYu gateway bug to behave like (none normally): lets a test prove that a
-    /// scenario or judge catches it.
-    pub emulate_bug: Option<EmulatedBug>,
-    /// Answer like a ShenYu gateway (`--hide-extras`): no `/actuator/digest`, no `x-gantry-*`
-    /// response headers (the gateway's and the upstream's), error bodies with HTTP 200. For
-    /// proving that the harness judges a real ShenYu target correctly without gantry's extras.
-    pub hide_extras: bool,
-    /// Client connection limits: request head read time, keep-alive idle time.
-    pub timeouts: netserve::Timeouts,
-    /// How soon a silent sync connection is given up on.
-    pub sync_timeouts: SyncTimeouts,
-    /// The peers whose forwarding headers (`X-Forwarded-For` & co.) the rate limiter's
-    /// `REMOTE_ADDRESS_KEY_RESOLVER` believes; none by default (it keys on the socket peer).
-    pub trusted_proxies: TrustedProxies,
-}
-
-/// How soon the sync subscriber notices a silent partition (a connection that stays open but
-/// carries nothing), reports itself disconnected in `/actuator/health` and reconnects. Until
-/// it resyncs, the gateway keeps serving the config it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SyncTimeouts {
-    /// The longest a connected subscriber goes without hearing from its source:
-    /// - websocket: a ping every third of it; no frame at all (pong, event) for this long
-    ///   ends the session;
-    /// - HTTP long polling: added to `long_poll_hold` for the read timeout;
-    /// - ZooKeeper: the session timeout asked for (the client gives up on a connection that
-    ///   answers nothing for 2/5 of the negotiated one; the server bounds it to 2–20 ticks);
-    /// - etcd: an HTTP/2 keep-alive ping every half of it, acknowledged within the other half.
-    pub silence: Duration,
-    /// The admin's long-poll hold (ShenYu's 60 s): an answer that takes longer than
-    /// `long_poll_hold + silence` to come is a silent admin.
-    pub long_poll_hold: Duration,
-}
-
-impl SyncTimeouts {
-    /// [`SyncTimeouts::silence`] by default.
-    pub const DEFAULT_SILENCE: Duration = Duration::from_secs(10);
-    /// [`SyncTimeouts::long_poll_hold`] by default.
-    pub const DEFAULT_LONG_POLL_HOLD: Duration = Duration::from_secs(60);
-}
-
-impl Default for SyncTimeouts {
-    fn default() -> Self {
-        SyncTimeouts {
-            silence: SyncTimeouts::DEFAULT_SILENCE,
-            long_poll_hold: SyncTimeouts::DEFAULT_LONG_POLL_HOLD,
-        }
-    }
-}
-
-/// Known ShenYu gateway bugs, and small realistic bugs in a balancer or the rate limiter, the
-/// gateway can reproduce on request (`--emulate-bug`), so that the harness's own tests can
-/// show its checks fail on them. Never for real traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EmulatedBug {
-    /// The gateway never forgets config: DELETE events are dropped (ShenYu's ZooKeeper
-    /// gateway, #6611) and full syncs are merged into what it holds instead of replacing it
-    /// (ShenYu #6731), so deleted routes keep serving.
-    DropDeletes,
-    /// A full sync (websocket MYSELF/REFRESH, a long-poll group, a ZooKeeper/etcd full read)
-    /// first swaps in its groups emptied and refills them only after a window (250 ms), so
-    /// requests miss routes meanwhile (ShenYu #7034, #5580: the cache is cleared, then
-    /// re-added item by item).
-    ClearBeforeRefill,
-    /// The etcd subscriber resumes its watch from the last revision it saw instead of
-    /// reading everything again on a new session, and retries a watch the server cancels as
-    /// compacted from that same revision: after a compaction it never catches up.
-    ResumeCompactedWatch,
-    /// Round robin cycles through the upstreams in list order, one pick each, as if every
-    /// weight were 1 (smooth weighted round robin without the weights).
-    RoundRobinIgnoresWeights,
-    /// The hash balancer takes the ring point after the client's successor (an off-by-one in
-    /// the ring search): a client lands on another upstream whenever that point is another's.
-    HashRingOffByOne,
-    /// leastActive reads every upstream's in-flight count as 0: weighted random over all of
-    /// them, so a slow upstream keeps its share.
-    LeastActiveIgnoresInFlight,
-    /// The rate limiter's concurrent algorithm takes a slot per admitted request and never
-    /// frees it: slots stay taken until `concurrentSlotTtl` expires them.
-    LimiterForgetsReleases,
-    /// The random balancer picks uniformly, ignoring the weights.
-    RandomIgnoresWeights,
-    /// The gateway stamps a change applied (`appliedAtUs` in `/actuator/digest`) when it
-    /// arrives but swaps it in only 200 ms later: its own apply time looks prompt while
-    /// requests still see the old config.
-    LateApply,
-}
-
-impl Config {
-    /// A config with ShenYu's default credentials (`admin` / `123456`).
-    pub fn new(sync: SyncMode, admin_urls: Vec<String>) -> Config {
-        Config {
-            sync,
-            admin_urls,
-            username: "admin".to_owned(),
-            password: "123456".to_owned(),
-            sync_token: None,
-            zookeeper_url: None,
-            etcd_url: None,
-            emulate_bug: None,
-            hide_extras: false,
-            timeouts: netserve::Timeouts::default(),
-            sync_timeouts: SyncTimeouts::default(),
-            trusted_proxies: TrustedProxies::default(),
-        }
-    }
-
-    /// Whether the gateway can run with this config (a supported sync mode, an admin URL);
-    /// the binary calls it before binding so a bad flag fails fast.
-    pub fn check(&self) -> anyhow::Result<()> {
-        if self.sync_timeouts.silence.is_zero() {
-            bail!("--sync-silence-ms must be positive");
-        }
-        let store_url = |url: &Option<String>, flag: &str| match url {
-            Some(url) if !url.trim().is_empty() => Ok(()),
-            _ => Err(anyhow::anyhow!("--sync {} needs {flag}", self.sync)),
-        };
-        match self.sync {
-            SyncMode::Zookeeper => return store_url(&self.zookeeper_url, "--zookeeper-url"),
-            SyncMode::Etcd => return store_url(&self.etcd_url, "--etcd-url"),
-            SyncMode::Websocket | SyncMode::Http => {}
-        }
-        if self.admin_urls.iter().all(|u| u.trim().is_empty()) {
-            bail!("at least one admin URL is needed");
-        }
-        if let Some(token) = &self.sync_token
-            && HeaderValue::from_str(token).is_err()
-        {
-            bail!("--sync-token must be a valid header value (visible ASCII, no line breaks)");
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
-            .field("sync", &self.sync)
-            .field("admin_urls", &self.admin_urls)
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .field(
-                "sync_token",
-                &self.sync_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("zookeeper_url", &self.zookeeper_url)
-            .field("etcd_url", &self.etcd_url)
-            .field("emulate_bug", &self.emulate_bug)
-            .field("hide_extras", &self.hide_extras)
-            .field("timeouts", &self.timeouts)
-            .field("sync_timeouts", &self.sync_timeouts)
-            .field("trusted_proxies", &self.trusted_proxies)
-            .finish()
-    }
-}
-
-/// Shared request-handling state.
-#[derive(Debug)]
-struct App {
-    /// [`Config::hide_extras`].
-    hide_extras: bool,
-    /// [`Config::trusted_proxies`].
-    trusted_proxies: TrustedProxies,
-    sync: Arc<SyncState>,
-    chain: Chain,
-    proxy: Proxy,
-    metrics: Metrics,
-}
-
-/// Runs the gateway on `listener` until `shutdown` completes, then drains connections and
-/// stops the sync subscriber. Client connections are served by [`netserve::serve`] with
-/// `config.timeouts`.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    config: Config,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    config.check()?;
-    let sync = Arc::new(SyncState::new(config.sync).emulating(config.emulate_bug));
-    if let Some(bug) = config.emulate_bug {
-        tracing::warn!(?bug, "emulating a known ShenYu gateway bug: for tests only");
-    }
-    let subscriber = match config.sync {
-        SyncMode::Http => {
-            let credentials = Credentials {
-                username: config.username.clone(),
-                password: config.password.clone(),
-            };
-            let subscriber =
-                HttpLongPollSubscriber::new(&config.admin_urls, credentials, config.sync_timeouts)?;
-            tokio::spawn(subscriber.run(sync.clone()))
-        }
-        SyncMode::Zookeeper => {
-            let url = config.zookeeper_url.as_deref().unwrap_or_default();
-            let subscriber = ZookeeperSubscriber::new(url, config.sync_timeouts.silence);
-            tokio::spawn(subscriber.run(sync.clone()))
-        }
-        SyncMode::Etcd => {
-            let url = config.etcd_url.as_deref().unwrap_or_default();
-            let subscriber = EtcdSubscriber::new(url, config.sync_timeouts.silence);
-            tokio::spawn(subscriber.run(sync.clone()))
-        }
-        SyncMode::Websocket => {
-            let subscriber = WebsocketSubscriber::new(
-                &config.admin_urls,
-                config.sync_token.as_deref(),
-                config.sync_timeouts.silence,
-            )?;
-            tokio::spawn(subscriber.run(sync.clone()))
-        }
-    };
-    let app = Arc::new(App {
-        hide_extras: config.hide_extras,
-        trusted_proxies: config.trusted_proxies.clone(),
-        sync,
-        chain: Chain::standard().emulating(config.emulate_bug),
-        proxy: Proxy::new(),
-        metrics: Metrics::default(),
-    });
-    let mut router = Router::new().route("/actuator/health", get(actuator::health));
-    if !config.hide_extras {
-        router = router.route("/actuator/digest", get(actuator::digest));
-    }
-    let router = router
-        .route("/actuator/plugins", get(actuator::plugins))
-        .route("/actuator/pluginData", get(actuator::plugin_data))
-        .route("/actuator/selectorData", get(actuator::selector_data))
-        .route("/actuator/ruleData", get(actuator::rule_data))
-        .route("/actuator/metadata", get(actuator::metadata))
-        .route("/metrics", get(actuator::metrics))
-        .fallback(route)
-        .with_state(app);
-    netserve::serve(listener, router, config.timeouts, shutdown).await;
-    subscriber.abort();
-    Ok(())
-}
-
-/// Every non-actuator request: the checks of `precheck` (Host, path), the plugin
-/// chain, then the proxy. The answer carries
-/// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
-/// the response head).
-async fn route(
-    State(app): State<Arc<App>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    req: Request<Body>,
-) -> Response {
-    let started = Instant::now();
-    let decision = match precheck::check(&req) {
-        Err(rejection) => Err(rejection),
-        Ok(()) => {
-            let snapshot = app.sync.snapshot();
-            let uri = req.uri();
-            let view = RequestView {
-                method: req.method(),
-                path: if uri.path().is_empty() {
-                    "/"
-                } else {
-                    uri.path()
-                },
-                query: uri.query(),
-                authority: uri.authority().map(|a| a.as_str()),
-                headers: req.headers(),
-                peer: peer.ip(),
-                peer_trusted: app.trusted_proxies.contains(peer.ip()),
-            };
-            app.chain.run(&snapshot.plugins, &view).await
-        }
-    };
-    let rejected = decision.is_err();
-    let (mut response, outcome, upstream) = match decision {
-        Ok(forward) => {
-            let done = app.proxy.forward(req, forward, peer.ip()).await;
-            (
-                done.response,
-                Cow::Borrowed(done.outcome),
-                Some(done.upstream),
-            )
-        }
-        Err(rejection) => {
-            let code = rejection.body.code.to_string();
-            (rejection.into_response(), Cow::Owned(code), None)
-        }
-    };
-    let overhead = started
-        .elapsed()
-        .saturating_sub(upstream.unwrap_or_default());
-    app.metrics.request(&outcome, upstream, overhead);
-    if app.hide_extras {
-        hide_extras(&mut response, rejected);
-        return response;
-    }
-    response.headers_mut().insert(
-        GATEWAY_TIME.clone(),
-        HeaderValue::from(overhead.as_micros() as u64),
-    );
-    response
-}
-
-/// What `--hide-extras` does to an answer: every `x-gantry-*` header goes (the gateway's
-/// selector and rule ids, the upstream's name), and a rejection comes with HTTP 200, as
-/// ShenYu answers its error bodies.
-fn hide_extras(response: &mut Response, rejected: bool) {
-    let extras: Vec<HeaderName> = response
-        .headers()
-        .keys()
-        .filter(|k| k.as_str().starts_with("x-gantry-"))
-        .cloned()
-        .collect();
-    for name in extras {
-        response.headers_mut().remove(name);
-    }
-    if rejected {
-        *response.status_mut() = axum::http::StatusCode::OK;
-    }
-}
-
-static GATEWAY_TIME: HeaderName = HeaderName::from_static("x-gantry-gateway-time-us");

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use model::Rejections;
 
-use crate::actuator::Dump;
+use crate::plugin::Registry;
+use crate::snapshot::Dump;
 use crate::sync::SyncHealth;
 
 /// Request outcomes counted by `gantry_gateway_requests_total`, by label.
@@ -100,7 +101,13 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub(crate) fn render(&self, sync: &SyncHealth, digest: &str, rejected: &Rejections) -> String {
+    pub(crate) fn render(
+        &self,
+        sync: &SyncHealth,
+        digest: &str,
+        rejected: &Rejections,
+        plugins: &Registry,
+    ) -> String {
         let mut out = String::new();
         let mode = sync.mode;
         let _ = writeln!(
@@ -159,7 +166,7 @@ impl Metrics {
                 n.load(Ordering::Relaxed)
             );
         }
-        crate::plugin::render_metrics(&mut out);
+        plugins.render_metrics(&mut out);
         let _ = writeln!(
             out,
             "# HELP gantry_gateway_requests_total Routed requests by outcome (routed or error code).\n\
@@ -221,7 +228,7 @@ mod tests {
             count: 2,
             last: None,
         };
-        let text = m.render(&sync, "ab\"c", &rejected);
+        let text = m.render(&sync, "ab\"c", &rejected, &Registry::standard());
         for line in [
             "gantry_gateway_sync_events_total{mode=\"http\",result=\"applied\"} 7",
             "gantry_gateway_sync_events_total{mode=\"http\",result=\"rejected\"} 1",

@@ -567,7 +567,7 @@ mod tests {
                 peer: PEER,
                 peer_trusted: false,
             };
-            Chain::standard().run_now(&snap.plugins, &view)
+            Chain::standard().run_now(&snap.active, &view)
         }
 
         /// Runs the chain and the proxy for one request.

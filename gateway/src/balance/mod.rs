@@ -33,6 +33,7 @@ use model::{DivideUpstream, LoadBalance};
 use rand::Rng;
 
 use crate::EmulatedBug;
+use crate::locks::lock;
 
 /// An upstream ready to be proxied to.
 #[derive(Debug, Clone)]
@@ -176,15 +177,11 @@ impl Pool {
                     ctx.emulates(EmulatedBug::RandomIgnoresWeights),
                     rng,
                 ),
-                LoadBalance::RoundRobin => self
-                    .round_robin
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .pick(
-                        &self.upstreams,
-                        ctx.now_ms,
-                        ctx.emulates(EmulatedBug::RoundRobinIgnoresWeights),
-                    ),
+                LoadBalance::RoundRobin => lock(&self.round_robin).pick(
+                    &self.upstreams,
+                    ctx.now_ms,
+                    ctx.emulates(EmulatedBug::RoundRobinIgnoresWeights),
+                ),
                 LoadBalance::Hash => self
                     .ring
                     .pick(ctx.client_ip, ctx.emulates(EmulatedBug::HashRingOffByOne)),

@@ -258,7 +258,7 @@ mod tests {
 
     fn run(snap: &Snapshot, path: &str) -> Result<Forward, Rejection> {
         let req = TestRequest::get(path);
-        Chain::standard().run_now(&snap.plugins, &req.view())
+        Chain::standard().run_now(&snap.active, &req.view())
     }
 
     #[test]
@@ -309,7 +309,7 @@ mod tests {
     fn an_unusable_selector_handle_keeps_the_last_good_pool() {
         let snap = snapshot(true, UP);
         let keeps = |handle: &str| {
-            let next = Snapshot::rebuild(config(true, handle, "{}"), Some(&snap));
+            let next = Snapshot::rebuild(config(true, handle, "{}"), &snap);
             let f = run(&next, "/api/a/x");
             f.map(|f| f.lease.upstream().authority.to_string())
         };
@@ -338,7 +338,7 @@ mod tests {
     fn names_by(chain: &Chain, snap: &Snapshot, req: &TestRequest, n: usize) -> String {
         (0..n)
             .map(|_| {
-                let f = chain.run_now(&snap.plugins, &req.view()).unwrap();
+                let f = chain.run_now(&snap.active, &req.view()).unwrap();
                 f.lease.upstream().data.upstream_url.chars().next().unwrap()
             })
             .collect()
@@ -356,11 +356,11 @@ mod tests {
             DataEventType::Myself,
             EventPayload::MetaData(Vec::new()),
         ));
-        let next = Snapshot::rebuild(data, Some(&snap));
+        let next = Snapshot::rebuild(data, &snap);
         assert_eq!(names(&next, &req, 4), "acaa");
         // ...a changed handle starts over.
         let changed = THREE.replace("c:1", "d:1");
-        let other = Snapshot::rebuild(config(true, &changed, rr), Some(&next));
+        let other = Snapshot::rebuild(config(true, &changed, rr), &next);
         assert_eq!(names(&other, &req, 7), "aabadaa");
     }
 

@@ -8,7 +8,8 @@
 //! rewriting the path, asking for a body mapping, or keeping a guard until the response is
 //! over), answers, or names an upstream to forward to, at once or after an await
 //! ([`Decision`]). The chain runs the plugins the config has and enables, ordered by
-//! `PluginData.sort` (ties: gantry's order). gantry's plugins: [`rate_limiter`] (20),
+//! `PluginData.sort` (ties: gantry's order), an order each snapshot computes once
+//! ([`crate::snapshot::Snapshot::active`]). gantry's plugins: [`rate_limiter`] (20),
 //! [`param_mapping`] (70), [`context_path`] (80), [`divide`] (200). No plugin forwarding means ShenYu's -106.
 //!
 //! # Adding a plugin
@@ -17,8 +18,9 @@
 //!    [`Plugin`]: its `NAME` (the `PluginData` name), `CLASS_NAME` and `ORDER` (ShenYu's),
 //!    the payloads it compiles from selector and rule handles (`()` when it reads none), and
 //!    `execute`. [`matched_rule`] gives the rule of the matched selector.
-//! 2. Declare the module below and add one line to [`PLUGINS`]. The value made there is the
-//!    one instance, shared by every request (it may hold state, such as a client).
+//! 2. Declare the module below and add one line to [`Registry::standard`]. The value made
+//!    there is the gateway's one instance, shared by every request of that gateway (it may
+//!    hold state, such as a client; another gateway in the process has its own).
 //!
 //! Nothing else changes: the snapshot compiles every registered plugin's selectors with the
 //! plugin's own code, the chain runs it, `/actuator/plugins` lists it.
@@ -37,33 +39,22 @@ pub(crate) mod context_path;
 pub(crate) mod divide;
 pub(crate) mod param_mapping;
 pub(crate) mod rate_limiter;
+mod registry;
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{BoxFuture, Either, Ready, ready};
 use http::StatusCode;
-use model::{GatewayError, PluginData, RetryStrategy, RuleData, SelectorData};
+use model::{GatewayError, RetryStrategy, RuleData, SelectorData};
 
 use self::param_mapping::BodyMapping;
+pub(crate) use self::registry::Registry;
 use crate::EmulatedBug;
 use crate::balance::Lease;
 use crate::router::index::Order;
 use crate::router::select::{CompiledSelector, RuleChoice, SelectorTable, select_selector};
 use crate::router::{MatchError, RequestView};
-
-/// gantry's plugins, in built-in order: the one list a plugin is registered in.
-static PLUGINS: LazyLock<Vec<Box<dyn Registered>>> = LazyLock::new(|| {
-    let mut plugins: Vec<Box<dyn Registered>> = vec![
-        Box::new(rate_limiter::RateLimiter::new()),
-        Box::new(param_mapping::ParamMapping),
-        Box::new(context_path::ContextPath),
-        Box::new(divide::Divide),
-    ];
-    plugins.sort_by_key(|p| p.order());
-    plugins
-});
 
 /// One plugin: what it compiles from its selectors and rules, and what it does per request.
 pub(crate) trait Plugin: std::fmt::Debug + Send + Sync + Sized + 'static {
@@ -132,8 +123,8 @@ pub(crate) trait Registered: std::fmt::Debug + Send + Sync {
     fn class_name(&self) -> &'static str;
     /// [`Plugin::ORDER`].
     fn order(&self) -> i32;
-    /// An empty table of the plugin's.
-    fn table(&'static self) -> Box<dyn PluginTable>;
+    /// An empty table of the plugin's, which runs this instance.
+    fn table(self: Arc<Self>) -> Box<dyn PluginTable>;
     /// [`Plugin::configure`].
     fn configure(&self, config: Option<&str>);
     /// [`Plugin::metrics`].
@@ -161,7 +152,7 @@ impl<P: Plugin> Registered for P {
         Plugin::metrics(self, out);
     }
 
-    fn table(&'static self) -> Box<dyn PluginTable> {
+    fn table(self: Arc<Self>) -> Box<dyn PluginTable> {
         Box::new(Compiled {
             plugin: self,
             selectors: Table::<P>::default(),
@@ -191,6 +182,9 @@ pub(crate) trait PluginTable: std::fmt::Debug + Send + Sync {
     );
     /// Runs the plugin on a request ([`Plugin::execute`]).
     fn execute<'a>(&'a self, req: RequestView<'a>, bug: Option<EmulatedBug>) -> Decision<'a>;
+    /// [`Plugin::NAME`].
+    #[cfg(test)]
+    fn name(&self) -> &'static str;
     /// Every selector with its rules and payloads, in order, and the index, rendered.
     #[cfg(test)]
     fn rendered(&self) -> String;
@@ -201,7 +195,7 @@ pub(crate) trait PluginTable: std::fmt::Debug + Send + Sync {
 
 /// [`PluginTable`] of plugin `P`.
 struct Compiled<P: Plugin> {
-    plugin: &'static P,
+    plugin: Arc<P>,
     selectors: Table<P>,
 }
 
@@ -217,7 +211,7 @@ impl<P: Plugin> std::fmt::Debug for Compiled<P> {
 impl<P: Plugin> PluginTable for Compiled<P> {
     fn copy(&self) -> Box<dyn PluginTable> {
         Box::new(Compiled {
-            plugin: self.plugin,
+            plugin: Arc::clone(&self.plugin),
             selectors: self.selectors.clone(),
         })
     }
@@ -250,6 +244,11 @@ impl<P: Plugin> PluginTable for Compiled<P> {
     }
 
     #[cfg(test)]
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    #[cfg(test)]
     fn rendered(&self) -> String {
         let selectors: Vec<String> = self.selectors.iter().map(|s| format!("{s:?}")).collect();
         format!(
@@ -262,50 +261,6 @@ impl<P: Plugin> PluginTable for Compiled<P> {
     fn compiled_at(&self, order: Order) -> Option<*const ()> {
         self.selectors.get(order).map(|s| Arc::as_ptr(s).cast())
     }
-}
-
-/// An empty table of the registered plugin `name`; `None` for a plugin gantry does not run
-/// (its selectors are kept as data only).
-pub(crate) fn table(name: &str) -> Option<Box<dyn PluginTable>> {
-    let plugins: &'static [Box<dyn Registered>] = &PLUGINS;
-    plugins.iter().find(|p| p.name() == name).map(|p| p.table())
-}
-
-/// A plugin's compiled state in one snapshot.
-/// Appends every registered plugin's own `/metrics` series to `out`.
-pub(crate) fn render_metrics(out: &mut String) {
-    for plugin in PLUGINS.iter() {
-        plugin.metrics(out);
-    }
-}
-
-/// Gives each registered plugin whose `PluginData.config` differs between `before` (the
-/// previous snapshot's plugins; `None` at the first) and `now` its new config.
-pub(crate) fn configure_changed(
-    before: Option<&imbl::OrdMap<String, PluginData>>,
-    now: &imbl::OrdMap<String, PluginData>,
-) {
-    for plugin in PLUGINS.iter() {
-        let config = |plugins: &imbl::OrdMap<String, PluginData>| {
-            plugins.get(plugin.name()).and_then(|p| p.config.clone())
-        };
-        let new = config(now);
-        if before.is_none_or(|b| config(b) != new) {
-            plugin.configure(new.as_deref());
-        }
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct CompiledPlugin {
-    /// Whether the plugin runs.
-    pub(crate) enabled: bool,
-    /// Its place in the chain (`PluginData.sort`).
-    pub(crate) sort: i32,
-    /// Its selectors, in order, each with its rules, and their index (built when the
-    /// snapshot is applied, not per request); shared with the next snapshot while they do not
-    /// change.
-    pub(crate) selectors: Arc<dyn PluginTable>,
 }
 
 /// Where and how to forward a request.
@@ -388,55 +343,41 @@ pub(crate) struct PathRewrite {
     pub(crate) match_path: String,
 }
 
-/// The ordered plugins, and the bug they emulate (per gateway: several gateways can run in one
-/// process).
+/// The chain: runs a snapshot's active plugins, which emulate the bug of their gateway
+/// (per gateway: several gateways can run in one process).
 #[derive(Debug)]
 pub(crate) struct Chain {
-    plugins: &'static [Box<dyn Registered>],
     bug: Option<EmulatedBug>,
 }
 
 impl Chain {
     /// gantry's chain.
     pub(crate) fn standard() -> Chain {
-        Chain {
-            plugins: &PLUGINS,
-            bug: None,
-        }
+        Chain { bug: None }
     }
 
     /// This chain, its plugins emulating `bug` (see [`Plugin::execute`]).
     pub(crate) fn emulating(self, bug: Option<EmulatedBug>) -> Chain {
-        Chain { bug, ..self }
+        Chain { bug }
     }
 
-    /// The plugins, in built-in order.
-    pub(crate) fn plugins(&self) -> impl Iterator<Item = &dyn Registered> {
-        self.plugins.iter().map(|p| &**p)
-    }
-
-    /// Runs the chain over a snapshot's compiled plugins: the plugins it has enabled, by
-    /// `sort`; the first forward or rejection wins; nobody forwarding is -106.
+    /// Runs the chain over a snapshot's active plugins (the enabled ones, in chain order,
+    /// [`crate::snapshot::Snapshot::active`]); the first forward or rejection wins; nobody
+    /// forwarding is -106.
     pub(crate) async fn run(
         &self,
-        compiled: &HashMap<String, CompiledPlugin>,
+        active: &[Arc<dyn PluginTable>],
         req: &RequestView<'_>,
     ) -> Result<Forward, Rejection> {
-        let mut active: Vec<&CompiledPlugin> = self
-            .plugins
-            .iter()
-            .filter_map(|p| compiled.get(p.name()).filter(|c| c.enabled))
-            .collect();
-        active.sort_by_key(|compiled| compiled.sort);
         let mut rewrite: Option<PathRewrite> = None;
         let mut body_mapping = None;
         let mut held = Vec::new();
-        for compiled in active {
+        for plugin in active {
             let view = RequestView {
                 path: rewrite.as_ref().map_or(req.path, |r| r.match_path.as_str()),
                 ..*req
             };
-            match compiled.selectors.execute(view, self.bug).await {
+            match plugin.execute(view, self.bug).await {
                 Outcome::Continue(guard) => held.extend(guard),
                 Outcome::Rewrite(r) => rewrite = Some(r),
                 Outcome::MapBody(m) => body_mapping = Some(m),
@@ -454,15 +395,16 @@ impl Chain {
             GatewayError::cannot_find_url(),
         ))
     }
+
     /// [`Chain::run`] for plugins that decide without waiting (all of gantry's, in tests).
     #[cfg(test)]
     pub(crate) fn run_now(
         &self,
-        compiled: &HashMap<String, CompiledPlugin>,
+        active: &[Arc<dyn PluginTable>],
         req: &RequestView<'_>,
     ) -> Result<Forward, Rejection> {
         use futures_util::FutureExt;
-        self.run(compiled, req)
+        self.run(active, req)
             .now_or_never()
             .expect("gantry's plugins decide without waiting")
     }
@@ -548,13 +490,19 @@ mod tests {
     }
 
     /// The limiter before divide.
-    static LIMITED: LazyLock<Vec<Box<dyn Registered>>> =
-        LazyLock::new(|| vec![Box::new(Limiter), Box::new(divide::Divide)]);
+    fn limited() -> Registry {
+        Registry::of(vec![Arc::new(Limiter), Arc::new(divide::Divide)])
+    }
 
-    /// Plugin `at` of [`LIMITED`], enabled, with one selector under `prefix` (with `handle`)
-    /// and one rule matching everything.
-    fn compiled(at: usize, prefix: &str, handle: &str) -> (String, CompiledPlugin) {
-        let plugin: &'static dyn Registered = &*LIMITED[at];
+    /// Plugin `at` of [`limited`], with one selector under `prefix` (with `handle`) and one
+    /// rule matching everything.
+    fn compiled(
+        registry: &Registry,
+        at: usize,
+        prefix: &str,
+        handle: &str,
+    ) -> Arc<dyn PluginTable> {
+        let plugin = registry.plugins().nth(at).unwrap();
         let selector = SelectorData {
             id: format!("{}-s", plugin.name()),
             plugin_name: plugin.name().to_owned(),
@@ -571,25 +519,20 @@ mod tests {
             condition_data_list: vec![ConditionData::new("uri", "match", "/", "/**")],
             ..Default::default()
         };
-        let mut table = plugin.table();
+        let mut table = registry.table(plugin.name()).unwrap();
         table.put(None, Order::nth(0), &selector, &mut [rule].iter(), false);
-        let compiled = CompiledPlugin {
-            enabled: true,
-            sort: plugin.order(),
-            selectors: Arc::from(table),
-        };
-        (plugin.name().to_owned(), compiled)
+        Arc::from(table)
     }
 
     #[tokio::test]
     async fn an_async_plugin_keeps_its_guard_until_the_response_is_over() {
-        let chain = Chain {
-            plugins: &LIMITED,
-            bug: None,
-        };
+        let chain = Chain::standard();
         let up = r#"[{"upstreamUrl":"127.0.0.1:8080","status":true}]"#;
-        let plugins: HashMap<String, CompiledPlugin> =
-            [compiled(0, "/", ""), compiled(1, "/api", up)].into();
+        let registry = limited();
+        let plugins = [
+            compiled(&registry, 0, "/", ""),
+            compiled(&registry, 1, "/api", up),
+        ];
         let run = |path: &str| {
             let req = TestRequest::get(path);
             let chain = &chain;

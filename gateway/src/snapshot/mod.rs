@@ -1,8 +1,8 @@
 //! The config snapshot: the gateway's only shared state.
 //!
 //! A [`Snapshot`] holds the config exactly as received ([`ConfigData`]) and the routing tables
-//! compiled from it ([`CompiledPlugin`]: each registered plugin compiles its own selectors and
-//! rules, see `crate::plugin`). It is immutable: a sync event is applied to a copy of
+//! compiled from it (each plugin of the gateway's [`Registry`] compiles its own selectors and
+//! rules, see `crate::plugin`), with the chain's order ([`Snapshot::active`]). It is immutable: a sync event is applied to a copy of
 //! the data, the next snapshot is compiled from the previous one and what the event changed
 //! ([`Changes`]), and swapped in ([`crate::sync::SyncState`]), so requests read it without
 //! locks and never see a half-applied event.
@@ -11,6 +11,7 @@
 //! one selector costs in proportion to that selector (and its rules), not to the config held.
 
 mod data;
+mod dumps;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -18,9 +19,9 @@ use std::sync::Arc;
 use model::{AppliedDigest, DigestReport, Rejections};
 
 pub(crate) use data::{Changes, ConfigData};
+pub(crate) use dumps::{Dump, Dumps};
 
-use crate::actuator::Dumps;
-use crate::plugin::{self, CompiledPlugin, PluginTable, divide};
+use crate::plugin::{PluginTable, Registry, divide};
 
 /// The longest rejection reason kept (a handle's text can be long).
 const REASON_LIMIT: usize = 200;
@@ -28,12 +29,18 @@ const REASON_LIMIT: usize = 200;
 /// One immutable, compiled view of the config.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
+    /// The plugins the tables are compiled with (the gateway's).
+    registry: Arc<Registry>,
     /// The config as received.
     pub(crate) data: ConfigData,
-    /// Compiled selector tables by plugin name (every registered plugin a selector names).
+    /// Compiled selector tables by plugin name (every registered plugin a selector names),
+    /// each with its selectors in order, their rules and their index (built when the snapshot
+    /// is applied, not per request); shared with the next snapshot while they do not change.
     tables: HashMap<String, Arc<dyn PluginTable>>,
-    /// Compiled routing tables by plugin name (the registered plugins the config has).
-    pub(crate) plugins: HashMap<String, CompiledPlugin>,
+    /// The tables of the plugins that run, in chain order: the registered plugins the config
+    /// has enabled, by `PluginData.sort`, ties in built-in order. Computed once per snapshot;
+    /// the chain only reads it.
+    pub(crate) active: Vec<Arc<dyn PluginTable>>,
     /// The digest of `data`.
     pub(crate) digest: DigestReport,
     /// How many times the digest changed since the gateway started (0: the start config).
@@ -47,23 +54,54 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    /// Compiles a snapshot: every condition, pattern, regex and handle is parsed here.
+    /// The empty config, compiled with `registry`'s plugins (a gateway's first snapshot).
+    pub(crate) fn empty(registry: Arc<Registry>) -> Snapshot {
+        Snapshot::compile(
+            registry,
+            ConfigData::default(),
+            &Changes::everything(),
+            None,
+        )
+    }
+
+    /// Compiles a snapshot with plugins of its own (a new [`Registry`]): every condition,
+    /// pattern, regex and handle is parsed here.
     pub(crate) fn build(data: ConfigData) -> Snapshot {
-        Snapshot::next(data, &Changes::everything(), None)
+        Snapshot::compile(Registry::standard(), data, &Changes::everything(), None)
     }
 
     /// Compiles `data` looking at every selector again, reusing from `previous` what did not
     /// change (see [`Snapshot::next`]).
     #[cfg(test)]
-    pub(crate) fn rebuild(data: ConfigData, previous: Option<&Snapshot>) -> Snapshot {
+    pub(crate) fn rebuild(data: ConfigData, previous: &Snapshot) -> Snapshot {
         Snapshot::next(data, &Changes::everything(), previous)
     }
 
-    /// The snapshot after `previous` once `changes` made its data into `data`. Only the
-    /// selectors named in `changes` (all of them for a group replaced whole) are looked at:
-    /// one whose data and rules are unchanged keeps its compiled form, a changed one is
-    /// recompiled and keeps its upstream pool (balancer state) when its handle is unchanged.
-    pub(crate) fn next(
+    /// The snapshot after `previous` once `changes` made its data into `data`, compiled with
+    /// `previous`'s plugins. Only the selectors named in `changes` (all of them for a group
+    /// replaced whole) are looked at: one whose data and rules are unchanged keeps its
+    /// compiled form, a changed one is recompiled and keeps its upstream pool (balancer
+    /// state) when its handle is unchanged. The plugins' synced config is not given to them
+    /// here: that is for whoever swaps the snapshot in ([`Snapshot::configure_plugins`]).
+    pub(crate) fn next(data: ConfigData, changes: &Changes, previous: &Snapshot) -> Snapshot {
+        Snapshot::compile(
+            Arc::clone(&previous.registry),
+            data,
+            changes,
+            Some(previous),
+        )
+    }
+
+    /// Gives the plugins the config of theirs that changed since `previous` (every plugin its
+    /// config when `previous` is `None`). Called when this snapshot is swapped in.
+    pub(crate) fn configure_plugins(&self, previous: Option<&Snapshot>) {
+        self.registry
+            .configure_changed(previous.map(|p| &p.data.plugins), &self.data.plugins);
+    }
+
+    /// [`Snapshot::next`], or a first build when there is no `previous`.
+    fn compile(
+        registry: Arc<Registry>,
         data: ConfigData,
         changes: &Changes,
         previous: Option<&Snapshot>,
@@ -88,28 +126,12 @@ impl Snapshot {
                 rejected.count += 1;
                 rejected.last = Some(format!("selector {id}: {reason}"));
             }
-            recompile(id, &data, previous, &tables, &mut working);
+            recompile(&registry, id, &data, previous, &tables, &mut working);
         }
         for (plugin, table) in working {
             tables.insert(plugin, Arc::from(table));
         }
-        plugin::configure_changed(previous.map(|p| &p.data.plugins), &data.plugins);
-        let plugins = data
-            .plugins
-            .values()
-            .filter_map(|p| {
-                let selectors = match tables.get(&p.name) {
-                    Some(table) => table.clone(),
-                    None => Arc::from(plugin::table(&p.name)?),
-                };
-                let compiled = CompiledPlugin {
-                    enabled: p.enabled,
-                    sort: p.sort,
-                    selectors,
-                };
-                Some((p.name.clone(), compiled))
-            })
-            .collect();
+        let active = active(&registry, &data, &tables);
         let digest = data.digest.report();
         // An event that leaves the config as it was (a duplicate, a no-op refresh) keeps the
         // version and the time the config became live: the latency judge measures changes.
@@ -119,9 +141,10 @@ impl Snapshot {
             None => (0, now_us()),
         };
         Snapshot {
+            registry,
             data,
             tables,
-            plugins,
+            active,
             digest,
             version,
             applied_at_us,
@@ -139,6 +162,30 @@ impl Snapshot {
             rejected: self.rejected.clone(),
         }
     }
+}
+
+/// The tables of the plugins that run, in chain order (see [`Snapshot::active`]); a plugin
+/// with no selector runs with an empty table.
+fn active(
+    registry: &Registry,
+    data: &ConfigData,
+    tables: &HashMap<String, Arc<dyn PluginTable>>,
+) -> Vec<Arc<dyn PluginTable>> {
+    let mut active: Vec<(i32, usize, Arc<dyn PluginTable>)> = data
+        .plugins
+        .values()
+        .filter(|p| p.enabled)
+        .filter_map(|p| {
+            let at = registry.position(&p.name)?;
+            let table = match tables.get(&p.name) {
+                Some(table) => Arc::clone(table),
+                None => Arc::from(registry.table(&p.name)?),
+            };
+            Some((p.sort, at, table))
+        })
+        .collect();
+    active.sort_by_key(|&(sort, at, _)| (sort, at));
+    active.into_iter().map(|(_, _, table)| table).collect()
 }
 
 /// Why selector `id`'s new divide handle is refused (see `plugin::divide::unusable`), cut to
@@ -169,6 +216,7 @@ fn refused(id: &str, data: &ConfigData, previous: Option<&Snapshot>) -> Option<S
 /// `working` holds the tables changed so far (copies of `tables`, sharing their structure).
 /// Selectors of plugins gantry does not run are not compiled.
 fn recompile(
+    registry: &Registry,
     id: &str,
     data: &ConfigData,
     previous: Option<&Snapshot>,
@@ -183,7 +231,7 @@ fn recompile(
         match new {
             Some((now, _, _)) if now == plugin => kept = Some(order),
             _ => {
-                if let Some(table) = table(working, tables, plugin) {
+                if let Some(table) = table(registry, working, tables, plugin) {
                     table.remove(order);
                 }
             }
@@ -194,7 +242,7 @@ fn recompile(
     };
     let unchanged = old.is_some_and(|(_, _, before)| before == selector)
         && previous.is_some_and(|p| p.data.rules.list(id).eq(data.rules.list(id)));
-    if let Some(table) = table(working, tables, plugin) {
+    if let Some(table) = table(registry, working, tables, plugin) {
         table.put(kept, order, selector, &mut data.rules.list(id), unchanged);
     }
 }
@@ -202,6 +250,7 @@ fn recompile(
 /// The working copy of `plugin`'s table (made from `tables`, or empty, on first use); `None`
 /// for a plugin gantry does not run.
 fn table<'w>(
+    registry: &Registry,
     working: &'w mut HashMap<String, Box<dyn PluginTable>>,
     tables: &HashMap<String, Arc<dyn PluginTable>>,
     plugin: &str,
@@ -209,7 +258,7 @@ fn table<'w>(
     if !working.contains_key(plugin) {
         let copy = match tables.get(plugin) {
             Some(table) => table.copy(),
-            None => plugin::table(plugin)?,
+            None => registry.table(plugin)?,
         };
         working.insert(plugin.to_owned(), copy);
     }
@@ -223,6 +272,7 @@ pub(crate) fn now_us() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
+#[cfg(test)]
 impl Default for Snapshot {
     fn default() -> Self {
         Snapshot::build(ConfigData::default())
@@ -334,7 +384,7 @@ mod tests {
         let mut snap = Snapshot::default();
         let mut step = |event: DataEvent| {
             let changes = d.apply(event);
-            snap = Snapshot::next(d.clone(), &changes, Some(&snap));
+            snap = Snapshot::next(d.clone(), &changes, &snap);
             (snap.rejected.count, snap.rejected.last.clone())
         };
         let good = r#"[{"upstreamUrl":"a:1"}]"#;
@@ -444,10 +494,10 @@ mod tests {
             DataEventType::Update,
             P::Selector(vec![sel("1", "divide", 1)]),
         ));
-        let changed = Snapshot::rebuild(d.clone(), Some(&start));
+        let changed = Snapshot::rebuild(d.clone(), &start);
         assert_eq!(changed.version, 1);
         assert!(changed.applied_at_us >= start.applied_at_us);
-        let same = Snapshot::rebuild(d.clone(), Some(&changed));
+        let same = Snapshot::rebuild(d.clone(), &changed);
         assert_eq!(
             (same.version, same.applied_at_us),
             (changed.version, changed.applied_at_us)
@@ -456,7 +506,7 @@ mod tests {
             DataEventType::Delete,
             P::Selector(vec![sel("1", "divide", 1)]),
         ));
-        let back = Snapshot::rebuild(d, Some(&same));
+        let back = Snapshot::rebuild(d, &same);
         assert_eq!(back.version, 2);
         assert_eq!(back.applied_digest().report, start.digest);
     }
@@ -479,14 +529,13 @@ mod tests {
         ));
         d.apply(ev(DataEventType::Myself, P::Rule(vec![rule("r2", "2", 1)])));
         let first = Snapshot::build(d.clone());
-        let shared = |a: &Snapshot, b: &Snapshot, name: &str| {
-            Arc::ptr_eq(&a.plugins[name].selectors, &b.plugins[name].selectors)
-        };
+        let shared =
+            |a: &Snapshot, b: &Snapshot, name: &str| Arc::ptr_eq(&a.tables[name], &b.tables[name]);
         // A rule of contextPath changes: divide's table is shared, contextPath's rebuilt.
         let mut changed = rule("r2", "2", 5);
         changed.enabled = !changed.enabled;
         let changes = d.apply(ev(DataEventType::Update, P::Rule(vec![changed])));
-        let second = Snapshot::next(d.clone(), &changes, Some(&first));
+        let second = Snapshot::next(d.clone(), &changes, &first);
         assert!(shared(&first, &second, "divide"));
         assert!(!shared(&first, &second, "contextPath"));
         // Disabling a plugin keeps its table but flips the flag.
@@ -494,8 +543,10 @@ mod tests {
             DataEventType::Update,
             P::Plugin(vec![plugin("divide", false)]),
         ));
-        let third = Snapshot::next(d.clone(), &changes, Some(&second));
-        assert!(shared(&second, &third, "divide") && !third.plugins["divide"].enabled);
+        let third = Snapshot::next(d.clone(), &changes, &second);
+        assert!(shared(&second, &third, "divide"));
+        assert_eq!(chain(&second), ["contextPath", "divide"]);
+        assert_eq!(chain(&third), ["contextPath"]);
         // The result equals a full build: the compiled tables themselves, not only the
         // digest of the data they were compiled from.
         let full = Snapshot::build(d);
@@ -544,19 +595,19 @@ mod tests {
         moved.enabled = true;
         let changes = d.apply(ev(DataEventType::Update, P::Selector(vec![moved])));
         assert_eq!(changes.selectors.len(), 1);
-        let second = Snapshot::next(d.clone(), &changes, Some(&first));
+        let second = Snapshot::next(d.clone(), &changes, &first);
         assert_eq!(recompiled(&first, &second), ["s7"]);
         let changes = d.apply(ev(
             DataEventType::Update,
             P::Rule(vec![rule("r9", "s9", 4)]),
         ));
-        let third = Snapshot::next(d.clone(), &changes, Some(&second));
+        let third = Snapshot::next(d.clone(), &changes, &second);
         assert_eq!(recompiled(&second, &third), ["s9"]);
         let changes = d.apply(ev(
             DataEventType::Delete,
             P::Rule(vec![rule("r9", "s9", 4)]),
         ));
-        let fourth = Snapshot::next(d.clone(), &changes, Some(&third));
+        let fourth = Snapshot::next(d.clone(), &changes, &third);
         assert_eq!(recompiled(&third, &fourth), ["s9"]);
         // A group replaced whole with the same content recompiles nothing.
         let same: Vec<RuleData> = d
@@ -566,26 +617,61 @@ mod tests {
             .map(|(_, _, r)| r.clone())
             .collect();
         let changes = d.apply(ev(DataEventType::Refresh, P::Rule(same)));
-        let fifth = Snapshot::next(d.clone(), &changes, Some(&fourth));
+        let fifth = Snapshot::next(d.clone(), &changes, &fourth);
         assert!(recompiled(&fourth, &fifth).is_empty());
         assert_eq!(tables(&fifth), tables(&Snapshot::build(d)));
     }
 
-    /// Every plugin's compiled state, rendered: flag, chain position, selectors with their
-    /// rules, conditions, handles, pools, in order, and the index.
+    /// The names of the plugins the chain runs, in order.
+    fn chain(s: &Snapshot) -> Vec<&'static str> {
+        s.active.iter().map(|t| t.name()).collect()
+    }
+
+    /// Every registered plugin's compiled state the config has, rendered: flag, sort,
+    /// selectors with their rules, conditions, handles, pools, in order, and the index; and
+    /// the chain's order (under "").
     fn tables(s: &Snapshot) -> BTreeMap<String, String> {
-        s.plugins
-            .iter()
-            .map(|(name, p)| {
-                let rendered = format!(
-                    "enabled {} sort {} {}",
-                    p.enabled,
-                    p.sort,
-                    p.selectors.rendered()
-                );
-                (name.clone(), rendered)
+        let mut rendered: BTreeMap<String, String> = s
+            .data
+            .plugins
+            .values()
+            .filter_map(|p| {
+                let selectors = match s.tables.get(&p.name) {
+                    Some(table) => table.rendered(),
+                    None => s.registry.table(&p.name)?.rendered(),
+                };
+                let rendered = format!("enabled {} sort {} {selectors}", p.enabled, p.sort);
+                Some((p.name.clone(), rendered))
             })
-            .collect()
+            .collect();
+        rendered.insert(String::new(), format!("chain {:?}", chain(s)));
+        rendered
+    }
+
+    /// The chain runs the enabled plugins by `PluginData.sort`, ties in built-in order.
+    #[test]
+    fn the_chain_order_is_computed_with_the_snapshot() {
+        let plugin = |name: &str, sort: i32, enabled: bool| PluginData {
+            name: name.to_owned(),
+            sort,
+            enabled,
+            ..Default::default()
+        };
+        let mut d = ConfigData::default();
+        d.apply(ev(
+            DataEventType::Myself,
+            P::Plugin(vec![
+                plugin("divide", 1, true),
+                plugin("contextPath", 1, true),
+                plugin("paramMapping", 0, false),
+                plugin("rateLimiter", 5, true),
+                plugin("waf", 0, true),
+            ]),
+        ));
+        assert_eq!(
+            chain(&Snapshot::build(d)),
+            ["contextPath", "divide", "rateLimiter"]
+        );
     }
 
     /// The whole data as a [`model::ConfigSet`], to check the running digest against.
@@ -681,7 +767,7 @@ mod tests {
                 let mut snapshot = Snapshot::default();
                 for event in events {
                     let changes = d.apply(event);
-                    snapshot = Snapshot::next(d.clone(), &changes, Some(&snapshot));
+                    snapshot = Snapshot::next(d.clone(), &changes, &snapshot);
                     let scratch = Snapshot::build(d.clone());
                     prop_assert_eq!(tables(&snapshot), tables(&scratch));
                     prop_assert_eq!(&snapshot.digest, &model::DigestReport::from(&config_set(&d)));
@@ -706,12 +792,12 @@ mod tests {
                 DataEventType::Update,
                 P::Selector(vec![sel("s1", "divide", 1)]),
             ));
-            let first = Snapshot::next(d.clone(), &changes, Some(&Snapshot::default()));
+            let first = Snapshot::next(d.clone(), &changes, &Snapshot::default());
             d.apply(ev(
                 DataEventType::Update,
                 P::Rule(vec![rule("r1", "s1", 1)]),
             ));
-            let stale = Snapshot::next(d.clone(), &Changes::default(), Some(&first));
+            let stale = Snapshot::next(d.clone(), &Changes::default(), &first);
             assert_ne!(tables(&stale), tables(&Snapshot::build(d)));
         }
     }

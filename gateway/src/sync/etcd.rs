@@ -73,12 +73,11 @@ impl EtcdSubscriber {
         .with_context(|| format!("connecting to etcd at {endpoints}"))?;
         let prefix = format!("{}/", keyspace::ROOT);
         let seen = self.seen.load(Ordering::Relaxed);
-        let revision =
-            if seen > 0 && state.emulate == Some(crate::EmulatedBug::ResumeCompactedWatch) {
-                seen
-            } else {
-                self.read_all(&mut client, &prefix, state).await?
-            };
+        let revision = if seen > 0 && state.emulates(crate::EmulatedBug::ResumeCompactedWatch) {
+            seen
+        } else {
+            self.read_all(&mut client, &prefix, state).await?
+        };
         let options = etcd::WatchOptions::new()
             .with_prefix()
             .with_start_revision(revision + 1);
@@ -139,7 +138,6 @@ impl EtcdSubscriber {
             .iter()
             .filter_map(|kv| Some((kv.key_str().ok()?.to_owned(), kv.value().to_vec())));
         let items = nodes::replace_all(state, kvs);
-        state.refill().await;
         self.seen.store(revision, Ordering::Relaxed);
         tracing::info!(items, revision, "etcd config read in full");
         Ok(revision)

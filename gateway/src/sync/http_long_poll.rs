@@ -34,6 +34,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
+use crate::locks::lock;
 
 /// The groups gantry asks for, in ShenYu's fetch order.
 const GROUPS: [ConfigGroup; 5] = [
@@ -167,7 +168,6 @@ impl HttpLongPollSubscriber {
     ) -> Result<std::convert::Infallible, SyncError> {
         let value = self.token(admin, token).await?;
         self.fetch(admin, &value, &GROUPS, state).await?;
-        state.refill().await;
         let _connected = state.connected();
         tracing::info!(%admin, "http sync: fetched all groups; long polling");
         backoff.reset();
@@ -179,7 +179,6 @@ impl HttpLongPollSubscriber {
                 continue;
             }
             if self.fetch(admin, &value, &changed, state).await? > 0 {
-                state.refill().await;
                 backoff.reset();
             } else {
                 tracing::debug!(%admin, ?changed, "http sync: nothing newer; backing off");
@@ -223,11 +222,7 @@ impl HttpLongPollSubscriber {
     /// `POST /configs/listener`: the groups the admin says changed (gantry's five only).
     async fn listen(&self, admin: &str, token: &str) -> Result<Vec<ConfigGroup>, SyncError> {
         let url = format!("{admin}/configs/listener");
-        let form = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .listener_form();
+        let form = lock(&self.cache).listener_form();
         let response = self
             .client
             .post(&url)
@@ -291,10 +286,7 @@ impl HttpLongPollSubscriber {
         let mut accepted = 0;
         for (group, g) in fetched {
             // Held across check and apply so two admins cannot interleave.
-            let mut cache = self
-                .cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut cache = lock(&self.cache);
             if !cache.accepts(group, &g.md5, g.last_modify_time) {
                 continue;
             }

@@ -109,6 +109,7 @@ mod tests {
     use model::SyncMode;
 
     use super::*;
+    use crate::plugin::Registry;
 
     fn node(path: &str, value: &str) -> (String, Vec<u8>) {
         (path.to_owned(), value.as_bytes().to_vec())
@@ -116,7 +117,7 @@ mod tests {
 
     #[test]
     fn full_read_replaces_in_one_swap_and_rejects_bad_nodes() {
-        let state = SyncState::new(SyncMode::Zookeeper);
+        let state = SyncState::new(SyncMode::Zookeeper, Registry::standard());
         put(
             &state,
             "/shenyu/selector/divide/9",
@@ -215,7 +216,7 @@ mod tests {
     fn pick(state: &SyncState) -> char {
         let req = crate::router::test_helpers::TestRequest::get("/api/x");
         let forward = crate::plugin::Chain::standard()
-            .run_now(&state.snapshot().plugins, &req.view())
+            .run_now(&state.snapshot().active, &req.view())
             .unwrap();
         forward
             .lease
@@ -229,11 +230,11 @@ mod tests {
 
     #[test]
     fn a_full_read_keeps_the_balancer_state_of_unchanged_selectors() {
-        let state = SyncState::new(SyncMode::Zookeeper);
+        let state = SyncState::new(SyncMode::Zookeeper, Registry::standard());
         replace_all(&state, round_robin_nodes("x"));
         let first = pick(&state);
         // A fresh gateway starts the cycle at `first`: the observable below can fail.
-        let fresh = SyncState::new(SyncMode::Etcd);
+        let fresh = SyncState::new(SyncMode::Etcd, Registry::standard());
         replace_all(&fresh, round_robin_nodes("x"));
         assert_eq!(pick(&fresh), first);
         // The same config read again, then one with another selector changed: the

@@ -14,10 +14,14 @@
 //! [`SyncState`] is shared by the subscriber and the server: it owns the snapshot and the
 //! counters reported by `/actuator/health`. A frame that cannot be read is a [`SyncError`]:
 //! logged at WARN, counted, and otherwise ignored, so the last good config keeps serving.
+//! The bugs the gateway can emulate on this path (tests only) live in `emulate.rs`, out of
+//! the subscribers' sight.
 
+mod emulate;
 pub(crate) mod etcd;
 pub(crate) mod http_long_poll;
 mod keyspace;
+pub(crate) mod start;
 pub(crate) mod websocket;
 pub(crate) mod zookeeper;
 
@@ -25,35 +29,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use model::{Backoff, ConfigGroup, DataEvent, DataEventType, EventPayload, SyncMode};
+use model::{Backoff, ConfigGroup, DataEvent, DataEventType, SyncMode};
 use rand::Rng;
 use serde::Serialize;
 
-use crate::snapshot::{Changes, Snapshot, now_us};
-
-/// How long [`crate::EmulatedBug::ClearBeforeRefill`] leaves a group empty.
-pub(crate) const CLEAR_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// How long after stamping a change applied [`crate::EmulatedBug::LateApply`] swaps it in.
-pub(crate) const LATE_APPLY_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Locks `mutex`, ignoring poisoning (every writer leaves the data consistent).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A payload of the same group with no item.
-fn emptied(payload: &EventPayload) -> EventPayload {
-    match payload {
-        EventPayload::Plugin(_) => EventPayload::Plugin(Vec::new()),
-        EventPayload::Selector(_) => EventPayload::Selector(Vec::new()),
-        EventPayload::Rule(_) => EventPayload::Rule(Vec::new()),
-        EventPayload::MetaData(_) => EventPayload::MetaData(Vec::new()),
-        EventPayload::AppAuth(_) => EventPayload::AppAuth(Vec::new()),
-    }
-}
+use self::emulate::Emulation;
+use crate::locks::lock;
+use crate::plugin::Registry;
+use crate::snapshot::{Changes, Snapshot};
 
 /// Why a sync step failed.
 #[derive(Debug, thiserror::Error)]
@@ -150,10 +133,8 @@ pub(crate) struct SyncState {
     /// Serialises writers; readers never take it.
     writer: Mutex<()>,
     mode: SyncMode,
-    /// A ShenYu bug to reproduce (tests only).
-    emulate: Option<crate::EmulatedBug>,
-    /// Events an emulated bug holds back for [`SyncState::refill`].
-    held: Mutex<Held>,
+    /// A ShenYu bug to reproduce (tests only), and what it holds back.
+    emulation: Emulation,
     /// Subscriber sessions currently connected (one per admin at most).
     sessions: AtomicUsize,
     /// The ZooKeeper session in use, as ZooKeeper prints its id (`0x…`).
@@ -161,17 +142,6 @@ pub(crate) struct SyncState {
     full_syncs: AtomicU64,
     events_applied: AtomicU64,
     events_rejected: AtomicU64,
-}
-
-/// What an emulated bug holds back until [`SyncState::refill`].
-#[derive(Debug, Default)]
-struct Held {
-    /// [`crate::EmulatedBug::ClearBeforeRefill`]: full events whose groups were swapped in
-    /// emptied; [`crate::EmulatedBug::LateApply`]: every event received.
-    events: Vec<DataEvent>,
-    /// [`crate::EmulatedBug::LateApply`]: when the first of them arrived, the apply time the
-    /// gateway reports for them.
-    arrived_us: Option<u64>,
 }
 
 /// The `sync` part of `/actuator/health`.
@@ -196,14 +166,13 @@ pub(crate) struct SyncHealth {
 }
 
 impl SyncState {
-    /// An empty config for a sync mode.
-    pub(crate) fn new(mode: SyncMode) -> SyncState {
+    /// An empty config for a sync mode, compiled with `plugins` (the gateway's).
+    pub(crate) fn new(mode: SyncMode, plugins: Arc<Registry>) -> SyncState {
         SyncState {
-            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            snapshot: ArcSwap::from_pointee(Snapshot::empty(plugins)),
             writer: Mutex::new(()),
             mode,
-            emulate: None,
-            held: Mutex::new(Held::default()),
+            emulation: Emulation::default(),
             sessions: AtomicUsize::new(0),
             zookeeper_session: Mutex::new(None),
             full_syncs: AtomicU64::new(0),
@@ -212,59 +181,15 @@ impl SyncState {
         }
     }
 
-    /// The same state, reproducing `bug` (see [`crate::EmulatedBug`]).
+    /// The same state, reproducing `bug` (see [`crate::EmulatedBug`] and `emulate.rs`).
     pub(crate) fn emulating(mut self, bug: Option<crate::EmulatedBug>) -> SyncState {
-        self.emulate = bug;
+        self.emulation = Emulation::new(bug);
         self
     }
 
-    /// `event` as the emulated bug would see it: `None` when it drops it.
-    fn as_emulated(&self, mut event: DataEvent) -> Option<DataEvent> {
-        match self.emulate {
-            None => Some(event),
-            Some(crate::EmulatedBug::ClearBeforeRefill) if event.event_type.is_full() => {
-                let emptied = DataEvent::new(event.event_type, emptied(&event.payload));
-                lock(&self.held).events.push(event);
-                Some(emptied)
-            }
-            Some(
-                crate::EmulatedBug::ClearBeforeRefill
-                | crate::EmulatedBug::ResumeCompactedWatch
-                | crate::EmulatedBug::RoundRobinIgnoresWeights
-                | crate::EmulatedBug::HashRingOffByOne
-                | crate::EmulatedBug::LeastActiveIgnoresInFlight
-                | crate::EmulatedBug::LimiterForgetsReleases
-                | crate::EmulatedBug::RandomIgnoresWeights
-                | crate::EmulatedBug::LateApply,
-            ) => Some(event),
-            Some(crate::EmulatedBug::DropDeletes) => match event.event_type {
-                DataEventType::Delete => None,
-                t if t.is_full() => {
-                    event.event_type = DataEventType::Update;
-                    Some(event)
-                }
-                _ => Some(event),
-            },
-        }
-    }
-
-    /// Applies what an emulated bug held back: under
-    /// [`crate::EmulatedBug::ClearBeforeRefill`], after [`CLEAR_WINDOW`], the full events
-    /// whose groups were swapped in emptied; under [`crate::EmulatedBug::LateApply`], after
-    /// [`LATE_APPLY_DELAY`], every event received, stamped applied when the first arrived.
-    /// Otherwise returns at once. Every subscriber awaits it after applying what it received.
-    pub(crate) async fn refill(&self) {
-        let window = match self.emulate {
-            Some(crate::EmulatedBug::ClearBeforeRefill) => CLEAR_WINDOW,
-            Some(crate::EmulatedBug::LateApply) => LATE_APPLY_DELAY,
-            _ => return,
-        };
-        let Held { events, arrived_us } = std::mem::take(&mut *lock(&self.held));
-        if events.is_empty() {
-            return;
-        }
-        tokio::time::sleep(window).await;
-        self.swap(events, arrived_us);
+    /// Whether the gateway emulates `bug` (for a subscriber's own bugs).
+    pub(crate) fn emulates(&self, bug: crate::EmulatedBug) -> bool {
+        self.emulation.is(bug)
     }
 
     /// The current snapshot (lock-free).
@@ -329,48 +254,43 @@ impl SyncState {
     /// swaps the result in once. The counters count the events applied (an emulated bug may
     /// drop some) by their type as received.
     pub(crate) fn apply_all(&self, events: Vec<DataEvent>) {
-        let (mut full, mut applied) = (0, Vec::with_capacity(events.len()));
-        for event in events {
-            let was_full = event.event_type.is_full();
-            if let Some(event) = self.as_emulated(event) {
-                full += usize::from(was_full);
-                applied.push(event);
-            }
-        }
-        let count = applied.len();
-        if self.emulate == Some(crate::EmulatedBug::LateApply) {
-            let mut held = lock(&self.held);
-            held.arrived_us.get_or_insert_with(now_us);
-            held.events.extend(applied);
-        } else {
-            self.swap(applied, None);
-        }
-        self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
+        let writer = lock(&self.writer);
+        let admitted = self.emulation.admit(events);
+        self.swap(&writer, admitted.now, None);
+        drop(writer);
+        self.full_syncs
+            .fetch_add(admitted.full as u64, Ordering::Relaxed);
         self.events_applied
-            .fetch_add(count as u64, Ordering::Relaxed);
+            .fetch_add(admitted.count as u64, Ordering::Relaxed);
     }
 
     /// Applies `events` as they are in one swap. The next snapshot is compiled from the
     /// previous one: unchanged selectors keep their compiled form and balancer state (also
     /// through a full sync), an unchanged config keeps its version. `applied_at_us`, if given,
-    /// replaces the time a changed config reports it was applied.
-    fn swap(&self, events: Vec<DataEvent>, applied_at_us: Option<u64>) {
+    /// replaces the time a changed config reports it was applied. The plugins get their
+    /// changed config as the snapshot is swapped in. `_writer`: the writer lock, held.
+    fn swap(
+        &self,
+        _writer: &std::sync::MutexGuard<'_, ()>,
+        events: Vec<DataEvent>,
+        applied_at_us: Option<u64>,
+    ) {
         if events.is_empty() {
             return;
         }
-        let _writer = lock(&self.writer);
         let previous = self.snapshot.load();
         let mut data = previous.data.clone();
         let mut changes = Changes::default();
         for event in events {
             changes.extend(data.apply(event));
         }
-        let mut next = Snapshot::next(data, &changes, Some(&previous));
+        let mut next = Snapshot::next(data, &changes, &previous);
         if let Some(at) = applied_at_us
             && next.version != previous.version
         {
             next.applied_at_us = at;
         }
+        next.configure_plugins(Some(&previous));
         self.snapshot.store(Arc::new(next));
     }
 
@@ -410,7 +330,14 @@ pub(crate) async fn back_off(backoff: &mut Backoff) {
 
 #[cfg(test)]
 mod tests {
+    use super::emulate::LATE_APPLY_DELAY;
     use super::*;
+    use crate::snapshot::now_us;
+
+    /// A state of its own (its own plugins).
+    fn state(mode: SyncMode) -> SyncState {
+        SyncState::new(mode, Registry::standard())
+    }
 
     const SELECTOR: &str = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[{"id":"1","pluginName":"divide","sort":1,"enabled":true}]}"#;
 
@@ -418,9 +345,8 @@ mod tests {
     fn the_drop_deletes_emulation_keeps_what_was_deleted() {
         let delete = SELECTOR.replace("MYSELF", "DELETE");
         let empty_refresh = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[]}"#;
-        let honest = SyncState::new(SyncMode::Websocket);
-        let buggy =
-            SyncState::new(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::DropDeletes));
+        let honest = state(SyncMode::Websocket);
+        let buggy = state(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::DropDeletes));
         for state in [&honest, &buggy] {
             state.apply_text(SELECTOR).unwrap();
             state.apply_text(&delete).unwrap();
@@ -437,9 +363,9 @@ mod tests {
 
     #[tokio::test]
     async fn the_clear_before_refill_emulation_empties_a_group_until_the_refill() {
-        let honest = SyncState::new(SyncMode::Websocket);
-        let buggy = SyncState::new(SyncMode::Websocket)
-            .emulating(Some(crate::EmulatedBug::ClearBeforeRefill));
+        let honest = state(SyncMode::Websocket);
+        let buggy =
+            state(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::ClearBeforeRefill));
         for state in [&honest, &buggy] {
             state.apply_text(SELECTOR).unwrap();
             state.refill().await;
@@ -460,16 +386,15 @@ mod tests {
             let h = state.health();
             assert_eq!(
                 (h.full_syncs, h.events_applied),
-                (2, 2 + u64::from(state.emulate.is_some()))
+                (2, 2 + u64::from(std::ptr::eq(state, &buggy)))
             );
         }
     }
 
     #[tokio::test]
     async fn the_late_apply_emulation_stamps_a_change_applied_before_serving_it() {
-        let honest = SyncState::new(SyncMode::Websocket);
-        let buggy =
-            SyncState::new(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::LateApply));
+        let honest = state(SyncMode::Websocket);
+        let buggy = state(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::LateApply));
         let before = now_us();
         honest.apply_text(SELECTOR).unwrap();
         assert_eq!(honest.snapshot().digest.selectors, 1, "served at once");
@@ -494,13 +419,108 @@ mod tests {
         );
     }
 
+    /// With the refills task running (as a gateway runs it), a full sync's group is empty
+    /// only for the window: no subscriber refills it.
+    #[tokio::test]
+    async fn the_refills_task_ends_each_clear_before_refill_window() {
+        let buggy = Arc::new(
+            state(SyncMode::Websocket).emulating(Some(crate::EmulatedBug::ClearBeforeRefill)),
+        );
+        let refills = tokio::spawn(Arc::clone(&buggy).refills());
+        let started = tokio::time::Instant::now();
+        buggy.apply_text(SELECTOR).unwrap();
+        assert_eq!(buggy.snapshot().digest.selectors, 0, "the window");
+        let deadline = started + emulate::CLEAR_WINDOW * 40;
+        while buggy.snapshot().digest.selectors == 0 {
+            assert!(tokio::time::Instant::now() < deadline, "never refilled");
+            tokio::task::yield_now().await;
+            tokio::time::sleep(emulate::CLEAR_WINDOW / 10).await;
+        }
+        assert!(started.elapsed() >= emulate::CLEAR_WINDOW);
+        refills.abort();
+    }
+
+    /// Each gateway has its own plugin instances: the rate limiter one state's config made
+    /// fail closed (Redis unreachable: HTTP 429) stays so when another state's config makes
+    /// its own fail open (with process-wide plugins, the second config was every gateway's).
+    #[tokio::test]
+    async fn two_states_have_their_own_plugins() {
+        use model::{ConditionData, EventPayload, PluginData, RuleData, SelectorData};
+
+        use crate::plugin::Chain;
+        use crate::router::test_helpers::TestRequest;
+
+        let limited = |config: Option<&str>| {
+            let plugin = PluginData {
+                id: "9".into(),
+                name: "rateLimiter".into(),
+                enabled: true,
+                sort: 20,
+                config: config.map(str::to_owned),
+                ..Default::default()
+            };
+            let selector = SelectorData {
+                id: "l".into(),
+                plugin_name: "rateLimiter".into(),
+                enabled: true,
+                sort: 1,
+                condition_list: vec![ConditionData::new("uri", "startsWith", "/", "/")],
+                ..Default::default()
+            };
+            let rule = RuleData {
+                id: "r".into(),
+                selector_id: "l".into(),
+                plugin_name: "rateLimiter".into(),
+                enabled: true,
+                sort: 1,
+                condition_data_list: vec![ConditionData::new("uri", "startsWith", "/", "/")],
+                ..Default::default()
+            };
+            vec![
+                DataEvent::new(DataEventType::Myself, EventPayload::Plugin(vec![plugin])),
+                DataEvent::new(
+                    DataEventType::Myself,
+                    EventPayload::Selector(vec![selector]),
+                ),
+                DataEvent::new(DataEventType::Myself, EventPayload::Rule(vec![rule])),
+            ]
+        };
+        let status = |state: &SyncState| {
+            let snapshot = state.snapshot();
+            let req = TestRequest::get("/x");
+            async move {
+                let decided = Chain::standard().run(&snapshot.active, &req.view()).await;
+                decided.err().map(|r| r.status.as_u16())
+            }
+        };
+        let closed = state(SyncMode::Websocket);
+        closed.apply_all(limited(Some(
+            r#"{"mode":"standalone","url":"127.0.0.1:1","failClosed":true}"#,
+        )));
+        assert_eq!(
+            status(&closed).await,
+            Some(429),
+            "Redis down, failing closed"
+        );
+        let open = state(SyncMode::Websocket);
+        open.apply_all(limited(Some(
+            r#"{"mode":"standalone","url":"127.0.0.1:1","failClosed":false}"#,
+        )));
+        assert_eq!(
+            status(&open).await,
+            Some(404),
+            "Redis down, failing open; then no divide"
+        );
+        assert_eq!(status(&closed).await, Some(429), "still its own config");
+    }
+
     #[test]
     fn a_duplicated_increment_is_applied_once() {
         // The websocket `duplicate` protocol fault (docs/faults.md): the same frame twice.
         let update = SELECTOR.replace("MYSELF", "UPDATE");
         let delete = SELECTOR.replace("MYSELF", "DELETE");
-        let once = SyncState::new(SyncMode::Websocket);
-        let twice = SyncState::new(SyncMode::Websocket);
+        let once = state(SyncMode::Websocket);
+        let twice = state(SyncMode::Websocket);
         for frame in [SELECTOR, &update, &delete] {
             once.apply_text(frame).unwrap();
             twice.apply_text(frame).unwrap();
@@ -511,7 +531,7 @@ mod tests {
 
     #[test]
     fn malformed_frames_are_counted_and_change_nothing() {
-        let state = SyncState::new(SyncMode::Websocket);
+        let state = state(SyncMode::Websocket);
         assert_eq!(state.apply_text(SELECTOR).unwrap(), Applied::Event);
         let before = state.snapshot().digest.clone();
         for bad in [
@@ -536,7 +556,7 @@ mod tests {
 
     #[test]
     fn apply_group_replaces_or_rejects() {
-        let state = SyncState::new(SyncMode::Http);
+        let state = state(SyncMode::Http);
         let item = serde_json::json!({"id":"1","pluginName":"divide","sort":1,"enabled":true});
         assert_eq!(
             state
@@ -573,7 +593,7 @@ mod tests {
 
     #[test]
     fn running_mode_and_unmodelled_groups_are_ignored() {
-        let state = SyncState::new(SyncMode::Websocket);
+        let state = state(SyncMode::Websocket);
         let running = r#"{"eventType":"RUNNING_MODE","runningMode":"STANDALONE","isMaster":true,"masterUrl":"/websocket"}"#;
         assert_eq!(state.apply_text(running).unwrap(), Applied::Ignored);
         let discover = r#"{"groupType":"DISCOVER_UPSTREAM","eventType":"UPDATE","data":[{}]}"#;

@@ -131,7 +131,6 @@ impl WebsocketSubscriber {
                                 Ok(applied) => tracing::debug!(?applied, "sync frame"),
                                 Err(e) => tracing::warn!(error = %e, frame = %truncate(&text), "rejected sync frame"),
                             }
-                            state.refill().await;
                         }
                         Some(Ok(Message::Close(_))) => break Ok(()),
                         Some(Ok(_)) => {}

@@ -64,7 +64,6 @@ impl ZookeeperSubscriber {
                 .await
                 .context("watching /shenyu")?;
         let items = full_read(&client, state).await?;
-        state.refill().await;
         let session = client.session_id().to_string();
         tracing::info!(url = %self.url, items, %session, "ZooKeeper sync connected; config read in full");
         let _connected = state.connected();

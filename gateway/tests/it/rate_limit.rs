@@ -5,8 +5,8 @@
 //! becomes two Redis keys. gantry believes those headers only from `--trusted-proxies`, and
 //! only when they hold an IP address.
 //!
-//! The rateLimiter plugin is one per process, so this is the only test of this binary that
-//! configures it.
+//! Each gateway has its own rateLimiter plugin (its own Redis config and counters), so other
+//! tests of this binary may configure theirs.
 
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,177 @@
+//! The app: the state one gateway serves requests from ([`App`]: its own plugins, config
+//! snapshot, proxy and metrics), its router ([`app`]), and [`serve`], which runs it with a
+//! sync subscriber.
+
+use std::borrow::Cow;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderName, HeaderValue};
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::plugin::{Chain, Registry};
+use crate::proxy::Proxy;
+use crate::router::RequestView;
+use crate::sync::SyncState;
+use crate::{TrustedProxies, actuator, precheck, sync};
+
+/// Shared request-handling state: one gateway's, nothing in it shared with another gateway
+/// of the process.
+#[derive(Debug)]
+pub(crate) struct App {
+    /// [`Config::hide_extras`].
+    hide_extras: bool,
+    /// [`Config::trusted_proxies`].
+    trusted_proxies: TrustedProxies,
+    /// The gateway's plugin instances (the snapshots compile with them).
+    pub(crate) plugins: Arc<Registry>,
+    pub(crate) sync: Arc<SyncState>,
+    chain: Chain,
+    proxy: Proxy,
+    pub(crate) metrics: Metrics,
+}
+
+impl App {
+    /// A gateway's state for `config`: the empty config until a subscriber applies the
+    /// admin's.
+    fn new(config: &Config) -> App {
+        let plugins = Registry::standard();
+        let sync = SyncState::new(config.sync, Arc::clone(&plugins)).emulating(config.emulate_bug);
+        App {
+            hide_extras: config.hide_extras,
+            trusted_proxies: config.trusted_proxies.clone(),
+            plugins,
+            sync: Arc::new(sync),
+            chain: Chain::standard().emulating(config.emulate_bug),
+            proxy: Proxy::new(),
+            metrics: Metrics::default(),
+        }
+    }
+}
+
+/// The gateway's router over a state of its own (see [`App`]), with no sync subscriber: it
+/// serves the empty config. [`serve`] runs it with one.
+pub fn app(config: &Config) -> Router {
+    router(Arc::new(App::new(config)))
+}
+
+/// The actuator endpoints, `/metrics`, and every other request through the chain.
+fn router(app: Arc<App>) -> Router {
+    let mut router = Router::new().route("/actuator/health", get(actuator::health));
+    if !app.hide_extras {
+        router = router.route("/actuator/digest", get(actuator::digest));
+    }
+    router
+        .route("/actuator/plugins", get(actuator::plugins))
+        .route("/actuator/pluginData", get(actuator::plugin_data))
+        .route("/actuator/selectorData", get(actuator::selector_data))
+        .route("/actuator/ruleData", get(actuator::rule_data))
+        .route("/actuator/metadata", get(actuator::metadata))
+        .route("/metrics", get(actuator::metrics))
+        .fallback(route)
+        .with_state(app)
+}
+
+/// Runs the gateway on `listener` until `shutdown` completes, then drains connections and
+/// stops the sync subscriber. Client connections are served by [`netserve::serve`] with
+/// `config.timeouts`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    config.check()?;
+    let app = Arc::new(App::new(&config));
+    let subscriber = sync::start::start(&config, &app.sync)?;
+    netserve::serve(listener, router(app), config.timeouts, shutdown).await;
+    drop(subscriber);
+    Ok(())
+}
+
+/// Every non-actuator request: the checks of `precheck` (Host, path), the plugin
+/// chain, then the proxy. The answer carries
+/// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
+/// the response head).
+async fn route(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request<Body>,
+) -> Response {
+    let started = Instant::now();
+    let decision = match precheck::check(&req) {
+        Err(rejection) => Err(rejection),
+        Ok(()) => {
+            let snapshot = app.sync.snapshot();
+            let uri = req.uri();
+            let view = RequestView {
+                method: req.method(),
+                path: if uri.path().is_empty() {
+                    "/"
+                } else {
+                    uri.path()
+                },
+                query: uri.query(),
+                authority: uri.authority().map(|a| a.as_str()),
+                headers: req.headers(),
+                peer: peer.ip(),
+                peer_trusted: app.trusted_proxies.contains(peer.ip()),
+            };
+            app.chain.run(&snapshot.active, &view).await
+        }
+    };
+    let rejected = decision.is_err();
+    let (mut response, outcome, upstream) = match decision {
+        Ok(forward) => {
+            let done = app.proxy.forward(req, forward, peer.ip()).await;
+            (
+                done.response,
+                Cow::Borrowed(done.outcome),
+                Some(done.upstream),
+            )
+        }
+        Err(rejection) => {
+            let code = rejection.body.code.to_string();
+            (rejection.into_response(), Cow::Owned(code), None)
+        }
+    };
+    let overhead = started
+        .elapsed()
+        .saturating_sub(upstream.unwrap_or_default());
+    app.metrics.request(&outcome, upstream, overhead);
+    if app.hide_extras {
+        hide_extras(&mut response, rejected);
+        return response;
+    }
+    response.headers_mut().insert(
+        GATEWAY_TIME.clone(),
+        HeaderValue::from(overhead.as_micros() as u64),
+    );
+    response
+}
+
+/// What `--hide-extras` does to an answer: every `x-gantry-*` header goes (the gateway's
+/// selector and rule ids, the upstream's name), and a rejection comes with HTTP 200, as
+/// ShenYu answers its error bodies.
+fn hide_extras(response: &mut Response, rejected: bool) {
+    let extras: Vec<HeaderName> = response
+        .headers()
+        .keys()
+        .filter(|k| k.as_str().starts_with("x-gantry-"))
+        .cloned()
+        .collect();
+    for name in extras {
+        response.headers_mut().remove(name);
+    }
+    if rejected {
+        *response.status_mut() = axum::http::StatusCode::OK;
+    }
+}
+
+static GATEWAY_TIME: HeaderName = HeaderName::from_static("x-gantry-gateway-time-us");

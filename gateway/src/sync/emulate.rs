@@ -1,0 +1,175 @@
+//! The sync path's share of `--emulate-bug` ([`EmulatedBug`]): tests only, never real traffic.
+//!
+//! Everything a bug changes in how events are applied happens here, inside
+//! [`SyncState::apply_all`], so the subscribers do not know about it:
+//! - [`EmulatedBug::DropDeletes`] drops DELETE events and merges full syncs;
+//! - [`EmulatedBug::ClearBeforeRefill`] swaps a full sync's groups in emptied at once and holds
+//!   the events back for [`CLEAR_WINDOW`];
+//! - [`EmulatedBug::LateApply`] holds every event back for [`LATE_APPLY_DELAY`], stamped
+//!   applied when the first arrived.
+//!
+//! Held events form a batch: the first one opens it, later ones join it (so that an increment
+//! is never applied before a full sync that came first), and the batch is swapped in one
+//! window after it opened, by [`SyncState::refills`] (a task the gateway starts next to its
+//! subscriber when the bug holds events), as a subscriber blocked until then would have.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use model::{DataEvent, DataEventType, EventPayload};
+use tokio::sync::Notify;
+
+use super::SyncState;
+use crate::EmulatedBug;
+use crate::locks::lock;
+use crate::snapshot::now_us;
+
+/// How long [`EmulatedBug::ClearBeforeRefill`] leaves a group empty.
+pub(crate) const CLEAR_WINDOW: Duration = Duration::from_millis(250);
+
+/// How long after stamping a change applied [`EmulatedBug::LateApply`] swaps it in.
+pub(crate) const LATE_APPLY_DELAY: Duration = Duration::from_millis(200);
+
+/// The bug the sync path emulates, and what it holds back.
+#[derive(Debug, Default)]
+pub(crate) struct Emulation {
+    /// The bug (`None`: apply events as they are).
+    bug: Option<EmulatedBug>,
+    /// The open batch.
+    held: Mutex<Held>,
+    /// Signalled when a batch opens.
+    opened: Notify,
+}
+
+/// What a bug holds back until [`SyncState::refill`]: the open batch.
+#[derive(Debug, Default)]
+struct Held {
+    /// The events held, in arrival order.
+    events: Vec<DataEvent>,
+    /// [`EmulatedBug::LateApply`]: when the first of them arrived, the apply time the gateway
+    /// reports for them.
+    arrived_us: Option<u64>,
+}
+
+/// Events as the emulated bug lets them through.
+#[derive(Debug, Default)]
+pub(super) struct Admitted {
+    /// To apply now.
+    pub(super) now: Vec<DataEvent>,
+    /// Events counted as applied (now or when their batch is swapped in).
+    pub(super) count: usize,
+    /// How many of them were full syncs as received.
+    pub(super) full: usize,
+}
+
+impl Emulation {
+    /// The emulation of `bug`.
+    pub(super) fn new(bug: Option<EmulatedBug>) -> Emulation {
+        Emulation {
+            bug,
+            ..Emulation::default()
+        }
+    }
+
+    /// Whether the gateway emulates `bug`.
+    pub(super) fn is(&self, bug: EmulatedBug) -> bool {
+        self.bug == Some(bug)
+    }
+
+    /// How long the bug holds a batch back; `None` when it holds nothing.
+    fn window(&self) -> Option<Duration> {
+        match self.bug? {
+            EmulatedBug::ClearBeforeRefill => Some(CLEAR_WINDOW),
+            EmulatedBug::LateApply => Some(LATE_APPLY_DELAY),
+            _ => None,
+        }
+    }
+
+    /// `events` as the bug sees them: what to apply now; what it holds back joins the open
+    /// batch (opening one when none is). Called with the state's writer lock held, so that a
+    /// batch cannot be swapped in between.
+    pub(super) fn admit(&self, events: Vec<DataEvent>) -> Admitted {
+        let mut admitted = Admitted::default();
+        let mut held = lock(&self.held);
+        let was_empty = held.events.is_empty();
+        for mut event in events {
+            let full = event.event_type.is_full();
+            match self.bug {
+                Some(EmulatedBug::DropDeletes) => match event.event_type {
+                    DataEventType::Delete => continue,
+                    _ if full => event.event_type = DataEventType::Update,
+                    _ => {}
+                },
+                Some(EmulatedBug::LateApply) => {
+                    held.arrived_us.get_or_insert_with(now_us);
+                    held.events.push(event);
+                    admitted.count += 1;
+                    admitted.full += usize::from(full);
+                    continue;
+                }
+                Some(EmulatedBug::ClearBeforeRefill) if full || !held.events.is_empty() => {
+                    if full {
+                        admitted
+                            .now
+                            .push(DataEvent::new(event.event_type, emptied(&event.payload)));
+                    }
+                    held.events.push(event);
+                    admitted.count += 1;
+                    admitted.full += usize::from(full);
+                    continue;
+                }
+                _ => {}
+            }
+            admitted.count += 1;
+            admitted.full += usize::from(full);
+            admitted.now.push(event);
+        }
+        if was_empty && !held.events.is_empty() {
+            self.opened.notify_one();
+        }
+        admitted
+    }
+}
+
+impl SyncState {
+    /// Swaps in the open batch one window after it opened (at once when the bug holds
+    /// nothing or no batch is open): under [`EmulatedBug::ClearBeforeRefill`] the full
+    /// events whose groups were swapped in emptied (and what came after them), under
+    /// [`EmulatedBug::LateApply`] every event received, stamped applied when the first
+    /// arrived.
+    pub(crate) async fn refill(&self) {
+        let Some(window) = self.emulation.window() else {
+            return;
+        };
+        if lock(&self.emulation.held).events.is_empty() {
+            return;
+        }
+        tokio::time::sleep(window).await;
+        let writer = lock(&self.writer);
+        let Held { events, arrived_us } = std::mem::take(&mut *lock(&self.emulation.held));
+        self.swap(&writer, events, arrived_us);
+    }
+
+    /// Refills every batch the emulated bug opens, until aborted; returns at once when the
+    /// bug holds nothing back.
+    pub(crate) async fn refills(self: Arc<Self>) {
+        if self.emulation.window().is_none() {
+            return;
+        }
+        loop {
+            self.emulation.opened.notified().await;
+            self.refill().await;
+        }
+    }
+}
+
+/// A payload of the same group with no item.
+fn emptied(payload: &EventPayload) -> EventPayload {
+    match payload {
+        EventPayload::Plugin(_) => EventPayload::Plugin(Vec::new()),
+        EventPayload::Selector(_) => EventPayload::Selector(Vec::new()),
+        EventPayload::Rule(_) => EventPayload::Rule(Vec::new()),
+        EventPayload::MetaData(_) => EventPayload::MetaData(Vec::new()),
+        EventPayload::AppAuth(_) => EventPayload::AppAuth(Vec::new()),
+    }
+}
