@@ -1,0 +1,278 @@
+//! The proxy report: per upstream kind and target, the medians, added latency and ratios, and
+//! the terminal tables.
+
+use serde::Serialize;
+
+use super::super::load::Summary;
+use super::super::upstream::UpstreamKind;
+use super::super::{Header, ms, table};
+
+/// The settings as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    /// Load-generator connections.
+    pub connections: usize,
+    /// Pass duration, ms.
+    pub duration_ms: u64,
+    /// Warm-up, ms.
+    pub warmup_ms: u64,
+    /// Open-loop rates.
+    pub rates: Vec<u32>,
+    /// Rounds.
+    pub rounds: u32,
+    /// Gateway selector counts.
+    pub selectors: Vec<usize>,
+    /// nginx `worker_processes` (= CPUs = the gateway's worker threads).
+    pub nginx_workers: usize,
+    /// nginx `keepalive` (idle upstream connections per worker).
+    pub nginx_keepalive: usize,
+    /// The nginx binary, when measured.
+    pub nginx: Option<String>,
+    /// TCP_NODELAY on the upstream's sockets.
+    pub upstream_nodelay: bool,
+    /// The request path.
+    pub path: &'static str,
+}
+
+/// One gateway's set-up.
+#[derive(Debug, Clone, Serialize)]
+pub struct GatewaySetup {
+    /// Divide selectors it holds.
+    pub selectors: usize,
+    /// Time to create them through the admin, ms.
+    pub load_ms: f64,
+    /// From the gateway's start to its digest equal to the admin's, ms.
+    pub sync_ms: f64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxyReport {
+    /// Version, profile, machine.
+    #[serde(flatten)]
+    pub header: Header,
+    /// What ran.
+    pub settings: Settings,
+    /// Skips and warnings.
+    pub notes: Vec<String>,
+    /// Per gateway.
+    pub setup: Vec<GatewaySetup>,
+    /// Per upstream kind.
+    pub results: Vec<KindResult>,
+}
+
+/// The results for one upstream kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindResult {
+    /// The kind.
+    pub kind: UpstreamKind,
+    /// Per target.
+    pub targets: Vec<TargetResult>,
+    /// gantry against nginx, per selector count (when nginx ran).
+    pub ratios: Vec<Ratio>,
+    /// Targets whose open-loop p99 looks like a ~40 ms delayed-ACK stall.
+    pub stalls: Vec<String>,
+}
+
+/// One open-loop rate's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Open {
+    /// Requests per second asked.
+    pub rate: u32,
+    /// Medians over the rounds.
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+/// A pass's added latency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Added {
+    /// The pass: `closed` or the open-loop rate.
+    pub pass: PassName,
+    /// p50 minus direct's p50 in the same round, median over the rounds, ms.
+    pub p50_ms: f64,
+}
+
+/// Names a pass: `closed`, or `open@<rate>` in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassName {
+    /// The closed loop.
+    Closed,
+    /// The open loop at this rate.
+    Open(u32),
+}
+
+impl std::fmt::Display for PassName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PassName::Closed => f.write_str("closed"),
+            PassName::Open(rate) => write!(f, "open@{rate}"),
+        }
+    }
+}
+
+impl Serialize for PassName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// gantry's added latency over nginx's for one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AddedRatio {
+    /// The pass.
+    pub pass: PassName,
+    /// gantry's added p50 over nginx's (`null` when nginx added nothing measurable).
+    pub ratio: Option<f64>,
+}
+
+/// How a target used the upstream during the measured passes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamUse {
+    /// Connections the upstream accepted from it during the measured passes.
+    pub connections: u64,
+    /// Connections it accepted from it since the bench started (warm-ups and earlier kinds).
+    pub connections_since_start: u64,
+    /// Requests the upstream answered for it.
+    pub requests: u64,
+    /// Requests per accepted connection (`null` when none was opened: all reused).
+    pub requests_per_connection: Option<f64>,
+    /// Set when it looks like a connection per request.
+    pub warning: Option<String>,
+}
+
+/// One target's results for one upstream kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetResult {
+    /// `direct`, `nginx`, `gantry-<n>`.
+    pub target: String,
+    /// The gateway's selector count.
+    pub selectors: Option<usize>,
+    /// Closed loop, medians over the rounds.
+    pub closed: Summary,
+    /// Open loop per rate, medians over the rounds.
+    pub open: Vec<Open>,
+    /// Over direct (absent for direct).
+    pub added: Vec<Added>,
+    /// Upstream connection reuse.
+    pub upstream: UpstreamUse,
+    /// Every round's figures: the closed pass, then each rate.
+    pub rounds: Vec<Vec<Summary>>,
+}
+
+/// gantry against nginx for one selector count.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    /// The gateway's selector count.
+    pub selectors: usize,
+    /// gantry's closed-loop rps over nginx's.
+    pub throughput: f64,
+    /// gantry's added p50 over nginx's, per pass.
+    pub added_latency: Vec<AddedRatio>,
+}
+
+/// The report as terminal tables.
+pub fn render(report: &ProxyReport) -> String {
+    let mut out = format!(
+        "gantry bench proxy ({} build; {}; {} connections, {} ms passes, {} rounds, median)\n",
+        report.header.profile,
+        report.header.machine.describe(),
+        report.settings.connections,
+        report.settings.duration_ms,
+        report.settings.rounds
+    );
+    for s in &report.setup {
+        out += &format!(
+            "gateway with {} selectors: created in {:.0} ms, synced in {:.0} ms\n",
+            s.selectors, s.load_ms, s.sync_ms
+        );
+    }
+    for k in &report.results {
+        out += &format!("\nupstream `{}`\n", k.kind.name());
+        let mut head = vec![
+            "target".to_owned(),
+            "closed rps".to_owned(),
+            "p50".to_owned(),
+            "p99".to_owned(),
+            "+p50".to_owned(),
+        ];
+        for r in &report.settings.rates {
+            head.extend([
+                format!("@{r} p50"),
+                "p99".to_owned(),
+                "p99.9".to_owned(),
+                "+p50".to_owned(),
+            ]);
+        }
+        head.extend(["up conns".to_owned(), "req/conn".to_owned()]);
+        let mut rows = vec![head];
+        for t in &k.targets {
+            let added = |p: PassName| {
+                t.added
+                    .iter()
+                    .find(|a| a.pass == p)
+                    .map_or_else(|| "-".to_owned(), |a| format!("{:+.3}", a.p50_ms))
+            };
+            let mut row = vec![
+                t.target.clone(),
+                format!("{:.0}", t.closed.rps),
+                ms(t.closed.p50_ms),
+                ms(t.closed.p99_ms),
+                added(PassName::Closed),
+            ];
+            for o in &t.open {
+                row.extend([
+                    ms(o.summary.p50_ms),
+                    ms(o.summary.p99_ms),
+                    ms(o.summary.p999_ms),
+                    added(PassName::Open(o.rate)),
+                ]);
+            }
+            row.extend([
+                t.upstream.connections.to_string(),
+                t.upstream.requests_per_connection.map_or_else(
+                    || {
+                        format!(
+                            "all reused ({} opened before)",
+                            t.upstream.connections_since_start
+                        )
+                    },
+                    |p| format!("{p:.0}"),
+                ),
+            ]);
+            rows.push(row);
+        }
+        out += &table(&rows);
+        for r in &k.ratios {
+            let lat: Vec<String> = r
+                .added_latency
+                .iter()
+                .map(|a| {
+                    let p = match a.pass {
+                        PassName::Closed => "closed".to_owned(),
+                        PassName::Open(rate) => format!("@{rate}"),
+                    };
+                    a.ratio
+                        .map_or_else(|| format!("{p} n/a"), |v| format!("{p} {v:.2}×"))
+                })
+                .collect();
+            out += &format!(
+                "gantry-{} / nginx: throughput {:.2}×, added p50 {}\n",
+                r.selectors,
+                r.throughput,
+                lat.join(", ")
+            );
+        }
+    }
+    for k in &report.results {
+        for s in &k.stalls {
+            out += &format!("stall: {s}\n");
+        }
+    }
+    out += "(latencies in ms; +p50: added over direct; open-loop latency from each request's \
+            scheduled send time)\n";
+    for n in &report.notes {
+        out += &format!("note: {n}\n");
+    }
+    out
+}

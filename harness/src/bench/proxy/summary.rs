@@ -1,0 +1,170 @@
+//! From the rounds' summaries to the report's figures: medians, added latency, ratios,
+//! connection reuse and delayed-ACK stalls.
+
+use super::super::load::{Pass, Summary};
+use super::super::median;
+use super::super::upstream::UpstreamKind;
+use super::report::{
+    Added, AddedRatio, KindResult, Open, PassName, Ratio, TargetResult, UpstreamUse,
+};
+
+fn pass_name(pass: Pass) -> PassName {
+    match pass {
+        Pass::Closed { .. } => PassName::Closed,
+        Pass::Open { rate, .. } => PassName::Open(rate),
+    }
+}
+
+/// The connection reuse figures, with a warning below two requests per connection.
+pub fn upstream_use(
+    target: &str,
+    connections: u64,
+    requests: u64,
+    connections_since_start: u64,
+) -> UpstreamUse {
+    let per = (connections > 0).then(|| requests as f64 / connections as f64);
+    let warning = per.filter(|p| *p < 2.0 && requests > 0).map(|p| {
+        format!(
+            "{target} opened {connections} upstream connections for {requests} requests \
+             ({p:.2} per connection): a connection per request, no keep-alive reuse"
+        )
+    });
+    UpstreamUse {
+        connections,
+        connections_since_start,
+        requests,
+        requests_per_connection: per,
+        warning,
+    }
+}
+
+/// The medians of a pass's summaries over the rounds (counts are summed).
+pub fn median_summary(rounds: &[Summary]) -> Summary {
+    let m =
+        |f: fn(&Summary) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
+    Summary {
+        rps: m(|s| s.rps),
+        p50_ms: m(|s| s.p50_ms),
+        p99_ms: m(|s| s.p99_ms),
+        p999_ms: m(|s| s.p999_ms),
+        max_ms: m(|s| s.max_ms),
+        ok: rounds.iter().map(|s| s.ok).sum(),
+        failed: rounds.iter().map(|s| s.failed).sum(),
+        connects: rounds.iter().map(|s| s.connects).sum(),
+        timer_late_p99_ms: m(|s| s.timer_late_p99_ms),
+    }
+}
+
+/// Medians, added latency and ratios from `rounds[target][round][pass]`; target 0 is direct.
+pub fn summarise(
+    kind: UpstreamKind,
+    targets: &[(String, Option<usize>)],
+    passes: &[Pass],
+    rounds: &[Vec<Vec<Summary>>],
+    uses: Vec<UpstreamUse>,
+) -> KindResult {
+    let per_pass =
+        |t: usize, p: usize| -> Vec<Summary> { rounds[t].iter().map(|r| r[p]).collect() };
+    let mut out = Vec::new();
+    for (t, ((name, selectors), upstream)) in targets.iter().zip(uses).enumerate() {
+        let closed = median_summary(&per_pass(t, 0));
+        let open = passes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter_map(|(p, pass)| match pass {
+                Pass::Open { rate, .. } => Some(Open {
+                    rate: *rate,
+                    summary: median_summary(&per_pass(t, p)),
+                }),
+                Pass::Closed { .. } => None,
+            })
+            .collect();
+        let added = if t == 0 {
+            Vec::new()
+        } else {
+            passes
+                .iter()
+                .enumerate()
+                .map(|(p, pass)| {
+                    let diffs: Vec<f64> = rounds[t]
+                        .iter()
+                        .zip(&rounds[0])
+                        .map(|(mine, direct)| mine[p].p50_ms - direct[p].p50_ms)
+                        .collect();
+                    Added {
+                        pass: pass_name(*pass),
+                        p50_ms: median(&diffs).unwrap_or(0.0),
+                    }
+                })
+                .collect()
+        };
+        out.push(TargetResult {
+            target: name.clone(),
+            selectors: *selectors,
+            closed,
+            open,
+            added,
+            upstream,
+            rounds: rounds[t].clone(),
+        });
+    }
+    let stalls = stalls(kind, &out);
+    let ratios = match out.iter().find(|t| t.target == "nginx") {
+        None => Vec::new(),
+        Some(nginx) => out
+            .iter()
+            .filter_map(|t| {
+                Some(Ratio {
+                    selectors: t.selectors?,
+                    throughput: if nginx.closed.rps > 0.0 {
+                        t.closed.rps / nginx.closed.rps
+                    } else {
+                        0.0
+                    },
+                    added_latency: t
+                        .added
+                        .iter()
+                        .zip(&nginx.added)
+                        .map(|(g, n)| AddedRatio {
+                            pass: g.pass,
+                            ratio: (n.p50_ms > 0.0).then(|| g.p50_ms / n.p50_ms),
+                        })
+                        .collect(),
+                })
+            })
+            .collect(),
+    };
+    KindResult {
+        kind,
+        targets: out,
+        ratios,
+        stalls,
+    }
+}
+
+/// Open-loop passes whose p99 sits in the 35–60 ms band while direct's is under 10 ms: the
+/// signature of a write that waited for the client's delayed ACK (Nagle), as a proxy without
+/// TCP_NODELAY shows with the `split` upstream.
+pub(super) fn stalls(kind: UpstreamKind, targets: &[TargetResult]) -> Vec<String> {
+    let Some(direct) = targets.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in targets.iter().skip(1) {
+        for (mine, base) in t.open.iter().zip(&direct.open) {
+            let p99 = mine.summary.p99_ms;
+            if (35.0..=60.0).contains(&p99) && base.summary.p99_ms < 10.0 {
+                out.push(format!(
+                    "{} with the `{}` upstream at {} rps: p99 {p99:.1} ms against direct's {:.1} ms, \
+                     the ~40 ms of a write held for the client's delayed ACK (missing TCP_NODELAY?)",
+                    t.target,
+                    kind.name(),
+                    mine.rate,
+                    base.summary.p99_ms
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,174 @@
+use std::time::Duration;
+
+use super::super::Header;
+use super::super::load::{Pass, Summary};
+use super::super::upstream::UpstreamKind;
+use super::summary::stalls;
+use super::*;
+
+fn s(rps: f64, p50: f64) -> Summary {
+    Summary {
+        rps,
+        p50_ms: p50,
+        p99_ms: p50 * 2.0,
+        p999_ms: p50 * 3.0,
+        max_ms: p50 * 4.0,
+        ok: 10,
+        failed: 0,
+        connects: 1,
+        timer_late_p99_ms: 0.1,
+    }
+}
+
+fn passes() -> Vec<Pass> {
+    vec![
+        Pass::Closed {
+            connections: 1,
+            duration: Duration::from_secs(1),
+        },
+        Pass::Open {
+            rate: 100,
+            connections: 1,
+            duration: Duration::from_secs(1),
+        },
+    ]
+}
+
+fn result() -> KindResult {
+    let targets = vec![
+        ("direct".to_owned(), None),
+        ("nginx".to_owned(), None),
+        ("gantry-1".to_owned(), Some(1)),
+    ];
+    // rounds[target][round][pass]
+    let rounds = vec![
+        vec![vec![s(1000.0, 0.10), s(100.0, 0.10)]; 3],
+        vec![
+            vec![s(500.0, 0.20), s(100.0, 0.15)],
+            vec![s(400.0, 0.30), s(100.0, 0.15)],
+            vec![s(600.0, 0.20), s(100.0, 0.15)],
+        ],
+        vec![vec![s(250.0, 0.30), s(100.0, 0.20)]; 3],
+    ];
+    let uses = vec![
+        upstream_use("direct", 16, 1000, 16),
+        upstream_use("nginx", 16, 1000, 16),
+        upstream_use("gantry-1", 900, 1000, 900),
+    ];
+    summarise(UpstreamKind::Split, &targets, &passes(), &rounds, uses)
+}
+
+#[test]
+fn medians_added_latency_and_ratios() {
+    let k = result();
+    let nginx = &k.targets[1];
+    assert_eq!(nginx.closed.rps, 500.0);
+    assert_eq!(nginx.closed.ok, 30);
+    assert!(
+        (nginx.added[0].p50_ms - 0.1).abs() < 1e-9,
+        "{:?}",
+        nginx.added
+    );
+    assert!((nginx.added[1].p50_ms - 0.05).abs() < 1e-9);
+    assert!(k.targets[0].added.is_empty());
+    let r = &k.ratios[0];
+    assert_eq!((r.selectors, r.throughput), (1, 0.5));
+    let AddedRatio { pass, ratio } = r.added_latency[0];
+    assert_eq!(pass, PassName::Closed);
+    assert!((ratio.unwrap() - 2.0).abs() < 1e-9);
+    assert!((r.added_latency[1].ratio.unwrap() - 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_delayed_ack_stall_is_called_out() {
+    let mut k = result();
+    assert!(k.stalls.is_empty(), "{:?}", k.stalls);
+    k.targets[2].open[0].summary.p99_ms = 44.0;
+    let s = stalls(UpstreamKind::Split, &k.targets);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert!(
+        s[0].starts_with("gantry-1 with the `split` upstream at 100 rps: p99 44.0 ms"),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn a_connection_per_request_is_flagged() {
+    let k = result();
+    assert_eq!(k.targets[0].upstream.warning, None);
+    let w = k.targets[2].upstream.warning.as_deref().unwrap();
+    assert!(
+        w.starts_with("gantry-1 opened 900 upstream connections for 1000 requests"),
+        "{w}"
+    );
+    let reused = upstream_use("gantry-1", 0, 5000, 3);
+    assert_eq!(
+        (reused.requests_per_connection, reused.warning),
+        (None, None)
+    );
+}
+
+#[test]
+fn the_report_renders_as_tables() {
+    let report = ProxyReport {
+        header: Header {
+            gantry_version: "0.1.0",
+            bench: "proxy",
+            profile: "release",
+            machine: super::super::Machine {
+                cpus: 2,
+                cpu_model: Some("Test CPU".into()),
+                memory_mib: Some(1024),
+                kernel: Some("6.1".into()),
+            },
+            took_s: 1.0,
+        },
+        settings: Settings {
+            connections: 1,
+            duration_ms: 1000,
+            warmup_ms: 100,
+            rates: vec![100],
+            rounds: 3,
+            selectors: vec![1],
+            nginx_workers: 2,
+            nginx_keepalive: 64,
+            nginx: Some("/usr/sbin/nginx".into()),
+            upstream_nodelay: true,
+            path: PATH,
+        },
+        notes: vec!["a note".into()],
+        setup: vec![GatewaySetup {
+            selectors: 1,
+            load_ms: 5.0,
+            sync_ms: 50.0,
+        }],
+        results: vec![result()],
+    };
+    let text = render(&report);
+    assert!(text.contains("upstream `split`"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("gantry-1") && l.contains("250") && l.contains("+0.200")),
+        "{text}"
+    );
+    assert!(
+        text.contains("gantry-1 / nginx: throughput 0.50×, added p50 closed 2.00×, @100 2.00×"),
+        "{text}"
+    );
+    assert!(text.contains("note: a note"), "{text}");
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["bench"], "proxy");
+    assert_eq!(json["results"][0]["kind"], "split");
+    assert_eq!(
+        json["results"][0]["targets"][2]["added"][1]["pass"],
+        "open@100"
+    );
+    let ratio = &json["results"][0]["ratios"][0]["added_latency"][0];
+    assert_eq!(ratio["pass"], "closed");
+    assert!(
+        (ratio["ratio"].as_f64().unwrap() - 2.0).abs() < 1e-9,
+        "{ratio}"
+    );
+    assert_eq!(json["results"][0]["targets"][1]["open"][0]["rate"], 100);
+    assert_eq!(json["results"][0]["targets"][1]["open"][0]["p50_ms"], 0.15);
+}
