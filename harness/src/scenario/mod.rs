@@ -6,6 +6,7 @@
 pub mod ast;
 mod locate;
 pub mod parse;
+mod validate;
 pub mod placeholder;
 pub mod schema;
 pub mod tables;

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-pub use behave::{Behaviour, Fault, list_problems};
+pub use crate::scenario::ast::{Behaviour, UpstreamFault, list_problems};
 use echo::{EchoResponder, echo_of};
 
 use crate::error::BackendError;
@@ -102,13 +102,15 @@ impl Upstream {
         behave: &[Behaviour],
         listener: std::net::TcpListener,
     ) -> std::io::Result<Self> {
-        if behave::resets(behave) {
+        if crate::scenario::ast::resets(behave) {
             // Accepted connections inherit it: dropping one sends a RST.
             socket2::SockRef::from(&listener).set_linger(Some(std::time::Duration::ZERO))?;
         }
         let server = MockServer::builder().listener(listener).start().await;
         for b in behave {
-            server.register(b.to_mock(name).with_priority(2)).await;
+            server
+                .register(behave::to_mock(b, name).with_priority(2))
+                .await;
         }
         server
             .register(

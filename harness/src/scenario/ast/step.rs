@@ -1,0 +1,468 @@
+//! Steps: admin changes, faults, and the process targets faults name.
+
+use super::*;
+
+/// One step: admin changes and component stops/starts, a wait that proves them live, then
+/// checks.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StepSpec {
+    /// What the step does.
+    pub name: String,
+    /// Applied in order; each a single-key map (`- deleteSelector: name`).
+    #[serde(with = "serde_norway::with::singleton_map_recursive")]
+    #[schemars(with = "Vec<Change>")]
+    pub changes: Vec<Change>,
+    /// The admin the step's admin changes go to (`admin[i]`; default: the first running
+    /// one). It must be running when they are made.
+    #[serde(default)]
+    pub via: Option<Target>,
+    /// The probe that proves the changes are live (required).
+    pub wait: Wait,
+    /// A request sent back to back from before the first change until the gateway has
+    /// converged: every answer must meet its expectation (availability through the step).
+    #[serde(default)]
+    pub during: Option<Probe>,
+    /// How long the step's config change must stay away from the gateway (`isolated: 1s`,
+    /// a partition's claim): from the end of its changes, every running gateway's digest is
+    /// polled with the admin's for that long and must differ from it every time (equal means
+    /// the change arrived); `during` keeps being sent meanwhile. Reported as the check
+    /// `steps[i].isolated`; skipped on a target without a config digest. Needs a change of
+    /// the config in the step.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "Option<DurationText>")]
+    pub isolated: Option<Duration>,
+    /// For a step with faults: the most its wait and the digest equality after it may take,
+    /// from the end of its last change (default 5s).
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "Option<DurationText>")]
+    pub converge: Option<Duration>,
+    /// Requests and their expected answers after the wait.
+    #[serde(default)]
+    pub checks: Vec<Check>,
+}
+
+impl StepSpec {
+    /// Whether a change of the step is a fault (a partition and a heal are too).
+    pub fn has_faults(&self) -> bool {
+        self.changes.iter().any(|c| {
+            c.fault().is_some()
+                || matches!(
+                    c,
+                    Change::Partition(_)
+                        | Change::Heal
+                        | Change::SyncFault(_)
+                        | Change::Compact(_)
+                        | Change::ExpireSession(_)
+                )
+        })
+    }
+
+    /// Whether a change arms a protocol fault (the admin then needs its test-only hook).
+    pub fn arms_sync_faults(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|c| matches!(c, Change::SyncFault(_)))
+    }
+
+    /// Whether a change partitions the gateway.
+    pub fn partitions(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|c| matches!(c, Change::Partition(_)))
+    }
+
+    /// The bound on convergence after its faults (`converge`, default 5s).
+    pub fn converge_bound(&self) -> Duration {
+        self.converge.unwrap_or(Duration::from_secs(5))
+    }
+}
+
+/// One change of a step: an admin change (names refer to setup objects) or a fault: a
+/// process of the topology stopped, killed, started, restarted, paused or resumed.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Change {
+    /// `POST /selector`: a selector with its rules, as in `setup.selectors`; later steps,
+    /// checks and expectations name it like a setup selector, and teardown deletes it.
+    CreateSelector(SelectorSpec),
+    /// `POST /rule`: a rule under a live selector, as in a selector's `rules`.
+    CreateRule(CreateRule),
+    /// A client registration through the admin's registration center, as in
+    /// `setup.registrations`; teardown deletes the selectors the admin made for it.
+    Register(RegistrationSpec),
+    /// `PUT /selector/{id}` with the given fields replaced.
+    UpdateSelector(UpdateSelector),
+    /// `PUT /rule/{id}` with the given fields replaced.
+    UpdateRule(UpdateRule),
+    /// `POST /plugin/enabled`; restored in teardown.
+    EnablePlugin(EnablePlugin),
+    /// `DELETE /selector/batch` (its rules go too).
+    DeleteSelector(String),
+    /// `DELETE /rule/batch`.
+    DeleteRule(RuleRef),
+    /// `PUT /plugin/{id}`: a plugin's config (placeholders filled in) and enabled flag, as in
+    /// `setup.plugins`; restored in teardown.
+    UpdatePlugin(PluginSetup),
+    /// Stops a process of the topology: the admin or gateway gracefully (stdin closed, as on
+    /// a shutdown), ZooKeeper, etcd and Redis at once; it keeps its address for a `start`.
+    Stop(Target),
+    /// Kills a process (SIGKILL); it keeps its address for a `start`.
+    Kill(Target),
+    /// Starts a stopped or killed process again at the same address and waits until it
+    /// answers (Redis comes back empty; the admin keeps its database).
+    Start(Target),
+    /// `stop` then `start`.
+    Restart(Target),
+    /// Freezes a process (SIGSTOP): it holds its connections and answers nothing.
+    Pause(Target),
+    /// Thaws a paused process (SIGCONT).
+    Resume(Target),
+    /// Cuts the gateway off from where it syncs (the admin in the websocket and http modes,
+    /// ZooKeeper or etcd in theirs), through a proxy on that connection: `blackhole` (a
+    /// silent partition: connections stay open, nothing passes), `cut` (closed) or `reset`;
+    /// or slows it down: `{ delay: 300ms }`.
+    Partition(PartitionHow),
+    /// Ends the partition: the sync connection passes again (a blackholed connection
+    /// resumes; the gateway reconnects after a cut or reset).
+    Heal,
+    /// Arms a protocol fault on the sync channel for the admin's next pushes, through the
+    /// admin's test-only hook (host backend; `docs/faults.md`).
+    SyncFault(SyncFault),
+    /// Compacts the store to its current revision (`etcd` only, etcd mode, host backend): a
+    /// watch resuming from an older revision is cancelled and must read everything again.
+    Compact(Target),
+    /// Expires a gateway's ZooKeeper session as a long stall does: pauses the gateway
+    /// (SIGSTOP) until ZooKeeper has expired its session and no longer lists it; the gateway
+    /// stays paused until a `resume` (zookeeper mode, host backend).
+    ExpireSession(Target),
+}
+
+/// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
+/// (websocket increments, long-poll listener answers naming changed groups) go wrong as
+/// `kind` says.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SyncFault {
+    /// What goes wrong.
+    pub kind: SyncFaultKind,
+    /// How many pushes it applies to (1 to 100; default 1).
+    #[serde(default = "one_push")]
+    pub count: u32,
+    /// `lateAnswer` only (required there): how long each answer waits.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "Option<DurationText>")]
+    pub delay: Option<Duration>,
+}
+
+fn one_push() -> u32 {
+    1
+}
+
+/// How a `partition` breaks the gateway's sync connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PartitionHow {
+    /// Connections stay open and nothing passes either way.
+    Blackhole,
+    /// Connections are closed (FIN), new ones closed on accept.
+    Cut,
+    /// Connections are reset (RST), new ones reset on accept.
+    Reset,
+    /// Everything passes, each chunk this long late (`partition: { delay: 300ms }`): a slow
+    /// link rather than a broken one; the gateway stays in sync, late.
+    Delay(
+        #[serde(deserialize_with = "duration")]
+        #[schemars(with = "DurationText")]
+        Duration,
+    ),
+}
+
+impl PartitionHow {
+    /// Its name in case files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionHow::Blackhole => "blackhole",
+            PartitionHow::Cut => "cut",
+            PartitionHow::Reset => "reset",
+            PartitionHow::Delay(_) => "delay",
+        }
+    }
+
+    /// Whether the gateway is cut off from its config (no digest equality meanwhile).
+    pub fn cuts_off(self) -> bool {
+        !matches!(self, PartitionHow::Delay(_))
+    }
+}
+
+/// What a fault in a step does to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultAction {
+    /// `stop`.
+    Stop,
+    /// `kill`.
+    Kill,
+    /// `start`.
+    Start,
+    /// `restart`.
+    Restart,
+    /// `pause`.
+    Pause,
+    /// `resume`.
+    Resume,
+}
+
+impl FaultAction {
+    /// The key in a file (`kill`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultAction::Stop => "stop",
+            FaultAction::Kill => "kill",
+            FaultAction::Start => "start",
+            FaultAction::Restart => "restart",
+            FaultAction::Pause => "pause",
+            FaultAction::Resume => "resume",
+        }
+    }
+}
+
+/// A process of the topology a step can stop, kill, start, restart, pause or resume:
+/// `admin`, `gateway` (when the topology runs one), `admin[i]`, `gateway[i]`, `zookeeper`,
+/// `etcd` or `redis`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// An admin: `admin` (`None`, the only one) or `admin[i]`.
+    Admin(Option<u8>),
+    /// A gateway: `gateway` (`None`, the only one) or `gateway[i]`.
+    Gateway(Option<u8>),
+    /// The ZooKeeper server (cases that run only in the zookeeper mode).
+    Zookeeper,
+    /// The etcd server (cases that run only in the etcd mode).
+    Etcd,
+    /// The case's Redis (`components: [redis]`).
+    Redis,
+}
+
+impl Target {
+    /// The kind's name in case files and messages, without an index.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Admin(_) => "admin",
+            Target::Gateway(_) => "gateway",
+            Target::Zookeeper => "zookeeper",
+            Target::Etcd => "etcd",
+            Target::Redis => "redis",
+        }
+    }
+
+    /// The index of an admin or gateway (`admin` alone is the first).
+    pub fn index(self) -> Option<usize> {
+        match self {
+            Target::Admin(i) | Target::Gateway(i) => Some(usize::from(i.unwrap_or(0))),
+            _ => None,
+        }
+    }
+
+    /// The same process with its index spelled out (`admin` → `admin[0]`), so that both
+    /// spellings name one process.
+    pub fn resolved(self) -> Target {
+        match self {
+            Target::Admin(i) => Target::Admin(Some(i.unwrap_or(0))),
+            Target::Gateway(i) => Target::Gateway(Some(i.unwrap_or(0))),
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Admin(Some(i)) | Target::Gateway(Some(i)) => write!(f, "{}[{i}]", self.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (kind, index) = match text.split_once('[') {
+            Some((kind, rest)) => {
+                let index = rest
+                    .strip_suffix(']')
+                    .and_then(|i| i.parse::<u8>().ok())
+                    .ok_or_else(|| format!("`{text}`: an index is written `{kind}[0]`"))?;
+                (kind, Some(index))
+            }
+            None => (text, None),
+        };
+        match (kind, index) {
+            ("admin", i) => Ok(Target::Admin(i)),
+            ("gateway", i) => Ok(Target::Gateway(i)),
+            ("zookeeper", None) => Ok(Target::Zookeeper),
+            ("etcd", None) => Ok(Target::Etcd),
+            ("redis", None) => Ok(Target::Redis),
+            (kind @ ("zookeeper" | "etcd" | "redis"), Some(_)) => {
+                Err(format!("`{text}`: there is one {kind}, without an index"))
+            }
+            _ => Err(format!(
+                "unknown process `{text}`, expected admin, gateway, admin[i], gateway[i], \
+                 zookeeper, etcd or redis"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Target {
+    fn schema_name() -> Cow<'static, str> {
+        "Target".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A process of the topology: admin, gateway (when there is one), \
+                            admin[i], gateway[i], zookeeper, etcd or redis.",
+            "type": "string",
+            "pattern": "^((admin|gateway)(\\[[0-9]+\\])?|zookeeper|etcd|redis)$"
+        })
+    }
+}
+
+impl Change {
+    /// The key that names the change in a file (`deleteSelector`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::CreateSelector(_) => "createSelector",
+            Change::CreateRule(_) => "createRule",
+            Change::Register(_) => "register",
+            Change::UpdateSelector(_) => "updateSelector",
+            Change::UpdateRule(_) => "updateRule",
+            Change::EnablePlugin(_) => "enablePlugin",
+            Change::DeleteSelector(_) => "deleteSelector",
+            Change::DeleteRule(_) => "deleteRule",
+            Change::UpdatePlugin(_) => "updatePlugin",
+            Change::Partition(_) => "partition",
+            Change::Heal => "heal",
+            Change::SyncFault(_) => "syncFault",
+            Change::Compact(_) => "compact",
+            Change::ExpireSession(_) => "expireSession",
+            change => change.fault().map_or("", |(action, _)| action.name()),
+        }
+    }
+
+    /// Whether it changes the admin's config (and so makes the admin push): an update, an
+    /// enable or a delete.
+    pub fn is_admin_change(&self) -> bool {
+        matches!(
+            self,
+            Change::CreateSelector(_)
+                | Change::CreateRule(_)
+                | Change::Register(_)
+                | Change::UpdateSelector(_)
+                | Change::UpdateRule(_)
+                | Change::EnablePlugin(_)
+                | Change::DeleteSelector(_)
+                | Change::DeleteRule(_)
+                | Change::UpdatePlugin(_)
+        )
+    }
+
+    /// The fault this change is, if it is one: what it does and to which process.
+    pub fn fault(&self) -> Option<(FaultAction, Target)> {
+        Some(match *self {
+            Change::Stop(t) => (FaultAction::Stop, t),
+            Change::Kill(t) => (FaultAction::Kill, t),
+            Change::Start(t) => (FaultAction::Start, t),
+            Change::Restart(t) => (FaultAction::Restart, t),
+            Change::Pause(t) => (FaultAction::Pause, t),
+            Change::Resume(t) => (FaultAction::Resume, t),
+            _ => return None,
+        })
+    }
+}
+
+/// A rule to create under a live selector (`createRule`).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateRule {
+    /// The selector (from setup or a `createSelector`) that gets the rule.
+    pub selector: String,
+    /// The rule, as in a selector's `rules`.
+    pub rule: RuleSpec,
+}
+
+/// Fields of a selector to replace; the ones not given keep their values.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateSelector {
+    /// The selector's name (from setup or a `createSelector`).
+    pub name: String,
+    /// New divide upstreams (the selector's handle).
+    pub upstreams: Option<Vec<UpstreamRef>>,
+    /// New enabled flag.
+    pub enabled: Option<bool>,
+    /// New conditions. A route moved to another path usually needs its rules' conditions
+    /// changed too (`updateRule`): the rules match the request again after the selector.
+    pub conditions: Option<Vec<ConditionSpec>>,
+    /// New ordering key.
+    pub sort: Option<i32>,
+    /// New match mode.
+    pub match_mode: Option<MatchModeName>,
+    /// New `continued` flag.
+    pub continued: Option<bool>,
+    /// New selector type.
+    #[serde(rename = "type")]
+    pub kind: Option<SelectorKind>,
+}
+
+/// Fields of a rule to replace; the ones not given keep their values.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateRule {
+    /// The selector holding the rule (from setup or a `createSelector`).
+    pub selector: String,
+    /// The rule's name.
+    pub name: String,
+    /// New enabled flag.
+    pub enabled: Option<bool>,
+    /// New conditions.
+    pub conditions: Option<Vec<ConditionSpec>>,
+    /// New ordering key.
+    pub sort: Option<i32>,
+    /// New match mode.
+    pub match_mode: Option<MatchModeName>,
+    /// New handle (missing fields take ShenYu's defaults).
+    pub handle: Option<RuleHandleSpec>,
+    /// New contextPath handle (instead of `handle`).
+    pub context_path: Option<ContextPathSpec>,
+    /// New rateLimiter handle (instead of `handle`).
+    pub rate_limiter: Option<RateLimiterSpec>,
+}
+
+/// A plugin's enabled flag.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EnablePlugin {
+    /// Plugin name, e.g. `divide`.
+    pub name: String,
+    /// The new flag.
+    pub enabled: bool,
+}
+
+/// A setup rule by selector and rule name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleRef {
+    /// The setup selector holding the rule.
+    pub selector: String,
+    /// The rule's name.
+    pub name: String,
+}

@@ -1,0 +1,222 @@
+//! Semantic validation of a parsed scenario: every problem is reported, each with the field
+//! path of the node it concerns (located in the YAML tree by the caller).
+
+mod check;
+mod setup;
+mod steps;
+mod topology;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::ast::{
+    Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
+    PluginSetup, RateLimiterSpec, RegistrationSpec, RuleHandleSpec, RuleSpec, Scenario,
+    SelectorSpec, StepSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef, Wait,
+};
+use super::placeholder;
+use crate::json_path::JsonPath;
+
+/// Adds the probes of `wait` (at `at`) with their field paths.
+fn wait_probes<'s>(probes: &mut Vec<(String, &'s Expect, &'s str)>, wait: &'s Wait, at: &str) {
+    for (i, p) in wait.probes.iter().enumerate() {
+        probes.push((
+            format!("{at}.{}", wait.probe_path(i)),
+            &p.expect,
+            p.request.method.as_str(),
+        ));
+    }
+}
+
+/// The longest poll interval a scenario may ask for.
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_millis(50);
+
+/// A semantic problem: the field path of the offending node and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Problem {
+    pub(super) path: String,
+    pub(super) message: String,
+}
+
+/// Every semantic problem of a scenario, in validation order.
+pub(super) fn validate(s: &Scenario) -> Vec<Problem> {
+    let mut v = Validator {
+        s,
+        declared: s.upstream_names().collect(),
+        problems: Vec::new(),
+    };
+    v.scenario();
+    v.problems
+}
+
+/// Collects problems; each rule reports and goes on, so one run finds them all.
+struct Validator<'s> {
+    s: &'s Scenario,
+    /// The scenario's upstream names.
+    declared: HashSet<&'s str>,
+    problems: Vec<Problem>,
+}
+
+impl<'s> Validator<'s> {
+    fn report(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn scenario(&mut self) {
+        let s = self.s;
+        if s.name.trim().is_empty() {
+            self.report("name", "must not be empty");
+        }
+        if s.modes.is_empty() {
+            self.report("modes", "at least one sync mode is required");
+        }
+        self.unique(s.upstream_names(), "upstreams", "upstream");
+        for (i, u) in s.upstreams.iter().enumerate() {
+            if u.name.trim().is_empty() {
+                self.report(format!("upstreams[{i}].name"), "must not be empty");
+            }
+            for (at, message) in super::ast::list_problems(&u.behave) {
+                self.report(format!("upstreams[{i}].behave{at}"), message);
+            }
+        }
+        self.unique(
+            s.components.iter().map(|c| c.name()),
+            "components",
+            "component",
+        );
+        self.topology();
+        self.plugins();
+        self.unique(
+            s.setup.selectors.iter().map(|x| x.name.as_str()),
+            "setup.selectors",
+            "selector",
+        );
+        for (i, sel) in s.setup.selectors.iter().enumerate() {
+            self.selector(sel, &format!("setup.selectors[{i}]"));
+        }
+        for (i, reg) in s.setup.registrations.iter().enumerate() {
+            self.registration(reg, &format!("setup.registrations[{i}]"));
+        }
+        self.wait_policy(&s.wait, "wait");
+        let mut probes: Vec<(String, &Expect, &str)> = Vec::new();
+        wait_probes(&mut probes, &s.wait, "wait");
+        let setup_selectors: HashSet<&str> =
+            s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
+        for (i, c) in s.checks.iter().enumerate() {
+            self.check(c, &format!("checks[{i}]"), &setup_selectors);
+        }
+        for (i, st) in s.steps.iter().enumerate() {
+            let at = format!("steps[{i}]");
+            self.wait_policy(&st.wait, &format!("{at}.wait"));
+            wait_probes(&mut probes, &st.wait, &format!("{at}.wait"));
+            self.unique(
+                st.checks.iter().map(|c| c.name.as_str()),
+                &format!("{at}.checks"),
+                "check",
+            );
+        }
+        self.steps();
+        for (i, p) in s.teardown.probes.iter().enumerate() {
+            probes.push((
+                format!("teardown.probes[{i}]"),
+                &p.expect,
+                p.request.method.as_str(),
+            ));
+        }
+        for (at, expect, m) in probes {
+            self.expectation(expect, &at);
+            self.method(m, &format!("{at}.request.method"));
+        }
+        if s.checks.is_empty() {
+            self.report(
+                "checks",
+                "at least one check is required: a scenario without checks proves only its wait",
+            );
+        }
+        self.unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check");
+    }
+
+    fn method(&mut self, method: &str, path: &str) {
+        if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
+            self.report(path, format!("invalid HTTP method `{method}`"));
+        }
+    }
+
+    /// Every repeated name is a problem at its element.
+    fn unique<'a>(&mut self, names: impl Iterator<Item = &'a str>, path: &str, what: &str) {
+        let mut seen = HashSet::new();
+        for (i, n) in names.enumerate() {
+            if !seen.insert(n) {
+                self.report(
+                    format!("{path}[{i}]"),
+                    format!("duplicate {what} name `{n}`"),
+                );
+            }
+        }
+    }
+
+    fn conditions(&mut self, list: &[ConditionSpec], path: &str) {
+        for (i, c) in list.iter().enumerate() {
+            let name = c.param_name.as_deref().unwrap_or_default();
+            if let Err((field, message)) =
+                model::condition::check(c.param_type, c.operator, name, &c.param_value)
+            {
+                self.report(format!("{path}[{i}].{field}"), message);
+            }
+        }
+    }
+}
+
+/// The state of each process as the steps leave it, for checking the next fault.
+#[derive(Debug, Default)]
+struct Processes(HashMap<Target, ProcessState>);
+
+/// Whether a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum ProcessState {
+    #[default]
+    Running,
+    Stopped,
+    Paused,
+}
+
+impl std::fmt::Display for ProcessState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProcessState::Running => "running",
+            ProcessState::Stopped => "stopped",
+            ProcessState::Paused => "paused",
+        })
+    }
+}
+
+impl Processes {
+    fn state(&self, target: Target) -> ProcessState {
+        self.0.get(&target.resolved()).copied().unwrap_or_default()
+    }
+
+    /// Its state, when it is not running.
+    fn not_running(&self, target: Target) -> Option<ProcessState> {
+        Some(self.state(target)).filter(|s| *s != ProcessState::Running)
+    }
+
+    /// Applies `action` to `target`, or answers the state that does not allow it.
+    fn apply(&mut self, action: FaultAction, target: Target) -> Result<(), ProcessState> {
+        let now = self.state(target);
+        let (from, to) = match action {
+            FaultAction::Stop | FaultAction::Kill => (ProcessState::Running, ProcessState::Stopped),
+            FaultAction::Start => (ProcessState::Stopped, ProcessState::Running),
+            FaultAction::Restart => (ProcessState::Running, ProcessState::Running),
+            FaultAction::Pause => (ProcessState::Running, ProcessState::Paused),
+            FaultAction::Resume => (ProcessState::Paused, ProcessState::Running),
+        };
+        if now != from {
+            return Err(now);
+        }
+        self.0.insert(target.resolved(), to);
+        Ok(())
+    }
+}

@@ -1,0 +1,474 @@
+//! Steps: changes name live objects, faults fit the mode, the backend and what runs.
+
+use super::*;
+
+impl<'s> Validator<'s> {
+    /// Step changes name setup objects that still exist at that point, and declared upstreams;
+    /// a step's checks see the selectors alive after its changes.
+    pub(super) fn steps(&mut self) {
+        let s = self.s;
+        // Live setup objects: selector name -> its rule names.
+        let mut live: HashMap<&str, HashSet<&str>> = s
+            .setup
+            .selectors
+            .iter()
+            .map(|x| {
+                (
+                    x.name.as_str(),
+                    x.rules.iter().map(|r| r.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        let mut processes = self.initial_processes();
+        let mut partitioned = false;
+        let topology = &s.topology;
+        for (i, st) in s.steps.iter().enumerate() {
+            if st.changes.is_empty() {
+                self.report(
+                    format!("steps[{i}].changes"),
+                    "at least one change is required",
+                );
+            }
+            for (j, c) in st.changes.iter().enumerate() {
+                let at = format!("steps[{i}].changes[{j}]");
+                if let Some((action, target)) = c.fault() {
+                    self.fault(
+                        &mut processes,
+                        action,
+                        target,
+                        &format!("{at}.{}", c.name()),
+                    );
+                } else if let Some(via) = st.via {
+                    self.via(&processes, via, &format!("steps[{i}].via"), &at);
+                } else if let Some((which, it)) =
+                    self.none_runs(&processes, topology.admins, Target::Admin)
+                {
+                    self.report(
+                        format!("{at}.{}", c.name()),
+                        format!("{which} at this point: start or resume {it} first"),
+                    );
+                }
+                match c {
+                    Change::CreateSelector(sel) => {
+                        let at = format!("{at}.createSelector");
+                        self.selector(sel, &at);
+                        let rules = sel.rules.iter().map(|r| r.name.as_str()).collect();
+                        if live.insert(sel.name.as_str(), rules).is_some() {
+                            self.report(
+                                format!("{at}.name"),
+                                format!("a selector named `{}` exists at this point", sel.name),
+                            );
+                        }
+                    }
+                    Change::CreateRule(r) => {
+                        let at = format!("{at}.createRule");
+                        let plugin = self.plugin_of(&r.selector);
+                        match live
+                            .get_mut(r.selector.as_str())
+                            .map(|rules| rules.insert(r.rule.name.as_str()))
+                        {
+                            None => self.unknown_selector(&r.selector, format!("{at}.selector")),
+                            Some(false) => self.report(
+                                format!("{at}.rule.name"),
+                                format!(
+                                    "selector `{}` has a rule named `{}` at this point",
+                                    r.selector, r.rule.name
+                                ),
+                            ),
+                            Some(true) => {}
+                        }
+                        self.rule(plugin.unwrap_or_default(), &r.rule, &format!("{at}.rule"));
+                    }
+                    Change::Register(reg) => self.registration(reg, &format!("{at}.register")),
+                    Change::UpdateSelector(u) => {
+                        let at = format!("{at}.updateSelector");
+                        if !live.contains_key(u.name.as_str()) {
+                            self.unknown_selector(&u.name, format!("{at}.name"));
+                        }
+                        for (k, up) in u.upstreams.iter().flatten().enumerate() {
+                            self.upstream_ref(up, &format!("{at}.upstreams[{k}]"));
+                        }
+                        if let Some(cs) = &u.conditions {
+                            self.conditions(cs, &format!("{at}.conditions"));
+                        }
+                    }
+                    Change::UpdateRule(u) => {
+                        let at = format!("{at}.updateRule");
+                        self.live_rule(&live, &u.selector, &u.name, &at);
+                        if let Some(cs) = &u.conditions {
+                            self.conditions(cs, &format!("{at}.conditions"));
+                        }
+                        let handles = [
+                            u.handle.is_some(),
+                            u.context_path.is_some(),
+                            u.rate_limiter.is_some(),
+                        ];
+                        if handles.iter().filter(|h| **h).count() > 1 {
+                            self.report(
+                                at.clone(),
+                                "give one of `handle`, `contextPath` and `rateLimiter`: a rule \
+                                 has one handle",
+                            );
+                        }
+                        if let Some(cp) = &u.context_path
+                            && let Err((field, message)) = cp.to_handle().check()
+                        {
+                            self.report(format!("{at}.contextPath.{field}"), message);
+                        }
+                        if let Some(rl) = &u.rate_limiter
+                            && let Err((field, message)) = rl.check()
+                        {
+                            self.report(format!("{at}.rateLimiter.{field}"), message);
+                        }
+                        if let Some(handle) = &u.handle {
+                            self.divide_handle(handle, &format!("{at}.handle"));
+                        }
+                    }
+                    Change::EnablePlugin(p) => {
+                        self.plugin_name(&p.name, format!("{at}.enablePlugin.name"));
+                    }
+                    Change::DeleteSelector(name) => {
+                        if live.remove(name.as_str()).is_none() {
+                            self.unknown_selector(name, format!("{at}.deleteSelector"));
+                        }
+                    }
+                    Change::DeleteRule(r) => {
+                        let at = format!("{at}.deleteRule");
+                        self.live_rule(&live, &r.selector, &r.name, &at);
+                        if let Some(rules) = live.get_mut(r.selector.as_str()) {
+                            rules.remove(r.name.as_str());
+                        }
+                    }
+                    Change::UpdatePlugin(p) => {
+                        self.plugin_setup(p, &format!("{at}.updatePlugin"));
+                    }
+                    Change::Partition(_) | Change::Heal => {
+                        let at = format!("{at}.{}", c.name());
+                        let partition = matches!(c, Change::Partition(_));
+                        if partition == partitioned {
+                            let state = if partitioned { "" } else { "not " };
+                            self.report(
+                                at.clone(),
+                                format!("the gateway is {state}partitioned at this point"),
+                            );
+                        }
+                        partitioned = partition;
+                        if topology.admins > 1 || topology.gateways > 1 {
+                            self.report(
+                                at.clone(),
+                                "partitions need a topology of one admin and one gateway so \
+                                 far (the proxy sits on that one sync connection)",
+                            );
+                        }
+                        if let Change::Partition(how) = c
+                            && *how != PartitionHow::Blackhole
+                            && s.backends.contains(&crate::BackendKind::Docker)
+                        {
+                            self.report(
+                                at,
+                                format!(
+                                    "`partition: {}` runs on the host backend only (its sync \
+                                     proxy closes or delays connections); the docker backend \
+                                     disconnects the gateway from its sync network, which \
+                                     leaves them silent: use `blackhole` or add `backends: \
+                                     [host]`",
+                                    how.name()
+                                ),
+                            );
+                        }
+                    }
+                    Change::SyncFault(f) => {
+                        let at = format!("{at}.syncFault");
+                        self.sync_fault(f, &at);
+                        let pushed = st.changes[j + 1..].iter().any(Change::is_admin_change);
+                        if !pushed {
+                            self.report(
+                                at,
+                                "a protocol fault applies to the admin's next pushes: give a \
+                                 change of the config after it in the same step",
+                            );
+                        }
+                    }
+                    Change::Compact(target) => {
+                        self.compact(&processes, *target, &format!("{at}.compact"));
+                    }
+                    Change::ExpireSession(target) => {
+                        self.expire_session(
+                            &mut processes,
+                            *target,
+                            &format!("{at}.expireSession"),
+                        );
+                    }
+                    Change::Stop(_)
+                    | Change::Kill(_)
+                    | Change::Start(_)
+                    | Change::Restart(_)
+                    | Change::Pause(_)
+                    | Change::Resume(_) => {}
+                }
+            }
+            if let Some(hold) = st.isolated {
+                self.isolated(st, hold, &format!("steps[{i}].isolated"));
+            }
+            if let Some((which, it)) =
+                self.none_runs(&processes, topology.gateways, Target::Gateway)
+            {
+                self.report(
+                    format!("steps[{i}]"),
+                    format!(
+                        "{which} at the end of the step, but its wait and checks go through \
+                         it: start or resume {it} in the same step"
+                    ),
+                );
+            }
+            let selectors: HashSet<&str> = live.keys().copied().collect();
+            for (j, c) in st.checks.iter().enumerate() {
+                self.check(c, &format!("steps[{i}].checks[{j}]"), &selectors);
+            }
+        }
+        if let Some(last) = s.steps.len().checked_sub(1) {
+            if partitioned {
+                self.report(
+                    format!("steps[{last}]"),
+                    "the gateway is partitioned after the last step, but teardown needs it in \
+                     sync: add `heal`",
+                );
+            }
+            if let Some((which, it)) = self.none_runs(&processes, topology.admins, Target::Admin) {
+                self.report(
+                    format!("steps[{last}]"),
+                    format!(
+                        "{which} after the last step, but teardown needs it: start or resume {it}"
+                    ),
+                );
+            }
+            for target in [Target::Zookeeper, Target::Etcd] {
+                if let Some(state) = processes.not_running(target) {
+                    self.report(
+                        format!("steps[{last}]"),
+                        format!(
+                            "the {target} is {state} after the last step, but teardown needs it: \
+                             start or resume it"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A step's `isolated` claim means something: the step changes the config (else the
+    /// gateway's digest equals the admin's all along and the claim fails for no reason) and
+    /// holds it for some time.
+    pub(super) fn isolated(&mut self, st: &StepSpec, hold: Duration, at: &str) {
+        if !st.changes.iter().any(Change::is_admin_change) {
+            self.report(
+                at.to_owned(),
+                "claims the step's config change does not reach the gateway, but the step \
+                 changes no config: give a change of the config (an update, enable, create or \
+                 delete) in the same step",
+            );
+        }
+        if hold.is_zero() {
+            self.report(
+                at.to_owned(),
+                "must be more than 0s: the time the claim holds",
+            );
+        }
+    }
+
+    /// A protocol fault fits the case: its kind means something in every mode the case runs
+    /// in, the backend is the host (the admin's test-only hook), `count` is 1 to 100 and
+    /// `delay` is given for `lateAnswer` only.
+    pub(super) fn sync_fault(&mut self, f: &SyncFault, at: &str) {
+        let s = self.s;
+        let kind = f.kind.name();
+        let mode = f.kind.mode();
+        let others: Vec<String> = s
+            .modes
+            .iter()
+            .filter(|m| **m != mode)
+            .map(ToString::to_string)
+            .collect();
+        if !others.is_empty() {
+            self.report(
+                format!("{at}.kind"),
+                format!(
+                    "`{kind}` is a fault of the {mode} sync channel and means nothing in {}: \
+                     give `modes: [{mode}]`",
+                    others.join(", ")
+                ),
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "protocol faults run on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if !(1..=100).contains(&f.count) {
+            self.report(
+                format!("{at}.count"),
+                format!("must be between 1 and 100, got {}", f.count),
+            );
+        }
+        match (f.kind, f.delay) {
+            (SyncFaultKind::LateAnswer, None) => {
+                self.report(format!("{at}.delay"), "`lateAnswer` needs a delay");
+            }
+            (SyncFaultKind::LateAnswer, Some(_)) | (_, None) => {}
+            (_, Some(_)) => self.report(
+                format!("{at}.delay"),
+                format!("only `lateAnswer` waits; `{kind}` takes no delay"),
+            ),
+        }
+    }
+
+    /// A `compact` names etcd, in a case that runs in the etcd mode only, on the host
+    /// backend, while etcd runs.
+    pub(super) fn compact(&mut self, processes: &Processes, target: Target, at: &str) {
+        let s = self.s;
+        if target != Target::Etcd {
+            self.report(at, format!("only etcd compacts revisions, not `{target}`"));
+            return;
+        }
+        if s.modes.iter().any(|m| *m != model::SyncMode::Etcd) {
+            self.report(
+                at,
+                "`compact: etcd` means something in the etcd mode only: give `modes: [etcd]`",
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "`compact: etcd` runs on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if let Some(state) = processes.not_running(Target::Etcd) {
+            self.report(
+                at,
+                format!("the etcd is {state} at this point: start it first"),
+            );
+        }
+    }
+
+    /// `expireSession` names a running gateway of a case that runs in the zookeeper mode only,
+    /// on the host backend; the gateway is paused afterwards.
+    pub(super) fn expire_session(&mut self, processes: &mut Processes, target: Target, at: &str) {
+        let s = self.s;
+        if !matches!(target, Target::Gateway(_)) {
+            self.report(
+                at,
+                format!("only a gateway's ZooKeeper session expires here, not `{target}`'s"),
+            );
+            return;
+        }
+        if s.modes.iter().any(|m| *m != model::SyncMode::Zookeeper) {
+            self.report(
+                at,
+                "`expireSession` means something in the zookeeper mode only: give \
+                 `modes: [zookeeper]`",
+            );
+        }
+        if s.backends.contains(&crate::BackendKind::Docker) {
+            self.report(
+                at,
+                "`expireSession` runs on the host backend only so far (it asks ZooKeeper's \
+                 `cons` on the host): add `backends: [host]`",
+            );
+        }
+        // The gateway is paused while its session expires: a `pause` for what runs.
+        self.fault(processes, FaultAction::Pause, target, at);
+    }
+
+    /// A fault fits the case (its target runs in every mode the case runs in; every backend
+    /// applies every fault)
+    /// and the target's state at that point (`start` needs it stopped, `resume` paused, the
+    /// others running).
+    pub(super) fn fault(
+        &mut self,
+        processes: &mut Processes,
+        action: FaultAction,
+        target: Target,
+        at: &str,
+    ) {
+        let s = self.s;
+        let only_mode = |mode: model::SyncMode| -> Option<String> {
+            let others: Vec<String> = s
+                .modes
+                .iter()
+                .filter(|m| **m != mode)
+                .map(ToString::to_string)
+                .collect();
+            (!others.is_empty()).then(|| {
+                format!(
+                    "`{target}` runs only in the {mode} mode, and this case also runs in {}: \
+                     give `modes: [{mode}]`",
+                    others.join(", ")
+                )
+            })
+        };
+        let unavailable = match target {
+            Target::Admin(i) => self.indexed(i, s.topology.admins, "admins"),
+            Target::Gateway(i) => self.indexed(i, s.topology.gateways, "gateways"),
+            Target::Zookeeper => only_mode(model::SyncMode::Zookeeper),
+            Target::Etcd => only_mode(model::SyncMode::Etcd),
+            Target::Redis => (!s.components.contains(&Component::Redis))
+                .then(|| "`redis` is not one of the case's `components`".to_owned()),
+        };
+        if let Some(why) = unavailable {
+            self.report(at, why);
+            return;
+        }
+        if let Err(state) = processes.apply(action, target) {
+            self.report(
+                at,
+                format!(
+                    "`{}` needs the {target} {}, but it is {state} at this point",
+                    action.name(),
+                    match action {
+                        FaultAction::Start => "stopped",
+                        FaultAction::Resume => "paused",
+                        _ => "running",
+                    }
+                ),
+            );
+        }
+    }
+
+    /// A step's `via` (at `field`) names an admin of the topology, running when the admin
+    /// change at `change` is made.
+    pub(super) fn via(&mut self, processes: &Processes, via: Target, field: &str, change: &str) {
+        let Target::Admin(index) = via else {
+            self.report(
+                field,
+                format!("`{via}` is not an admin: name one, `admin[i]`"),
+            );
+            return;
+        };
+        if let Some(why) = self.indexed(index, self.s.topology.admins, "admins") {
+            self.report(field, why);
+        } else if let Some(state) = processes.not_running(via) {
+            self.report(
+                change,
+                format!("the step's changes go to {via} (`via`), which is {state} at this point"),
+            );
+        }
+    }
+
+    /// What is wrong with `admin`/`gateway` (`index` `None`) or `admin[i]`/`gateway[i]` in a
+    /// topology of `count` (`field` in `topology`), if anything.
+    pub(super) fn indexed(&self, index: Option<u8>, count: u8, field: &str) -> Option<String> {
+        let kind = &field[..field.len() - 1];
+        match index {
+            None if count > 1 => Some(format!(
+                "the topology runs {count} {field} (`topology.{field}`): name one, \
+                 `{kind}[0]` to `{kind}[{}]`",
+                count - 1
+            )),
+            Some(i) if i >= count => Some(format!(
+                "`{kind}[{i}]` does not exist: `topology.{field}` is {count}"
+            )),
+            _ => None,
+        }
+    }
+}
