@@ -8,12 +8,14 @@
 //! - [`EmulatedBug::LateApply`] holds every event back for [`LATE_APPLY_DELAY`], stamped
 //!   applied when the first arrived.
 //!
-//! Held events form a batch: the first one opens it, later ones join it (so that an increment
-//! is never applied before a full sync that came first), and the batch is swapped in one
-//! window after it opened, by [`SyncState::refills`] (a task the gateway starts next to its
-//! subscriber when the bug holds events), as a subscriber blocked until then would have.
+//! What one apply call holds back is a batch, swapped in one window later by
+//! [`SyncState::refills`] (a task the gateway starts next to its subscriber when the bug holds
+//! events). Until then the state behaves as a subscriber blocked on the window would: what
+//! the next calls bring waits, unread and uncounted, and is then taken call by call, as if it
+//! had just arrived (a call that opens a new batch makes the rest wait again).
 
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use model::{DataEvent, DataEventType, EventPayload};
@@ -41,11 +43,13 @@ pub(crate) struct Emulation {
     opened: Notify,
 }
 
-/// What a bug holds back until [`SyncState::refill`]: the open batch.
+/// What a bug holds back until [`SyncState::refill`]: the open batch, and what came after it.
 #[derive(Debug, Default)]
 struct Held {
-    /// The events held, in arrival order.
+    /// The open batch, in arrival order (empty: none is open).
     events: Vec<DataEvent>,
+    /// The apply calls made while a batch was open, each waiting to be taken as it came.
+    waiting: VecDeque<Vec<DataEvent>>,
     /// [`EmulatedBug::LateApply`]: when the first of them arrived, the apply time the gateway
     /// reports for them.
     arrived_us: Option<u64>,
@@ -85,13 +89,21 @@ impl Emulation {
         }
     }
 
-    /// `events` as the bug sees them: what to apply now; what it holds back joins the open
-    /// batch (opening one when none is). Called with the state's writer lock held, so that a
-    /// batch cannot be swapped in between.
+    /// `events` (one apply call) as the bug sees them: what to apply now; what it holds back
+    /// opens a batch; while one is open, the call waits. Called with the state's writer lock
+    /// held, so that a batch cannot be swapped in meanwhile.
     pub(super) fn admit(&self, events: Vec<DataEvent>) -> Admitted {
-        let mut admitted = Admitted::default();
         let mut held = lock(&self.held);
-        let was_empty = held.events.is_empty();
+        if !held.events.is_empty() {
+            held.waiting.push_back(events);
+            return Admitted::default();
+        }
+        self.admit_call(&mut held, events)
+    }
+
+    /// [`Emulation::admit`] for a call taken now.
+    fn admit_call(&self, held: &mut MutexGuard<'_, Held>, events: Vec<DataEvent>) -> Admitted {
+        let mut admitted = Admitted::default();
         for mut event in events {
             let full = event.event_type.is_full();
             match self.bug {
@@ -124,7 +136,7 @@ impl Emulation {
             admitted.full += usize::from(full);
             admitted.now.push(event);
         }
-        if was_empty && !held.events.is_empty() {
+        if !held.events.is_empty() {
             self.opened.notify_one();
         }
         admitted
@@ -146,8 +158,18 @@ impl SyncState {
         }
         tokio::time::sleep(window).await;
         let writer = lock(&self.writer);
-        let Held { events, arrived_us } = std::mem::take(&mut *lock(&self.emulation.held));
+        let mut held = lock(&self.emulation.held);
+        let events = std::mem::take(&mut held.events);
+        let arrived_us = held.arrived_us.take();
         self.swap(&writer, events, arrived_us);
+        // The calls that waited, as they came, until one opens a batch again.
+        while held.events.is_empty()
+            && let Some(call) = held.waiting.pop_front()
+        {
+            let admitted = self.emulation.admit_call(&mut held, call);
+            self.swap(&writer, admitted.now, None);
+            self.count(admitted.full, admitted.count);
+        }
     }
 
     /// Refills every batch the emulated bug opens, until aborted; returns at once when the

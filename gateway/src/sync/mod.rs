@@ -250,18 +250,21 @@ impl SyncState {
         self.apply_all(vec![event]);
     }
 
-    /// Applies `events` (as the emulated bug, if any, sees them) to a copy of the config and
-    /// swaps the result in once. The counters count the events applied (an emulated bug may
-    /// drop some) by their type as received.
+    /// Applies `events` (as the emulated bug, if any, sees them: `emulate.rs`) to a copy of
+    /// the config and swaps the result in once. The counters count the events applied (an
+    /// emulated bug may drop some, or make them wait) by their type as received.
     pub(crate) fn apply_all(&self, events: Vec<DataEvent>) {
         let writer = lock(&self.writer);
         let admitted = self.emulation.admit(events);
         self.swap(&writer, admitted.now, None);
-        drop(writer);
-        self.full_syncs
-            .fetch_add(admitted.full as u64, Ordering::Relaxed);
+        self.count(admitted.full, admitted.count);
+    }
+
+    /// Counts `count` events applied, `full` of them full syncs (by their type as received).
+    fn count(&self, full: usize, count: usize) {
+        self.full_syncs.fetch_add(full as u64, Ordering::Relaxed);
         self.events_applied
-            .fetch_add(admitted.count as u64, Ordering::Relaxed);
+            .fetch_add(count as u64, Ordering::Relaxed);
     }
 
     /// Applies `events` as they are in one swap. The next snapshot is compiled from the
