@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use model::lock::MutexExt;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -305,7 +307,7 @@ impl Auth {
         };
         let token = hex::encode(rand::random::<[u8; 32]>());
         let now = Instant::now();
-        let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tokens = self.tokens.locked();
         tokens.retain(|_, (expiry, _)| *expiry > now);
         tokens.insert(token.clone(), (now + self.ttl, scope));
         Ok(Some(LoginResponse {
@@ -321,7 +323,7 @@ impl Auth {
     /// Whether `token` is unexpired and good for `needed` (a dashboard token is good for
     /// everything).
     fn is_valid(&self, token: &str, needed: Scope) -> bool {
-        let tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        let tokens = self.tokens.locked();
         tokens.get(token).is_some_and(|(expiry, scope)| {
             *expiry > Instant::now() && (*scope == Scope::Dashboard || *scope == needed)
         })
@@ -659,7 +661,7 @@ mod tests {
 
     impl std::io::Write for Captured {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            self.0.locked().extend_from_slice(buf);
             Ok(buf.len())
         }
 
@@ -686,7 +688,7 @@ mod tests {
             let wrong = log_in(&auth, address(), request(name, "wrong")).await;
             assert!(matches!(wrong, Err(ApiError::Unauthorized(_))), "{wrong:?}");
         }
-        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let text = String::from_utf8(captured.0.locked().clone()).unwrap();
         let lines: Vec<&str> = text
             .lines()
             .filter(|l| l.contains("failed login"))

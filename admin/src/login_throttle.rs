@@ -12,8 +12,10 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use model::lock::MutexExt;
 
 /// How many keys the table remembers; past that, forgotten entries are swept and then the
 /// least recently failed ones make room.
@@ -145,7 +147,7 @@ impl Throttle {
         if self.config.max_failures == 0 {
             return Ok(Duration::ZERO);
         }
-        let mut guard = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.table.locked();
         let (table, last_sweep) = &mut *guard;
         if last_sweep.is_none_or(|at| now.saturating_duration_since(at) >= SWEEP_INTERVAL) {
             table.retain(|_, failures| !self.config.forgotten(failures, now));
@@ -194,7 +196,7 @@ impl Throttle {
     /// The attempt begun for `user` from `address` had the right password: the pair and the
     /// user start over; the address no longer counts this attempt.
     pub(crate) fn succeeded(&self, user: &str, address: Option<IpAddr>) {
-        let mut guard = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.table.locked();
         let table = &mut guard.0;
         for key in Self::keys(user, address) {
             if let Key::Address(_) = key
@@ -211,7 +213,7 @@ impl Throttle {
     /// How many keys the table holds.
     #[cfg(test)]
     pub(crate) fn entries(&self) -> usize {
-        self.table.lock().unwrap().0.len()
+        self.table.locked().0.len()
     }
 
     /// Sweeps forgotten entries, then, if still full, the least recently failed one.
@@ -267,7 +269,7 @@ impl WarnBudget {
     /// Whether a line may be logged at `now`: `Some(lines dropped since the last one)`, or
     /// `None` (dropped and counted).
     pub(crate) fn admit(&self, now: Instant) -> Option<u64> {
-        let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.state.locked();
         let (start, used, dropped) = &mut *guard;
         if start.is_none_or(|at| now.saturating_duration_since(at) >= Duration::from_secs(1)) {
             *start = Some(now);

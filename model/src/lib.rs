@@ -20,6 +20,7 @@ mod event;
 mod gateway_error;
 mod handle;
 pub mod keyspace;
+pub mod lock;
 mod meta;
 pub mod path_pattern;
 mod plugin;

@@ -18,7 +18,9 @@ mod rule;
 mod selector;
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
+
+use model::lock::MutexExt;
 
 use model::{AppAuthData, ConfigSet, DataEvent, DataEventType, EventPayload};
 use tokio::sync::{Mutex, MutexGuard, broadcast, watch};
@@ -122,9 +124,7 @@ impl Admin {
     /// What has been published.
     fn published(&self) -> std::sync::MutexGuard<'_, Published> {
         // Every update of it is a whole step; a panic between two leaves it usable.
-        self.published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.published.locked()
     }
 
     /// Sends `event` to the subscribers as it is.

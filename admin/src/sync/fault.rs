@@ -20,6 +20,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use model::lock::MutexExt;
+
 use axum::extract::Extension;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -57,7 +59,7 @@ impl SyncFaults {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<SyncFaultRequest>> {
-        self.armed.lock().unwrap_or_else(|e| e.into_inner())
+        self.armed.locked()
     }
 }
 

@@ -6,8 +6,10 @@
 //! of up to `rate` (every gateway resyncing at once after an admin restart), as a generic
 //! cell rate algorithm whose reservations say when each full sync may go.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use model::lock::MutexExt;
 
 use tokio::time::Instant;
 
@@ -40,10 +42,7 @@ impl FullSyncRate {
             return now;
         };
         // Every update is one whole assignment: a panic elsewhere leaves it usable.
-        let mut theoretical = self
-            .theoretical
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut theoretical = self.theoretical.locked();
         let at = theoretical
             .checked_sub(self.burst)
             .map_or(now, |earliest| earliest.max(now));

@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use model::lock::MutexExt;
+
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, RawQuery, State};
@@ -159,7 +161,7 @@ impl LongPoll {
     }
 
     fn entry(&self, group: ConfigGroup) -> Arc<Entry> {
-        let cache = self.cache.lock().expect("long-poll cache lock");
+        let cache = self.cache.locked();
         Arc::clone(
             cache
                 .get(&group)
@@ -171,7 +173,7 @@ impl LongPoll {
     fn install(&self, snapshot: &Snapshot) {
         let mut changed = Vec::new();
         {
-            let mut cache = self.cache.lock().expect("long-poll cache lock");
+            let mut cache = self.cache.locked();
             for &group in ConfigGroup::ALL {
                 let json = group_json(snapshot, group);
                 let md5 = hex::encode(Md5::digest(json.as_bytes()));
