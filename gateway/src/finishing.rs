@@ -147,6 +147,7 @@ mod tests {
 
     use futures_util::stream;
     use http_body_util::{BodyExt, Full, StreamBody};
+    use model::lock::MutexExt;
     use tokio::sync::oneshot;
 
     use super::*;
@@ -163,7 +164,7 @@ mod tests {
 
     impl Hold for Gated {
         fn finish(self: Box<Self>) -> BoxFuture<'static, ()> {
-            let gate = crate::locks::lock(&self.gate).take().unwrap();
+            let gate = self.gate.locked().take().unwrap();
             Box::pin(async move {
                 gate.await.unwrap();
                 self.finished.store(true, Ordering::SeqCst);

@@ -30,8 +30,9 @@
 //!
 //! # Conventions
 //!
-//! - Locks: a poisoned `std::sync::Mutex` is used as it is, through `locks::lock` (never
-//!   `.lock().unwrap()` or `.expect(…)`): each critical section leaves its data consistent at
+//! - Locks: a poisoned `std::sync::Mutex` is used as it is, through
+//!   [`model::lock::MutexExt::locked`], the workspace's one policy (never `.lock().unwrap()` or
+//!   `.expect(…)`): each critical section leaves its data consistent at
 //!   every step, so a panic elsewhere must not take the gateway down with it. The request path
 //!   takes no lock but a balancer's own.
 //! - What one gateway holds (plugin instances, config, counters) lives in its `App`, not in a
@@ -45,7 +46,6 @@ pub mod bench;
 mod config;
 mod finishing;
 mod java;
-mod locks;
 mod metrics;
 mod plugin;
 mod precheck;

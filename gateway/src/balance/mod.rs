@@ -33,7 +33,7 @@ use model::{DivideUpstream, LoadBalance};
 use rand::Rng;
 
 use crate::EmulatedBug;
-use crate::locks::lock;
+use model::lock::MutexExt;
 
 /// An upstream ready to be proxied to.
 #[derive(Debug, Clone)]
@@ -177,7 +177,7 @@ impl Pool {
                     ctx.emulates(EmulatedBug::RandomIgnoresWeights),
                     rng,
                 ),
-                LoadBalance::RoundRobin => lock(&self.round_robin).pick(
+                LoadBalance::RoundRobin => self.round_robin.locked().pick(
                     &self.upstreams,
                     ctx.now_ms,
                     ctx.emulates(EmulatedBug::RoundRobinIgnoresWeights),

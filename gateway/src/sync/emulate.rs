@@ -23,8 +23,8 @@ use tokio::sync::Notify;
 
 use super::SyncState;
 use crate::EmulatedBug;
-use crate::locks::lock;
 use crate::snapshot::now_us;
+use model::lock::MutexExt;
 
 /// How long [`EmulatedBug::ClearBeforeRefill`] leaves a group empty.
 pub(crate) const CLEAR_WINDOW: Duration = Duration::from_millis(250);
@@ -93,7 +93,7 @@ impl Emulation {
     /// opens a batch; while one is open, the call waits. Called with the state's writer lock
     /// held, so that a batch cannot be swapped in meanwhile.
     pub(super) fn admit(&self, events: Vec<DataEvent>) -> Admitted {
-        let mut held = lock(&self.held);
+        let mut held = self.held.locked();
         if !held.events.is_empty() {
             held.waiting.push_back(events);
             return Admitted::default();
@@ -153,12 +153,12 @@ impl SyncState {
         let Some(window) = self.emulation.window() else {
             return;
         };
-        if lock(&self.emulation.held).events.is_empty() {
+        if self.emulation.held.locked().events.is_empty() {
             return;
         }
         tokio::time::sleep(window).await;
-        let writer = lock(&self.writer);
-        let mut held = lock(&self.emulation.held);
+        let writer = self.writer.locked();
+        let mut held = self.emulation.held.locked();
         let events = std::mem::take(&mut held.events);
         let arrived_us = held.arrived_us.take();
         self.swap(&writer, events, arrived_us);

@@ -34,7 +34,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
-use crate::locks::lock;
+use model::lock::MutexExt;
 
 /// The groups gantry asks for, in ShenYu's fetch order.
 const GROUPS: [ConfigGroup; 5] = [
@@ -222,7 +222,7 @@ impl HttpLongPollSubscriber {
     /// `POST /configs/listener`: the groups the admin says changed (gantry's five only).
     async fn listen(&self, admin: &str, token: &str) -> Result<Vec<ConfigGroup>, SyncError> {
         let url = format!("{admin}/configs/listener");
-        let form = lock(&self.cache).listener_form();
+        let form = self.cache.locked().listener_form();
         let response = self
             .client
             .post(&url)
@@ -286,7 +286,7 @@ impl HttpLongPollSubscriber {
         let mut accepted = 0;
         for (group, g) in fetched {
             // Held across check and apply so two admins cannot interleave.
-            let mut cache = lock(&self.cache);
+            let mut cache = self.cache.locked();
             if !cache.accepts(group, &g.md5, g.last_modify_time) {
                 continue;
             }

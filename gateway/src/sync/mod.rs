@@ -34,9 +34,9 @@ use rand::Rng;
 use serde::Serialize;
 
 use self::emulate::Emulation;
-use crate::locks::lock;
 use crate::plugin::Registry;
 use crate::snapshot::{Changes, Snapshot};
+use model::lock::MutexExt;
 
 /// Why a sync step failed.
 #[derive(Debug, thiserror::Error)]
@@ -254,7 +254,7 @@ impl SyncState {
     /// the config and swaps the result in once. The counters count the events applied (an
     /// emulated bug may drop some, or make them wait) by their type as received.
     pub(crate) fn apply_all(&self, events: Vec<DataEvent>) {
-        let writer = lock(&self.writer);
+        let writer = self.writer.locked();
         let admitted = self.emulation.admit(events);
         self.swap(&writer, admitted.now, None);
         self.count(admitted.full, admitted.count);
@@ -305,13 +305,13 @@ impl SyncState {
             full_syncs: self.full_syncs.load(Ordering::Relaxed),
             events_applied: self.events_applied.load(Ordering::Relaxed),
             events_rejected: self.events_rejected.load(Ordering::Relaxed),
-            session: lock(&self.zookeeper_session).clone(),
+            session: self.zookeeper_session.locked().clone(),
         }
     }
 
     /// Records the ZooKeeper session in use (`None` when it ended).
     pub(crate) fn set_zookeeper_session(&self, id: Option<String>) {
-        *lock(&self.zookeeper_session) = id;
+        *self.zookeeper_session.locked() = id;
     }
 }
 
