@@ -37,14 +37,15 @@
 use std::time::Duration;
 
 use model::SyncMode;
-use serde_json::json;
 
-use crate::backend::{Backend, BackendKind, DockerBackend, ExternalBackend, ExternalTarget};
+use crate::backend::{Backend, BackendKind, DockerBackend, ExternalTarget};
 use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{BackendError, ClientError};
 use crate::lower;
 use crate::scenario::ast::{SelectorSpec, UpstreamDecl};
+use crate::target::external;
+use crate::target::route::prefix_route;
 use crate::topology::Topology;
 use crate::wait::{Converged, WaitPolicy, WaitTimeout, await_convergence};
 
@@ -128,7 +129,7 @@ impl GantryBuilder {
                     what: "starting a Gantry".into(),
                     detail: "the external backend needs a target: GantryBuilder::external".into(),
                 })?;
-                Backend::External(ExternalBackend::connect(target).await?)
+                Backend::External(external::connect(target).await?)
             }
         };
         let backend = backend.with_gateway_args(self.gateway_args);
@@ -318,7 +319,7 @@ impl Drop for Gantry {
                 .map_err(|e| e.to_string())?;
             rt.block_on(async {
                 let admin = target.login().await.map_err(|e| e.to_string())?;
-                crate::backend::external::sweep(&admin, &target.prefix)
+                external::sweep(&admin, &target.prefix)
                     .await
                     .map_err(|e| e.to_string())
             })
@@ -334,18 +335,4 @@ impl Drop for Gantry {
             }
         }
     }
-}
-
-/// A divide selector `name` over `uri startsWith prefix` to `upstream`, with one rule over
-/// the same condition.
-pub(crate) fn prefix_route(name: &str, prefix: &str, upstream: &str) -> SelectorSpec {
-    let condition = json!({ "paramType": "uri", "operator": "startsWith", "paramValue": prefix });
-    serde_json::from_value(json!({
-        "name": name,
-        "plugin": "divide",
-        "conditions": [condition],
-        "upstreams": [{ "upstream": upstream }],
-        "rules": [{ "name": name, "conditions": [condition] }],
-    }))
-    .expect("a valid selector spec")
 }

@@ -173,7 +173,7 @@ pub fn build_static(workspace: &Path) -> Result<PathBuf, BackendError> {
         return Err(BackendError::BuildFailed {
             command: static_build_command(),
             status: out.status.to_string(),
-            stderr_tail: crate::backend::host::tail(&String::from_utf8_lossy(&out.stderr), 40),
+            stderr_tail: crate::backend::process::tail(&String::from_utf8_lossy(&out.stderr), 40),
         });
     }
     Ok(static_bin_dir(workspace))
@@ -346,7 +346,7 @@ fn build_failed(tag: &str, detail: &str) -> BackendError {
     BackendError::BuildFailed {
         command: format!("docker build -t {tag} (FROM scratch)"),
         status: "failed".into(),
-        stderr_tail: crate::backend::host::tail(detail, 20),
+        stderr_tail: crate::backend::process::tail(detail, 20),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod target;
 pub mod topology;
 pub mod upstream;
 pub mod wait;
@@ -272,7 +273,7 @@ pub async fn run_paths(
     let files = discover(paths)?;
     let backend = match opts.backend {
         BackendKind::External => Backend::External(
-            backend::ExternalBackend::connect(external_target(opts)?.clone()).await?,
+            target::external::connect(external_target(opts)?.clone()).await?,
         ),
         _ => {
             let prep = opts.clone();
@@ -289,7 +290,7 @@ pub async fn run_paths(
             && skip.is_none()
         {
             *skip =
-                backend::external::capability_skip_reason(scenario, &caps).map(NotRun::Unavailable);
+                target::external::capability_skip_reason(scenario, &caps).map(NotRun::Unavailable);
         }
         let bare = |case: String, file: &CaseFile, mode: String| {
             CaseResult::bare(
@@ -380,22 +381,22 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
         });
     }
     match opts.backend {
-        BackendKind::Host => backend::middleware::skip_reason(&ProcessEnv, mode)
+        BackendKind::Host => backend::component::skip_reason(&ProcessEnv, mode)
             .or_else(|| {
                 scenario
                     .components
                     .iter()
-                    .find_map(|&c| backend::redis::skip_reason(&ProcessEnv, c))
+                    .find_map(|&c| backend::component::redis::skip_reason(&ProcessEnv, c))
             })
             .or_else(|| {
                 (scenario.topology.storage == scenario::ast::Storage::Postgres)
-                    .then(|| backend::postgres::skip_reason(&ProcessEnv))
+                    .then(|| backend::component::postgres::skip_reason(&ProcessEnv))
                     .flatten()
             })
             .map(NotRun::Unavailable),
         BackendKind::Docker => (!backend::docker::supports(mode))
             .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),
-        BackendKind::External => backend::external::skip_reason(scenario).map(NotRun::Unavailable),
+        BackendKind::External => target::external::skip_reason(scenario).map(NotRun::Unavailable),
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use harness::backend::Capabilities;
-use harness::backend::external::capability_skip_reason;
+use harness::target::external::capability_skip_reason;
 use harness::report::{json, terminal};
 use harness::{ProcessEnv, RunSetupError, images};
 use tokio::signal::unix::SignalKind;
@@ -387,7 +387,7 @@ async fn run(args: &cli::RunArgs) -> ExitCode {
 async fn sweep_external(target: &harness::backend::ExternalTarget) {
     let sweep = async {
         let admin = target.login().await?;
-        harness::backend::external::sweep(&admin, &target.prefix).await
+        harness::target::external::sweep(&admin, &target.prefix).await
     };
     match tokio::time::timeout(Duration::from_secs(15), sweep).await {
         Ok(Ok(n)) => eprintln!(

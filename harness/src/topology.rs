@@ -3,7 +3,7 @@
 //! one gateway), with their files in a temporary directory (kept when `GANTRY_KEEP=1`).
 //!
 //! Several admins share one database: a SQLite file in that directory, or a throwaway
-//! PostgreSQL cluster ([`PostgresServer`]). Every gateway lists every admin URL, in order, so
+//! PostgreSQL cluster ([`HostServer::start_postgres`]). Every gateway lists every admin URL, in order, so
 //! it fails over from one to the next; in the zookeeper and etcd modes every admin writes to
 //! the store and the gateways read it. Several admins or gateways, late gateways and
 //! PostgreSQL run on the host backend only.
@@ -13,19 +13,15 @@ use std::collections::btree_map::Entry;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use rustix::process::Signal;
+use std::net::SocketAddr;
 
 use model::SyncMode;
 
+use crate::backend::host::AdminLaunch;
 use crate::backend::{
-    Backend, ComponentService, Run, Service, Store, StoreKind, StoreServer, UpstreamService,
+    Backend, ComponentService, HostServer, Run, ServerKind, Service, StoreKind, UpstreamService,
 };
 use crate::error::BackendError;
-use std::net::SocketAddr;
-
-use crate::backend::host::AdminLaunch;
-use crate::backend::middleware::signal;
-use crate::backend::postgres::PostgresServer;
 use crate::fault::{FaultProxy, Mode as ProxyMode};
 use crate::scenario::ast::{Component, FaultAction, Storage, Target, TopologySpec, UpstreamDecl};
 use crate::scenario::placeholder;
@@ -38,12 +34,10 @@ pub struct Topology {
     /// The admins, in index order.
     admins: Vec<Service>,
     /// The admins' PostgreSQL cluster (`topology.storage: postgres`), stopped after them.
-    postgres: Option<PostgresServer>,
-    /// The ZooKeeper or etcd server of the zookeeper and etcd modes (host backend); taken
-    /// out while a step stops or starts it.
-    store: Mutex<Option<StoreServer>>,
-    /// The ZooKeeper or etcd container of the zookeeper and etcd modes (docker backend).
-    store_container: Option<Store>,
+    postgres: Option<HostServer>,
+    /// The ZooKeeper or etcd server of the zookeeper and etcd modes; taken out while a step
+    /// stops or starts it.
+    store: Mutex<Option<ComponentService>>,
     /// The proxy on the gateway's sync connection, when asked for.
     proxy: Option<FaultProxy>,
     /// The components the case asked for, each started once (a step may stop and start
@@ -130,15 +124,14 @@ impl Topology {
                 slot.insert(run.start_component(component, &dir).await?);
             }
         }
-        let (store, store_container) = match StoreKind::for_mode(mode) {
+        let store = match StoreKind::for_mode(mode) {
             // The target syncs its own way.
-            Some(_) if run.external().is_some() => (None, None),
-            Some(kind) => match run.start_store(kind, &dir.path().join(kind.name())).await? {
-                Store::Host(s) => (Some(s), None),
-                docker => (None, Some(docker)),
-            },
-            None => (None, None),
+            Some(_) if run.external().is_some() => None,
+            Some(kind) => Some(run.start_store(kind, &dir.path().join(kind.name())).await?),
+            None => None,
         };
+        // What the host backend's admins and gateways take.
+        let host_store = store.as_ref().and_then(ComponentService::host);
         let mut postgres = None;
         let (admins, gateways, proxy) = match (&run, *sync_proxy) {
             (Run::External(_), _) if *sync_proxy || *sync_faults || !spec.is_default() => {
@@ -168,7 +161,9 @@ impl Topology {
             (Run::Host(host), _) => {
                 let db = match spec.storage {
                     Storage::Sqlite => dir.path().join("admin.db").display().to_string(),
-                    Storage::Postgres => postgres.insert(PostgresServer::start(keep).await?).url(),
+                    Storage::Postgres => postgres
+                        .insert(HostServer::start_postgres(keep).await?)
+                        .url(),
                 };
                 let mut launch = AdminLaunch::on(&db);
                 if *sync_faults {
@@ -178,15 +173,15 @@ impl Topology {
                 for i in 0..spec.admins {
                     let name = numbered("admin", i, spec.admins);
                     let admin = host
-                        .start_admin_as(&name, mode, store.as_ref(), dir.path(), &launch)
+                        .start_admin_as(&name, mode, host_store, dir.path(), &launch)
                         .await?;
                     admins.push(Service::Host(admin));
                 }
                 let (source, proxy) = if *sync_proxy {
-                    let (proxy, source) = sync_proxy_for(mode, &admins[0], store.as_ref()).await?;
+                    let (proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
                     (source, Some(proxy))
                 } else {
-                    (gateway_source(&admins, store.as_ref()), None)
+                    (gateway_source(&admins, host_store), None)
                 };
                 let mut gateways = Vec::new();
                 for i in 0..spec.gateways {
@@ -208,7 +203,6 @@ impl Topology {
             postgres,
             proxy,
             store: Mutex::new(store),
-            store_container,
             components: Mutex::new(started),
             upstreams: ups,
             dir,
@@ -271,12 +265,6 @@ impl Topology {
             }
             Target::Zookeeper | Target::Etcd => {
                 let missing = BackendError::NoSuchProcess { target };
-                if let Some(Store::Docker(c)) = &self.store_container {
-                    return match c.role() == target.name() {
-                        true => c.fault(action).await,
-                        false => Err(missing),
-                    };
-                }
                 let mut store = match self.stores().take() {
                     Some(s) if s.kind().name() == target.name() => s,
                     Some(other) => {
@@ -285,7 +273,7 @@ impl Topology {
                     }
                     None => return Err(missing),
                 };
-                let done = store_fault(&mut store, action).await;
+                let done = store.fault(action).await;
                 *self.stores() = Some(store);
                 done
             }
@@ -357,8 +345,8 @@ impl Topology {
         target: Target,
     ) -> Result<std::time::Duration, BackendError> {
         let port = match self.stores().as_ref() {
-            Some(s) if s.kind() == StoreKind::Zookeeper => s.port(),
-            _ if self.store_container.is_some() => {
+            Some(ComponentService::Host(s)) if s.kind() == ServerKind::Zookeeper => s.port(),
+            Some(ComponentService::Docker { .. }) => {
                 return Err(BackendError::FaultUnsupported {
                     action: "expireSession",
                     target,
@@ -383,8 +371,8 @@ impl Topology {
 
     fn etcd_url(&self) -> Result<String, BackendError> {
         match self.stores().as_ref() {
-            Some(s) if s.kind() == StoreKind::Etcd => Ok(s.url()),
-            _ if self.store_container.is_some() => Err(BackendError::FaultUnsupported {
+            Some(ComponentService::Host(s)) if s.kind() == ServerKind::Etcd => Ok(s.url()),
+            Some(ComponentService::Docker { .. }) => Err(BackendError::FaultUnsupported {
                 action: "compact",
                 target: Target::Etcd,
                 backend: "docker",
@@ -399,7 +387,7 @@ impl Topology {
         self.proxy.as_ref().ok_or(BackendError::NoSyncProxy)
     }
 
-    fn stores(&self) -> MutexGuard<'_, Option<StoreServer>> {
+    fn stores(&self) -> MutexGuard<'_, Option<ComponentService>> {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -498,12 +486,6 @@ impl Topology {
                 service.log_tail(n)
             );
         }
-        if let Some(store) = &self.store_container {
-            tails += &format!(
-                "\n--- store log (last {n} lines) ---\n{}",
-                store.log_tail(n)
-            );
-        }
         tails
     }
 }
@@ -519,31 +501,11 @@ fn numbered(kind: &str, i: u8, count: u8) -> String {
 
 /// Where a host gateway syncs from: every admin URL, in order (it fails over from one to the
 /// next), and the store in the zookeeper and etcd modes.
-fn gateway_source(admins: &[Service], store: Option<&StoreServer>) -> Vec<String> {
+fn gateway_source(admins: &[Service], store: Option<&HostServer>) -> Vec<String> {
     let urls: Vec<&str> = admins.iter().map(Service::url).collect();
     let mut source = vec!["--admin-url".to_owned(), urls.join(",")];
-    if let Some(store) = store {
-        source.extend([store.kind().url_flag().to_owned(), store.url()]);
-    }
+    source.extend(store.map(HostServer::store_flags).unwrap_or_default());
     source
-}
-
-/// A fault on a host ZooKeeper or etcd server (stopping one always kills it).
-async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), BackendError> {
-    let name = s.kind().name();
-    let pid = || {
-        s.pid().ok_or_else(|| BackendError::NotRunning {
-            service: name.to_owned(),
-        })
-    };
-    match action {
-        FaultAction::Stop | FaultAction::Kill => s.stop().await,
-        FaultAction::Start => return s.start_again().await,
-        FaultAction::Restart => return s.restart().await,
-        FaultAction::Pause => return signal(name, pid()?, Signal::STOP),
-        FaultAction::Resume => return signal(name, pid()?, Signal::CONT),
-    }
-    Ok(())
 }
 
 /// A fault proxy in front of what the gateway syncs from (the admin in the websocket and
@@ -551,12 +513,13 @@ async fn store_fault(s: &mut StoreServer, action: FaultAction) -> Result<(), Bac
 async fn sync_proxy_for(
     mode: SyncMode,
     admin: &Service,
-    store: Option<&StoreServer>,
+    store: Option<&HostServer>,
 ) -> Result<(FaultProxy, Vec<String>), BackendError> {
+    let store = store.and_then(|s| Some((s, s.kind().store()?)));
     let (target, flag) = match store {
-        Some(store) => (
+        Some((store, kind)) => (
             SocketAddr::from(([127, 0, 0, 1], store.port())),
-            store.kind().url_flag(),
+            kind.url_flag(),
         ),
         None => {
             let addr = admin.url().trim_start_matches("http://");
@@ -573,7 +536,7 @@ async fn sync_proxy_for(
             what: format!("starting the sync proxy to {target}"),
             source,
         })?;
-    let proxied = match store.map(StoreServer::kind) {
+    let proxied = match store.map(|(_, kind)| kind) {
         Some(StoreKind::Zookeeper) => proxy.addr().to_string(),
         _ => format!("http://{}", proxy.addr()),
     };

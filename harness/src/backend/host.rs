@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use model::SyncMode;
 
+use super::process::tail;
 use super::ready::{self, ReadyWait};
-use super::{StoreServer, SyncToken};
+use super::{HostServer, SyncToken};
 use crate::error::BackendError;
 
 /// How long a child may take to print its `listening on` line.
@@ -149,28 +150,6 @@ fn newest_file(path: &Path, newest: &mut Option<(std::time::SystemTime, PathBuf)
     }
 }
 
-/// `--zookeeper-url <url>` or `--etcd-url <url>` for a store server.
-fn store_args(store: Option<&StoreServer>) -> Vec<String> {
-    store
-        .map(|s| vec![s.kind().url_flag().to_owned(), s.url()])
-        .unwrap_or_default()
-}
-
-/// The last `n` lines of `text`.
-pub(crate) fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// `program` in the first directory on `PATH` that holds it, if any.
-pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-}
-
 impl HostBackend {
     /// A backend running the binaries in `bin_dir`; fails if one is missing.
     pub fn new(bin_dir: PathBuf) -> Result<Self, BackendError> {
@@ -213,7 +192,7 @@ impl HostBackend {
     pub async fn start_admin(
         &self,
         mode: SyncMode,
-        store: Option<&StoreServer>,
+        store: Option<&HostServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
         let db = dir.join("admin.db").display().to_string();
@@ -226,7 +205,7 @@ impl HostBackend {
     pub async fn start_admin_with(
         &self,
         mode: SyncMode,
-        store: Option<&StoreServer>,
+        store: Option<&HostServer>,
         dir: &Path,
         launch: &AdminLaunch<'_>,
     ) -> Result<Service, BackendError> {
@@ -238,7 +217,7 @@ impl HostBackend {
         &self,
         name: &str,
         mode: SyncMode,
-        store: Option<&StoreServer>,
+        store: Option<&HostServer>,
         dir: &Path,
         launch: &AdminLaunch<'_>,
     ) -> Result<Service, BackendError> {
@@ -250,7 +229,7 @@ impl HostBackend {
             "--sync".into(),
             mode.to_string(),
         ];
-        args.extend(store_args(store));
+        args.extend(store.map(HostServer::store_flags).unwrap_or_default());
         args.extend(launch.args.iter().cloned());
         let sync_user = self.sync_token.sync_user();
         let env = [
@@ -266,11 +245,11 @@ impl HostBackend {
         &self,
         mode: SyncMode,
         admin_url: &str,
-        store: Option<&StoreServer>,
+        store: Option<&HostServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
         let mut source = vec!["--admin-url".to_owned(), admin_url.to_owned()];
-        source.extend(store_args(store));
+        source.extend(store.map(HostServer::store_flags).unwrap_or_default());
         self.start_gateway_on(mode, source, dir).await
     }
 
@@ -307,7 +286,7 @@ impl HostBackend {
         source: Vec<String>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
-        let port = super::middleware::free_port()?;
+        let port = super::process::free_port()?;
         let (args, env) = self.gateway_args(mode, source, port);
         let mut service = self.service(name, "gantry-gateway", args, &env, dir);
         service.url = format!("http://127.0.0.1:{port}");
@@ -540,7 +519,7 @@ impl Service {
         let pid = self.pid().ok_or_else(|| BackendError::NotRunning {
             service: self.name.clone(),
         })?;
-        super::middleware::signal(&self.name, pid, signal)
+        super::process::signal(&self.name, pid, signal)
     }
 
     fn process(&self) -> MutexGuard<'_, Option<Process>> {
@@ -685,11 +664,5 @@ mod tests {
         // Without sources (binaries from elsewhere) nothing is compared.
         let empty = tempfile::tempdir().unwrap();
         assert!(check_fresh(bins.path(), empty.path()).is_ok());
-    }
-
-    #[test]
-    fn tail_keeps_the_last_lines() {
-        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
-        assert_eq!(tail("a", 5), "a");
     }
 }

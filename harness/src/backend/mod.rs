@@ -3,17 +3,18 @@
 //! each topology opens a [`Run`] on it and starts its services through the run, which owns
 //! whatever the services share (for docker, the network) and cleans it up on drop.
 //! Both wait for a service they started the same way (`ready`: poll a probe until it
-//! answers, with a deadline). Besides the sync mode's store (`middleware`), a run starts the
-//! components a case asks for ([`Run::start_component`]; Redis: `redis`). The `external`
-//! backend starts only upstreams, for an admin and gateway someone else runs.
+//! answers, with a deadline). Besides the sync mode's store ([`Run::start_store`]), a run
+//! starts the components a case asks for ([`Run::start_component`]); each is described once
+//! and handed back as one [`ComponentService`] ([`component`]). The `external`
+//! backend starts only upstreams, for an admin and gateway someone else runs (the engine's
+//! side of that target is [`crate::target`]).
 
+pub mod component;
 pub mod docker;
 pub mod external;
 pub mod host;
-pub mod middleware;
-pub mod postgres;
+pub mod process;
 mod ready;
-pub mod redis;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -21,11 +22,10 @@ use std::sync::Arc;
 
 use model::SyncMode;
 
+pub use component::{ComponentService, HostServer, ServerKind, StoreKind};
 pub use docker::{Container, DockerBackend, DockerRun};
 pub use external::{Capabilities, ExternalBackend, ExternalTarget};
 pub use host::HostBackend;
-pub use middleware::{StoreKind, StoreServer};
-pub use redis::RedisServer;
 
 use rustix::process::Signal;
 
@@ -70,7 +70,7 @@ pub enum Backend {
 impl Backend {
     /// A backend of `kind` whose binaries live in `bin_dir` (for docker: the static binaries
     /// the images are built from, rebuilding the images whose binary changed). An external
-    /// backend is made by [`ExternalBackend::connect`] instead.
+    /// backend is made by [`crate::target::external::connect`] instead.
     pub fn new(kind: BackendKind, bin_dir: PathBuf) -> Result<Self, BackendError> {
         match kind {
             BackendKind::Host => HostBackend::new(bin_dir).map(Backend::Host),
@@ -213,10 +213,22 @@ impl Run {
     /// Starts the ZooKeeper or etcd server of `kind`: a host process with its files under
     /// `dir`, or a container on the run's network that the admin and gateway started after it
     /// use.
-    pub async fn start_store(&self, kind: StoreKind, dir: &Path) -> Result<Store, BackendError> {
+    pub async fn start_store(
+        &self,
+        kind: StoreKind,
+        dir: &Path,
+    ) -> Result<ComponentService, BackendError> {
         match self {
-            Run::Host(_) => StoreServer::start(kind, dir).await.map(Store::Host),
-            Run::Docker(d) => d.start_store(kind).await.map(Store::Docker),
+            Run::Host(_) => HostServer::start(kind, dir)
+                .await
+                .map(ComponentService::Host),
+            Run::Docker(d) => d
+                .start_store(kind)
+                .await
+                .map(|container| ComponentService::Docker {
+                    kind: kind.into(),
+                    container,
+                }),
             Run::External(_) => Err(external_unsupported("starting a ZooKeeper or etcd server")),
         }
     }
@@ -229,11 +241,16 @@ impl Run {
         dir: &Path,
     ) -> Result<ComponentService, BackendError> {
         match (self, component) {
-            (Run::Host(_), Component::Redis) => {
-                RedisServer::start(dir).await.map(ComponentService::Host)
-            }
+            (Run::Host(_), _) => HostServer::start(component, dir)
+                .await
+                .map(ComponentService::Host),
             (Run::Docker(d), Component::Redis) => {
-                d.start_redis().await.map(ComponentService::Docker)
+                d.start_redis()
+                    .await
+                    .map(|container| ComponentService::Docker {
+                        kind: component.into(),
+                        container,
+                    })
             }
             (Run::External(_), _) => Err(external_unsupported("starting Redis")),
         }
@@ -267,7 +284,7 @@ impl Run {
     pub async fn start_admin(
         &self,
         mode: SyncMode,
-        store: Option<&StoreServer>,
+        store: Option<&HostServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
         match self {
@@ -294,7 +311,7 @@ impl Run {
         &self,
         mode: SyncMode,
         admin: &Service,
-        store: Option<&StoreServer>,
+        store: Option<&HostServer>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
         match self {
@@ -341,87 +358,6 @@ fn docker_store_unsupported(mode: SyncMode) -> BackendError {
         detail: "the docker backend runs its own ZooKeeper or etcd container \
                  (Run::start_store), not a host server"
             .into(),
-    }
-}
-
-/// A running ZooKeeper or etcd server; stopped on drop.
-#[derive(Debug)]
-pub enum Store {
-    /// A host process on loopback.
-    Host(StoreServer),
-    /// A container on the run's network (removed with its run).
-    Docker(Container),
-}
-
-impl Store {
-    /// The host server, which [`Run::start_admin`] and [`Run::start_gateway`] take.
-    pub fn host(&self) -> Option<&StoreServer> {
-        match self {
-            Store::Host(s) => Some(s),
-            Store::Docker(_) => None,
-        }
-    }
-
-    /// The last `n` lines of its log.
-    pub fn log_tail(&self, n: usize) -> String {
-        match self {
-            Store::Host(s) => s.log_tail(n),
-            Store::Docker(c) => c.log_tail(n),
-        }
-    }
-}
-
-/// A running component of a case (Redis); stopped on drop.
-#[derive(Debug)]
-pub enum ComponentService {
-    /// A host process on loopback.
-    Host(RedisServer),
-    /// A container on the run's network (removed with its run).
-    Docker(Container),
-}
-
-impl ComponentService {
-    /// `host:port` as the gateway reaches it: `127.0.0.1:<port>` on the host, `<container
-    /// name>:<port>` on the run's network.
-    pub fn url(&self) -> String {
-        match self {
-            ComponentService::Host(s) => s.url(),
-            ComponentService::Docker(c) => c.peer_addr().to_owned(),
-        }
-    }
-
-    /// Applies a step's fault. The host process: `stop` and `kill` kill it (its port stays
-    /// its own), `start` starts it again at the same address and waits until it answers,
-    /// `pause` and `resume` send SIGSTOP and SIGCONT. The container: [`Container::fault`].
-    pub async fn fault(&mut self, action: FaultAction) -> Result<(), BackendError> {
-        let s = match self {
-            ComponentService::Host(s) => s,
-            ComponentService::Docker(c) => return c.fault(action).await,
-        };
-        let pid = || {
-            s.pid().ok_or_else(|| BackendError::NotRunning {
-                service: "redis".to_owned(),
-            })
-        };
-        match action {
-            FaultAction::Stop | FaultAction::Kill => s.stop().await,
-            FaultAction::Start => return s.start_again().await,
-            FaultAction::Restart => {
-                s.stop().await;
-                return s.start_again().await;
-            }
-            FaultAction::Pause => return middleware::signal("redis", pid()?, Signal::STOP),
-            FaultAction::Resume => return middleware::signal("redis", pid()?, Signal::CONT),
-        }
-        Ok(())
-    }
-
-    /// The last `n` lines of its log.
-    pub fn log_tail(&self, n: usize) -> String {
-        match self {
-            ComponentService::Host(s) => s.log_tail(n),
-            ComponentService::Docker(c) => c.log_tail(n),
-        }
     }
 }
 

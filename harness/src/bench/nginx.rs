@@ -27,7 +27,7 @@ exit 0"#;
 
 /// The nginx binary, if installed.
 pub fn locate() -> Option<PathBuf> {
-    crate::backend::host::find_on_path("nginx")
+    crate::backend::process::find_on_path("nginx")
         .or_else(|| Some(PathBuf::from(DEBIAN_NGINX)).filter(|p| p.is_file()))
 }
 

@@ -163,7 +163,7 @@ pub async fn run(
             toggles: None,
             burst: None,
         };
-        if let Some(why) = crate::backend::middleware::skip_reason(&ProcessEnv, mode) {
+        if let Some(why) = crate::backend::component::skip_reason(&ProcessEnv, mode) {
             progress(format!("{mode}: skipped: {why}"));
             r.skipped = Some(why);
             modes.push(r);

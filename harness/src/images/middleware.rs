@@ -18,7 +18,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::ImageSource;
-use crate::backend::host::find_on_path;
+use crate::backend::process::find_on_path;
 use crate::error::BackendError;
 
 /// Debian's etcd binary.
@@ -27,7 +27,7 @@ const ETCD_BIN: &str = "/usr/bin/etcd";
 const JRE_MODULES: &str = "java.base,java.desktop,java.management,java.naming,\
 java.security.jgss,java.security.sasl,java.sql,jdk.unsupported,jdk.management";
 /// The ZooKeeper server configuration baked into the image; `forceSync=no` as on the host
-/// (`crate::backend::middleware`, "Durability").
+/// (`crate::backend::component`, "Durability").
 const ZOO_CFG: &str = "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=/data\n\
 clientPort=2181\nclientPortAddress=0.0.0.0\nadmin.enableServer=false\n\
 4lw.commands.whitelist=srvr,ruok\nforceSync=no\n";
@@ -70,7 +70,7 @@ pub(crate) fn inputs(source: ImageSource) -> Result<Rootfs, String> {
     match source {
         ImageSource::Etcd => single_binary(ETCD_BIN, "etcd-server"),
         ImageSource::Zookeeper => zookeeper(),
-        ImageSource::Redis => single_binary(crate::backend::redis::REDIS_SERVER, "redis-server"),
+        ImageSource::Redis => single_binary(crate::backend::component::redis::REDIS_SERVER, "redis-server"),
         ImageSource::WorkspaceBinary { .. } => Err("not a middleware image".into()),
     }
 }
@@ -103,8 +103,8 @@ fn single_binary(bin: &str, package: &str) -> Result<Rootfs, String> {
 }
 
 fn zookeeper() -> Result<Rootfs, String> {
-    let zk = crate::backend::middleware::ZOOKEEPER_JAR;
-    let slf4j = crate::backend::middleware::SLF4J_SIMPLE_JAR;
+    let zk = crate::backend::component::zookeeper::ZOOKEEPER_JAR;
+    let slf4j = crate::backend::component::zookeeper::SLF4J_SIMPLE_JAR;
     for (path, pkg) in [(zk, "zookeeper"), (slf4j, "libslf4j-java")] {
         if !Path::new(path).is_file() {
             return Err(format!(
@@ -294,7 +294,7 @@ impl Rootfs {
                 return Err(BackendError::BuildFailed {
                     command: format!("jlink --add-modules {JRE_MODULES}"),
                     status: out.status.to_string(),
-                    stderr_tail: crate::backend::host::tail(
+                    stderr_tail: crate::backend::process::tail(
                         &String::from_utf8_lossy(&out.stderr),
                         20,
                     ),

@@ -24,8 +24,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use harness::ProcessEnv;
+use harness::backend::HostServer;
+use harness::backend::component::{self, StoreKind};
 use harness::backend::host::{AdminLaunch, HostBackend, Service};
-use harness::backend::middleware::{self, StoreKind, StoreServer};
 use harness::client::{AdminClient, GatewayClient};
 use harness::wait::{WaitPolicy, await_convergence};
 use libtest_mimic::{Failed, Trial};
@@ -64,7 +65,7 @@ impl Db {
 
     /// Why trials on this database do not run here.
     fn skip_reason(self) -> Option<String> {
-        let required = middleware::required(&ProcessEnv, "postgres");
+        let required = component::required(&ProcessEnv, "postgres");
         match self {
             Db::Postgres if postgres_url().is_none() && !required => Some(
                 "GANTRY_TEST_POSTGRES_URL is not set (GANTRY_REQUIRE=postgres makes this a failure)"
@@ -112,7 +113,7 @@ struct Shared {
     mode: SyncMode,
     db: String,
     peer_args: Vec<String>,
-    store: Option<StoreServer>,
+    store: Option<HostServer>,
     _schema: Option<Schema>,
     dir: tempfile::TempDir,
 }
@@ -168,7 +169,7 @@ impl Cluster {
             }
         };
         let store = match StoreKind::for_mode(mode) {
-            Some(kind) => Some(StoreServer::start(kind, &dir.path().join(kind.name())).await?),
+            Some(kind) => Some(HostServer::start(kind, &dir.path().join(kind.name())).await?),
             None => None,
         };
         let peer_args = admin_args.iter().map(|a| (*a).to_owned()).collect();
@@ -579,7 +580,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     list.into_iter()
         .map(|(test, mode, db, check)| {
             let name = format!("admin_cluster::{test}@{mode}/{}", db.name());
-            let skip = middleware::skip_reason(&ProcessEnv, mode).or_else(|| db.skip_reason());
+            let skip = component::skip_reason(&ProcessEnv, mode).or_else(|| db.skip_reason());
             let ignored = skip.is_some();
             Trial::test(name, move || {
                 if let Some(why) = skip {

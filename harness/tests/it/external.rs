@@ -45,7 +45,7 @@ pub(crate) fn trials() -> Vec<Trial> {
         ));
     }
     for mode in SyncMode::ALL.iter().copied() {
-        let skip = harness::backend::middleware::skip_reason(&harness::ProcessEnv, mode);
+        let skip = harness::backend::component::skip_reason(&harness::ProcessEnv, mode);
         if let Some(reason) = &skip {
             eprintln!("note: `external::suite@{mode}` is ignored: {reason}");
         }
@@ -117,7 +117,7 @@ struct Pair {
     gateway: Child,
     urls: Endpoints,
     /// The ZooKeeper or etcd both use in those modes (stopped after them).
-    _store: Option<harness::backend::StoreServer>,
+    _store: Option<harness::backend::HostServer>,
     _dir: tempfile::TempDir,
 }
 
@@ -169,7 +169,7 @@ fn start_pair(
     let gateway_url = format!("http://127.0.0.1:{gateway_port}");
     let log = |name: &str| std::fs::File::create(dir.path().join(name));
     let store = match harness::backend::StoreKind::for_mode(mode) {
-        Some(kind) => Some(rt.block_on(harness::backend::StoreServer::start(
+        Some(kind) => Some(rt.block_on(harness::backend::HostServer::start(
             kind,
             &dir.path().join(kind.name()),
         ))?),
@@ -177,7 +177,7 @@ fn start_pair(
     };
     let store_flags: Vec<String> = store
         .iter()
-        .flat_map(|s| [s.kind().url_flag().to_owned(), s.url()])
+        .flat_map(harness::backend::HostServer::store_flags)
         .collect();
     let admin = Command::new(bin.join("gantry-admin"))
         .args([

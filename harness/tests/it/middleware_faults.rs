@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use harness::backend::middleware::{self, StoreKind, StoreServer};
+use harness::backend::HostServer;
+use harness::backend::component::{self, StoreKind};
 use harness::backend::{Run, Service};
 use harness::client::{AdminClient, GatewayClient};
 use harness::lower::{custom_selector, divide_rule};
@@ -31,7 +32,7 @@ struct Setup {
     mode: SyncMode,
     gateway: Option<Service>,
     admin: Service,
-    store: StoreServer,
+    store: HostServer,
     dir: tempfile::TempDir,
 }
 
@@ -44,7 +45,7 @@ impl Setup {
         let bin_dir = harness::backend::host::default_bin_dir(None)?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let run = backend.begin(mode, false).await?;
-        let store = StoreServer::start(kind, &dir.path().join(kind.name())).await?;
+        let store = HostServer::start(kind, &dir.path().join(kind.name())).await?;
         let admin = run.start_admin(mode, Some(&store), dir.path()).await?;
         Ok(Setup {
             backend,
@@ -98,7 +99,7 @@ impl Setup {
             ..
         } = self;
         drop((gateway, admin, store, run, backend));
-        if middleware::process_alive(pid) {
+        if harness::backend::process::process_alive(pid) {
             return Err(format!("the store server (pid {pid}) outlived its drop").into());
         }
         drop(dir);
@@ -264,7 +265,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for kind in [StoreKind::Zookeeper, StoreKind::Etcd] {
         let mode = kind.mode();
-        let skip = middleware::skip_reason(&ProcessEnv, mode);
+        let skip = component::skip_reason(&ProcessEnv, mode);
         if let Some(reason) = &skip {
             eprintln!("note: every `@{mode}` trial is ignored: {reason}");
         }

@@ -10,8 +10,8 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 
 use harness::ProcessEnv;
-use harness::backend::middleware::{self, StoreKind, StoreServer};
-use harness::backend::postgres::{self, PostgresServer};
+use harness::backend::HostServer;
+use harness::backend::component::{self, StoreKind};
 use libtest_mimic::{Failed, Trial};
 
 /// A loopback port this process holds (while the listener lives).
@@ -49,7 +49,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
 fn store_port_is_replaced(kind: StoreKind) -> Result<(), Failed> {
     let (_taken, port) = taken_port()?;
     let dir = tempfile::Builder::new().prefix("gantry-race-").tempdir()?;
-    let server = runtime()?.block_on(StoreServer::start_on(kind, dir.path(), port))?;
+    let server = runtime()?.block_on(HostServer::start_on(kind, dir.path(), port))?;
     if server.port() == port {
         return Err(format!("{} runs on the taken port {port}", kind.name()).into());
     }
@@ -59,7 +59,7 @@ fn store_port_is_replaced(kind: StoreKind) -> Result<(), Failed> {
 /// A PostgreSQL server asked to start on a taken port runs on another one.
 fn postgres_port_is_replaced() -> Result<(), Failed> {
     let (_taken, port) = taken_port()?;
-    let server = runtime()?.block_on(PostgresServer::start_on(false, port))?;
+    let server = runtime()?.block_on(HostServer::start_postgres_on(false, port))?;
     let url = server.url();
     if url.contains(&format!(":{port}/")) {
         return Err(format!("postgres runs on the taken port: {url}").into());
@@ -85,7 +85,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     let mut trials: Vec<Trial> = [StoreKind::Zookeeper, StoreKind::Etcd]
         .into_iter()
         .map(|kind| {
-            let skip = middleware::skip_reason(&ProcessEnv, kind.mode());
+            let skip = component::skip_reason(&ProcessEnv, kind.mode());
             trial(kind.name(), skip.as_deref(), move || {
                 store_port_is_replaced(kind)
             })
@@ -93,7 +93,7 @@ pub(crate) fn trials() -> Vec<Trial> {
         .collect();
     trials.push(trial(
         "postgres",
-        postgres::skip_reason(&ProcessEnv).as_deref(),
+        component::postgres::skip_reason(&ProcessEnv).as_deref(),
         postgres_port_is_replaced,
     ));
     trials

@@ -12,8 +12,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
-use harness::backend::RedisServer;
-use harness::backend::middleware::process_alive;
+use harness::backend::HostServer;
+use harness::backend::process::process_alive;
 use harness::scenario::ast::Component;
 use harness::topology::Topology;
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
@@ -68,7 +68,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failed> {
 /// Starts a server, checks it answers on its port, drops it, checks process and port are gone.
 fn start_and_stop() -> Result<(), Failed> {
     let dir = tempfile::Builder::new().prefix("gantry-redis-").tempdir()?;
-    let server = runtime()?.block_on(RedisServer::start(&dir.path().join("redis")))?;
+    let server = runtime()?.block_on(HostServer::start(
+        Component::Redis,
+        &dir.path().join("redis"),
+    ))?;
     let (port, pid) = (server.port(), server.pid().ok_or("no pid")?);
     if server.url() != format!("127.0.0.1:{port}") {
         return Err(format!("url {} for port {port}", server.url()).into());
@@ -79,7 +82,7 @@ fn start_and_stop() -> Result<(), Failed> {
     }
     drop(server);
     if process_alive(pid) {
-        return Err(format!("redis-server {pid} outlived its RedisServer").into());
+        return Err(format!("redis-server {pid} outlived its HostServer").into());
     }
     Ok(refused(port)?)
 }
@@ -145,7 +148,7 @@ fn case_with_redis_runs() -> Result<(), Failed> {
 
 /// The trials; ignored (with a note) when `redis-server` is missing and not required.
 pub(crate) fn trials() -> Vec<Trial> {
-    let skip = harness::backend::redis::skip_reason(&ProcessEnv, Component::Redis);
+    let skip = harness::backend::component::redis::skip_reason(&ProcessEnv, Component::Redis);
     if let Some(reason) = &skip {
         eprintln!("note: every `redis::` trial is ignored: {reason}");
     }

@@ -11,7 +11,7 @@ use bollard::query_parameters::{
     ListContainersOptionsBuilder, ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 
-use super::engine::docker_err;
+use super::error::docker_err;
 use crate::error::BackendError;
 
 /// Label: the run id.

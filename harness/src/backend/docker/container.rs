@@ -18,7 +18,7 @@ use bollard::query_parameters::{KillContainerOptionsBuilder, LogsOptionsBuilder}
 use futures_util::StreamExt;
 use testcontainers::{ContainerAsync, GenericImage};
 
-use super::engine::docker_err;
+use super::error::docker_err;
 use super::specs::{ContainerSpec, Probe};
 use crate::backend::ready::{self, ReadyWait};
 use crate::error::BackendError;
@@ -245,7 +245,7 @@ impl Container {
     /// The last `n` lines of its stdout and stderr.
     pub fn log_tail(&self, n: usize) -> String {
         let buf = self.logs.lock().expect("the log buffer is never poisoned");
-        crate::backend::host::tail(&buf, n)
+        crate::backend::process::tail(&buf, n)
     }
 
     async fn await_healthy(&self, probe: Probe) -> Result<(), BackendError> {

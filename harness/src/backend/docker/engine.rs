@@ -1,17 +1,14 @@
 //! The engine: connecting to it ([`connect`]), whether docker-backed tests run here
-//! ([`EngineCheck`]), which modes its images cover ([`supports`]), and the [`DockerBackend`]
-//! opened on it once its images are checked (or built).
+//! ([`EngineCheck`]), which modes its images cover ([`supports`]), and running its calls from
+//! synchronous code ([`block_on_fresh`]).
 
-use std::path::Path;
 use std::time::Duration;
 
 use bollard::Docker;
 use model::SyncMode;
 
-use super::cleanup::sweep_stale;
-use super::run::DockerRun;
 use crate::error::BackendError;
-use crate::images::{self, ImageSpec};
+use crate::images;
 
 /// Whether the docker backend can run `mode` (it has every image the mode needs).
 pub fn supports(mode: SyncMode) -> bool {
@@ -30,17 +27,6 @@ pub async fn connect() -> Result<Docker, BackendError> {
 #[expect(clippy::needless_pass_by_value, reason = "used as a map_err callback")]
 fn unavailable(e: bollard::errors::Error) -> BackendError {
     BackendError::DockerUnavailable(e.to_string())
-}
-
-/// A `map_err` callback: an engine error (bollard's or testcontainers') while doing `what`.
-pub(super) fn docker_err<E: std::fmt::Display>(
-    what: impl Into<String>,
-) -> impl FnOnce(E) -> BackendError {
-    let what = what.into();
-    move |e| BackendError::Docker {
-        what,
-        detail: e.to_string(),
-    }
 }
 
 /// Runs `fut` to completion on a fresh current-thread runtime on its own thread, so it works
@@ -98,57 +84,6 @@ impl EngineCheck {
                 "{e}: docker-backed trials are skipped (set GANTRY_REQUIRE_DOCKER=1 to fail instead)"
             )),
         }
-    }
-}
-
-/// The docker backend: a reachable engine with the images present.
-#[derive(Debug, Clone)]
-pub struct DockerBackend {
-    /// Extra arguments for every gateway ([`crate::backend::Backend::with_gateway_args`]).
-    pub(crate) gateway_args: Vec<String>,
-}
-
-impl DockerBackend {
-    /// Connects, removes what dead harness processes left behind, then makes sure the images
-    /// exist: built from the static binaries in `bin_dir` when given (only those whose content
-    /// hash changed), else only checked ([`images::preflight`]).
-    pub fn open(bin_dir: Option<&Path>) -> Result<Self, BackendError> {
-        let bin_dir = bin_dir.map(Path::to_path_buf);
-        block_on_fresh(async move {
-            let docker = connect().await?;
-            sweep_stale(&docker).await?;
-            let needed: Vec<ImageSpec> = images::ALL.to_vec();
-            // Middleware images are checked per mode, when a run begins (their host package
-            // may be missing, which only makes that mode unavailable).
-            let needed = match &bin_dir {
-                Some(_) => needed,
-                None => needed
-                    .into_iter()
-                    .filter(|s| matches!(s.source, images::ImageSource::WorkspaceBinary { .. }))
-                    .collect(),
-            };
-            match bin_dir {
-                Some(dir) => images::ensure(&docker, &needed, &dir, false)
-                    .await
-                    .map(drop),
-                None => images::preflight(&docker, &needed).await,
-            }
-        })??;
-        Ok(Self {
-            gateway_args: Vec::new(),
-        })
-    }
-
-    /// Starts a run: a fresh id and its two private networks. `keep` leaves its containers and
-    /// networks in place when it ends (`GANTRY_KEEP=1`).
-    pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<DockerRun, BackendError> {
-        let needed = images::needed(mode).ok_or_else(|| BackendError::StoreUnavailable {
-            mode,
-            detail: "the docker backend cannot run this mode (use --backend host)".into(),
-        })?;
-        let docker = connect().await?;
-        images::preflight(&docker, &needed).await?;
-        DockerRun::create(docker, keep, self.gateway_args.clone()).await
     }
 }
 

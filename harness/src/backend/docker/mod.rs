@@ -20,8 +20,10 @@
 //! The modules, one concept each:
 //!
 //! - `specs`: what each service is as a container ([`ContainerSpec`], ports, commands);
-//! - `engine`: connecting to the engine ([`connect`], [`EngineCheck`]), the images a mode
-//!   needs and the [`DockerBackend`] opened on them;
+//! - `engine`: connecting to the engine ([`connect`], [`EngineCheck`]) and the modes its
+//!   images cover;
+//! - `error`: an engine call's failure as a [`crate::error::BackendError`];
+//! - `backend`: the [`DockerBackend`] opened on the engine once its images are checked;
 //! - `cleanup`: the labels every object carries, listing and removing by label, the sweep of
 //!   stale runs;
 //! - `run`: one topology's networks, the containers started on them and the partition of the
@@ -29,15 +31,18 @@
 //! - `container`: one running container ([`Container`]): its address, logs, readiness and
 //!   faults.
 
+mod backend;
 mod cleanup;
 mod container;
 mod engine;
+mod error;
 mod run;
 mod specs;
 
+pub use backend::DockerBackend;
 pub use cleanup::{HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, labelled, remove_run, sweep_stale};
 pub use container::Container;
-pub use engine::{DockerBackend, EngineCheck, connect, supports};
+pub use engine::{EngineCheck, connect, supports};
 pub use run::DockerRun;
 pub use specs::{
     ADMIN_PORT, ContainerSpec, ENV, ETCD_PORT, GATEWAY_PORT, Probe, REDIS_PORT, UPSTREAM_PORT,

@@ -35,9 +35,10 @@ use testcontainers::{ContainerRequest, GenericImage, ImageExt};
 
 use super::cleanup::{labels, remove_container, remove_run};
 use super::container::Container;
-use super::engine::{block_on_fresh, connect, docker_err};
+use super::engine::{block_on_fresh, connect};
+use super::error::docker_err;
 use super::specs::{ContainerSpec, ENV, redis_spec, store_spec};
-use crate::backend::middleware::{PORT_ATTEMPTS, free_port, lost_port_race};
+use crate::backend::process::{PORT_ATTEMPTS, free_port, lost_port_race};
 use crate::backend::{StoreKind, SyncToken};
 use crate::error::BackendError;
 use crate::images;

@@ -96,7 +96,7 @@ pub fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
             cmd.extend(args(&["--listen-peer-urls", peer]));
             cmd.extend(args(&["--initial-advertise-peer-urls", peer]));
             cmd.extend(["--initial-cluster".into(), format!("gantry={peer}")]);
-            // As on the host (`crate::backend::middleware`, "Durability").
+            // As on the host (`crate::backend::component`, "Durability").
             cmd.push("--unsafe-no-fsync".into());
             ContainerSpec {
                 role: images::ETCD.role,
