@@ -11,7 +11,7 @@ pub struct StepSpec {
     pub name: String,
     /// Applied in order; each a single-key map (`- deleteSelector: name`).
     #[serde(with = "serde_norway::with::singleton_map_recursive")]
-    #[schemars(with = "Vec<Change>")]
+    #[schemars(with = "Vec<RawChange>")]
     pub changes: Vec<Change>,
     /// The admin the step's admin changes go to (`admin[i]`; default: the first running
     /// one). It must be running when they are made.
@@ -45,31 +45,26 @@ pub struct StepSpec {
 impl StepSpec {
     /// Whether a change of the step is a fault (a partition and a heal are too).
     pub fn has_faults(&self) -> bool {
-        self.changes.iter().any(|c| {
-            c.fault().is_some()
-                || matches!(
-                    c,
-                    Change::Partition(_)
-                        | Change::Heal
-                        | Change::SyncFault(_)
-                        | Change::Compact(_)
-                        | Change::ExpireSession(_)
-                )
-        })
+        self.changes.iter().any(|c| matches!(c, Change::Fault(_)))
+    }
+
+    /// Whether the step changes the admin's config (and so makes the admin push).
+    pub fn changes_config(&self) -> bool {
+        self.changes.iter().any(|c| matches!(c, Change::Admin(_)))
     }
 
     /// Whether a change arms a protocol fault (the admin then needs its test-only hook).
     pub fn arms_sync_faults(&self) -> bool {
         self.changes
             .iter()
-            .any(|c| matches!(c, Change::SyncFault(_)))
+            .any(|c| matches!(c, Change::Fault(Fault::SyncFault(_))))
     }
 
     /// Whether a change partitions the gateway.
     pub fn partitions(&self) -> bool {
         self.changes
             .iter()
-            .any(|c| matches!(c, Change::Partition(_)))
+            .any(|c| matches!(c, Change::Fault(Fault::Partition(_))))
     }
 
     /// The bound on convergence after its faults (`converge`, default 5s).
@@ -78,11 +73,101 @@ impl StepSpec {
     }
 }
 
+/// One change of a step: an admin change or a fault, read from the one-key form of case
+/// files (`- deleteSelector: name`, `- kill: gateway`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "RawChange")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "read once from a case file into a step's short list; boxing buys nothing"
+)]
+pub enum Change {
+    /// A change of the admin's config (names refer to setup objects); the admin pushes it.
+    Admin(AdminChange),
+    /// A fault: a process, the sync connection, the sync protocol or the store broken or
+    /// mended.
+    Fault(Fault),
+}
+
+/// A change of the admin's config, made through its API.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AdminChange {
+    /// `createSelector`: `POST /selector`, a selector with its rules.
+    CreateSelector(SelectorSpec),
+    /// `createRule`: `POST /rule`, a rule under a live selector.
+    CreateRule(CreateRule),
+    /// `register`: a client registration through the admin's registration center.
+    Register(RegistrationSpec),
+    /// `updateSelector`: `PUT /selector/{id}` with the given fields replaced.
+    UpdateSelector(UpdateSelector),
+    /// `updateRule`: `PUT /rule/{id}` with the given fields replaced.
+    UpdateRule(UpdateRule),
+    /// `enablePlugin`: `POST /plugin/enabled`; restored in teardown.
+    EnablePlugin(EnablePlugin),
+    /// `deleteSelector`: `DELETE /selector/batch` (its rules go too).
+    DeleteSelector(String),
+    /// `deleteRule`: `DELETE /rule/batch`.
+    DeleteRule(RuleRef),
+    /// `updatePlugin`: `PUT /plugin/{id}`, a plugin's config and enabled flag; restored in
+    /// teardown.
+    UpdatePlugin(PluginSetup),
+}
+
+/// A fault a step injects, or its end.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// `stop`, `kill`, `start`, `restart`, `pause` or `resume` of a process of the topology.
+    Process(FaultAction, Target),
+    /// `partition`: the gateway's sync connection broken or slowed down.
+    Partition(PartitionHow),
+    /// `heal`: the end of the partition.
+    Heal,
+    /// `syncFault`: a protocol fault armed on the sync channel for the admin's next pushes.
+    SyncFault(SyncFault),
+    /// `compact`: the store compacted to its current revision.
+    Compact(Target),
+    /// `expireSession`: a gateway paused until ZooKeeper expired its session.
+    ExpireSession(Target),
+}
+
+impl From<RawChange> for Change {
+    fn from(raw: RawChange) -> Change {
+        use {AdminChange as A, Fault as F};
+        let process = |action, target| Change::Fault(F::Process(action, target));
+        match raw {
+            RawChange::CreateSelector(s) => Change::Admin(A::CreateSelector(s)),
+            RawChange::CreateRule(r) => Change::Admin(A::CreateRule(r)),
+            RawChange::Register(r) => Change::Admin(A::Register(r)),
+            RawChange::UpdateSelector(u) => Change::Admin(A::UpdateSelector(u)),
+            RawChange::UpdateRule(u) => Change::Admin(A::UpdateRule(u)),
+            RawChange::EnablePlugin(p) => Change::Admin(A::EnablePlugin(p)),
+            RawChange::DeleteSelector(name) => Change::Admin(A::DeleteSelector(name)),
+            RawChange::DeleteRule(r) => Change::Admin(A::DeleteRule(r)),
+            RawChange::UpdatePlugin(p) => Change::Admin(A::UpdatePlugin(p)),
+            RawChange::Stop(t) => process(FaultAction::Stop, t),
+            RawChange::Kill(t) => process(FaultAction::Kill, t),
+            RawChange::Start(t) => process(FaultAction::Start, t),
+            RawChange::Restart(t) => process(FaultAction::Restart, t),
+            RawChange::Pause(t) => process(FaultAction::Pause, t),
+            RawChange::Resume(t) => process(FaultAction::Resume, t),
+            RawChange::Partition(how) => Change::Fault(F::Partition(how)),
+            RawChange::Heal => Change::Fault(F::Heal),
+            RawChange::SyncFault(f) => Change::Fault(F::SyncFault(f)),
+            RawChange::Compact(t) => Change::Fault(F::Compact(t)),
+            RawChange::ExpireSession(t) => Change::Fault(F::ExpireSession(t)),
+        }
+    }
+}
+
+// The form case files spell (one key per change), read by serde and described by the JSON
+// Schema (its doc comments are the schema's descriptions, its name there `Change`); `Change`
+// is what the rest of the harness matches on.
 /// One change of a step: an admin change (names refer to setup objects) or a fault: a
 /// process of the topology stopped, killed, started, restarted, paused or resumed.
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub enum Change {
+#[schemars(rename = "Change")]
+enum RawChange {
     /// `POST /selector`: a selector with its rules, as in `setup.selectors`; later steps,
     /// checks and expectations name it like a setup selector, and teardown deletes it.
     CreateSelector(SelectorSpec),
@@ -337,55 +422,43 @@ impl JsonSchema for Target {
 }
 
 impl Change {
+    /// The key that names the change in a file (`deleteSelector`, `kill`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::Admin(change) => change.name(),
+            Change::Fault(fault) => fault.name(),
+        }
+    }
+}
+
+impl AdminChange {
     /// The key that names the change in a file (`deleteSelector`).
     pub fn name(&self) -> &'static str {
         match self {
-            Change::CreateSelector(_) => "createSelector",
-            Change::CreateRule(_) => "createRule",
-            Change::Register(_) => "register",
-            Change::UpdateSelector(_) => "updateSelector",
-            Change::UpdateRule(_) => "updateRule",
-            Change::EnablePlugin(_) => "enablePlugin",
-            Change::DeleteSelector(_) => "deleteSelector",
-            Change::DeleteRule(_) => "deleteRule",
-            Change::UpdatePlugin(_) => "updatePlugin",
-            Change::Partition(_) => "partition",
-            Change::Heal => "heal",
-            Change::SyncFault(_) => "syncFault",
-            Change::Compact(_) => "compact",
-            Change::ExpireSession(_) => "expireSession",
-            change => change.fault().map_or("", |(action, _)| action.name()),
+            AdminChange::CreateSelector(_) => "createSelector",
+            AdminChange::CreateRule(_) => "createRule",
+            AdminChange::Register(_) => "register",
+            AdminChange::UpdateSelector(_) => "updateSelector",
+            AdminChange::UpdateRule(_) => "updateRule",
+            AdminChange::EnablePlugin(_) => "enablePlugin",
+            AdminChange::DeleteSelector(_) => "deleteSelector",
+            AdminChange::DeleteRule(_) => "deleteRule",
+            AdminChange::UpdatePlugin(_) => "updatePlugin",
         }
     }
+}
 
-    /// Whether it changes the admin's config (and so makes the admin push): an update, an
-    /// enable or a delete.
-    pub fn is_admin_change(&self) -> bool {
-        matches!(
-            self,
-            Change::CreateSelector(_)
-                | Change::CreateRule(_)
-                | Change::Register(_)
-                | Change::UpdateSelector(_)
-                | Change::UpdateRule(_)
-                | Change::EnablePlugin(_)
-                | Change::DeleteSelector(_)
-                | Change::DeleteRule(_)
-                | Change::UpdatePlugin(_)
-        )
-    }
-
-    /// The fault this change is, if it is one: what it does and to which process.
-    pub fn fault(&self) -> Option<(FaultAction, Target)> {
-        Some(match *self {
-            Change::Stop(t) => (FaultAction::Stop, t),
-            Change::Kill(t) => (FaultAction::Kill, t),
-            Change::Start(t) => (FaultAction::Start, t),
-            Change::Restart(t) => (FaultAction::Restart, t),
-            Change::Pause(t) => (FaultAction::Pause, t),
-            Change::Resume(t) => (FaultAction::Resume, t),
-            _ => return None,
-        })
+impl Fault {
+    /// The key that names the fault in a file (`kill`, `partition`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fault::Process(action, _) => action.name(),
+            Fault::Partition(_) => "partition",
+            Fault::Heal => "heal",
+            Fault::SyncFault(_) => "syncFault",
+            Fault::Compact(_) => "compact",
+            Fault::ExpireSession(_) => "expireSession",
+        }
     }
 }
 
@@ -465,4 +538,60 @@ pub struct RuleRef {
     pub selector: String,
     /// The rule's name.
     pub name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step's `changes` list as serde reads it.
+    #[derive(Debug, Deserialize)]
+    struct Changes(#[serde(with = "serde_norway::with::singleton_map_recursive")] Vec<Change>);
+
+    #[test]
+    fn each_key_reads_as_the_admin_change_or_fault_of_that_name() {
+        let keys = [
+            ("deleteSelector: a", true),
+            ("deleteRule: { selector: a, name: r }", true),
+            ("enablePlugin: { name: divide, enabled: false }", true),
+            ("updateSelector: { name: a, enabled: false }", true),
+            ("stop: redis", false),
+            ("kill: gateway[1]", false),
+            ("start: admin", false),
+            ("restart: etcd", false),
+            ("pause: zookeeper", false),
+            ("resume: gateway", false),
+            ("partition: { delay: 300ms }", false),
+            ("heal", false),
+            ("syncFault: { kind: drop }", false),
+            ("compact: etcd", false),
+            ("expireSession: gateway", false),
+        ];
+        let yaml: String = keys.iter().map(|(k, _)| format!("- {k}\n")).collect();
+        let Changes(changes) = serde_norway::from_str(&yaml).unwrap();
+        for (change, (key, admin)) in changes.iter().zip(keys) {
+            let name = key.split(':').next().unwrap();
+            assert_eq!(change.name(), name, "{key}");
+            assert_eq!(matches!(change, Change::Admin(_)), admin, "{key}");
+        }
+        assert_eq!(changes.len(), keys.len());
+        assert_eq!(
+            changes[5],
+            Change::Fault(Fault::Process(FaultAction::Kill, Target::Gateway(Some(1))))
+        );
+        assert_eq!(
+            changes[10],
+            Change::Fault(Fault::Partition(PartitionHow::Delay(
+                Duration::from_millis(300)
+            )))
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_with_every_key_named() {
+        let err = serde_norway::from_str::<Changes>("- remove: a\n").unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("unknown variant `remove`"), "{message}");
+        assert!(message.contains("`createSelector`") && message.contains("`expireSession`"));
+    }
 }

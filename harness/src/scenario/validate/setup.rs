@@ -1,6 +1,7 @@
 //! Setup objects: selectors, rules, registrations and plugin configs; names that must exist.
 
 use super::*;
+use crate::scenario::ast::AdminChange;
 
 impl<'s> Validator<'s> {
     /// A selector (`setup.selectors[i]`, `createSelector`): declared upstreams, valid
@@ -202,6 +203,7 @@ impl<'s> Validator<'s> {
 
     /// An expectation constrains something, and the upstream, selector and rule it names exist.
     pub(super) fn expectation(&mut self, expect: &Expect, at: &str) {
+        self.status(expect.status, at);
         if expect.is_empty() {
             self.report(
                 format!("{at}.expect"),
@@ -267,7 +269,7 @@ impl<'s> Validator<'s> {
             .selectors
             .iter()
             .chain(created.clone().filter_map(|c| match c {
-                Change::CreateSelector(sel) => Some(sel),
+                Change::Admin(AdminChange::CreateSelector(sel)) => Some(sel),
                 _ => None,
             }))
         {
@@ -276,7 +278,7 @@ impl<'s> Validator<'s> {
                 .extend(sel.rules.iter().map(|r| r.name.as_str()));
         }
         for c in created {
-            if let Change::CreateRule(r) = c {
+            if let Change::Admin(AdminChange::CreateRule(r)) = c {
                 all.entry(r.selector.as_str())
                     .or_default()
                     .insert(r.rule.name.as_str());
@@ -293,7 +295,7 @@ impl<'s> Validator<'s> {
             .iter()
             .flat_map(|st| &st.changes)
             .filter_map(|c| match c {
-                Change::CreateSelector(sel) => Some(sel),
+                Change::Admin(AdminChange::CreateSelector(sel)) => Some(sel),
                 _ => None,
             });
         s.setup

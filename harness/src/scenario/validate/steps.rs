@@ -1,6 +1,7 @@
 //! Steps: changes name live objects, faults fit the mode, the backend and what runs.
 
 use super::*;
+use crate::scenario::ast::{AdminChange, Fault};
 
 impl<'s> Validator<'s> {
     /// Step changes name setup objects that still exist at that point, and declared upstreams;
@@ -31,180 +32,14 @@ impl<'s> Validator<'s> {
             }
             for (j, c) in st.changes.iter().enumerate() {
                 let at = format!("steps[{i}].changes[{j}]");
-                if let Some((action, target)) = c.fault() {
-                    self.fault(
-                        &mut processes,
-                        action,
-                        target,
-                        &format!("{at}.{}", c.name()),
-                    );
-                } else if let Some(via) = st.via {
-                    self.via(&processes, via, &format!("steps[{i}].via"), &at);
-                } else if let Some((which, it)) =
-                    self.none_runs(&processes, topology.admins, Target::Admin)
-                {
-                    self.report(
-                        format!("{at}.{}", c.name()),
-                        format!("{which} at this point: start or resume {it} first"),
-                    );
-                }
                 match c {
-                    Change::CreateSelector(sel) => {
-                        let at = format!("{at}.createSelector");
-                        self.selector(sel, &at);
-                        let rules = sel.rules.iter().map(|r| r.name.as_str()).collect();
-                        if live.insert(sel.name.as_str(), rules).is_some() {
-                            self.report(
-                                format!("{at}.name"),
-                                format!("a selector named `{}` exists at this point", sel.name),
-                            );
-                        }
+                    Change::Admin(change) => {
+                        self.admin_runs(&processes, st, i, &at, change.name());
+                        self.admin_change(change, &at, &mut live);
                     }
-                    Change::CreateRule(r) => {
-                        let at = format!("{at}.createRule");
-                        let plugin = self.plugin_of(&r.selector);
-                        match live
-                            .get_mut(r.selector.as_str())
-                            .map(|rules| rules.insert(r.rule.name.as_str()))
-                        {
-                            None => self.unknown_selector(&r.selector, format!("{at}.selector")),
-                            Some(false) => self.report(
-                                format!("{at}.rule.name"),
-                                format!(
-                                    "selector `{}` has a rule named `{}` at this point",
-                                    r.selector, r.rule.name
-                                ),
-                            ),
-                            Some(true) => {}
-                        }
-                        self.rule(plugin.unwrap_or_default(), &r.rule, &format!("{at}.rule"));
+                    Change::Fault(fault) => {
+                        self.step_fault(st, (i, j), fault, &mut processes, &mut partitioned);
                     }
-                    Change::Register(reg) => self.registration(reg, &format!("{at}.register")),
-                    Change::UpdateSelector(u) => {
-                        let at = format!("{at}.updateSelector");
-                        if !live.contains_key(u.name.as_str()) {
-                            self.unknown_selector(&u.name, format!("{at}.name"));
-                        }
-                        for (k, up) in u.upstreams.iter().flatten().enumerate() {
-                            self.upstream_ref(up, &format!("{at}.upstreams[{k}]"));
-                        }
-                        if let Some(cs) = &u.conditions {
-                            self.conditions(cs, &format!("{at}.conditions"));
-                        }
-                    }
-                    Change::UpdateRule(u) => {
-                        let at = format!("{at}.updateRule");
-                        self.live_rule(&live, &u.selector, &u.name, &at);
-                        if let Some(cs) = &u.conditions {
-                            self.conditions(cs, &format!("{at}.conditions"));
-                        }
-                        let handles = [
-                            u.handle.is_some(),
-                            u.context_path.is_some(),
-                            u.rate_limiter.is_some(),
-                        ];
-                        if handles.iter().filter(|h| **h).count() > 1 {
-                            self.report(
-                                at.clone(),
-                                "give one of `handle`, `contextPath` and `rateLimiter`: a rule \
-                                 has one handle",
-                            );
-                        }
-                        if let Some(cp) = &u.context_path
-                            && let Err((field, message)) = cp.to_handle().check()
-                        {
-                            self.report(format!("{at}.contextPath.{field}"), message);
-                        }
-                        if let Some(rl) = &u.rate_limiter
-                            && let Err((field, message)) = rl.check()
-                        {
-                            self.report(format!("{at}.rateLimiter.{field}"), message);
-                        }
-                        if let Some(handle) = &u.handle {
-                            self.divide_handle(handle, &format!("{at}.handle"));
-                        }
-                    }
-                    Change::EnablePlugin(p) => {
-                        self.plugin_name(&p.name, format!("{at}.enablePlugin.name"));
-                    }
-                    Change::DeleteSelector(name) => {
-                        if live.remove(name.as_str()).is_none() {
-                            self.unknown_selector(name, format!("{at}.deleteSelector"));
-                        }
-                    }
-                    Change::DeleteRule(r) => {
-                        let at = format!("{at}.deleteRule");
-                        self.live_rule(&live, &r.selector, &r.name, &at);
-                        if let Some(rules) = live.get_mut(r.selector.as_str()) {
-                            rules.remove(r.name.as_str());
-                        }
-                    }
-                    Change::UpdatePlugin(p) => {
-                        self.plugin_setup(p, &format!("{at}.updatePlugin"));
-                    }
-                    Change::Partition(_) | Change::Heal => {
-                        let at = format!("{at}.{}", c.name());
-                        let partition = matches!(c, Change::Partition(_));
-                        if partition == partitioned {
-                            let state = if partitioned { "" } else { "not " };
-                            self.report(
-                                at.clone(),
-                                format!("the gateway is {state}partitioned at this point"),
-                            );
-                        }
-                        partitioned = partition;
-                        if topology.admins > 1 || topology.gateways > 1 {
-                            self.report(
-                                at.clone(),
-                                "partitions need a topology of one admin and one gateway so \
-                                 far (the proxy sits on that one sync connection)",
-                            );
-                        }
-                        if let Change::Partition(how) = c
-                            && *how != PartitionHow::Blackhole
-                            && s.backends.contains(&crate::BackendKind::Docker)
-                        {
-                            self.report(
-                                at,
-                                format!(
-                                    "`partition: {}` runs on the host backend only (its sync \
-                                     proxy closes or delays connections); the docker backend \
-                                     disconnects the gateway from its sync network, which \
-                                     leaves them silent: use `blackhole` or add `backends: \
-                                     [host]`",
-                                    how.name()
-                                ),
-                            );
-                        }
-                    }
-                    Change::SyncFault(f) => {
-                        let at = format!("{at}.syncFault");
-                        self.sync_fault(f, &at);
-                        let pushed = st.changes[j + 1..].iter().any(Change::is_admin_change);
-                        if !pushed {
-                            self.report(
-                                at,
-                                "a protocol fault applies to the admin's next pushes: give a \
-                                 change of the config after it in the same step",
-                            );
-                        }
-                    }
-                    Change::Compact(target) => {
-                        self.compact(&processes, *target, &format!("{at}.compact"));
-                    }
-                    Change::ExpireSession(target) => {
-                        self.expire_session(
-                            &mut processes,
-                            *target,
-                            &format!("{at}.expireSession"),
-                        );
-                    }
-                    Change::Stop(_)
-                    | Change::Kill(_)
-                    | Change::Start(_)
-                    | Change::Restart(_)
-                    | Change::Pause(_)
-                    | Change::Resume(_) => {}
                 }
             }
             if let Some(hold) = st.isolated {
@@ -256,11 +91,214 @@ impl<'s> Validator<'s> {
         }
     }
 
+    /// An admin runs when a change at `at` (keyed `key`) is made: the step's `via` one, or
+    /// any.
+    fn admin_runs(&mut self, processes: &Processes, st: &StepSpec, i: usize, at: &str, key: &str) {
+        if let Some(via) = st.via {
+            self.via(processes, via, &format!("steps[{i}].via"), at);
+        } else if let Some((which, it)) =
+            self.none_runs(processes, self.s.topology.admins, Target::Admin)
+        {
+            self.report(
+                format!("{at}.{key}"),
+                format!("{which} at this point: start or resume {it} first"),
+            );
+        }
+    }
+
+    /// An admin change at `at` names objects alive at that point (`live`: selector name ->
+    /// its rule names, kept current) and declared upstreams and plugins.
+    fn admin_change(
+        &mut self,
+        change: &'s AdminChange,
+        at: &str,
+        live: &mut HashMap<&'s str, HashSet<&'s str>>,
+    ) {
+        match change {
+            AdminChange::CreateSelector(sel) => {
+                let at = format!("{at}.createSelector");
+                self.selector(sel, &at);
+                let rules = sel.rules.iter().map(|r| r.name.as_str()).collect();
+                if live.insert(sel.name.as_str(), rules).is_some() {
+                    self.report(
+                        format!("{at}.name"),
+                        format!("a selector named `{}` exists at this point", sel.name),
+                    );
+                }
+            }
+            AdminChange::CreateRule(r) => {
+                let at = format!("{at}.createRule");
+                let plugin = self.plugin_of(&r.selector);
+                match live
+                    .get_mut(r.selector.as_str())
+                    .map(|rules| rules.insert(r.rule.name.as_str()))
+                {
+                    None => self.unknown_selector(&r.selector, format!("{at}.selector")),
+                    Some(false) => self.report(
+                        format!("{at}.rule.name"),
+                        format!(
+                            "selector `{}` has a rule named `{}` at this point",
+                            r.selector, r.rule.name
+                        ),
+                    ),
+                    Some(true) => {}
+                }
+                self.rule(plugin.unwrap_or_default(), &r.rule, &format!("{at}.rule"));
+            }
+            AdminChange::Register(reg) => self.registration(reg, &format!("{at}.register")),
+            AdminChange::UpdateSelector(u) => {
+                let at = format!("{at}.updateSelector");
+                if !live.contains_key(u.name.as_str()) {
+                    self.unknown_selector(&u.name, format!("{at}.name"));
+                }
+                for (k, up) in u.upstreams.iter().flatten().enumerate() {
+                    self.upstream_ref(up, &format!("{at}.upstreams[{k}]"));
+                }
+                if let Some(cs) = &u.conditions {
+                    self.conditions(cs, &format!("{at}.conditions"));
+                }
+            }
+            AdminChange::UpdateRule(u) => {
+                let at = format!("{at}.updateRule");
+                self.live_rule(live, &u.selector, &u.name, &at);
+                if let Some(cs) = &u.conditions {
+                    self.conditions(cs, &format!("{at}.conditions"));
+                }
+                let handles = [
+                    u.handle.is_some(),
+                    u.context_path.is_some(),
+                    u.rate_limiter.is_some(),
+                ];
+                if handles.iter().filter(|h| **h).count() > 1 {
+                    self.report(
+                        at.clone(),
+                        "give one of `handle`, `contextPath` and `rateLimiter`: a rule \
+                         has one handle",
+                    );
+                }
+                if let Some(cp) = &u.context_path
+                    && let Err((field, message)) = cp.to_handle().check()
+                {
+                    self.report(format!("{at}.contextPath.{field}"), message);
+                }
+                if let Some(rl) = &u.rate_limiter
+                    && let Err((field, message)) = rl.check()
+                {
+                    self.report(format!("{at}.rateLimiter.{field}"), message);
+                }
+                if let Some(handle) = &u.handle {
+                    self.divide_handle(handle, &format!("{at}.handle"));
+                }
+            }
+            AdminChange::EnablePlugin(p) => {
+                self.plugin_name(&p.name, format!("{at}.enablePlugin.name"));
+            }
+            AdminChange::DeleteSelector(name) => {
+                if live.remove(name.as_str()).is_none() {
+                    self.unknown_selector(name, format!("{at}.deleteSelector"));
+                }
+            }
+            AdminChange::DeleteRule(r) => {
+                let at = format!("{at}.deleteRule");
+                self.live_rule(live, &r.selector, &r.name, &at);
+                if let Some(rules) = live.get_mut(r.selector.as_str()) {
+                    rules.remove(r.name.as_str());
+                }
+            }
+            AdminChange::UpdatePlugin(p) => {
+                self.plugin_setup(p, &format!("{at}.updatePlugin"));
+            }
+        }
+    }
+
+    /// Change `j` of step `i`, a fault, fits the case and what runs at that point
+    /// (`processes`, and whether the gateway is `partitioned`, kept current).
+    fn step_fault(
+        &mut self,
+        st: &StepSpec,
+        (i, j): (usize, usize),
+        fault: &Fault,
+        processes: &mut Processes,
+        partitioned: &mut bool,
+    ) {
+        let s = self.s;
+        let at = &format!("steps[{i}].changes[{j}]");
+        // Faults other than a process's are made with an admin running, as admin changes are.
+        if !matches!(fault, Fault::Process(..)) {
+            self.admin_runs(processes, st, i, at, fault.name());
+        }
+        match fault {
+            Fault::Process(action, target) => {
+                self.fault(
+                    processes,
+                    *action,
+                    *target,
+                    &format!("{at}.{}", fault.name()),
+                );
+            }
+            Fault::Partition(_) | Fault::Heal => {
+                let at = format!("{at}.{}", fault.name());
+                let partition = matches!(fault, Fault::Partition(_));
+                if partition == *partitioned {
+                    let state = if *partitioned { "" } else { "not " };
+                    self.report(
+                        at.clone(),
+                        format!("the gateway is {state}partitioned at this point"),
+                    );
+                }
+                *partitioned = partition;
+                if s.topology.admins > 1 || s.topology.gateways > 1 {
+                    self.report(
+                        at.clone(),
+                        "partitions need a topology of one admin and one gateway so \
+                         far (the proxy sits on that one sync connection)",
+                    );
+                }
+                if let Fault::Partition(how) = fault
+                    && *how != PartitionHow::Blackhole
+                    && s.backends.contains(&crate::BackendKind::Docker)
+                {
+                    self.report(
+                        at,
+                        format!(
+                            "`partition: {}` runs on the host backend only (its sync \
+                             proxy closes or delays connections); the docker backend \
+                             disconnects the gateway from its sync network, which \
+                             leaves them silent: use `blackhole` or add `backends: \
+                             [host]`",
+                            how.name()
+                        ),
+                    );
+                }
+            }
+            Fault::SyncFault(f) => {
+                let at = format!("{at}.syncFault");
+                self.sync_fault(f, &at);
+                let pushed = st.changes[j + 1..]
+                    .iter()
+                    .any(|c| matches!(c, Change::Admin(_)));
+                if !pushed {
+                    self.report(
+                        at,
+                        "a protocol fault applies to the admin's next pushes: give a \
+                         change of the config after it in the same step",
+                    );
+                }
+            }
+            Fault::Compact(target) => {
+                self.compact(processes, *target, &format!("{at}.compact"));
+            }
+            Fault::ExpireSession(target) => {
+                self.expire_session(processes, *target, &format!("{at}.expireSession"));
+            }
+        }
+    }
+
     /// A step's `isolated` claim means something: the step changes the config (else the
     /// gateway's digest equals the admin's all along and the claim fails for no reason) and
     /// holds it for some time.
     pub(super) fn isolated(&mut self, st: &StepSpec, hold: Duration, at: &str) {
-        if !st.changes.iter().any(Change::is_admin_change) {
+        if !st.changes_config() {
             self.report(
                 at.to_owned(),
                 "claims the step's config change does not reach the gateway, but the step \
