@@ -272,9 +272,9 @@ pub async fn run_paths(
 ) -> Result<Vec<CaseResult>, RunSetupError> {
     let files = discover(paths)?;
     let backend = match opts.backend {
-        BackendKind::External => Backend::External(
-            target::external::connect(external_target(opts)?.clone()).await?,
-        ),
+        BackendKind::External => {
+            Backend::External(target::external::connect(external_target(opts)?.clone()).await?)
+        }
         _ => {
             let prep = opts.clone();
             tokio::task::spawn_blocking(move || prepare(&prep))

@@ -70,7 +70,10 @@ pub(crate) fn inputs(source: ImageSource) -> Result<Rootfs, String> {
     match source {
         ImageSource::Etcd => single_binary(ETCD_BIN, "etcd-server"),
         ImageSource::Zookeeper => zookeeper(),
-        ImageSource::Redis => single_binary(crate::backend::component::redis::REDIS_SERVER, "redis-server"),
+        ImageSource::Redis => single_binary(
+            crate::backend::component::redis::REDIS_SERVER,
+            "redis-server",
+        ),
         ImageSource::WorkspaceBinary { .. } => Err("not a middleware image".into()),
     }
 }
