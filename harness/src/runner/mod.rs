@@ -25,6 +25,7 @@
 
 mod checks;
 mod churn;
+mod faults;
 mod made;
 mod refused;
 mod skips;
@@ -39,21 +40,21 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use model::{AppliedDigest, MetaDataRegister, SyncMode, UriRegister};
 
+use self::faults::{Faulted, StepAdmins};
 use self::made::{Made, MadeRule, MadeSelector};
 use self::refused::{Refused, refused};
 use crate::RunOptions;
 use crate::backend::{Backend, BackendKind, Capabilities};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{ClientError, RunError, RunErrorKind, Step};
-use crate::fault::Mode as ProxyMode;
 use crate::judge::Measurements;
 use crate::lower::{self, Addresses};
 use crate::probe::{Names, judge};
 use crate::report::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, Event, FinalDigests};
 use crate::scenario::Scenario;
 use crate::scenario::ast::{
-    Change, Expect, FaultAction, PartitionHow, PluginSetup, Probe, RegistrationSpec, RequestSpec,
-    Route, RuleSpec, SelectorSpec, StepSpec, Target, Wait,
+    AdminChange, Change, Expect, Fault, PluginSetup, Probe, RegistrationSpec, RequestSpec, Route,
+    RuleSpec, SelectorSpec, StepSpec, Target, Wait,
 };
 use crate::scenario::placeholder;
 use crate::topology::{Shape, Topology};
@@ -394,20 +395,12 @@ impl Case<'_> {
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
-        let mut admin_down = false;
-        let mut partitioned = false;
+        let mut faulted = Faulted::default();
         for (i, st) in self.scenario.steps.iter().enumerate() {
             let done = AtomicBool::new(false);
             let work = async {
                 let result = self
-                    .step_until_converged(
-                        i,
-                        admin,
-                        &mut admin_down,
-                        &mut partitioned,
-                        made,
-                        plugins,
-                    )
+                    .step_until_converged(i, admin, &mut faulted, made, plugins)
                     .await;
                 done.store(true, Ordering::Relaxed);
                 result
@@ -435,94 +428,41 @@ impl Case<'_> {
         &self,
         index: usize,
         admin: &mut AdminClient,
-        admin_down: &mut bool,
-        partitioned: &mut bool,
+        faulted: &mut Faulted,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         let st = &self.scenario.steps[index];
-        // The step's `via` admin, logged in to at its first admin change (after the faults
-        // before it).
-        let mut via: Option<AdminClient> = None;
+        let mut admins = StepAdmins {
+            case: admin,
+            via: st.via.and_then(Target::index),
+            via_client: None,
+        };
         // A compaction covers the step's writes (at least one per admin change before it):
         // etcd's revision before its changes, and the admin changes made so far.
         let mut admin_changes = 0;
-        let etcd_before = match st.changes.iter().any(|c| matches!(c, Change::Compact(_))) {
-            true => Some(self.topo.etcd_revision().await.map_err(at(Step::Steps))?),
-            false => None,
+        let compacts = (st.changes.iter()).any(|c| matches!(c, Change::Fault(Fault::Compact(_))));
+        let etcd_before = match compacts {
+            true => self.topo.etcd_revision().await.map_err(at(Step::Steps))?,
+            false => 0,
         };
         for (c, change) in st.changes.iter().enumerate() {
             match change {
-                // A delayed link still syncs: digest equality holds after the wait.
-                Change::Partition(how) => *partitioned = how.cuts_off(),
-                Change::Heal => *partitioned = false,
-                Change::Compact(_) => {
-                    let least = etcd_before.unwrap_or_default() + admin_changes;
-                    let revision = self
-                        .topo
-                        .compact_etcd(least)
-                        .await
-                        .map_err(at(Step::Steps))?;
-                    tracing::info!(case = %self.id, step = %st.name, revision, "etcd compacted");
-                    continue;
-                }
-                Change::ExpireSession(target) => {
-                    // `during` probes leave the gateway while it is paused.
-                    if let Some(i) = target.index() {
-                        self.gateway_goes_down(i).await;
-                    }
-                    let took = self
-                        .topo
-                        .expire_zookeeper_session(*target)
-                        .await
-                        .map_err(at(Step::Steps))?;
-                    tracing::info!(case = %self.id, step = %st.name, ?took, "{target} paused until ZooKeeper expired its session");
-                    continue;
-                }
-                _ => {}
-            }
-            let Some((action, target)) = change.fault() else {
-                if change.is_admin_change() {
+                Change::Admin(change) => {
                     admin_changes += 1;
+                    let field = format!("steps[{index}].changes[{c}].{}", change.name());
+                    let client = admins.client(self).await?;
+                    self.apply(client, &st.name, &field, change, made, plugins)
+                        .await?;
                 }
-                let client = match (st.via.and_then(Target::index), &via) {
-                    (None, _) => &*admin,
-                    (Some(_), Some(client)) => client,
-                    (Some(i), None) => via.insert(self.login_to(i).await.map_err(at(Step::Steps))?),
-                };
-                let field = format!("steps[{index}].changes[{c}].{}", change.name());
-                self.apply(client, &st.name, &field, change, made, plugins)
-                    .await?;
-                continue;
-            };
-            tracing::info!(case = %self.id, step = %st.name, "{}: {target}", action.name());
-            let runs = !matches!(
-                action,
-                FaultAction::Stop | FaultAction::Kill | FaultAction::Pause
-            );
-            // `during` probes leave a gateway before it goes down, and come back once it is
-            // up again.
-            if let (Target::Gateway(_), Some(i), false) = (target, target.index(), runs) {
-                self.gateway_goes_down(i).await;
-            }
-            self.topo
-                .fault(action, target)
-                .await
-                .map_err(at(Step::Steps))?;
-            match (target, target.index()) {
-                (Target::Admin(_), Some(i)) => {
-                    self.running().admins[i] = runs;
-                    *admin_down = self.first_admin().is_none();
-                    // A started admin forgets its sessions; a stopped one takes them along:
-                    // log in again to the first running one.
-                    if !*admin_down {
-                        *admin = self.login().await.map_err(at(Step::Steps))?;
-                    }
+                Change::Fault(fault) => {
+                    let compact_from = etcd_before + admin_changes;
+                    self.fault(st, fault, &mut admins, compact_from, faulted)
+                        .await?;
                 }
-                (Target::Gateway(_), Some(i)) => self.running().gateways[i] = runs,
-                _ => {}
             }
         }
+        let admin = admins.case;
         let committed = now_us();
         if let Some(hold) = st.isolated {
             self.isolated(admin, index, hold).await?;
@@ -532,7 +472,7 @@ impl Case<'_> {
             .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
             .await
             .map_err(at(Step::Steps))?;
-        if *admin_down || *partitioned {
+        if faulted.admin_down || faulted.partitioned {
             tracing::info!(case = %self.id, step = %st.name, "the admin is down or the gateway cut off: no digest equality after this step");
             return Ok(());
         }
@@ -561,12 +501,6 @@ impl Case<'_> {
             converge,
         );
         Ok(())
-    }
-
-    /// Marks gateway `i` down for `during` probes and waits until none is in flight to it.
-    async fn gateway_goes_down(&self, i: usize) {
-        self.running().gateways[i] = false;
-        drop(self.in_flight.write().await);
     }
 
     /// Sends `probe` back to back until `done`, judging each answer as it comes; to each
@@ -780,12 +714,12 @@ impl Case<'_> {
         admin: &AdminClient,
         step: &str,
         field: &str,
-        change: &Change,
+        change: &AdminChange,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         match change {
-            Change::CreateSelector(spec) => {
+            AdminChange::CreateSelector(spec) => {
                 let sel = self
                     .create_selector(admin, spec, field, Step::Steps)
                     .await?;
@@ -793,7 +727,7 @@ impl Case<'_> {
                 *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
                 Ok(())
             }
-            Change::CreateRule(r) => {
+            AdminChange::CreateRule(r) => {
                 let sel = made.selector(&r.selector)?;
                 let rule = create_rule(
                     admin,
@@ -807,12 +741,12 @@ impl Case<'_> {
                 *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
                 Ok(())
             }
-            Change::Register(reg) => {
+            AdminChange::Register(reg) => {
                 let ids = self.register(admin, reg).await.map_err(at(Step::Steps))?;
                 made.registered.extend(ids);
                 Ok(())
             }
-            Change::UpdateSelector(u) => {
+            AdminChange::UpdateSelector(u) => {
                 let sel = made.selector(&u.name)?;
                 lower::update_selector(&mut sel.dto, &sel.id, u, &self.addrs);
                 if let Some(ups) = &u.upstreams {
@@ -823,7 +757,7 @@ impl Case<'_> {
                     .await
                     .map_err(|e| (Step::Steps, refused(field, &Refused::Selector, e)))
             }
-            Change::UpdateRule(u) => {
+            AdminChange::UpdateRule(u) => {
                 let rule = made.rule(&u.selector, &u.name)?;
                 lower::update_rule(&mut rule.dto, &rule.id, u);
                 admin
@@ -831,7 +765,7 @@ impl Case<'_> {
                     .await
                     .map_err(|e| (Step::Steps, refused(field, &Refused::rule_update(u), e)))
             }
-            Change::EnablePlugin(p) => {
+            AdminChange::EnablePlugin(p) => {
                 let plugin = admin
                     .plugin(&p.name)
                     .await
@@ -848,7 +782,7 @@ impl Case<'_> {
                     .await
                     .map_err(at(Step::Steps))
             }
-            Change::DeleteSelector(name) => {
+            AdminChange::DeleteSelector(name) => {
                 let sel = made.selector(name)?;
                 let deleted = admin
                     .delete_selectors(std::slice::from_ref(&sel.id))
@@ -861,7 +795,7 @@ impl Case<'_> {
                 }
                 Ok(())
             }
-            Change::DeleteRule(r) => {
+            AdminChange::DeleteRule(r) => {
                 let rule = made.rule(&r.selector, &r.name)?;
                 let deleted = admin
                     .delete_rules(std::slice::from_ref(&rule.id))
@@ -871,7 +805,7 @@ impl Case<'_> {
                 rule.deleted = true;
                 Ok(())
             }
-            Change::UpdatePlugin(spec) => {
+            AdminChange::UpdatePlugin(spec) => {
                 let field = format!("step `{step}`: updatePlugin `{}`", spec.name);
                 let original = self.update_plugin(admin, spec, &field, Step::Steps).await?;
                 // The first change of a plugin holds what teardown puts back.
@@ -880,30 +814,6 @@ impl Case<'_> {
                 }
                 Ok(())
             }
-            Change::Partition(how) => self
-                .topo
-                .partition(match how {
-                    PartitionHow::Blackhole => ProxyMode::Blackhole,
-                    PartitionHow::Cut => ProxyMode::Cut,
-                    PartitionHow::Reset => ProxyMode::Reset,
-                    PartitionHow::Delay(d) => ProxyMode::Delay(*d),
-                })
-                .await
-                .map_err(at(Step::Steps)),
-            Change::Heal => self.topo.heal().await.map_err(at(Step::Steps)),
-            Change::SyncFault(fault) => {
-                tracing::info!(case = %self.id, step, "syncFault: {}", fault.kind.name());
-                admin.arm_sync_fault(fault).await.map_err(at(Step::Steps))
-            }
-            Change::Compact(_) | Change::ExpireSession(_) => {
-                unreachable!("steps() compacts and expires sessions itself")
-            }
-            Change::Stop(_)
-            | Change::Kill(_)
-            | Change::Start(_)
-            | Change::Restart(_)
-            | Change::Pause(_)
-            | Change::Resume(_) => unreachable!("steps() applies faults itself"),
         }
     }
 
