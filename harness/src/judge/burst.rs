@@ -4,9 +4,28 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
+use super::spec::{CheckSpec, Measured, ValidateCx};
 use super::{Judge, Measurements, Verdict};
+use crate::scenario::ast::request::RequestSpec;
+
+/// `burst:` send `requests` copies of `request` at once (each on its own connection) and count
+/// the answers per HTTP status: the counts must be exactly `statuses`. Slow answers that keep
+/// requests in flight come from the echo upstream's delay header
+/// (`headers: { x-gantry-delay: alpha=2s }`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BurstSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// How many copies are in flight at once (1 to 256).
+    pub requests: u32,
+    /// The expected number of answers per HTTP status, e.g. `{ 200: 3, 429: 2 }`; they add
+    /// up to `requests`.
+    pub statuses: BTreeMap<u16, u32>,
+}
 
 /// The expected answers per status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +85,56 @@ impl Judge for BurstJudge<'_> {
 fn show(statuses: &BTreeMap<u16, u32>) -> String {
     let parts: Vec<String> = statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
     format!("{{{}}}", parts.join(", "))
+}
+
+/// The most requests a burst check sends at once.
+const MAX_BURST: u32 = 256;
+
+impl CheckSpec for BurstSpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        if !(1..=MAX_BURST).contains(&self.requests) {
+            cx.problem(
+                format!("{at}.requests"),
+                format!("must be between 1 and {MAX_BURST}, got {}", self.requests),
+            );
+        }
+        for status in self.statuses.keys() {
+            if !(100..=599).contains(status) {
+                cx.problem(
+                    format!("{at}.statuses.{status}"),
+                    "not an HTTP status (100 to 599)".to_owned(),
+                );
+            }
+        }
+        let expected: u64 = self.statuses.values().map(|&n| u64::from(n)).sum();
+        if expected != u64::from(self.requests) {
+            cx.problem(
+                format!("{at}.statuses"),
+                format!(
+                    "the counts add up to {expected}, but {} requests are sent",
+                    self.requests
+                ),
+            );
+        }
+    }
+}
+
+impl Measured for Stats {
+    fn summary(&self) -> String {
+        format!(
+            "{} sent at once: {}",
+            self.sent,
+            self.statuses
+                .iter()
+                .map(|(s, n)| format!("{n} × {s}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,90 @@
 //! the check did not test what it claims). The stable route's latency quantiles in both
 //! phases and the achieved rate are measured, not judged.
 
-use serde::Serialize;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::latency::Quantiles;
+use super::spec::{CheckSpec, Measured, ValidateCx};
 use super::{Judge, Measurements, Verdict};
+use crate::scenario::ast::request::{Expect, RequestSpec};
+use crate::scenario::ast::{DurationText, duration};
+
+fn fifty_u32() -> u32 {
+    50
+}
+
+fn four() -> u32 {
+    4
+}
+
+fn four_hundred() -> u32 {
+    400
+}
+
+fn five_s() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn five_s_text() -> &'static str {
+    "5s"
+}
+
+/// `churn:` send `requestRate` requests a second (over at most `connections` in flight) on a
+/// stable route, first for `duration` without churn (the baseline), then for `duration` while
+/// the harness makes `rate` admin changes a second (plus `burst`s) on routes of its own under
+/// `/gantry-churn/`: every answer in both phases must meet `expect`, and the admin must have
+/// acknowledged at least half the asked change rate. The stable route's latency with and
+/// without churn is reported, not judged. Everything the check made is deleted before it ends.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChurnSpec {
+    /// The stable route's request.
+    pub request: RequestSpec,
+    /// What every answer on the stable route must meet.
+    pub expect: Expect,
+    /// Admin changes per second on the churned routes (default 50).
+    #[serde(default = "fifty_u32")]
+    pub rate: u32,
+    /// How long each phase lasts, the baseline and the churn (default 5s).
+    #[serde(default = "five_s", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "five_s_text")]
+    pub duration: Duration,
+    /// Extra changes made back to back every so often, on top of `rate`.
+    #[serde(default)]
+    pub burst: Option<ChurnBurst>,
+    /// Requests in flight at most at once on the stable route (default 4).
+    #[serde(default = "four")]
+    pub connections: u32,
+    /// Requests per second on the stable route, spread over the connections (default 400):
+    /// steady traffic that leaves the machine room to churn, not a saturation test.
+    #[serde(default = "four_hundred")]
+    pub request_rate: u32,
+}
+
+impl ChurnSpec {
+    /// Admin changes per second asked for, bursts included.
+    pub fn asked_rate(&self) -> f64 {
+        f64::from(self.rate)
+            + self
+                .burst
+                .map_or(0.0, |b| f64::from(b.changes) / b.every.as_secs_f64())
+    }
+}
+
+/// `churn.burst:` `changes` extra admin changes, made at once every `every`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChurnBurst {
+    /// The period.
+    #[serde(deserialize_with = "duration")]
+    #[schemars(with = "DurationText")]
+    pub every: Duration,
+    /// Changes per burst.
+    pub changes: u32,
+}
 
 /// The least share of the asked change rate the admin must have acknowledged: below it, the
 /// churn was too thin to back the check's claim. (A 2-core machine running debug builds
@@ -123,9 +203,9 @@ pub struct Stats {
     pub achieved_rate: f64,
 }
 
-impl Stats {
-    /// One line for the terminal and HTML reports.
-    pub fn summary(&self) -> String {
+/// One line for the terminal and HTML reports.
+impl Measured for Stats {
+    fn summary(&self) -> String {
         let phase = |p: &PhaseStats| {
             format!(
                 "{}/{} missed, p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
@@ -141,6 +221,10 @@ impl Stats {
             self.changes,
             self.asked_rate
         )
+    }
+
+    fn terminal(&self) -> Option<String> {
+        Some(self.summary())
     }
 }
 
@@ -207,6 +291,76 @@ impl Judge for ChurnJudge {
                 asked_rate: self.asked_rate,
                 achieved_rate,
             }),
+        }
+    }
+}
+
+/// The most admin changes a second (and per burst) a churn check may ask for.
+const MAX_CHURN_RATE: u32 = 1000;
+
+/// The most requests a churn check keeps in flight on its stable route.
+const MAX_CHURN_CONNECTIONS: u32 = 64;
+
+/// The most requests a second a churn check sends on its stable route.
+const MAX_CHURN_REQUEST_RATE: u32 = 100_000;
+
+/// The shortest phase of a churn check.
+const MIN_CHURN_DURATION: Duration = Duration::from_millis(500);
+
+impl CheckSpec for ChurnSpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn expect(&self) -> Option<&Expect> {
+        Some(&self.expect)
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.expectation(&self.expect, at);
+        let mut between = |value: u32, max: u32, field: &str, unit: &str| {
+            if !(1..=max).contains(&value) {
+                cx.problem(
+                    format!("{at}.{field}"),
+                    format!("must be between 1 and {max}{unit}, got {value}"),
+                );
+            }
+        };
+        between(self.rate, MAX_CHURN_RATE, "rate", " changes/s");
+        between(self.connections, MAX_CHURN_CONNECTIONS, "connections", "");
+        between(
+            self.request_rate,
+            MAX_CHURN_REQUEST_RATE,
+            "requestRate",
+            " requests/s",
+        );
+        if self.duration < MIN_CHURN_DURATION {
+            cx.problem(
+                format!("{at}.duration"),
+                format!(
+                    "must be at least {} (an achieved rate needs a few changes), got {}",
+                    humantime::format_duration(MIN_CHURN_DURATION),
+                    humantime::format_duration(self.duration)
+                ),
+            );
+        }
+        if let Some(b) = &self.burst {
+            if b.every.is_zero() || b.every > self.duration {
+                cx.problem(
+                    format!("{at}.burst.every"),
+                    format!(
+                        "must be positive and at most the duration ({}), got {}",
+                        humantime::format_duration(self.duration),
+                        humantime::format_duration(b.every)
+                    ),
+                );
+            }
+            if !(1..=MAX_CHURN_RATE).contains(&b.changes) {
+                cx.problem(
+                    format!("{at}.burst.changes"),
+                    format!("must be between 1 and {MAX_CHURN_RATE}, got {}", b.changes),
+                );
+            }
         }
     }
 }

@@ -8,11 +8,52 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
+use super::spec::{CheckSpec, Measured, ValidateCx};
 use super::{Counts, Judge, Measurements, Verdict, share};
+use crate::report::plots;
 use crate::scenario::ast::UpstreamRef;
+use crate::scenario::ast::request::RequestSpec;
+
+fn two_thousand() -> u32 {
+    2000
+}
+
+pub(super) fn eight() -> u32 {
+    8
+}
+
+fn default_alpha() -> f64 {
+    1e-6
+}
+
+/// `distribution:` send `requests` requests and judge the counts per upstream against the
+/// shares the selector's upstreams imply (or `shares`) with a χ² goodness-of-fit test at
+/// significance `alpha`; upstreams with an expected share of 0 must get no request at all.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DistributionSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams (weight, status) imply the expected shares.
+    pub selector: String,
+    /// How many requests (default 2000; see docs/scenarios.md for the test's power).
+    #[serde(default = "two_thousand")]
+    pub requests: u32,
+    /// Requests in flight at once (default 8).
+    #[serde(default = "eight")]
+    pub concurrency: u32,
+    /// Expected shares by upstream name, instead of the ones the weights imply (normalised;
+    /// an upstream left out must get nothing).
+    #[serde(default)]
+    pub shares: Option<BTreeMap<String, f64>>,
+    /// The significance level: a correct gateway fails with this probability (default 1e-6).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+}
 
 /// The shares a weighted balancer (random; round robin in the long run) gives `upstreams`:
 /// disabled ones get 0 (gantry never picks them); if every enabled weight is equal (all 0
@@ -158,6 +199,74 @@ fn render_shares(shares: &BTreeMap<String, f64>) -> String {
         .map(|(k, v)| format!("{k} {:.3}", v))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+impl CheckSpec for DistributionSpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.selector(&self.selector, at);
+        cx.at_least(self.requests, 1, at, "requests");
+        cx.at_least(self.concurrency, 1, at, "concurrency");
+        cx.fraction(self.alpha, at, "alpha", true);
+        if let Some(shares) = &self.shares {
+            for (name, share) in shares {
+                let path = format!("{at}.shares.{name}");
+                cx.upstream(name, path.clone());
+                if !(share.is_finite() && *share >= 0.0) {
+                    cx.problem(path, format!("must be a number ≥ 0, got {share}"));
+                }
+            }
+            if shares.values().sum::<f64>() <= 0.0 {
+                cx.problem(
+                    format!("{at}.shares"),
+                    "at least one share must be positive".to_owned(),
+                );
+            }
+        }
+    }
+}
+
+impl Measured for Stats {
+    fn summary(&self) -> String {
+        format!(
+            "χ² = {}, df {}, p = {} over {} requests",
+            self.chi_square
+                .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+            self.degrees_of_freedom,
+            self.p_value
+                .map_or_else(|| "-".into(), |p| format!("{p:.3}")),
+            self.requests
+        )
+    }
+
+    fn terminal(&self) -> Option<String> {
+        let (chi, p) = self.chi_square.zip(self.p_value)?;
+        Some(format!(
+            "χ² = {chi:.2}, df {}, p = {p:.3} (α {:e}, {} requests)",
+            self.degrees_of_freedom, self.alpha, self.requests
+        ))
+    }
+
+    fn plot(&self, title: &str) -> Option<String> {
+        let cats: Vec<(String, f64, f64)> = self
+            .expected_shares
+            .iter()
+            .map(|(up, e)| {
+                (
+                    up.clone(),
+                    self.observed_shares.get(up).copied().unwrap_or(0.0),
+                    *e,
+                )
+            })
+            .collect();
+        let p = self
+            .p_value
+            .map_or_else(String::new, |p| format!(", p = {p:.3}"));
+        plots::shares(&format!("{title}{p}"), &cats)
+    }
 }
 
 #[cfg(test)]

@@ -9,9 +9,35 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use md5::{Digest, Md5};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
+use super::spec::{CheckSpec, Measured, ValidateCx};
 use super::{Judge, Measurements, Verdict};
+use crate::scenario::ast::request::RequestSpec;
+use crate::scenario::ast::three;
+
+fn sixteen() -> u32 {
+    16
+}
+
+/// `hash:` requests from `clients` distinct client addresses (127.x.y.z, drawn from the
+/// case's seed), each sent `repeat` times: every client must always reach the upstream that
+/// ShenYu's hash ring over the selector's upstreams gives its address. Host backend only.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HashSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams make the ring.
+    pub selector: String,
+    /// Distinct client addresses (default 16).
+    #[serde(default = "sixteen")]
+    pub clients: u32,
+    /// Requests per client (default 3).
+    #[serde(default = "three")]
+    pub repeat: u32,
+}
 
 /// The ring over named upstreams.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +147,40 @@ impl Judge for HashJudge {
                 expected_moves: compared.then_some(expected_moves),
             }),
         }
+    }
+}
+
+/// The most client addresses a hash check may ask for.
+const MAX_HASH_CLIENTS: u32 = 1024;
+
+impl CheckSpec for HashSpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.selector(&self.selector, at);
+        cx.at_least(self.clients, 1, at, "clients");
+        cx.at_least(self.repeat, 1, at, "repeat");
+        if self.clients > MAX_HASH_CLIENTS {
+            cx.problem(
+                format!("{at}.clients"),
+                format!("at most {MAX_HASH_CLIENTS}, got {}", self.clients),
+            );
+        }
+    }
+}
+
+impl Measured for Stats {
+    fn summary(&self) -> String {
+        format!(
+            "{} clients, {} mismatches{}",
+            self.clients,
+            self.mismatches,
+            self.moved
+                .zip(self.expected_moves)
+                .map_or_else(String::new, |(m, e)| format!(", moved {m} (expected {e})"))
+        )
     }
 }
 

@@ -7,10 +7,85 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
+use super::spec::{CheckSpec, Measured, ValidateCx};
 use super::{Judge, Measurements, Verdict};
-use crate::scenario::ast::LatencyLimits;
+use crate::scenario::ast::request::RequestSpec;
+use crate::scenario::ast::{
+    DurationText, duration, no_null_defaults, one_ms_text, opt_duration, ten_s, ten_s_text,
+};
+
+fn twenty() -> u32 {
+    20
+}
+
+fn one_ms() -> Duration {
+    Duration::from_millis(1)
+}
+
+/// `latency:` toggle the selector's `enabled` flag `changes` times; for each change record the
+/// time from the admin's 2xx to the gateway applying it (its `/actuator/digest` applied time)
+/// and to the first pass of a `consecutive` streak of the probe (route present when enabled,
+/// absent when disabled), polled every `interval` (at most 1ms); judge the applied times'
+/// quantiles against `limits` and the probe times' against `probeLimits` (a p95 limit needs
+/// at least 20 changes, a p99 one at least 100: with fewer the quantile is the maximum).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LatencySpec {
+    /// The setup selector whose `enabled` flag is toggled (it ends as it started).
+    pub selector: String,
+    /// The probe: routed while the selector is enabled, absent while it is disabled.
+    pub request: RequestSpec,
+    /// How many changes (even, default 20).
+    #[serde(default = "twenty")]
+    pub changes: u32,
+    /// Passes in a row that make a change visible (default 1).
+    #[serde(default = "one_u32")]
+    pub consecutive: u32,
+    /// Probe poll period (default and at most 1ms).
+    #[serde(default = "one_ms", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "one_ms_text")]
+    pub interval: Duration,
+    /// Deadline per change (default 10s).
+    #[serde(default = "ten_s", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "ten_s_text")]
+    pub timeout: Duration,
+    /// Upper bounds on the applied latency's quantiles (the gateway's own apply time).
+    #[serde(default)]
+    pub limits: LatencyLimits,
+    /// Upper bounds on the probe latency's quantiles (what the harness saw).
+    #[serde(default)]
+    pub probe_limits: LatencyLimits,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+/// Upper bounds for sync latency quantiles; each optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(transform = no_null_defaults)]
+pub struct LatencyLimits {
+    /// Median.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
+    pub p50: Option<Duration>,
+    /// 95th percentile.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
+    pub p95: Option<Duration>,
+    /// 99th percentile.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
+    pub p99: Option<Duration>,
+    /// Maximum.
+    #[serde(default, deserialize_with = "opt_duration")]
+    #[schemars(with = "DurationText")]
+    pub max: Option<Duration>,
+}
 
 /// One change's times, in µs after the admin's 2xx.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +222,88 @@ impl Judge for LatencyJudge {
                     .collect(),
             }),
         }
+    }
+}
+
+/// The longest probe interval of a latency check.
+const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
+/// The fewest changes a latency check with a p95 limit makes (5% of them is one change).
+const MIN_P95_CHANGES: u32 = 20;
+/// The fewest changes a latency check with a p99 limit makes (1% of them is one change).
+const MIN_P99_CHANGES: u32 = 100;
+
+impl CheckSpec for LatencySpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.selector(&self.selector, at);
+        cx.at_least(self.consecutive, 1, at, "consecutive");
+        if self.changes < 2 || !self.changes.is_multiple_of(2) {
+            cx.problem(
+                format!("{at}.changes"),
+                format!(
+                    "must be an even number ≥ 2 (the selector ends as it started), got {}",
+                    self.changes
+                ),
+            );
+        }
+        for (field, limits) in [
+            ("limits", &self.limits),
+            ("probeLimits", &self.probe_limits),
+        ] {
+            for (q, set, least) in [
+                ("p95", limits.p95.is_some(), MIN_P95_CHANGES),
+                ("p99", limits.p99.is_some(), MIN_P99_CHANGES),
+            ] {
+                if set && self.changes < least {
+                    cx.problem(
+                        format!("{at}.{field}.{q}"),
+                        format!(
+                            "a {q} limit needs `changes` ≥ {least} (with fewer the {q} is \
+                             the maximum), got {}",
+                            self.changes
+                        ),
+                    );
+                }
+            }
+        }
+        if self.interval.is_zero() || self.interval > MAX_LATENCY_INTERVAL {
+            cx.problem(
+                format!("{at}.interval"),
+                format!(
+                    "must be between 1µs and 1ms (a latency is not quantised by its probe), got {}",
+                    humantime::format_duration(self.interval)
+                ),
+            );
+        }
+    }
+}
+
+impl Measured for Stats {
+    fn summary(&self) -> String {
+        format!(
+            "applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; probe p50 {:.2} ms ({} changes)",
+            self.applied.p50, self.applied.p99, self.applied.max, self.probe.p50, self.changes
+        )
+    }
+
+    fn terminal(&self) -> Option<String> {
+        Some(format!(
+            "applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; \
+             probe p50 {:.2} ms, p99 {:.2} ms ({} changes)",
+            self.applied.p50,
+            self.applied.p99,
+            self.applied.max,
+            self.probe.p50,
+            self.probe.p99,
+            self.changes
+        ))
+    }
+
+    fn sync_samples(&self) -> &[f64] {
+        &self.applied_samples
     }
 }
 

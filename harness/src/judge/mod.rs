@@ -1,11 +1,14 @@
-//! Judges: one module per check kind (docs/scenarios.md, "Checks"). Each holds what the check
-//! expects, derived from the scenario's config, and implements [`Judge`]: a pure verdict over
-//! what was observed, with the measurements that go into the reports either way. The runner
-//! gathers the observations ([`crate::runner`]); a judge never sends a request, so each one is
-//! tested by feeding it a right and a wrong observation.
+//! Judges: one module per check kind (docs/scenarios.md, "Checks"). Each holds the kind's spec
+//! as a case file writes it, implements [`spec::CheckSpec`] for it (validation) and
+//! [`spec::Measured`] for what it measures (the reports' lines and plots), and has a judge
+//! ([`Judge`]): a pure verdict over what was observed, with the measurements that go into the
+//! reports either way. The runner gathers the observations ([`crate::runner`]); a judge never
+//! sends a request, so each one is tested by feeding it a right and a wrong observation.
 //!
-//! Adding a judge: a [`crate::scenario::ast::CheckKind`] variant, a module here, a
-//! [`Measurements`] variant, and one arm where the runner observes.
+//! Adding a check kind: one module here that defines the spec, its judge and its measured
+//! value and implements the two traits, and one line in the `check_kinds!` table below
+//! (it makes the [`CheckKind`] variant, the file key, the [`Measurements`] variant and their
+//! dispatch); then the runner's arm that observes it (`runner/checks.rs`).
 
 pub mod burst;
 pub mod churn;
@@ -14,14 +17,152 @@ pub mod hash;
 pub mod latency;
 pub mod probe;
 pub mod round_robin;
+pub mod spec;
 pub mod steer;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::probe::ProbeResponse;
+use crate::scenario::ast::request::{Expect, RequestSpec};
 use crate::upstream::UPSTREAM_HEADER;
+use spec::{CheckSpec, Measured};
+
+/// The table of check kinds besides the probe: one line per kind,
+/// `/// doc` `"fileKey" field => Variant(Spec, Measured)`. The doc is the file key's in the
+/// schema. It generates [`CheckKind`], the judge keys of [`RawCheck`] and [`JUDGE_KEYS`],
+/// [`CheckKind::name`], [`RawCheck::judges`], [`Measurements`] and the dispatch of both enums
+/// to [`CheckSpec`] and [`Measured`]. The probe is the one kind whose keys (`request`,
+/// `expect`, `repeat`, `attempts`) stand beside `name`: it is written here once, not in the
+/// table.
+macro_rules! check_kinds {
+    ($( $(#[doc = $doc:literal])* $key:literal $field:ident => $Kind:ident($Spec:ty, $Stats:ty); )*) => {
+        /// The kinds of check, each judged by its module under `harness/src/judge/`.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum CheckKind {
+            /// One request (or `repeat` of them), each answer judged against `expect`.
+            Probe(probe::ProbeCheck),
+            $( $(#[doc = $doc])* $Kind($Spec), )*
+        }
+
+        impl CheckKind {
+            /// The key that names the kind in a file (`probe` for request + expect).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    CheckKind::Probe(_) => "probe",
+                    $( CheckKind::$Kind(_) => $key, )*
+                }
+            }
+
+            /// The kind's spec.
+            pub(crate) fn spec(&self) -> &dyn CheckSpec {
+                match self {
+                    CheckKind::Probe(p) => p,
+                    $( CheckKind::$Kind(s) => s, )*
+                }
+            }
+        }
+
+        /// A check as written: `name` and the keys of one kind.
+        #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub(crate) struct RawCheck {
+            /// What the check proves (unique among its checks).
+            pub(crate) name: String,
+            /// A probe's request (with `expect`).
+            pub(crate) request: Option<RequestSpec>,
+            /// A probe's expectation (with `request`).
+            pub(crate) expect: Option<Expect>,
+            /// How many times a probe is sent; every answer must pass (default 1).
+            pub(crate) repeat: Option<u32>,
+            /// A probe's attempts: how many requests each named upstream must receive for each
+            /// request sent (its request journal; host backend only).
+            pub(crate) attempts: Option<BTreeMap<String, u32>>,
+            $( $(#[doc = $doc])* #[serde(rename = $key)] $field: Option<$Spec>, )*
+        }
+
+        impl RawCheck {
+            /// The judge kinds given (a valid check has at most one), taken out of `self`.
+            pub(crate) fn judges(&mut self) -> Vec<CheckKind> {
+                let mut kinds = Vec::new();
+                $( kinds.extend(self.$field.take().map(CheckKind::$Kind)); )*
+                kinds
+            }
+        }
+
+        /// The judge keys of a check; with the probe (`request` + `expect`) exactly one kind is
+        /// given.
+        pub(crate) const JUDGE_KEYS: &[&str] = &[$( $key ),*];
+
+        /// What a check measured, by kind (in the event stream and the JSON report).
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(tag = "kind", rename_all = "camelCase")]
+        pub enum Measurements {
+            /// A probe: how many answers passed of how many sent.
+            Probe {
+                /// Requests sent.
+                sent: u32,
+                /// Answers that met the expectation.
+                passed: u32,
+            },
+            $( $(#[doc = $doc])* $Kind($Stats), )*
+            /// Nothing was measured (the check was skipped or could not observe).
+            None,
+        }
+
+        impl Measurements {
+            /// What a judge kind measured (nothing for a probe, whose counts are summarised by
+            /// [`Measurements::summary`], or when nothing was measured).
+            pub fn measured(&self) -> Option<&dyn Measured> {
+                match self {
+                    Measurements::Probe { .. } | Measurements::None => None,
+                    $( Measurements::$Kind(m) => Some(m), )*
+                }
+            }
+        }
+    };
+}
+
+check_kinds! {
+    /// Counts per upstream against the configured shares (χ² test).
+    "distribution" distribution => Distribution(distribution::DistributionSpec, distribution::Stats);
+    /// Round robin's exact weighted cycle, up to rotation.
+    "roundRobin" round_robin => RoundRobin(round_robin::CycleSpec, round_robin::Stats);
+    /// Each client address reaches its hash ring successor.
+    "hash" hash => Hash(hash::HashSpec, hash::Stats);
+    /// A slow upstream gets at most a share of concurrent traffic.
+    "steer" steer => Steer(steer::SteerSpec, steer::Stats);
+    /// Sync latency over repeated changes.
+    "latency" latency => Latency(latency::LatencySpec, latency::Stats);
+    /// Requests sent at once, answers counted per status.
+    "burst" burst => Burst(burst::BurstSpec, burst::Stats);
+    /// A stable route under load while other routes change.
+    "churn" churn => Churn(churn::ChurnSpec, churn::Stats);
+}
+
+impl CheckKind {
+    /// The request the check sends (the latency check's probe).
+    pub fn request(&self) -> &RequestSpec {
+        self.spec().request()
+    }
+
+    /// The expectation every answer must meet, for kinds that have one.
+    pub fn expect(&self) -> Option<&Expect> {
+        self.spec().expect()
+    }
+}
+
+impl Measurements {
+    /// A one-line summary (empty when nothing was measured).
+    pub fn summary(&self) -> String {
+        match self {
+            Measurements::Probe { sent, passed } => format!("{passed}/{sent} answers passed"),
+            _ => self.measured().map_or_else(String::new, Measured::summary),
+        }
+    }
+}
 
 /// A verdict over observations.
 pub trait Judge {
@@ -46,35 +187,6 @@ impl Verdict {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
     }
-}
-
-/// What a check measured, by kind (in the event stream and the JSON report).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Measurements {
-    /// A probe: how many answers passed of how many sent.
-    Probe {
-        /// Requests sent.
-        sent: u32,
-        /// Answers that met the expectation.
-        passed: u32,
-    },
-    /// The χ² goodness-of-fit test.
-    Distribution(distribution::Stats),
-    /// The round-robin cycle.
-    RoundRobin(round_robin::Stats),
-    /// Per-client upstreams against the hash ring.
-    Hash(hash::Stats),
-    /// Shares under a slow upstream.
-    Steer(steer::Stats),
-    /// Sync latency quantiles.
-    Latency(latency::Stats),
-    /// Answers per status of requests sent at once.
-    Burst(burst::Stats),
-    /// A stable route's answers and latency without and during churn.
-    Churn(churn::Stats),
-    /// Nothing was measured (the check was skipped or could not observe).
-    None,
 }
 
 /// Answers counted by the upstream that gave them; answers no upstream gave are counted by a

@@ -3,9 +3,41 @@
 
 use std::collections::BTreeMap;
 
+use super::spec::{CheckSpec, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::probe::{Names, ProbeResponse, judge};
-use crate::scenario::ast::Expect;
+use crate::scenario::ast::request::{Expect, RequestSpec};
+
+/// A request and its expectation, sent `repeat` times (each answer must pass).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeCheck {
+    /// The request.
+    pub request: RequestSpec,
+    /// The expectation.
+    pub expect: Expect,
+    /// How many times to send it (default 1).
+    pub repeat: u32,
+    /// Requests each named upstream must receive per request sent (empty: not judged).
+    pub attempts: BTreeMap<String, u32>,
+}
+
+impl CheckSpec for ProbeCheck {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn expect(&self) -> Option<&Expect> {
+        Some(&self.expect)
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.expectation(&self.expect, at);
+        cx.at_least(self.repeat, 1, at, "repeat");
+        for name in self.attempts.keys() {
+            cx.upstream(name, format!("{at}.attempts.{name}"));
+        }
+    }
+}
 
 /// The expectation each answer must meet.
 #[derive(Debug, Clone, PartialEq, Eq)]

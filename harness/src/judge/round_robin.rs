@@ -6,10 +6,28 @@
 //! point in it: balancer state survives earlier requests (the wait probe's), so the judge
 //! accepts any rotation, and nothing else.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
+use super::spec::{CheckSpec, Measured, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::UpstreamRef;
+use crate::scenario::ast::request::RequestSpec;
+use crate::scenario::ast::three;
+
+/// `roundRobin:` send `rounds` whole cycles one at a time; the upstreams must follow smooth
+/// weighted round robin's cycle over the selector's upstreams, from any point in it.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CycleSpec {
+    /// The request.
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams (weights, order) make the cycle.
+    pub selector: String,
+    /// Whole cycles to observe (default 3).
+    #[serde(default = "three")]
+    pub rounds: u32,
+}
 
 /// One period of smooth weighted round robin over the enabled `upstreams`, in list order,
 /// from the zero state (gantry never picks a disabled upstream; one upstream is always it).
@@ -110,6 +128,29 @@ impl Judge for CycleJudge {
                 rotation,
             }),
         }
+    }
+}
+
+impl CheckSpec for CycleSpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.selector(&self.selector, at);
+        cx.at_least(self.rounds, 1, at, "rounds");
+    }
+}
+
+impl Measured for Stats {
+    fn summary(&self) -> String {
+        format!(
+            "cycle [{}], {} answers{}",
+            self.expected_cycle.join(" "),
+            self.observed.len(),
+            self.rotation
+                .map_or_else(String::new, |r| format!(", from position {r}"))
+        )
     }
 }
 

@@ -8,6 +8,52 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Counts, Judge, Measurements, Verdict, share};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::distribution::eight;
+use super::spec::{CheckSpec, Measured, ValidateCx};
+use crate::scenario::ast::request::RequestSpec;
+use crate::scenario::ast::{DurationText, duration, fifty_ms_text};
+
+fn two_hundred() -> u32 {
+    200
+}
+
+fn fifty_ms() -> Duration {
+    Duration::from_millis(50)
+}
+
+/// `steer:` send `requests` requests, `concurrency` at a time, with upstream `slow` answering
+/// after `delay`; the slow upstream may get at most `maxShare` of them, and every other
+/// upstream of the selector at least `minShare`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SteerSpec {
+    /// The request (the harness adds the delay header).
+    pub request: RequestSpec,
+    /// The setup selector whose upstreams are judged.
+    pub selector: String,
+    /// The upstream made slow.
+    pub slow: String,
+    /// How long it takes to answer (default 50ms).
+    #[serde(default = "fifty_ms", deserialize_with = "duration")]
+    #[schemars(with = "DurationText", default = "fifty_ms_text")]
+    pub delay: Duration,
+    /// How many requests (default 200).
+    #[serde(default = "two_hundred")]
+    pub requests: u32,
+    /// Requests in flight at once (default 8).
+    #[serde(default = "eight")]
+    pub concurrency: u32,
+    /// The most the slow upstream may get, as a share of all requests.
+    pub max_share: f64,
+    /// The least every other upstream must get (default 0: only that the slow one is avoided).
+    #[serde(default)]
+    pub min_share: f64,
+}
 
 /// The bounds.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +120,30 @@ impl Judge for SteerJudge {
                 min_share: self.min_share,
             }),
         }
+    }
+}
+
+impl CheckSpec for SteerSpec {
+    fn request(&self) -> &RequestSpec {
+        &self.request
+    }
+
+    fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
+        cx.selector(&self.selector, at);
+        cx.upstream(&self.slow, format!("{at}.slow"));
+        cx.at_least(self.requests, 1, at, "requests");
+        cx.at_least(self.concurrency, 1, at, "concurrency");
+        cx.fraction(self.max_share, at, "maxShare", false);
+        cx.fraction(self.min_share, at, "minShare", false);
+    }
+}
+
+impl Measured for Stats {
+    fn summary(&self) -> String {
+        format!(
+            "slow upstream share {:.3} (max {}) of {}",
+            self.slow_share, self.max_share, self.requests
+        )
     }
 }
 

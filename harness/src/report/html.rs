@@ -10,7 +10,6 @@ use std::path::Path;
 
 use super::plots;
 use super::{CaseResult, CheckOutcome, CheckReport};
-use crate::judge::Measurements;
 
 /// Finds the 1-based line of a field path (`checks[2]`) in a scenario file, if it can.
 pub type Locate<'a> = &'a dyn Fn(&str, &str) -> Option<usize>;
@@ -110,8 +109,8 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
         let samples = latency.entry(&r.mode).or_default();
         samples.extend(r.timings.iter().filter_map(|t| t.applied_ms));
         for c in &r.checks {
-            if let Measurements::Latency(l) = &c.measurements {
-                samples.extend(&l.applied_samples);
+            if let Some(m) = c.measurements.measured() {
+                samples.extend(m.sync_samples());
             }
         }
     }
@@ -130,25 +129,8 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     }
     for r in results {
         for c in &r.checks {
-            if let Measurements::Distribution(d) = &c.measurements {
-                let cats: Vec<(String, f64, f64)> = d
-                    .expected_shares
-                    .iter()
-                    .map(|(up, e)| {
-                        (
-                            up.clone(),
-                            d.observed_shares.get(up).copied().unwrap_or(0.0),
-                            *e,
-                        )
-                    })
-                    .collect();
-                let p = d
-                    .p_value
-                    .map_or_else(String::new, |p| format!(", p = {p:.3}"));
-                figure(
-                    out,
-                    plots::shares(&format!("{}@{}: {}{p}", r.case, r.mode, c.name), &cats),
-                );
+            if let Some(m) = c.measurements.measured() {
+                figure(out, m.plot(&format!("{}@{}: {}", r.case, r.mode, c.name)));
             }
         }
     }
@@ -226,62 +208,14 @@ fn check(out: &mut String, r: &CaseResult, c: &CheckReport, locate: Locate<'_>) 
             .map_or_else(String::new, |s| format!("step `{}`: ", escape(s))),
         escape(&c.name),
         c.kind,
-        escape(&measured(&c.measurements)),
+        escape(&c.measurements.summary()),
     );
-}
-
-/// A one-line summary of a check's measurements.
-fn measured(m: &Measurements) -> String {
-    match m {
-        Measurements::Probe { sent, passed } => format!("{passed}/{sent} answers passed"),
-        Measurements::Distribution(d) => format!(
-            "χ² = {}, df {}, p = {} over {} requests",
-            d.chi_square
-                .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
-            d.degrees_of_freedom,
-            d.p_value.map_or_else(|| "-".into(), |p| format!("{p:.3}")),
-            d.requests
-        ),
-        Measurements::RoundRobin(c) => format!(
-            "cycle [{}], {} answers{}",
-            c.expected_cycle.join(" "),
-            c.observed.len(),
-            c.rotation
-                .map_or_else(String::new, |r| format!(", from position {r}"))
-        ),
-        Measurements::Hash(h) => format!(
-            "{} clients, {} mismatches{}",
-            h.clients,
-            h.mismatches,
-            h.moved
-                .zip(h.expected_moves)
-                .map_or_else(String::new, |(m, e)| format!(", moved {m} (expected {e})"))
-        ),
-        Measurements::Steer(s) => format!(
-            "slow upstream share {:.3} (max {}) of {}",
-            s.slow_share, s.max_share, s.requests
-        ),
-        Measurements::Latency(l) => format!(
-            "applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; probe p50 {:.2} ms ({} changes)",
-            l.applied.p50, l.applied.p99, l.applied.max, l.probe.p50, l.changes
-        ),
-        Measurements::Burst(b) => format!(
-            "{} sent at once: {}",
-            b.sent,
-            b.statuses
-                .iter()
-                .map(|(s, n)| format!("{n} × {s}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Measurements::Churn(c) => c.summary(),
-        Measurements::None => String::new(),
-    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::judge::Measurements;
     use crate::judge::distribution::Stats;
     use crate::report::ChangeTiming;
 

@@ -7,7 +7,6 @@ use std::io::IsTerminal;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{CaseResult, CheckOutcome, Event};
-use crate::judge::Measurements;
 
 /// Shows a run's progress: per mode, cases done of the total, the current case and step, and
 /// the elapsed time.
@@ -183,32 +182,8 @@ pub fn check_notes(results: &[CaseResult]) -> String {
                 }
                 continue;
             }
-            match &c.measurements {
-                Measurements::Distribution(d) => {
-                    if let (Some(chi), Some(p)) = (d.chi_square, d.p_value) {
-                        out += &format!(
-                            "{at}: distribution `{}`: χ² = {chi:.2}, df {}, p = {p:.3} (α {:e}, {} requests)\n",
-                            c.name, d.degrees_of_freedom, d.alpha, d.requests
-                        );
-                    }
-                }
-                Measurements::Latency(l) => {
-                    out += &format!(
-                        "{at}: latency `{}`: applied p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; \
-                         probe p50 {:.2} ms, p99 {:.2} ms ({} changes)\n",
-                        c.name,
-                        l.applied.p50,
-                        l.applied.p99,
-                        l.applied.max,
-                        l.probe.p50,
-                        l.probe.p99,
-                        l.changes
-                    );
-                }
-                Measurements::Churn(ch) => {
-                    out += &format!("{at}: churn `{}`: {}\n", c.name, ch.summary());
-                }
-                _ => {}
+            if let Some(line) = c.measurements.measured().and_then(|m| m.terminal()) {
+                out += &format!("{at}: {} `{}`: {line}\n", c.kind, c.name);
             }
         }
     }
@@ -268,6 +243,7 @@ pub fn summary_table(results: &[CaseResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::Measurements;
 
     #[test]
     fn a_bar_per_mode_counts_its_cases() {

@@ -18,20 +18,23 @@ use super::{Case, now_us};
 use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::RunErrorKind;
+use crate::judge::CheckKind;
 use crate::judge::burst::BurstJudge;
 use crate::judge::churn::ChurnJudge;
 use crate::judge::distribution::{DistributionJudge, shares_from_weights};
+use crate::judge::hash::HashSpec;
 use crate::judge::hash::{HashJudge, Ring};
+use crate::judge::latency::LatencySpec;
 use crate::judge::latency::{ChangeLatency, LatencyJudge};
 use crate::judge::probe::{ProbeJudge, attempt_misses};
 use crate::judge::round_robin::{CycleJudge, cycle};
 use crate::judge::steer::SteerJudge;
+use crate::judge::steer::SteerSpec;
 use crate::judge::{Counts, Judge, Measurements, Verdict};
 use crate::probe::ProbeResponse;
 use crate::report::{CheckOutcome, CheckReport, Event};
-use crate::scenario::ast::{
-    Check, CheckKind, Expect, HashSpec, LatencySpec, RequestSpec, Route, SteerSpec,
-};
+use crate::scenario::ast::Check;
+use crate::scenario::ast::request::{Expect, RequestSpec, Route};
 use crate::upstream::{DELAY_HEADER, UPSTREAM_HEADER};
 use crate::wait::{WaitPolicy, await_convergence};
 

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 mod behaviour;
 mod check;
-mod request;
+pub(crate) mod request;
 mod setup;
 mod step;
 mod topology;
@@ -77,11 +77,7 @@ impl Scenario {
     /// Every expectation the scenario judges answers by: its waits', checks', `during` and
     /// teardown probes'.
     pub fn expectations(&self) -> impl Iterator<Item = &Expect> {
-        let checks = self.all_checks().filter_map(|c| match &c.kind {
-            CheckKind::Probe(p) => Some(&p.expect),
-            CheckKind::Churn(c) => Some(&c.expect),
-            _ => None,
-        });
+        let checks = self.all_checks().filter_map(|c| c.kind.expect());
         self.probes().map(|p| &p.expect).chain(checks)
     }
 
@@ -118,7 +114,7 @@ impl Scenario {
     }
 }
 
-fn three() -> u32 {
+pub(crate) fn three() -> u32 {
     3
 }
 
@@ -126,11 +122,11 @@ fn ten_ms() -> Duration {
     Duration::from_millis(10)
 }
 
-fn ten_s() -> Duration {
+pub(crate) fn ten_s() -> Duration {
     Duration::from_secs(10)
 }
 
-fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+pub(crate) fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
     humantime::parse_duration(&s)
         .map_err(|e| serde::de::Error::custom(format!("invalid duration `{s}`: {e}")))
@@ -158,15 +154,15 @@ fn ten_ms_text() -> &'static str {
     "10ms"
 }
 
-fn ten_s_text() -> &'static str {
+pub(crate) fn ten_s_text() -> &'static str {
     "10s"
 }
 
-fn fifty_ms_text() -> &'static str {
+pub(crate) fn fifty_ms_text() -> &'static str {
     "50ms"
 }
 
-fn one_ms_text() -> &'static str {
+pub(crate) fn one_ms_text() -> &'static str {
     "1ms"
 }
 
@@ -182,12 +178,14 @@ fn every_backend_names() -> [&'static str; 3] {
     ["host", "docker", "external"]
 }
 
-fn opt_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(crate) fn opt_duration<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Duration>, D::Error> {
     duration(d).map(Some)
 }
 
 /// A limit left out is no limit; `null` is not a duration, so it is no default either.
-fn no_null_defaults(schema: &mut Schema) {
+pub(crate) fn no_null_defaults(schema: &mut Schema) {
     let properties = schema
         .get_mut("properties")
         .and_then(serde_json::Value::as_object_mut);
