@@ -15,7 +15,8 @@ pub enum ScenarioError {
         /// The I/O error, rendered.
         message: String,
     },
-    /// The YAML does not parse into a scenario, or a value is invalid where it stands.
+    /// One problem that is not a rule of the scenario's own: the text is not YAML, a value is
+    /// invalid where it stands (and nothing else is wrong), or the name is already used.
     #[error("{}:{}: {}{message}", file.display(), location(*line, *column), path_prefix(path))]
     Invalid {
         /// The file.
@@ -29,8 +30,8 @@ pub enum ScenarioError {
         /// What is wrong.
         message: String,
     },
-    /// The scenario deserializes but breaks rules of its own: every problem, one per line,
-    /// sorted by position.
+    /// Every problem of the file, values invalid where they stand and rules of the scenario's
+    /// own it breaks alike, one per line, sorted by position.
     #[error("{}", render_problems(file, problems))]
     Problems {
         /// The file.

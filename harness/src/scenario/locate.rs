@@ -12,7 +12,7 @@ pub(crate) struct Positions<'src> {
 
 /// One step of a field path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Segment<'p> {
+pub(super) enum Segment<'p> {
     /// A mapping key (`.name`).
     Key(&'p str),
     /// A sequence index (`[1]`).
@@ -35,15 +35,52 @@ impl<'src> Positions<'src> {
     /// exists is given, i.e. the mapping that lacks the key. `None` only when the text has no
     /// tree.
     pub(crate) fn of(&self, path: &str) -> Option<(usize, usize)> {
+        let (node, _) = self.deepest(&segments(path))?;
+        Some(start(node))
+    }
+
+    /// The 1-based line and column of the key that ends `path` (`checks[0].expect.stauts`: the
+    /// key `stauts`), where an unknown key is reported; [`of`](Self::of) when the path does not
+    /// end at a key of the tree.
+    pub(crate) fn key_of(&self, path: &str) -> Option<(usize, usize)> {
+        let segments = segments(path);
+        if let Some((Segment::Key(key), holder)) = segments.split_last()
+            && let Some((node, reached)) = self.deepest(holder)
+            && reached == holder.len()
+            && let Some(k) = mapping_key(node, key)
+        {
+            return Some(start(k));
+        }
+        self.of(path)
+    }
+
+    /// The deepest node on `path` and how many of its segments lead to it.
+    fn deepest(&self, path: &[Segment<'_>]) -> Option<(&MarkedYaml<'src>, usize)> {
         let mut node = self.root.as_ref()?;
-        for segment in segments(path) {
+        let mut reached = 0;
+        for &segment in path {
             match step(node, segment) {
                 Some(next) => node = next,
                 None => break,
             }
+            reached += 1;
         }
-        let start = node.span.start;
-        Some((start.line(), start.col() + 1))
+        Some((node, reached))
+    }
+}
+
+/// A node's 1-based line and column.
+fn start(node: &MarkedYaml<'_>) -> (usize, usize) {
+    let start = node.span.start;
+    (start.line(), start.col() + 1)
+}
+
+/// The key node `key` of the mapping `node`, looking through tags.
+fn mapping_key<'n, 'src>(node: &'n MarkedYaml<'src>, key: &str) -> Option<&'n MarkedYaml<'src>> {
+    match &node.data {
+        YamlData::Tagged(_, inner) => mapping_key(inner, key),
+        YamlData::Mapping(map) => map.keys().find(|k| key_text(k).as_deref() == Some(key)),
+        _ => None,
     }
 }
 
@@ -77,7 +114,7 @@ fn key_text(key: &MarkedYaml<'_>) -> Option<String> {
 
 /// Splits `a.b[0].c` into keys and indexes. A key that itself holds `.` or `[` is split too;
 /// the lookup then stops at the deepest node it finds.
-fn segments(path: &str) -> Vec<Segment<'_>> {
+pub(super) fn segments(path: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
     for part in path.split('.').filter(|p| !p.is_empty()) {
         let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
@@ -169,5 +206,18 @@ steps:
         assert_eq!(p.of("setup.selectors[3]"), Some((5, 5)));
         assert_eq!(p.of("."), Some((2, 1)));
         assert_eq!(Positions::load("a: [unclosed").of("a"), None);
+    }
+
+    #[test]
+    fn an_unknown_key_is_located_at_the_key() {
+        let p = Positions::load(SRC);
+        assert_eq!(
+            p.key_of("setup.selectors[0].upstreams[0].weight"),
+            Some((7, 30))
+        );
+        assert_eq!(p.key_of("name"), Some((2, 1)));
+        // No such key: the mapping, as `of` says.
+        assert_eq!(p.key_of("setup.selectors[0].bogus"), Some((5, 7)));
+        assert_eq!(p.key_of("checks[0]"), Some((9, 9)));
     }
 }

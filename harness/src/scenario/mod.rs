@@ -6,10 +6,10 @@
 pub mod ast;
 mod locate;
 pub mod parse;
-mod validate;
 pub mod placeholder;
 pub mod schema;
 pub mod tables;
+mod validate;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,15 +1,25 @@
 //! Parsing (serde_norway + serde_path_to_error) and semantic validation of scenario files.
 //!
-//! A file that does not deserialize fails with serde's one error and its location (serde stops
-//! there). A file that does is validated as a whole: every problem is reported, each at the
-//! position of the node its field path names in the YAML tree ([`locate`](super::locate)).
+//! Every problem of a file is reported at once, type-level and semantic alike, each at the
+//! position of the node its field path names in the YAML tree ([`locate`](super::locate)),
+//! sorted by position. serde stops at the first error, so a file that does not deserialize is
+//! read on as a loose tree (`prune`): the node the error is about is pruned and the rest
+//! deserialized again, until it deserializes (then it is validated, and the problems that only
+//! follow from the pruning are left out: see `Loose::hides`) or the document itself would have
+//! to go (a required top-level field missing or unreadable: nothing more is reported).
+
+mod prune;
 
 use std::path::Path;
 
+use self::prune::{Loose, render};
 use super::ast::Scenario;
 use super::locate::Positions;
 use super::validate::validate;
 use crate::error::{ScenarioError, ScenarioProblem};
+
+/// How many times a file is pruned and read again before the problems found so far are given.
+const MAX_ROUNDS: usize = 100;
 
 /// Reads, parses and validates one scenario file.
 pub fn parse_file(file: &Path) -> Result<Scenario, ScenarioError> {
@@ -25,46 +35,152 @@ pub(crate) fn read(file: &Path) -> Result<String, ScenarioError> {
     })
 }
 
-/// Parses and validates scenario text; `file` only names it in errors. Every semantic problem
-/// is reported ([`ScenarioError::Problems`], sorted by position); a file that does not
-/// deserialize gives serde's single error ([`ScenarioError::Invalid`]).
+/// Parses and validates scenario text; `file` only names it in errors. Every problem, type-level
+/// or semantic, is reported ([`ScenarioError::Problems`], sorted by position); a file with one
+/// problem that is not semantic (text that is not YAML, one wrong value) gives
+/// [`ScenarioError::Invalid`].
 pub fn parse_str(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
-    let de = serde_norway::Deserializer::from_str(src);
-    let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let loc = inner.location();
-        let message = bare_message(&inner.to_string());
-        ScenarioError::Invalid {
-            file: file.to_owned(),
-            line: loc.as_ref().map(|l| l.line()),
-            column: loc.as_ref().map(|l| l.column()),
-            path: holder_path(path, &message),
-            message,
-        }
-    })?;
-    let problems = validate(&scenario);
-    if problems.is_empty() {
-        return Ok(scenario);
-    }
     let positions = Positions::load(src);
-    let mut problems: Vec<ScenarioProblem> = problems
-        .into_iter()
-        .map(|p| {
-            let (line, column) = positions.of(&p.path).unzip();
-            ScenarioProblem {
-                line,
-                column,
-                path: p.path,
-                message: p.message,
+    let problems = match deserialize(src) {
+        Ok(scenario) => {
+            let problems: Vec<ScenarioProblem> = (validate(&scenario).into_iter())
+                .map(|p| located(&positions, p.path, p.message))
+                .collect();
+            if problems.is_empty() {
+                return Ok(scenario);
             }
-        })
-        .collect();
-    // Unlocated problems (no tree) go last; equal positions keep the validation order.
+            problems
+        }
+        Err(first) => {
+            let mut problems = vec![first.problem(&positions, first.path.clone())];
+            if let Some(tree) = Loose::load(src) {
+                read_on(tree, &first, &positions, &mut problems);
+            }
+            if let [only] = problems.as_slice() {
+                return Err(ScenarioError::Invalid {
+                    file: file.to_owned(),
+                    line: only.line,
+                    column: only.column,
+                    path: only.path.clone(),
+                    message: only.message.clone(),
+                });
+            }
+            problems
+        }
+    };
+    Err(problems_error(file, problems))
+}
+
+/// Prunes what `first` is about and reads the rest on, adding the type errors found on the way
+/// and then the semantic problems of what deserializes, in the file's coordinates.
+fn read_on(
+    mut tree: Loose,
+    first: &TypeError,
+    positions: &Positions<'_>,
+    problems: &mut Vec<ScenarioProblem>,
+) {
+    if !tree.prune(&first.path, first.is_unknown_field()) {
+        return;
+    }
+    for _ in 0..MAX_ROUNDS {
+        let Some(text) = tree.text() else {
+            return;
+        };
+        match deserialize(&text) {
+            Ok(scenario) => {
+                for p in validate(&scenario) {
+                    let original = tree.original(&p.path);
+                    if !tree.hides(&original, &p.message) {
+                        problems.push(located(positions, render(&original), p.message));
+                    }
+                }
+                return;
+            }
+            Err(e) => {
+                let original = tree.original(&e.path);
+                let consequence = tree.is_consequence(&original);
+                if !consequence {
+                    problems.push(e.problem(positions, render(&original)));
+                }
+                if !tree.prune(&e.path, e.is_unknown_field() && !consequence) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A problem at the node of `path` in the file.
+fn located(positions: &Positions<'_>, path: String, message: String) -> ScenarioProblem {
+    let (line, column) = positions.of(&path).unzip();
+    ScenarioProblem {
+        line,
+        column,
+        path,
+        message,
+    }
+}
+
+/// [`ScenarioError::Problems`] with `problems` sorted by position.
+fn problems_error(file: &Path, mut problems: Vec<ScenarioProblem>) -> ScenarioError {
+    // Unlocated problems (no tree) go last; equal positions keep the order they were found in.
     problems.sort_by_key(|p| (p.line.is_none(), p.line, p.column));
-    Err(ScenarioError::Problems {
+    ScenarioError::Problems {
         file: file.to_owned(),
         problems,
+    }
+}
+
+/// serde's first error: its field path, its bare message and where serde saw it.
+#[derive(Debug)]
+struct TypeError {
+    path: String,
+    message: String,
+    location: Option<(usize, usize)>,
+}
+
+impl TypeError {
+    /// Whether serde refused a key the mapping does not have.
+    fn is_unknown_field(&self) -> bool {
+        self.message.starts_with("unknown field `")
+    }
+
+    /// The problem, at `path` (the error's, in the file's coordinates): at the unknown key, or
+    /// at the node the path names (a missing key: the mapping that lacks it), like a semantic
+    /// problem. serde's own location, which for a value refused by its own check is the end of
+    /// what serde had read, is kept only for text that has no tree (a YAML syntax error).
+    fn problem(&self, positions: &Positions<'_>, path: String) -> ScenarioProblem {
+        let path = if path.is_empty() {
+            ".".to_owned()
+        } else {
+            path
+        };
+        let at = if self.is_unknown_field() {
+            positions.key_of(&path)
+        } else {
+            positions.of(&path)
+        };
+        let (line, column) = at.or(self.location).unzip();
+        ScenarioProblem {
+            line,
+            column,
+            path: holder_path(path, &self.message),
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// Deserializes a scenario from YAML text.
+fn deserialize(src: &str) -> Result<Scenario, TypeError> {
+    let de = serde_norway::Deserializer::from_str(src);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        TypeError {
+            path,
+            message: bare_message(&inner.to_string()),
+            location: inner.location().map(|l| (l.line(), l.column())),
+        }
     })
 }
 

@@ -415,15 +415,20 @@ fn a_step_parses_with_wait_defaults() {
     assert_eq!(st.name, "move to beta");
     assert_eq!(st.changes.len(), 5);
     match &st.changes[0] {
-        Change::UpdateSelector(u) => {
+        Change::Admin(AdminChange::UpdateSelector(u)) => {
             assert_eq!(u.name, "uri-equal");
             assert!(!u.upstreams.as_ref().unwrap()[0].status);
             assert_eq!(u.enabled, None);
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(&st.changes[2], Change::EnablePlugin(p) if p.name == "divide" && !p.enabled));
-    assert_eq!(st.changes[4], Change::DeleteSelector("uri-equal".into()));
+    assert!(
+        matches!(&st.changes[2], Change::Admin(AdminChange::EnablePlugin(p)) if p.name == "divide" && !p.enabled)
+    );
+    assert_eq!(
+        st.changes[4],
+        Change::Admin(AdminChange::DeleteSelector("uri-equal".into()))
+    );
     assert_eq!(st.wait.consecutive, 3);
     assert_eq!(st.wait.timeout, Duration::from_secs(10));
     assert_eq!(st.checks[0].kind.name(), "probe");
@@ -520,7 +525,12 @@ fn steps_create_selectors_rules_and_registrations() {
             "register"
         ]
     );
-    assert!(s.steps[0].changes.iter().all(Change::is_admin_change));
+    assert!(
+        s.steps[0]
+            .changes
+            .iter()
+            .all(|c| matches!(c, Change::Admin(_)))
+    );
     // What a step creates does not exist before it: a check of the setup phase cannot
     // name it, and creating it twice or under a missing selector is located.
     let e = err(&format!(
@@ -864,13 +874,19 @@ steps:
 fn steps_stop_and_start_components_and_update_plugins() {
     use super::super::ast::Target;
     let s = parse_str(Path::new("x.yaml"), &format!("{REDIS}{OUTAGE}")).unwrap();
-    assert_eq!(s.steps[0].changes[0], Change::Stop(Target::Redis));
-    let Change::UpdatePlugin(p) = &s.steps[0].changes[1] else {
+    assert_eq!(
+        s.steps[0].changes[0],
+        Change::Fault(Fault::Process(FaultAction::Stop, Target::Redis))
+    );
+    let Change::Admin(AdminChange::UpdatePlugin(p)) = &s.steps[0].changes[1] else {
         panic!("{:?}", s.steps[0].changes[1]);
     };
     assert_eq!(p.name, "rateLimiter");
     assert!(p.config.as_deref().unwrap().contains("failClosed"));
-    assert_eq!(s.steps[1].changes[0], Change::Start(Target::Redis));
+    assert_eq!(
+        s.steps[1].changes[0],
+        Change::Fault(Fault::Process(FaultAction::Start, Target::Redis))
+    );
 }
 
 #[test]
@@ -1043,7 +1059,10 @@ fn topology_counts_late_gateways_and_backends_are_checked() {
     .unwrap();
     assert_eq!(s.topology.storage, super::super::ast::Storage::Postgres);
     assert_eq!((s.topology.admins, s.topology.gateways), (2, 3));
-    assert_eq!(s.steps[0].changes[0], Change::Kill(Target::Admin(Some(0))));
+    assert_eq!(
+        s.steps[0].changes[0],
+        Change::Fault(Fault::Process(FaultAction::Kill, Target::Admin(Some(0))))
+    );
     let e = err(&topology_case(
         "{ admins: 0, gateways: 5 }",
         &["kill: admin"],
@@ -1314,4 +1333,154 @@ fn a_burst_must_count_every_request() {
     let ok = burst.replace("429: 1", "429: 2");
     let s = parse_str(Path::new("x.yaml"), &with_judges(&ok)).unwrap();
     assert_eq!(s.checks[2].kind.name(), "burst");
+}
+
+/// The file of issue 36: a type error in a list, a type error in a condition and a semantic
+/// problem, each reported once at its own node.
+#[test]
+fn type_and_semantic_problems_come_out_together() {
+    let src = GOOD
+        .replace("modes: [websocket]", "modes: [websocket, carrier-pigeon]")
+        .replacen("operator: \"=\"", "operator: \"=~\"", 1)
+        .replace(
+            "{ upstream: alpha, weight: 50 }",
+            "{ upstream: beta, weight: 50 }",
+        );
+    let e = parse_str(Path::new("x.yaml"), &src).unwrap_err();
+    let expected = [
+        "x.yaml:3:20: modes[1]: unknown sync mode `carrier-pigeon` (expected one of: websocket, \
+         http, zookeeper, etcd)",
+        "x.yaml:16:39: setup.selectors[0].conditions[0].operator: unknown operator `=~` \
+         (expected one of: match, =, regex, contains, TimeBefore, TimeAfter, exclude, startsWith, \
+         endsWith, pathPattern, isBlank, >, <, SpEL, Groovy)",
+        "x.yaml:18:23: setup.selectors[0].upstreams[0].upstream: upstream `beta` is not declared \
+         in `upstreams` (declared: alpha)",
+    ];
+    assert_eq!(e.problem_count(), 3, "{e}");
+    assert_eq!(e.to_string(), expected.join("\n"));
+}
+
+/// Type errors in several elements of one list and of others: each is reported, the indexes
+/// after a pruned element still name the file's elements, and nothing follows from the pruning.
+#[test]
+fn type_errors_in_several_list_elements_are_all_reported() {
+    let src = GOOD
+        .replace("modes: [websocket]", "modes: [pigeon, websocket, raven]")
+        .replace(
+            "expect: { status: 200, upstream: alpha, received",
+            "expect: { status: two hundred, upstream: alpha, received",
+        )
+        .replace(
+            "request: { method: GET, path: /http/order/findById/ }",
+            "request: { method: GET, path: /http/order/findById/, bogus: 1 }",
+        )
+        .replace(
+            "    - request: { method: GET, path: /http/order/findById }\n      expect: { route: absent }",
+            "    - request: { method: GET, path: /http/order/findById }\n      expect: { route: maybe }\n    - request: { path: relative }\n      expect: { route: absent }",
+        );
+    let e = parse_str(Path::new("x.yaml"), &src).unwrap_err();
+    let lines: Vec<String> = e.to_string().lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines,
+        [
+            "x.yaml:3:9: modes[0]: unknown sync mode `pigeon` (expected one of: websocket, http, zookeeper, etcd)",
+            "x.yaml:3:28: modes[2]: unknown sync mode `raven` (expected one of: websocket, http, zookeeper, etcd)",
+            "x.yaml:38:23: checks[0].expect.status: invalid type: string \"two hundred\", expected u16",
+            "x.yaml:40:58: checks[1].request: unknown field `bogus`, expected one of `method`, `path`, `headers`, `query`, `body`",
+            "x.yaml:46:24: teardown.probes[0].expect.route: unknown variant `maybe`, expected `present` or `absent`",
+            // The second probe, the first of the pruned tree.
+            "x.yaml:47:24: teardown.probes[1].request.path: must start with `/`, got `relative`",
+        ],
+        "{e}"
+    );
+}
+
+/// A required field that is missing is reported once; where the document itself lacks it, or
+/// a top-level value is unreadable, nothing that would follow from that is reported.
+#[test]
+fn a_missing_required_field_is_reported_once() {
+    let src = GOOD.replace("  - name: a trailing slash does not\n", "  - repeat: 2\n");
+    assert_eq!(
+        err(&src),
+        "x.yaml:39:5: checks[1]: missing field `name`",
+        "a lone type error stays serde's one error"
+    );
+    let src = src.replace("modes: [websocket]", "modes: [pigeon]");
+    let e = parse_str(Path::new("x.yaml"), &src).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "x.yaml:3:9: modes[0]: unknown sync mode `pigeon` (expected one of: websocket, http, \
+         zookeeper, etcd)\n\
+         x.yaml:39:5: checks[1]: missing field `name`",
+        "no `modes` or `checks` problem follows from the pruning"
+    );
+
+    let no_wait = GOOD
+        .replace("wait:  ", "weight:")
+        .replace("modes: [websocket]", "modes: [pigeon]");
+    let e = parse_str(Path::new("x.yaml"), &no_wait).unwrap_err();
+    assert_eq!(e.problem_count(), 3, "{e}");
+    assert!(
+        e.to_string().starts_with(
+            "x.yaml:1:1: missing field `wait`\nx.yaml:3:9: modes[0]: unknown sync mode"
+        ),
+        "{e}"
+    );
+
+    let bad_name = format!(
+        "{}\nbogus: 1\n",
+        GOOD.replacen("name: uri_equal", "name: [a, b]", 1)
+    );
+    let e = parse_str(Path::new("x.yaml"), &bad_name).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "x.yaml:1:7: name: invalid type: sequence, expected a string\n\
+         x.yaml:48:1: unknown field `bogus`, expected one of `name`, `description`, `modes`, \
+         `backends`, `components`, `topology`, `upstreams`, `setup`, `wait`, `checks`, `steps`, \
+         `teardown`",
+        "no missing `name`, no semantic problem"
+    );
+}
+
+/// Every request path starts with `/` and every expected status is an HTTP status, wherever a
+/// request or an expectation stands.
+#[test]
+fn request_paths_and_expected_statuses_are_checked_everywhere() {
+    let steps = "
+steps:
+  - name: s
+    changes:
+      - updateSelector: { name: uri-equal, enabled: true }
+    during:
+      request: { path: during }
+      expect: { status: 99 }
+    wait:
+      probe:
+        request: { path: wait }
+        expect: { route: present }
+";
+    let src = format!(
+        "{}{steps}",
+        GOOD.replacen(
+            "    request: { method: GET, path: /http/order/findById }\n    expect: { status: 200, upstream: alpha, received",
+            "    request: { method: GET, path: http/order/findById }\n    expect: { status: 600, upstream: alpha, received",
+            1
+        )
+    );
+    let e = err(&src);
+    for want in [
+        "checks[0].request.path: must start with `/`, got `http/order/findById`",
+        "checks[0].expect.status: not an HTTP status (100 to 599), got 600",
+        "steps[0].during.request.path: must start with `/`, got `during`",
+        "steps[0].during.expect.status: not an HTTP status (100 to 599), got 99",
+        "steps[0].wait.probe.request.path: must start with `/`, got `wait`",
+    ] {
+        assert!(e.contains(want), "{want} not in {e}");
+    }
+    let judge = "  - name: d\n    distribution: { request: { path: x }, selector: uri-equal }\n";
+    let e = err(&with_judges(judge));
+    assert!(
+        e.contains("checks[2].distribution.request.path: must start with `/`, got `x`"),
+        "{e}"
+    );
 }

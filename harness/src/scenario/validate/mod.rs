@@ -11,20 +11,17 @@ use std::time::Duration;
 
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
-    PluginSetup, RateLimiterSpec, RegistrationSpec, RuleHandleSpec, RuleSpec, Scenario,
-    SelectorSpec, StepSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef, Wait,
+    PluginSetup, Probe, RateLimiterSpec, RegistrationSpec, RequestSpec, RuleHandleSpec, RuleSpec,
+    Scenario, SelectorSpec, StepSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef,
+    Wait,
 };
 use super::placeholder;
 use crate::json_path::JsonPath;
 
 /// Adds the probes of `wait` (at `at`) with their field paths.
-fn wait_probes<'s>(probes: &mut Vec<(String, &'s Expect, &'s str)>, wait: &'s Wait, at: &str) {
+fn wait_probes<'s>(probes: &mut Vec<(String, &'s Probe)>, wait: &'s Wait, at: &str) {
     for (i, p) in wait.probes.iter().enumerate() {
-        probes.push((
-            format!("{at}.{}", wait.probe_path(i)),
-            &p.expect,
-            p.request.method.as_str(),
-        ));
+        probes.push((format!("{at}.{}", wait.probe_path(i)), p));
     }
 }
 
@@ -101,7 +98,7 @@ impl<'s> Validator<'s> {
             self.registration(reg, &format!("setup.registrations[{i}]"));
         }
         self.wait_policy(&s.wait, "wait");
-        let mut probes: Vec<(String, &Expect, &str)> = Vec::new();
+        let mut probes: Vec<(String, &Probe)> = Vec::new();
         wait_probes(&mut probes, &s.wait, "wait");
         let setup_selectors: HashSet<&str> =
             s.setup.selectors.iter().map(|x| x.name.as_str()).collect();
@@ -112,6 +109,9 @@ impl<'s> Validator<'s> {
             let at = format!("steps[{i}]");
             self.wait_policy(&st.wait, &format!("{at}.wait"));
             wait_probes(&mut probes, &st.wait, &format!("{at}.wait"));
+            if let Some(p) = &st.during {
+                probes.push((format!("{at}.during"), p));
+            }
             self.unique(
                 st.checks.iter().map(|c| c.name.as_str()),
                 &format!("{at}.checks"),
@@ -120,15 +120,11 @@ impl<'s> Validator<'s> {
         }
         self.steps();
         for (i, p) in s.teardown.probes.iter().enumerate() {
-            probes.push((
-                format!("teardown.probes[{i}]"),
-                &p.expect,
-                p.request.method.as_str(),
-            ));
+            probes.push((format!("teardown.probes[{i}]"), p));
         }
-        for (at, expect, m) in probes {
-            self.expectation(expect, &at);
-            self.method(m, &format!("{at}.request.method"));
+        for (at, p) in probes {
+            self.expectation(&p.expect, &at);
+            self.request(&p.request, &format!("{at}.request"));
         }
         if s.checks.is_empty() {
             self.report(
@@ -139,9 +135,30 @@ impl<'s> Validator<'s> {
         self.unique(s.checks.iter().map(|c| c.name.as_str()), "checks", "check");
     }
 
-    fn method(&mut self, method: &str, path: &str) {
+    /// A request (at `at`) has an HTTP method and a path that starts with `/`.
+    pub(super) fn request(&mut self, request: &RequestSpec, at: &str) {
+        let method = &request.method;
         if reqwest::Method::from_bytes(method.as_bytes()).is_err() {
-            self.report(path, format!("invalid HTTP method `{method}`"));
+            self.report(
+                format!("{at}.method"),
+                format!("invalid HTTP method `{method}`"),
+            );
+        }
+        if !request.path.starts_with('/') {
+            self.report(
+                format!("{at}.path"),
+                format!("must start with `/`, got `{}`", request.path),
+            );
+        }
+    }
+
+    /// An expected status (of the expectation at `at`) is an HTTP status.
+    pub(super) fn status(&mut self, status: Option<u16>, at: &str) {
+        if let Some(status) = status.filter(|s| !(100..=599).contains(s)) {
+            self.report(
+                format!("{at}.expect.status"),
+                format!("not an HTTP status (100 to 599), got {status}"),
+            );
         }
     }
 
