@@ -233,7 +233,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::FakeEnv;
+    use crate::options::FakeEnv;
 
     #[test]
     fn a_missing_postgres_skips_unless_required() {

@@ -67,7 +67,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::FakeEnv;
+    use crate::options::FakeEnv;
 
     #[test]
     fn required_redis_never_skips_and_a_skip_says_how_to_require_it() {

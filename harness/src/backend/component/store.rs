@@ -96,7 +96,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::FakeEnv;
+    use crate::options::FakeEnv;
 
     #[test]
     fn require_names_modes() {

@@ -1,0 +1,119 @@
+//! What the engine needs to run cases: [`RunOptions`], read from the environment through
+//! [`Env`].
+
+use std::path::PathBuf;
+
+use model::SyncMode;
+
+use crate::backend::{self, BackendKind};
+use crate::error::BackendError;
+
+/// Reads environment variables; a trait so option parsing is testable.
+pub trait Env {
+    /// The variable's value, if set.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+/// A fixed environment, for tests of option parsing.
+#[cfg(test)]
+pub(crate) struct FakeEnv(pub(crate) std::collections::HashMap<&'static str, &'static str>);
+
+#[cfg(test)]
+impl Env for FakeEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).map(|v| (*v).to_owned())
+    }
+}
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+/// What the engine needs to run cases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Requested sync modes; a scenario runs under its own modes ∩ these.
+    pub modes: Vec<SyncMode>,
+    /// Where the binaries are (`GANTRY_BIN_DIR`); `None` locates them next to the harness.
+    pub bin_dir: Option<PathBuf>,
+    /// Run `cargo build --workspace --bins` first (off with `--no-build` or `GANTRY_BIN_DIR`).
+    pub build: bool,
+    /// Keep the temp dirs (`GANTRY_KEEP=1`).
+    pub keep: bool,
+    /// Seed of the harness's random choices (the hash judge's client addresses); from
+    /// `GANTRY_SEED`, else drawn at start. Every result reports it, so a run can be repeated.
+    pub seed: u64,
+    /// Extra arguments for every gateway started (`--gateway-arg`).
+    pub gateway_args: Vec<String>,
+    /// Only scenarios whose name contains this (`--filter`).
+    pub filter: Option<String>,
+    /// Show the service logs of every failure, not only when a process died (`--verbose`).
+    pub verbose: bool,
+    /// The admin and gateway of `--backend external`.
+    pub external: Option<backend::ExternalTarget>,
+}
+
+impl RunOptions {
+    /// Defaults (host backend, websocket, build first) adjusted by `GANTRY_BIN_DIR`,
+    /// `GANTRY_KEEP` and `GANTRY_SEED`.
+    pub fn from_env(env: &dyn Env) -> Self {
+        let bin_dir = env
+            .var("GANTRY_BIN_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from);
+        Self {
+            backend: BackendKind::Host,
+            modes: vec![SyncMode::Websocket],
+            build: bin_dir.is_none(),
+            bin_dir,
+            keep: env.var("GANTRY_KEEP").is_some_and(|v| v == "1"),
+            seed: env
+                .var("GANTRY_SEED")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(rand::random),
+            gateway_args: Vec::new(),
+            filter: None,
+            verbose: false,
+            external: None,
+        }
+    }
+}
+
+/// The target of `--backend external`, or why there is none.
+pub fn external_target(opts: &RunOptions) -> Result<&backend::ExternalTarget, BackendError> {
+    opts.external
+        .as_ref()
+        .ok_or_else(|| BackendError::External {
+            what: "choosing the target".into(),
+            detail: "--backend external needs --admin-url and --gateway-url".into(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[test]
+    fn env_sets_bin_dir_and_keep() {
+        let o = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        assert!(o.build && !o.keep && o.bin_dir.is_none());
+        let o = RunOptions::from_env(&FakeEnv(HashMap::from([
+            ("GANTRY_BIN_DIR", "/x"),
+            ("GANTRY_KEEP", "1"),
+        ])));
+        assert_eq!(
+            (o.build, o.keep, o.bin_dir),
+            (false, true, Some(PathBuf::from("/x")))
+        );
+    }
+}

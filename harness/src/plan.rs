@@ -1,0 +1,215 @@
+//! A run's plan: which scenario × mode runs, which is skipped and why, which file is broken.
+
+use model::SyncMode;
+
+use crate::backend::{self, BackendKind};
+use crate::error::ScenarioError;
+use crate::options::{ProcessEnv, RunOptions};
+use crate::scenario::{self, CaseFile, Scenario};
+use crate::target;
+
+/// One entry of a run's plan: a file that does not parse, or a scenario × requested mode that
+/// runs or is skipped (and why).
+#[derive(Debug)]
+pub enum Planned<'a> {
+    /// A file that does not parse: a failed result with mode `parse`.
+    Broken(&'a CaseFile, &'a ScenarioError),
+    /// A scenario under one requested mode.
+    Case {
+        /// Its file.
+        file: &'a CaseFile,
+        /// The scenario.
+        scenario: &'a Scenario,
+        /// The mode.
+        mode: SyncMode,
+        /// Why it does not run ([`not_run`]); `None` when it runs.
+        skip: Option<NotRun>,
+    },
+}
+
+impl Planned<'_> {
+    /// `parse` or the mode's name: what the result's `mode` will be.
+    pub fn mode(&self) -> String {
+        match self {
+            Planned::Broken(..) => "parse".to_owned(),
+            Planned::Case { mode, .. } => mode.to_string(),
+        }
+    }
+}
+
+/// What [`run_paths`] reports for `files` under `opts`, in order: every scenario whose name
+/// contains `opts.filter` (every one without a filter) under every requested mode, and every
+/// file that does not parse (whose stem contains the filter). The single enumeration the CLI's
+/// `run`, `list` and progress totals use.
+pub fn plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> {
+    let wanted = |name: &str| opts.filter.as_deref().is_none_or(|f| name.contains(f));
+    let mut out = Vec::new();
+    for file in files {
+        match &file.scenario {
+            Err(e) if wanted(&file.stem()) => out.push(Planned::Broken(file, e)),
+            Err(_) => {}
+            Ok(s) if wanted(&s.name) => {
+                for mode in &opts.modes {
+                    out.push(Planned::Case {
+                        file,
+                        scenario: s,
+                        mode: *mode,
+                        skip: not_run(s, *mode, opts),
+                    });
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+    out
+}
+
+/// Why a scenario × mode is not run under some [`RunOptions`] ([`not_run`]). Such a case is
+/// reported as skipped, never as passed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRun {
+    /// The scenario does not declare the backend.
+    #[error("backend `{backend}` not declared (backends: [{declared}])")]
+    Backend {
+        /// The backend asked for.
+        backend: BackendKind,
+        /// The backends the scenario declares, comma-separated.
+        declared: String,
+    },
+    /// The scenario does not declare the mode.
+    #[error("mode `{mode}` not declared (modes: [{declared}])")]
+    Mode {
+        /// The mode asked for.
+        mode: SyncMode,
+        /// The modes the scenario declares, comma-separated.
+        declared: String,
+    },
+    /// The backend cannot run the case here (the mode's server or a component it asks for is
+    /// missing and not required).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
+/// or the mode, or the backend cannot run the mode here (on the host backend, the mode's
+/// server or a component the case asks for is missing and `GANTRY_REQUIRE` does not name it).
+/// `None` when it runs.
+pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<NotRun> {
+    let list = |items: Vec<String>| items.join(", ");
+    if !scenario.backends.contains(&opts.backend) {
+        return Some(NotRun::Backend {
+            backend: opts.backend,
+            declared: list(scenario.backends.iter().map(ToString::to_string).collect()),
+        });
+    }
+    if !scenario.modes.contains(&mode) {
+        return Some(NotRun::Mode {
+            mode,
+            declared: list(scenario.modes.iter().map(ToString::to_string).collect()),
+        });
+    }
+    match opts.backend {
+        BackendKind::Host => backend::component::skip_reason(&ProcessEnv, mode)
+            .or_else(|| {
+                scenario
+                    .components
+                    .iter()
+                    .find_map(|&c| backend::component::redis::skip_reason(&ProcessEnv, c))
+            })
+            .or_else(|| {
+                (scenario.topology.storage == scenario::ast::Storage::Postgres)
+                    .then(|| backend::component::postgres::skip_reason(&ProcessEnv))
+                    .flatten()
+            })
+            .map(NotRun::Unavailable),
+        BackendKind::Docker => (!backend::docker::supports(mode))
+            .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),
+        BackendKind::External => target::external::skip_reason(scenario).map(NotRun::Unavailable),
+    }
+}
+
+/// The results [`run_paths`] will report for `files`, per mode (`parse` for files that do
+/// not parse), in order of first appearance.
+pub fn count_cases(files: &[CaseFile], opts: &RunOptions) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for p in plan(files, opts) {
+        let mode = p.mode();
+        match counts.iter_mut().find(|(m, _)| *m == mode) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((mode, 1)),
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::Path;
+
+    use super::*;
+    use crate::options::FakeEnv;
+
+    #[test]
+    fn cases_not_run_say_why_and_are_counted() {
+        let src = "
+name: host_only
+modes: [websocket, http]
+backends: [host]
+upstreams: [alpha]
+setup:
+  selectors:
+    - name: s
+      plugin: divide
+      upstreams: [{ upstream: alpha }]
+      rules: [{ name: r }]
+wait:
+  probe: { request: { path: /x }, expect: { upstream: alpha } }
+checks:
+  - { name: c, request: { path: /x }, expect: { status: 200 } }
+";
+        let s = scenario::parse_str(Path::new("x.yaml"), src).unwrap();
+        let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        assert_eq!(not_run(&s, SyncMode::Websocket, &opts), None);
+        let why = |opts: &RunOptions, mode| not_run(&s, mode, opts).map(|n| n.to_string());
+        assert_eq!(
+            why(&opts, SyncMode::Etcd).as_deref(),
+            Some("mode `etcd` not declared (modes: [websocket, http])")
+        );
+        opts.backend = BackendKind::Docker;
+        assert_eq!(
+            why(&opts, SyncMode::Websocket).as_deref(),
+            Some("backend `docker` not declared (backends: [host])")
+        );
+        let files = vec![
+            CaseFile {
+                path: "a.yaml".into(),
+                scenario: Ok(s),
+            },
+            CaseFile {
+                path: "b.yaml".into(),
+                scenario: Err(ScenarioError::Io {
+                    file: "b.yaml".into(),
+                    message: "gone".into(),
+                }),
+            },
+        ];
+        opts.backend = BackendKind::Host;
+        opts.modes = vec![SyncMode::Websocket, SyncMode::Etcd];
+        assert_eq!(
+            count_cases(&files, &opts),
+            vec![
+                ("websocket".into(), 1),
+                ("etcd".into(), 1),
+                ("parse".into(), 1)
+            ]
+        );
+        opts.filter = Some("host_".into());
+        assert_eq!(
+            count_cases(&files, &opts),
+            vec![("websocket".into(), 1), ("etcd".into(), 1)]
+        );
+        opts.filter = Some("nothing".into());
+        assert!(plan(&files, &opts).is_empty());
+    }
+}

@@ -1,0 +1,221 @@
+//! Running cases: preparing the backend, running the [`plan`](crate::plan::plan) and turning
+//! each outcome into a [`CaseResult`].
+
+use std::path::{Path, PathBuf};
+
+use model::SyncMode;
+
+use crate::backend::{self, Backend, BackendKind};
+use crate::error::{self, BackendError, RunError, ScenarioError};
+use crate::options::{RunOptions, external_target};
+use crate::plan::{NotRun, Planned, plan};
+use crate::report::{CaseResult, Event};
+use crate::runner::{CaseOutcome, run_case};
+use crate::scenario::{self, CaseFile, Scenario, discover};
+use crate::{WORKSPACE_DIR, images, target};
+
+/// Builds the binaries when asked (falling back to locating them when cargo is missing) and
+/// returns a backend that runs them.
+///
+/// Docker: with `build`, runs the static build and rebuilds the images whose binary changed;
+/// without, only checks that the images exist (`gantry images` builds them).
+pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
+    Ok(prepare_backend(opts)?.with_gateway_args(opts.gateway_args.clone()))
+}
+
+fn prepare_backend(opts: &RunOptions) -> Result<Backend, BackendError> {
+    if opts.backend == BackendKind::Docker {
+        return if opts.build {
+            let dir = images::build_static(Path::new(WORKSPACE_DIR))?;
+            Backend::new(BackendKind::Docker, dir)
+        } else {
+            backend::DockerBackend::open(None).map(Backend::Docker)
+        };
+    }
+    if opts.build && opts.bin_dir.is_none() {
+        backend::host::build_binaries(Path::new(WORKSPACE_DIR))?;
+    }
+    let dir = backend::host::default_bin_dir(opts.bin_dir.clone())?;
+    let backend = Backend::new(opts.backend, dir.clone())?;
+    // Never judge old code: binaries built next to the harness must be newer than the
+    // workspace sources they come from (`cargo test` builds them; a manual run may not have).
+    if opts.bin_dir.is_none() {
+        backend::host::check_fresh(&dir, Path::new(WORKSPACE_DIR))?;
+    }
+    Ok(backend)
+}
+
+/// The result of one case run of the scenario in `file`, for the reporters.
+pub fn case_result(
+    file: &Path,
+    scenario: &Scenario,
+    mode: SyncMode,
+    opts: &RunOptions,
+    outcome: Result<CaseOutcome, RunError>,
+) -> CaseResult {
+    let mut r = CaseResult::bare(
+        scenario.name.clone(),
+        mode.to_string(),
+        file.display().to_string(),
+        opts.backend.to_string(),
+        opts.seed,
+    );
+    let record = match outcome {
+        Ok(o) => {
+            r.passed = true;
+            o.record
+        }
+        Err(e) => {
+            // What the admin refused is pointed at in the case file.
+            let at = match &e.kind {
+                error::RunErrorKind::Refused { at, .. } => scenario::locate(file, at)
+                    .map(|(line, column)| format!("{}:{line}:{column}: ", file.display())),
+                _ => None,
+            };
+            r.error = Some(format!("{}{e}", at.unwrap_or_default()));
+            e.record
+        }
+    };
+    r.converge_ms = record.converge_ms;
+    r.checks = record.checks;
+    r.timings = record.timings;
+    r.digests = record.digests;
+    r
+}
+
+/// Discovers the scenarios under `paths` and runs the [`plan`], one case at a time: a
+/// scenario × mode it declares runs; every other requested mode gets a skipped result saying
+/// why ([`not_run`]); a file that does not parse is a failed result with mode `parse`.
+pub async fn run_paths(
+    paths: &[PathBuf],
+    opts: &RunOptions,
+    events: &(dyn Fn(Event) + Send + Sync),
+) -> Result<Vec<CaseResult>, RunSetupError> {
+    let files = discover(paths)?;
+    let backend = match opts.backend {
+        BackendKind::External => {
+            Backend::External(target::external::connect(external_target(opts)?.clone()).await?)
+        }
+        _ => {
+            let prep = opts.clone();
+            tokio::task::spawn_blocking(move || prepare(&prep))
+                .await
+                .expect("prepare does not panic")?
+        }
+    };
+    let caps = backend.capabilities();
+    let mut results = Vec::new();
+    for mut planned in plan(&files, opts) {
+        // What only the probe of an external target could tell.
+        if let Planned::Case { scenario, skip, .. } = &mut planned
+            && skip.is_none()
+        {
+            *skip =
+                target::external::capability_skip_reason(scenario, &caps).map(NotRun::Unavailable);
+        }
+        let bare = |case: String, file: &CaseFile, mode: String| {
+            CaseResult::bare(
+                case,
+                mode,
+                file.path.display().to_string(),
+                opts.backend.to_string(),
+                opts.seed,
+            )
+        };
+        let r = match planned {
+            Planned::Broken(file, e) => {
+                let mut r = bare(file.stem(), file, "parse".into());
+                r.error = Some(e.to_string());
+                r
+            }
+            Planned::Case {
+                file,
+                scenario,
+                mode,
+                skip: Some(reason),
+            } => {
+                let mut r = bare(scenario.name.clone(), file, mode.to_string());
+                r.skipped = Some(reason.to_string());
+                r
+            }
+            Planned::Case {
+                file,
+                scenario,
+                mode,
+                skip: None,
+            } => {
+                let started = std::time::Instant::now();
+                let outcome = run_case(scenario, mode, &backend, opts, events).await;
+                let mut r = case_result(&file.path, scenario, mode, opts, outcome);
+                r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+                r
+            }
+        };
+        events(Event::CaseFinished(r.clone()));
+        results.push(r);
+    }
+    Ok(results)
+}
+
+/// Why [`run_paths`] could not start running cases.
+#[derive(Debug, thiserror::Error)]
+pub enum RunSetupError {
+    /// A path does not exist or cannot be read.
+    #[error(transparent)]
+    Discover(#[from] ScenarioError),
+    /// The binaries cannot be built or found.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::options::FakeEnv;
+
+    /// What the admin refused is reported at its line in the case file.
+    #[test]
+    fn a_refusal_points_into_the_case_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("refused.yaml");
+        let src = "name: refused\nmodes: [websocket]\nupstreams: [alpha]\nsetup:\n  selectors:\n    - name: s\n      plugin: divide\n      upstreams: [{ upstream: alpha, weight: 5 }]\nwait:\n  probe: { request: { path: /x }, expect: { upstream: alpha } }\nchecks:\n  - { name: c, request: { path: /x }, expect: { upstream: alpha } }\n";
+        std::fs::write(&file, src).unwrap();
+        let scenario = scenario::parse_str(&file, src).unwrap();
+        let error = RunError {
+            case: "refused".into(),
+            mode: SyncMode::Websocket,
+            step: error::Step::Setup,
+            kind: error::RunErrorKind::Refused {
+                at: "setup.selectors[0].upstreams[0].weight".into(),
+                message: "handle[0].weight: must be >= 0, got -1".into(),
+                source: Box::new(error::ClientError::Status {
+                    what: "POST /selector".into(),
+                    status: 400,
+                    body: String::new(),
+                }),
+            },
+            logs: String::new(),
+            record: crate::report::CaseRecord::default(),
+        };
+        let opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        let r = case_result(&file, &scenario, SyncMode::Websocket, &opts, Err(error));
+        let want = format!(
+            "{}:8:46: refused@websocket failed at setup: setup.selectors[0].upstreams[0].weight: the admin refused it: handle[0].weight: must be >= 0, got -1",
+            file.display()
+        );
+        assert_eq!(r.error.as_deref(), Some(want.as_str()));
+    }
+
+    #[test]
+    fn missing_binaries_name_the_build_command() {
+        let e = Backend::new(BackendKind::Host, PathBuf::from("/nonexistent"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "binary not found: /nonexistent/gantry-admin (build it with `cargo build --workspace --bins`)"
+        );
+    }
+}
