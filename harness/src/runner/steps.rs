@@ -1,0 +1,366 @@
+//! The steps: each one's admin changes and faults (faults in [`super::faults`]), its wait
+//! and digest equality with its `during` probe sent throughout, its `isolated` claim, then its
+//! checks.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::faults::{Faulted, StepAdmins};
+use super::made::Made;
+use super::refused::{Refused, refused};
+use super::setup::create_rule;
+use super::{Case, StepResult, at, millis, now_us};
+use crate::client::AdminClient;
+use crate::error::{RunErrorKind, Step};
+use crate::judge::Measurements;
+use crate::lower;
+use crate::report::{CheckOutcome, CheckReport, Event};
+use crate::scenario::ast::{AdminChange, Change, Fault, Target};
+
+/// Why a step's `isolated` claim is skipped on a target without gantry's config digest.
+const NO_DIGEST_ISOLATION: &str = "the target serves no config digest (GET /actuator/digest): \
+    whether the step's change reached the gateway cannot be read";
+
+/// How often a step's `isolated` claim reads the digests.
+const ISOLATION_POLL: Duration = Duration::from_millis(20);
+
+/// A plugin whose enabled flag a step changed: its id and original flag.
+pub(super) struct ChangedPlugin {
+    pub(super) id: String,
+    pub(super) enabled: bool,
+}
+
+/// A step's delete of one object must report exactly one deleted.
+fn one_deleted(deleted: i64) -> StepResult<()> {
+    if deleted == 1 {
+        return Ok(());
+    }
+    Err((
+        Step::Steps,
+        RunErrorKind::DeleteCount {
+            deleted,
+            expected: 1,
+        },
+    ))
+}
+
+impl Case<'_> {
+    /// Runs every step: its changes and faults, its wait, digest equality (bounded by
+    /// `converge` after faults; skipped while the admin is down) with its `during` probe sent
+    /// throughout, then its checks. A started or restarted admin forgets its sessions, so
+    /// `admin` logs in again.
+    pub(super) async fn steps(
+        &self,
+        admin: &mut AdminClient,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+    ) -> StepResult<()> {
+        let mut faulted = Faulted::default();
+        for (i, st) in self.scenario.steps.iter().enumerate() {
+            let done = AtomicBool::new(false);
+            let work = async {
+                let result = self
+                    .step_until_converged(i, admin, &mut faulted, made, plugins)
+                    .await;
+                done.store(true, Ordering::Relaxed);
+                result
+            };
+            let (result, during) = match &st.during {
+                Some(probe) => {
+                    let (result, during) = tokio::join!(work, self.during(probe, &done));
+                    (result, Some(during))
+                }
+                None => (work.await, None),
+            };
+            if let (Some(probe), Some(during)) = (&st.during, during) {
+                self.during_report(st, i, probe, &during)?;
+            }
+            result?;
+            self.checks(admin, &st.checks, Some(&st.name), made)
+                .await
+                .map_err(at(Step::Steps))?;
+        }
+        Ok(())
+    }
+
+    /// Step `index`: its changes and faults, its wait and digest equality.
+    async fn step_until_converged(
+        &self,
+        index: usize,
+        admin: &mut AdminClient,
+        faulted: &mut Faulted,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+    ) -> StepResult<()> {
+        let st = &self.scenario.steps[index];
+        let mut admins = StepAdmins {
+            case: admin,
+            via: st.via.and_then(Target::index),
+            via_client: None,
+        };
+        // A compaction covers the step's writes (at least one per admin change before it):
+        // etcd's revision before its changes, and the admin changes made so far.
+        let mut admin_changes = 0;
+        let compacts = (st.changes.iter()).any(|c| matches!(c, Change::Fault(Fault::Compact(_))));
+        let etcd_before = match compacts {
+            true => self.topo.etcd_revision().await.map_err(at(Step::Steps))?,
+            false => 0,
+        };
+        for (c, change) in st.changes.iter().enumerate() {
+            match change {
+                Change::Admin(change) => {
+                    admin_changes += 1;
+                    let field = format!("steps[{index}].changes[{c}].{}", change.name());
+                    let client = admins.client(self).await?;
+                    self.apply(client, &st.name, &field, change, made, plugins)
+                        .await?;
+                }
+                Change::Fault(fault) => {
+                    let compact_from = etcd_before + admin_changes;
+                    self.fault(st, fault, &mut admins, compact_from, faulted)
+                        .await?;
+                }
+            }
+        }
+        let admin = admins.case;
+        let committed = now_us();
+        if let Some(hold) = st.isolated {
+            self.isolated(admin, index, hold).await?;
+        }
+        let started = Instant::now();
+        let converge = self
+            .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
+            .await
+            .map_err(at(Step::Steps))?;
+        if faulted.admin_down || faulted.partitioned {
+            tracing::info!(case = %self.id, step = %st.name, "the admin is down or the gateway cut off: no digest equality after this step");
+            return Ok(());
+        }
+        let applied = self
+            .digests_converge(
+                admin,
+                &format!("step `{}`: digest equality after the wait", st.name),
+            )
+            .await
+            .map_err(at(Step::Steps))?;
+        let took = started.elapsed();
+        if st.has_faults() && took > st.converge_bound() {
+            return Err((
+                Step::Steps,
+                RunErrorKind::ConvergedLate {
+                    step: st.name.clone(),
+                    took_ms: millis(took),
+                    bound_ms: millis(st.converge_bound()),
+                },
+            ));
+        }
+        self.timing(
+            &format!("step `{}`", st.name),
+            committed,
+            applied.as_ref(),
+            converge,
+        );
+        Ok(())
+    }
+
+    /// Holds step `index`'s `isolated` claim for `hold` from now: every running gateway's
+    /// digest, read with the admin's every [`ISOLATION_POLL`], must differ from it every time
+    /// (an equal one: the change reached the gateway). Reported as the check
+    /// `steps[index].isolated`, skipped on a target without a config digest; its measurements
+    /// count the digest pairs read (one per gateway per round) and those that differed.
+    async fn isolated(&self, admin: &AdminClient, index: usize, hold: Duration) -> StepResult<()> {
+        let st = &self.scenario.steps[index];
+        let started = Instant::now();
+        // Digest pairs read, and those that differed.
+        let (mut read, mut apart) = (0, 0);
+        let outcome = match self.caps.digest {
+            false => CheckOutcome::Skipped(NO_DIGEST_ISOLATION.into()),
+            true => match self.held_apart(admin, hold, &mut read, &mut apart).await {
+                Ok(()) => CheckOutcome::Passed,
+                Err(why) => CheckOutcome::Failed(vec![format!(
+                    "`isolated: {}`: {why}",
+                    humantime::format_duration(hold)
+                )]),
+            },
+        };
+        self.step_check(CheckReport {
+            name: format!("step `{}` kept from the gateway", st.name),
+            path: format!("steps[{index}].isolated"),
+            step: Some(st.name.clone()),
+            kind: "isolation",
+            outcome,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+            measurements: Measurements::Probe {
+                sent: read,
+                passed: apart,
+            },
+        })
+    }
+
+    /// Polls the admin's and every running gateway's digest until `hold` has passed (the last
+    /// round starts at or after it), counting the pairs `read` and those `apart`; fails at the
+    /// first gateway whose digest equals the admin's, or when a digest cannot be read.
+    async fn held_apart(
+        &self,
+        admin: &AdminClient,
+        hold: Duration,
+        read: &mut u32,
+        apart: &mut u32,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        let mut tick = tokio::time::interval(ISOLATION_POLL);
+        loop {
+            tick.tick().await;
+            let into = started.elapsed();
+            let at = format!("{} ms into the hold", into.as_millis());
+            for i in self.running_gateways() {
+                let name = self.gateway_name(i);
+                let a = (admin.digest().await).map_err(|e| format!("{at}, the admin: {e}"))?;
+                let g =
+                    (self.gateways[i].digest().await).map_err(|e| format!("{at}, {name}: {e}"))?;
+                *read += 1;
+                if a.digest == g.report.digest {
+                    return Err(format!(
+                        "{at}, {name} holds the admin's config: its digest {} equals the \
+                         admin's {} (the change reached it)",
+                        g.report.digest, a.digest
+                    ));
+                }
+                *apart += 1;
+            }
+            if into >= hold {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reports a check of a step and fails the step when it failed.
+    pub(super) fn step_check(&self, report: CheckReport) -> StepResult<()> {
+        (self.events)(Event::CheckFinished {
+            id: self.id.clone(),
+            check: report.clone(),
+        });
+        let failure = match &report.outcome {
+            CheckOutcome::Failed(why) => Some(why.join("; ")),
+            CheckOutcome::Passed | CheckOutcome::Skipped(_) => None,
+        };
+        let step = report.step.clone().unwrap_or_default();
+        self.record(|r| r.checks.push(report));
+        match failure {
+            Some(why) => Err((
+                Step::Steps,
+                RunErrorKind::ChecksFailed(vec![format!("  step `{step}` {why}")]),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies one admin change, keeping `made` current.
+    async fn apply(
+        &self,
+        admin: &AdminClient,
+        step: &str,
+        field: &str,
+        change: &AdminChange,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+    ) -> StepResult<()> {
+        match change {
+            AdminChange::CreateSelector(spec) => {
+                let sel = self
+                    .create_selector(admin, spec, field, Step::Steps)
+                    .await?;
+                made.selectors.push(sel);
+                *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+                Ok(())
+            }
+            AdminChange::CreateRule(r) => {
+                let sel = made.selector(&r.selector)?;
+                let rule = create_rule(
+                    admin,
+                    &r.rule,
+                    &format!("{field}.rule"),
+                    &sel.id,
+                    Step::Steps,
+                )
+                .await?;
+                sel.rules.push(rule);
+                *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+                Ok(())
+            }
+            AdminChange::Register(reg) => {
+                let ids = self.register(admin, reg).await.map_err(at(Step::Steps))?;
+                made.registered.extend(ids);
+                Ok(())
+            }
+            AdminChange::UpdateSelector(u) => {
+                let sel = made.selector(&u.name)?;
+                lower::update_selector(&mut sel.dto, &sel.id, u, &self.addrs);
+                if let Some(ups) = &u.upstreams {
+                    sel.upstreams.clone_from(ups);
+                }
+                admin
+                    .update_selector(&sel.id, &sel.dto)
+                    .await
+                    .map_err(|e| (Step::Steps, refused(field, &Refused::Selector, e)))
+            }
+            AdminChange::UpdateRule(u) => {
+                let rule = made.rule(&u.selector, &u.name)?;
+                lower::update_rule(&mut rule.dto, &rule.id, u);
+                admin
+                    .update_rule(&rule.id, &rule.dto)
+                    .await
+                    .map_err(|e| (Step::Steps, refused(field, &Refused::rule_update(u), e)))
+            }
+            AdminChange::EnablePlugin(p) => {
+                let plugin = admin
+                    .plugin(&p.name)
+                    .await
+                    .map_err(at(Step::Steps))?
+                    .ok_or_else(|| (Step::Steps, RunErrorKind::PluginNotFound(p.name.clone())))?;
+                if !plugins.iter().any(|c| c.id == plugin.id) {
+                    plugins.push(ChangedPlugin {
+                        id: plugin.id.clone(),
+                        enabled: plugin.enabled,
+                    });
+                }
+                admin
+                    .enable_plugins(&[plugin.id], p.enabled)
+                    .await
+                    .map_err(at(Step::Steps))
+            }
+            AdminChange::DeleteSelector(name) => {
+                let sel = made.selector(name)?;
+                let deleted = admin
+                    .delete_selectors(std::slice::from_ref(&sel.id))
+                    .await
+                    .map_err(at(Step::Steps))?;
+                one_deleted(deleted)?;
+                sel.deleted = true;
+                for r in &mut sel.rules {
+                    r.deleted = true;
+                }
+                Ok(())
+            }
+            AdminChange::DeleteRule(r) => {
+                let rule = made.rule(&r.selector, &r.name)?;
+                let deleted = admin
+                    .delete_rules(std::slice::from_ref(&rule.id))
+                    .await
+                    .map_err(at(Step::Steps))?;
+                one_deleted(deleted)?;
+                rule.deleted = true;
+                Ok(())
+            }
+            AdminChange::UpdatePlugin(spec) => {
+                let field = format!("step `{step}`: updatePlugin `{}`", spec.name);
+                let original = self.update_plugin(admin, spec, &field, Step::Steps).await?;
+                // The first change of a plugin holds what teardown puts back.
+                if !made.plugins.iter().any(|p| p.id == original.id) {
+                    made.plugins.push(original);
+                }
+                Ok(())
+            }
+        }
+    }
+}
