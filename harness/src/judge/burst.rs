@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ObserveCx, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::RequestSpec;
 
@@ -134,6 +134,22 @@ impl Measured for Stats {
                 .collect::<Vec<_>>()
                 .join(", ")
         )
+    }
+}
+
+/// Every copy sent at once, each on its own connection.
+impl<C: ObserveCx> Observe<C> for BurstSpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let cx = &*cx;
+        let answers =
+            futures_util::future::join_all((0..self.requests).map(|_| cx.send(&self.request)))
+                .await;
+        let statuses: Vec<Result<u16, String>> =
+            answers.into_iter().map(|a| a.map(|r| r.status)).collect();
+        Ok(BurstJudge {
+            statuses: &self.statuses,
+        }
+        .judge(&statuses))
     }
 }
 

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::latency::Quantiles;
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::{Expect, RequestSpec};
 use crate::scenario::ast::{DurationText, duration};
@@ -362,6 +362,23 @@ impl CheckSpec for ChurnSpec {
                 );
             }
         }
+    }
+}
+
+/// What the churn check asks of the runner.
+pub(crate) trait ChurnCx {
+    /// Both phases on the stable route and the churn on routes of the check's own (skipped
+    /// against an external target).
+    async fn churn(&mut self, spec: &ChurnSpec) -> Result<ChurnObservation, NoVerdict>;
+}
+
+impl<C: ChurnCx> Observe<C> for ChurnSpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let observed = cx.churn(self).await?;
+        Ok(ChurnJudge {
+            asked_rate: self.asked_rate(),
+        }
+        .judge(&observed))
     }
 }
 

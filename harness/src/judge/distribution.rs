@@ -12,9 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ObserveCx, Shares, ValidateCx};
 use super::{Counts, Judge, Measurements, Verdict, share};
-use crate::report::plots;
 use crate::scenario::ast::UpstreamRef;
 use crate::scenario::ast::request::RequestSpec;
 
@@ -250,8 +249,8 @@ impl Measured for Stats {
         ))
     }
 
-    fn plot(&self, title: &str) -> Option<String> {
-        let cats: Vec<(String, f64, f64)> = self
+    fn shares(&self) -> Option<Shares> {
+        let categories = self
             .expected_shares
             .iter()
             .map(|(up, e)| {
@@ -262,10 +261,23 @@ impl Measured for Stats {
                 )
             })
             .collect();
-        let p = self
+        let note = self
             .p_value
             .map_or_else(String::new, |p| format!(", p = {p:.3}"));
-        plots::shares(&format!("{title}{p}"), &cats)
+        Some(Shares { note, categories })
+    }
+}
+
+impl<C: ObserveCx> Observe<C> for DistributionSpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let shares = match &self.shares {
+            Some(s) => s.clone(),
+            None => shares_from_weights(&cx.upstreams(&self.selector)?),
+        };
+        let counts = cx
+            .count(&self.request, self.requests, self.concurrency)
+            .await;
+        Ok(DistributionJudge::new(shares, self.alpha).judge(&counts))
     }
 }
 

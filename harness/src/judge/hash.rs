@@ -12,7 +12,7 @@ use md5::{Digest, Md5};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::RequestSpec;
 use crate::scenario::ast::three;
@@ -181,6 +181,24 @@ impl Measured for Stats {
                 .zip(self.expected_moves)
                 .map_or_else(String::new, |(m, e)| format!(", moved {m} (expected {e})"))
         )
+    }
+}
+
+/// What the hash check asks of the runner, which alone knows the upstreams' addresses, sends
+/// from a client address and remembers where each client went.
+pub(crate) trait HashCx {
+    /// The judge for the selector's ring as made (with where each client went last time), and
+    /// the upstreams each client address reached (the spec's `clients`, each `repeat` times).
+    async fn clients(
+        &mut self,
+        spec: &HashSpec,
+    ) -> Result<(HashJudge, BTreeMap<IpAddr, Vec<String>>), NoVerdict>;
+}
+
+impl<C: HashCx> Observe<C> for HashSpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let (judge, observed) = cx.clients(self).await?;
+        Ok(judge.judge(&observed))
     }
 }
 

@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::RequestSpec;
 use crate::scenario::ast::{
@@ -304,6 +304,24 @@ impl Measured for Stats {
 
     fn sync_samples(&self) -> &[f64] {
         &self.applied_samples
+    }
+}
+
+/// What the latency check asks of the runner.
+pub(crate) trait LatencyCx {
+    /// Toggles the selector's `enabled` flag `changes` times, timing each change (skipped
+    /// where the gateway has no config digest).
+    async fn changes(&mut self, spec: &LatencySpec) -> Result<Vec<ChangeLatency>, NoVerdict>;
+}
+
+impl<C: LatencyCx> Observe<C> for LatencySpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let changes = cx.changes(self).await?;
+        Ok(LatencyJudge {
+            limits: self.limits,
+            probe_limits: self.probe_limits,
+        }
+        .judge(&changes))
     }
 }
 

@@ -1,14 +1,19 @@
-//! Judges: one module per check kind (docs/scenarios.md, "Checks"). Each holds the kind's spec
-//! as a case file writes it, implements [`spec::CheckSpec`] for it (validation) and
-//! [`spec::Measured`] for what it measures (the reports' lines and plots), and has a judge
-//! ([`Judge`]): a pure verdict over what was observed, with the measurements that go into the
-//! reports either way. The runner gathers the observations ([`crate::runner`]); a judge never
-//! sends a request, so each one is tested by feeding it a right and a wrong observation.
+//! Check kinds and their judges: one module per kind (docs/scenarios.md, "Checks"). Each holds
+//! the kind's spec as a case file writes it and implements, beside its judge:
+//! `spec::CheckSpec` (its request, its validation through `spec::ValidateCx`),
+//! `spec::Observe` (what it sends through the runner's context, `spec::ObserveCx` or a
+//! context trait of its own, and hands its judge) and [`spec::Measured`] for what it measured
+//! (the reports' lines and plots). The judge ([`Judge`]) is a pure verdict over what was
+//! observed, with the measurements that go into the reports either way; it never sends a
+//! request, so each one is tested by feeding it a right and a wrong observation.
 //!
 //! Adding a check kind: one module here that defines the spec, its judge and its measured
-//! value and implements the two traits, and one line in the `check_kinds!` table below
-//! (it makes the [`CheckKind`] variant, the file key, the [`Measurements`] variant and their
-//! dispatch); then the runner's arm that observes it (`runner/checks.rs`).
+//! value and implements those three traits, and one line in the `check_kinds!` table below
+//! (it makes the [`CheckKind`] variant, the file key and its schema, the [`Measurements`]
+//! variant and the dispatch of both). Nothing else matches kinds: the validator, the runner and
+//! the reporters go through the traits. Only a kind that needs more of the runner than
+//! `spec::ObserveCx` offers declares a context trait beside its judge (as probe, hash,
+//! latency and churn do), which the runner implements in `runner/checks.rs`.
 
 pub mod burst;
 pub mod churn;
@@ -28,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::probe::ProbeResponse;
 use crate::scenario::ast::request::{Expect, RequestSpec};
 use crate::upstream::UPSTREAM_HEADER;
-use spec::{CheckSpec, Measured};
+use spec::{CheckSpec, Measured, NoVerdict, Observe};
 
 /// The table of check kinds besides the probe: one line per kind,
 /// `/// doc` `"fileKey" field => Variant(Spec, Measured)`. The doc is the file key's in the
@@ -53,6 +58,19 @@ macro_rules! check_kinds {
                 match self {
                     CheckKind::Probe(_) => "probe",
                     $( CheckKind::$Kind(_) => $key, )*
+                }
+            }
+
+            /// Observes what the kind's judge needs, through the runner's context `cx`, and
+            /// judges it.
+            pub(crate) async fn observe<C>(&self, cx: &mut C) -> Result<Verdict, NoVerdict>
+            where
+                probe::ProbeCheck: Observe<C>,
+                $( $Spec: Observe<C>, )*
+            {
+                match self {
+                    CheckKind::Probe(s) => s.observe(cx).await,
+                    $( CheckKind::$Kind(s) => s.observe(cx).await, )*
                 }
             }
 
@@ -238,6 +256,16 @@ fn describe_error(resp: &ProbeResponse) -> String {
     match serde_json::from_str::<model::GatewayError>(&resp.body) {
         Ok(e) => format!("HTTP {} code {}", resp.status, e.code),
         Err(_) => format!("HTTP {}", resp.status),
+    }
+}
+
+/// The upstream that answered, or a short description of the answer.
+pub(crate) fn label(answer: &Result<ProbeResponse, String>) -> String {
+    match answer {
+        Ok(r) => r
+            .header(UPSTREAM_HEADER)
+            .map_or_else(|| format!("HTTP {}", r.status), str::to_owned),
+        Err(e) => format!("error ({e})"),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::spec::{CheckSpec, ValidateCx};
+use super::spec::{CheckSpec, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::probe::{Names, ProbeResponse, judge};
 use crate::scenario::ast::request::{Expect, RequestSpec};
@@ -107,6 +107,53 @@ pub fn attempt_misses(want: &BTreeMap<String, u32>, got: &[BTreeMap<String, u32>
             ))
         })
         .collect()
+}
+
+/// What one running gateway answered to a probe.
+pub(crate) struct GatewayAnswers {
+    /// The gateway's name when several run (a stale one is named), else none.
+    pub gateway: Option<String>,
+    /// Each answer, or why the request failed.
+    pub answers: Vec<Result<ProbeResponse, String>>,
+    /// Per request sent, how many requests each upstream named in `attempts` received.
+    pub attempts: Vec<BTreeMap<String, u32>>,
+}
+
+/// What the probe asks of the runner: every running gateway must answer as expected.
+pub(crate) trait ProbeCx {
+    /// Setup objects by id (for `selector` and `rule`).
+    fn names(&self) -> Names;
+
+    /// Sends the probe `repeat` times through each running gateway.
+    async fn answers(&mut self, spec: &ProbeCheck) -> Result<Vec<GatewayAnswers>, NoVerdict>;
+}
+
+impl<C: ProbeCx> Observe<C> for ProbeCheck {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let names = cx.names();
+        let (mut failures, mut sent, mut passed) = (Vec::new(), 0, 0);
+        for g in cx.answers(self).await? {
+            let mut verdict = ProbeJudge {
+                expect: &self.expect,
+                names: &names,
+            }
+            .judge(&g.answers);
+            verdict
+                .failures
+                .extend(attempt_misses(&self.attempts, &g.attempts));
+            failures.extend(verdict.failures.into_iter().map(|f| match &g.gateway {
+                Some(name) => format!("{name}: {f}"),
+                None => f,
+            }));
+            if let Measurements::Probe { sent: s, passed: p } = verdict.measurements {
+                (sent, passed) = (sent + s, passed + p);
+            }
+        }
+        Ok(Verdict {
+            failures,
+            measurements: Measurements::Probe { sent, passed },
+        })
+    }
 }
 
 #[cfg(test)]

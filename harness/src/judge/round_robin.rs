@@ -9,7 +9,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::label;
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ObserveCx, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::UpstreamRef;
 use crate::scenario::ast::request::RequestSpec;
@@ -151,6 +152,17 @@ impl Measured for Stats {
             self.rotation
                 .map_or_else(String::new, |r| format!(", from position {r}"))
         )
+    }
+}
+
+impl<C: ObserveCx> Observe<C> for CycleSpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let cycle = cycle(&cx.upstreams(&self.selector)?);
+        let mut observed = Vec::new();
+        for _ in 0..self.rounds as usize * cycle.len() {
+            observed.push(label(&cx.send(&self.request).await));
+        }
+        Ok(CycleJudge { cycle }.judge(&observed))
     }
 }
 

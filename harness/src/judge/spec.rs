@@ -1,8 +1,13 @@
 //! What every check kind implements beside its judge, and the small contexts it is handed:
-//! [`CheckSpec`] validates the spec as written and names its request, [`Measured`] turns what
-//! was measured into the reports' lines and plots. The validator implements [`ValidateCx`], so
-//! a kind's module depends on neither the validator nor the reporters.
+//! `CheckSpec` validates the spec as written and names its request, `Observe` gathers what
+//! the judge looks at and judges it, [`Measured`] turns what was measured into the reports'
+//! lines and plots. The validator implements `ValidateCx` and the runner `ObserveCx` (and
+//! the few per-kind contexts that kinds needing more declare beside their judge), so a kind's
+//! module depends on neither the validator, the runner nor the reporters.
 
+use super::{Counts, Verdict};
+use crate::probe::ProbeResponse;
+use crate::scenario::ast::UpstreamRef;
 use crate::scenario::ast::request::{Expect, RequestSpec};
 
 /// A check kind's spec, as read from a case file.
@@ -18,6 +23,32 @@ pub(crate) trait CheckSpec {
     /// Reports every problem of the spec (its request's method is checked by the caller);
     /// `at` is the path of the spec's keys (`checks[0].steer`; a probe's stand beside `name`).
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str);
+}
+
+/// Why a check produced no verdict.
+pub(crate) enum NoVerdict {
+    /// It cannot run here (e.g. on this backend); reported as skipped, never as passed.
+    Skip(String),
+    /// Observing failed (a change that never became visible, an admin error).
+    Failed(String),
+}
+
+/// A check kind that observes through the context `C` and judges what it saw.
+pub(crate) trait Observe<C>: CheckSpec {
+    /// Observes what the kind's judge needs and judges it.
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict>;
+}
+
+/// What every observing check may ask of the runner.
+pub(crate) trait ObserveCx {
+    /// Sends `request` through the gateway; a transport error becomes its description.
+    async fn send(&self, request: &RequestSpec) -> Result<ProbeResponse, String>;
+
+    /// Sends `request` `n` times, `concurrency` at a time, counting answers by upstream.
+    async fn count(&self, request: &RequestSpec, n: u32, concurrency: u32) -> Counts;
+
+    /// The upstreams of the setup selector `name`, as last sent to the admin.
+    fn upstreams(&mut self, name: &str) -> Result<Vec<UpstreamRef>, NoVerdict>;
 }
 
 /// What a validated spec may ask of the validator.
@@ -91,8 +122,17 @@ pub trait Measured {
         &[]
     }
 
-    /// An SVG plot of this check for the HTML report, titled from `title`.
-    fn plot(&self, _title: &str) -> Option<String> {
+    /// Observed against expected shares, for the HTML report's bar plot of this check.
+    fn shares(&self) -> Option<Shares> {
         None
     }
+}
+
+/// Observed against expected shares per category (an upstream), for a bar plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shares {
+    /// What follows the check's name in the plot's title (`, p = 0.412`).
+    pub note: String,
+    /// `(category, observed share, expected share)`, in order.
+    pub categories: Vec<(String, f64, f64)>,
 }

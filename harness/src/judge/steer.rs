@@ -3,20 +3,18 @@
 //! that answers slowly, and keep using the others. The judge bounds the slow upstream's share
 //! from above and every other enabled upstream's share from below.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
-
-use super::{Counts, Judge, Measurements, Verdict, share};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::distribution::eight;
-use super::spec::{CheckSpec, Measured, ValidateCx};
+use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ObserveCx, ValidateCx};
+use super::{Counts, Judge, Measurements, Verdict, share};
 use crate::scenario::ast::request::RequestSpec;
 use crate::scenario::ast::{DurationText, duration, fifty_ms_text};
+use crate::upstream::DELAY_HEADER;
 
 fn two_hundred() -> u32 {
     200
@@ -144,6 +142,32 @@ impl Measured for Stats {
             "slow upstream share {:.3} (max {}) of {}",
             self.slow_share, self.max_share, self.requests
         )
+    }
+}
+
+/// Concurrent requests with the slow upstream delayed by the echo upstreams' delay header.
+impl<C: ObserveCx> Observe<C> for SteerSpec {
+    async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
+        let upstreams = cx.upstreams(&self.selector)?;
+        let mut request = self.request.clone();
+        request.headers.insert(
+            DELAY_HEADER.to_owned(),
+            format!("{}={}ms", self.slow, self.delay.as_millis()),
+        );
+        let counts = cx.count(&request, self.requests, self.concurrency).await;
+        Ok(SteerJudge {
+            slow: self.slow.clone(),
+            max_share: self.max_share,
+            others: upstreams
+                .iter()
+                .filter(|u| u.status && u.upstream != self.slow)
+                .map(|u| u.upstream.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            min_share: self.min_share,
+        }
+        .judge(&counts))
     }
 }
 

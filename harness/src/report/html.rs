@@ -129,8 +129,9 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     }
     for r in results {
         for c in &r.checks {
-            if let Some(m) = c.measurements.measured() {
-                figure(out, m.plot(&format!("{}@{}: {}", r.case, r.mode, c.name)));
+            if let Some(shares) = c.measurements.measured().and_then(|m| m.shares()) {
+                let title = format!("{}@{}: {}{}", r.case, r.mode, c.name, shares.note);
+                figure(out, plots::shares(&title, &shares.categories));
             }
         }
     }

@@ -1,5 +1,6 @@
-//! Observing and judging checks: for each check kind, send what it needs, hand the
-//! observation to its judge ([`crate::judge`]), and report the verdict and its measurements.
+//! Running checks: each kind observes and judges itself ([`crate::judge`]) through the
+//! [`Observer`], the runner's side of the contexts the kinds declare; here the verdicts and
+//! their measurements are reported.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -18,33 +19,18 @@ use super::{Case, now_us};
 use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::RunErrorKind;
-use crate::judge::CheckKind;
-use crate::judge::burst::BurstJudge;
-use crate::judge::churn::ChurnJudge;
-use crate::judge::distribution::{DistributionJudge, shares_from_weights};
-use crate::judge::hash::HashSpec;
-use crate::judge::hash::{HashJudge, Ring};
-use crate::judge::latency::LatencySpec;
-use crate::judge::latency::{ChangeLatency, LatencyJudge};
-use crate::judge::probe::{ProbeJudge, attempt_misses};
-use crate::judge::round_robin::{CycleJudge, cycle};
-use crate::judge::steer::SteerJudge;
-use crate::judge::steer::SteerSpec;
-use crate::judge::{Counts, Judge, Measurements, Verdict};
-use crate::probe::ProbeResponse;
+use crate::judge::churn::{ChurnCx, ChurnObservation, ChurnSpec};
+use crate::judge::hash::{HashCx, HashJudge, HashSpec, Ring};
+use crate::judge::latency::{ChangeLatency, LatencyCx, LatencySpec};
+use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx};
+pub(super) use crate::judge::spec::NoVerdict;
+use crate::judge::spec::ObserveCx;
+use crate::judge::{Counts, Measurements, label};
+use crate::probe::{Names, ProbeResponse};
 use crate::report::{CheckOutcome, CheckReport, Event};
-use crate::scenario::ast::Check;
 use crate::scenario::ast::request::{Expect, RequestSpec, Route};
-use crate::upstream::{DELAY_HEADER, UPSTREAM_HEADER};
+use crate::scenario::ast::{Check, UpstreamRef};
 use crate::wait::{WaitPolicy, await_convergence};
-
-/// Why a check produced no verdict.
-pub(super) enum NoVerdict {
-    /// It cannot run here (e.g. on this backend); reported as skipped, never as passed.
-    Skip(String),
-    /// Observing failed (a change that never became visible, an admin error).
-    Failed(String),
-}
 
 impl Case<'_> {
     /// Runs `checks` (of the step `step`, if any), reporting each; fails listing every failed
@@ -62,7 +48,12 @@ impl Case<'_> {
         let mut failures = Vec::new();
         for (i, c) in checks.iter().enumerate() {
             let started = Instant::now();
-            let (outcome, measurements) = match self.check(admin, &c.kind, made).await {
+            let mut cx = Observer {
+                case: self,
+                admin,
+                made: &mut *made,
+            };
+            let (outcome, measurements) = match c.kind.observe(&mut cx).await {
                 Ok(v) if v.passed() => (CheckOutcome::Passed, v.measurements),
                 Ok(v) => (CheckOutcome::Failed(v.failures), v.measurements),
                 Err(NoVerdict::Failed(why)) => {
@@ -98,126 +89,6 @@ impl Case<'_> {
         }
     }
 
-    /// Observes what `kind` needs and judges it.
-    async fn check(
-        &self,
-        admin: &AdminClient,
-        kind: &CheckKind,
-        made: &mut Made,
-    ) -> Result<Verdict, NoVerdict> {
-        let selector = |made: &mut Made, name: &str| {
-            made.selector(name)
-                .map(|s| s.upstreams.clone())
-                .map_err(|(_, e)| NoVerdict::Failed(e.to_string()))
-        };
-        Ok(match kind {
-            CheckKind::Probe(p) => {
-                // Every running gateway must answer as expected (a stale one is named).
-                let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let several = self.running_gateways().len() > 1;
-                let (mut failures, mut sent, mut passed) = (Vec::new(), 0, 0);
-                for i in self.running_gateways() {
-                    let mut answers = Vec::new();
-                    let mut attempts = Vec::new();
-                    for _ in 0..p.repeat {
-                        let before = self.journal_lengths(&p.attempts).await?;
-                        answers.push(self.send(&self.gateways[i], &p.request).await);
-                        let after = self.journal_lengths(&p.attempts).await?;
-                        attempts.push(
-                            after
-                                .into_iter()
-                                .map(|(name, n)| {
-                                    let was = before.get(&name).copied().unwrap_or(0);
-                                    (name, n.saturating_sub(was))
-                                })
-                                .collect(),
-                        );
-                    }
-                    let mut verdict = ProbeJudge {
-                        expect: &p.expect,
-                        names: &names,
-                    }
-                    .judge(&answers);
-                    verdict
-                        .failures
-                        .extend(attempt_misses(&p.attempts, &attempts));
-                    let on = |f: String| match several {
-                        true => format!("{}: {f}", self.gateway_name(i)),
-                        false => f,
-                    };
-
-                    failures.extend(verdict.failures.into_iter().map(on));
-                    if let Measurements::Probe { sent: s, passed: p } = verdict.measurements {
-                        (sent, passed) = (sent + s, passed + p);
-                    }
-                }
-                Verdict {
-                    failures,
-                    measurements: Measurements::Probe { sent, passed },
-                }
-            }
-            CheckKind::Distribution(d) => {
-                let shares = match &d.shares {
-                    Some(s) => s.clone(),
-                    None => shares_from_weights(&selector(made, &d.selector)?),
-                };
-                let counts = self.count(&d.request, d.requests, d.concurrency).await;
-                DistributionJudge::new(shares, d.alpha).judge(&counts)
-            }
-            CheckKind::RoundRobin(c) => {
-                let cycle = cycle(&selector(made, &c.selector)?);
-                let mut observed = Vec::new();
-                for _ in 0..c.rounds as usize * cycle.len() {
-                    observed.push(label(&self.send(self.gateway(), &c.request).await));
-                }
-                CycleJudge { cycle }.judge(&observed)
-            }
-            CheckKind::Hash(h) => self.hash(h, made).await?,
-            CheckKind::Steer(s) => self.steer(s, &selector(made, &s.selector)?).await,
-            CheckKind::Latency(_) if !self.caps.digest => {
-                return Err(NoVerdict::Skip(
-                    "the latency check times when the gateway applied each change, which only \
-                     its config digest says; the target has none"
-                        .into(),
-                ));
-            }
-            CheckKind::Churn(_) if self.backend == BackendKind::External => {
-                return Err(NoVerdict::Skip(
-                    "churn makes dozens of admin changes a second on routes of its own; it is \
-                     not run against an external target"
-                        .into(),
-                ));
-            }
-            CheckKind::Latency(l) => {
-                let changes = self.latency(admin, l, made).await?;
-                LatencyJudge {
-                    limits: l.limits,
-                    probe_limits: l.probe_limits,
-                }
-                .judge(&changes)
-            }
-            CheckKind::Burst(b) => {
-                let answers = futures_util::future::join_all(
-                    (0..b.requests).map(|_| self.send(self.gateway(), &b.request)),
-                )
-                .await;
-                let statuses: Vec<Result<u16, String>> =
-                    answers.into_iter().map(|a| a.map(|r| r.status)).collect();
-                BurstJudge {
-                    statuses: &b.statuses,
-                }
-                .judge(&statuses)
-            }
-            CheckKind::Churn(c) => {
-                let observed = self.churn(admin, c).await?;
-                ChurnJudge {
-                    asked_rate: c.asked_rate(),
-                }
-                .judge(&observed)
-            }
-        })
-    }
-
     /// How many requests each upstream named in `attempts` has received so far (none named:
     /// nothing read). Only in-process upstreams expose their journal: elsewhere the check is
     /// skipped.
@@ -250,12 +121,34 @@ impl Case<'_> {
     ) -> Result<ProbeResponse, String> {
         client.send(request).await.map_err(|e| e.to_string())
     }
+}
 
-    /// Sends `request` `n` times, `concurrency` at a time, counting answers by upstream.
+/// The runner as a check sees it while it observes: the case, the admin, and what the case
+/// made so far.
+struct Observer<'o, 'c> {
+    case: &'o Case<'c>,
+    admin: &'o AdminClient,
+    made: &'o mut Made,
+}
+
+impl Observer<'_, '_> {
+    /// The setup selector `name` as made, or why there is none.
+    fn selector(&mut self, name: &str) -> Result<&mut super::made::MadeSelector, NoVerdict> {
+        self.made
+            .selector(name)
+            .map_err(|(_, e)| NoVerdict::Failed(e.to_string()))
+    }
+}
+
+impl ObserveCx for Observer<'_, '_> {
+    async fn send(&self, request: &RequestSpec) -> Result<ProbeResponse, String> {
+        self.case.send(self.case.gateway(), request).await
+    }
+
     async fn count(&self, request: &RequestSpec, n: u32, concurrency: u32) -> Counts {
         let mut counts = Counts::default();
         let mut answers = futures_util::stream::iter(0..n)
-            .map(|_| self.send(self.gateway(), request))
+            .map(|_| self.send(request))
             .buffer_unordered(concurrency.max(1) as usize);
         while let Some(a) = answers.next().await {
             counts.add(&a);
@@ -263,80 +156,97 @@ impl Case<'_> {
         counts
     }
 
-    /// Each client address sends `repeat` requests; they must reach the ring's upstream.
-    async fn hash(&self, spec: &HashSpec, made: &mut Made) -> Result<Verdict, NoVerdict> {
-        if let Some(why) = skips::no_client_addresses(self.backend) {
+    fn upstreams(&mut self, name: &str) -> Result<Vec<UpstreamRef>, NoVerdict> {
+        Ok(self.selector(name)?.upstreams.clone())
+    }
+}
+
+impl ProbeCx for Observer<'_, '_> {
+    fn names(&self) -> Names {
+        let names = self.case.names.lock();
+        names.unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    async fn answers(&mut self, spec: &ProbeCheck) -> Result<Vec<GatewayAnswers>, NoVerdict> {
+        let case = self.case;
+        let several = case.running_gateways().len() > 1;
+        let mut out = Vec::new();
+        for i in case.running_gateways() {
+            let mut answers = Vec::new();
+            let mut attempts = Vec::new();
+            for _ in 0..spec.repeat {
+                let before = case.journal_lengths(&spec.attempts).await?;
+                answers.push(case.send(&case.gateways[i], &spec.request).await);
+                let after = case.journal_lengths(&spec.attempts).await?;
+                attempts.push(
+                    after
+                        .into_iter()
+                        .map(|(name, n)| {
+                            let was = before.get(&name).copied().unwrap_or(0);
+                            (name, n.saturating_sub(was))
+                        })
+                        .collect(),
+                );
+            }
+            out.push(GatewayAnswers {
+                gateway: several.then(|| case.gateway_name(i)),
+                answers,
+                attempts,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl HashCx for Observer<'_, '_> {
+    /// Each client address sends `repeat` requests; where each went first is remembered for
+    /// the next hash check of the selector.
+    async fn clients(
+        &mut self,
+        spec: &HashSpec,
+    ) -> Result<(HashJudge, BTreeMap<IpAddr, Vec<String>>), NoVerdict> {
+        let case = self.case;
+        if let Some(why) = skips::no_client_addresses(case.backend) {
             return Err(NoVerdict::Skip(why));
         }
-        let sel = made
-            .selector(&spec.selector)
-            .map_err(|(_, e)| NoVerdict::Failed(e.to_string()))?;
+        let sel = self.selector(&spec.selector)?;
         let ring =
             Ring::new(sel.upstreams.iter().filter(|u| u.status).filter_map(|u| {
-                Some((u.upstream.as_str(), self.addrs.get(&u.upstream)?.as_str()))
+                Some((u.upstream.as_str(), case.addrs.get(&u.upstream)?.as_str()))
             }));
         let mut observed: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
-        for ip in client_addresses(self.seed, &spec.selector, spec.clients) {
-            let client = self.gateway().from_source(ip);
+        for ip in client_addresses(case.seed, &spec.selector, spec.clients) {
+            let client = case.gateway().from_source(ip);
             let mut answers = Vec::new();
             for _ in 0..spec.repeat {
-                answers.push(label(&self.send(&client, &spec.request).await));
+                answers.push(label(&case.send(&client, &spec.request).await));
             }
             observed.insert(ip, answers);
         }
-        let verdict = HashJudge {
-            ring,
-            previous: sel.hash_seen.take(),
-        }
-        .judge(&observed);
-        sel.hash_seen = Some(
+        let previous = sel.hash_seen.replace(
             observed
-                .into_iter()
-                .filter_map(|(ip, a)| Some((ip, a.into_iter().next()?)))
-                .collect(),
-        );
-        Ok(verdict)
-    }
-
-    /// Concurrent requests with the slow upstream delayed by the echo upstreams' delay header.
-    async fn steer(
-        &self,
-        spec: &SteerSpec,
-        upstreams: &[crate::scenario::ast::UpstreamRef],
-    ) -> Verdict {
-        let mut request = spec.request.clone();
-        request.headers.insert(
-            DELAY_HEADER.to_owned(),
-            format!("{}={}ms", spec.slow, spec.delay.as_millis()),
-        );
-        let counts = self.count(&request, spec.requests, spec.concurrency).await;
-        SteerJudge {
-            slow: spec.slow.clone(),
-            max_share: spec.max_share,
-            others: upstreams
                 .iter()
-                .filter(|u| u.status && u.upstream != spec.slow)
-                .map(|u| u.upstream.clone())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
+                .filter_map(|(ip, a)| Some((*ip, a.first()?.clone())))
                 .collect(),
-            min_share: spec.min_share,
-        }
-        .judge(&counts)
+        );
+        Ok((HashJudge { ring, previous }, observed))
     }
+}
 
+impl LatencyCx for Observer<'_, '_> {
     /// Toggles the selector's `enabled` flag `changes` times, timing each change; leaves it as
     /// it was (the count is even).
-    async fn latency(
-        &self,
-        admin: &AdminClient,
-        spec: &LatencySpec,
-        made: &mut Made,
-    ) -> Result<Vec<ChangeLatency>, NoVerdict> {
-        let failed = |e: String| NoVerdict::Failed(e);
-        let sel = made
-            .selector(&spec.selector)
-            .map_err(|(_, e)| failed(e.to_string()))?;
+    async fn changes(&mut self, spec: &LatencySpec) -> Result<Vec<ChangeLatency>, NoVerdict> {
+        let case = self.case;
+        if !case.caps.digest {
+            return Err(NoVerdict::Skip(
+                "the latency check times when the gateway applied each change, which only \
+                 its config digest says; the target has none"
+                    .into(),
+            ));
+        }
+        let admin = self.admin;
+        let sel = self.selector(&spec.selector)?;
         let probe_policy = WaitPolicy {
             consecutive: spec.consecutive,
             interval: spec.interval,
@@ -351,17 +261,30 @@ impl Case<'_> {
         for i in 0..spec.changes {
             let change = timed_toggle(
                 admin,
-                self.gateway(),
+                case.gateway(),
                 (&sel.id, &mut sel.dto),
                 i + 1,
                 (probe_policy, digest_policy),
-                |expect| async move { self.probe_once(&spec.request, &expect).await },
+                |expect| async move { case.probe_once(&spec.request, &expect).await },
             )
             .await
-            .map_err(failed)?;
+            .map_err(NoVerdict::Failed)?;
             out.push(change);
         }
         Ok(out)
+    }
+}
+
+impl ChurnCx for Observer<'_, '_> {
+    async fn churn(&mut self, spec: &ChurnSpec) -> Result<ChurnObservation, NoVerdict> {
+        if self.case.backend == BackendKind::External {
+            return Err(NoVerdict::Skip(
+                "churn makes dozens of admin changes a second on routes of its own; it is \
+                 not run against an external target"
+                    .into(),
+            ));
+        }
+        self.case.churn(self.admin, spec).await
     }
 }
 
@@ -420,16 +343,6 @@ where
         applied_us: applied_at.saturating_sub(committed),
         probe_us: u64::try_from(probe.first_seen.as_micros()).unwrap_or(u64::MAX),
     })
-}
-
-/// The upstream that answered, or a short description of the answer.
-fn label(answer: &Result<ProbeResponse, String>) -> String {
-    match answer {
-        Ok(r) => r
-            .header(UPSTREAM_HEADER)
-            .map_or_else(|| format!("HTTP {}", r.status), str::to_owned),
-        Err(e) => format!("error ({e})"),
-    }
 }
 
 /// `n` distinct client addresses in 127.0.0.0/8 (never 127.0.0.1), the same for the same
