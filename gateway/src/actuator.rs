@@ -18,7 +18,7 @@ use model::AppliedDigest;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use crate::app::App;
+use crate::state::App;
 use crate::snapshot::{Dump, Snapshot};
 
 /// One rendering of a dump at a time, across dumps and snapshots.

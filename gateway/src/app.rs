@@ -1,6 +1,5 @@
-//! The app: the state one gateway serves requests from ([`App`]: its own plugins, config
-//! snapshot, proxy and metrics), its router ([`app`]), and [`serve`], which runs it with a
-//! sync subscriber.
+//! The app: one gateway's router over its state ([`App`](crate::state::App)), and [`serve`],
+//! which runs it with a sync subscriber.
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -15,46 +14,9 @@ use axum::routing::get;
 use http::{HeaderName, HeaderValue};
 
 use crate::config::Config;
-use crate::metrics::Metrics;
-use crate::plugin::{Chain, Registry};
-use crate::proxy::Proxy;
 use crate::router::RequestView;
-use crate::sync::SyncState;
-use crate::{TrustedProxies, actuator, precheck, sync};
-
-/// Shared request-handling state: one gateway's, nothing in it shared with another gateway
-/// of the process.
-#[derive(Debug)]
-pub(crate) struct App {
-    /// [`Config::hide_extras`].
-    hide_extras: bool,
-    /// [`Config::trusted_proxies`].
-    trusted_proxies: TrustedProxies,
-    /// The gateway's plugin instances (the snapshots compile with them).
-    pub(crate) plugins: Arc<Registry>,
-    pub(crate) sync: Arc<SyncState>,
-    chain: Chain,
-    proxy: Proxy,
-    pub(crate) metrics: Metrics,
-}
-
-impl App {
-    /// A gateway's state for `config`: the empty config until a subscriber applies the
-    /// admin's.
-    fn new(config: &Config) -> App {
-        let plugins = Registry::standard();
-        let sync = SyncState::new(config.sync, Arc::clone(&plugins)).emulating(config.emulate_bug);
-        App {
-            hide_extras: config.hide_extras,
-            trusted_proxies: config.trusted_proxies.clone(),
-            plugins,
-            sync: Arc::new(sync),
-            chain: Chain::standard().emulating(config.emulate_bug),
-            proxy: Proxy::new(),
-            metrics: Metrics::default(),
-        }
-    }
-}
+use crate::state::App;
+use crate::{actuator, precheck, sync};
 
 /// The gateway's router over a state of its own (see [`App`]), with no sync subscriber: it
 /// serves the empty config. [`serve`] runs it with one.

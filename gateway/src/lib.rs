@@ -52,6 +52,7 @@ mod precheck;
 mod proxy;
 mod router;
 mod snapshot;
+mod state;
 mod sync;
 
 pub use crate::app::{app, serve};
