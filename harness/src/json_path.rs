@@ -15,7 +15,7 @@ enum Segment {
 
 /// A parsed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsonPath(Vec<Segment>);
+pub(crate) struct JsonPath(Vec<Segment>);
 
 impl std::str::FromStr for JsonPath {
     type Err = String;
@@ -63,7 +63,7 @@ impl std::str::FromStr for JsonPath {
 
 impl JsonPath {
     /// The value the path names in `root`, if there is one.
-    pub fn find<'v>(&self, root: &'v Value) -> Option<&'v Value> {
+    pub(crate) fn find<'v>(&self, root: &'v Value) -> Option<&'v Value> {
         self.0.iter().try_fold(root, |v, segment| match segment {
             Segment::Key(k) => v.get(k),
             Segment::Index(i) => v.get(i),

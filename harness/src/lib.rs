@@ -3,36 +3,60 @@
 //!
 //! Entry points: [`discover`] finds and parses scenario files, [`prepare`] builds and locates
 //! the binaries, [`run_case`] runs one scenario under one mode, and [`run_paths`] does all of it
-//! for the `gantry` CLI. Layers: [`scenario`] (parse, validate) → [`topology`] on a [`backend`]
-//! → [`runner`] (with [`probe`] verdicts and [`wait`] convergence) → [`report`].
+//! for the `gantry` CLI. Layers: [`scenario`] (parse, validate) → `topology` on a `backend`
+//! → `runner` (with `probe` verdicts and `wait` convergence) → [`report`].
 //!
 //! In a test of your own, [`Gantry`] starts a topology and hands out its admin client and
 //! gateway address (`harness/examples/own_test.rs`).
 
-pub mod backend;
-pub mod bench;
-pub mod client;
-pub mod compose;
-pub mod converge;
+// The library surface: what a user's own test or tool writes against, documented and kept
+// stable: the facade ([`Gantry`]), the scenario format ([`scenario`]), running cases
+// ([`run_paths`], [`run_case`] and their options, plan and results) and the reports
+// ([`report`]), with their errors ([`error`]).
 pub mod error;
-pub mod fault;
-pub mod gantry;
-pub mod images;
-pub mod json_path;
-pub mod judge;
-pub mod lower;
-pub mod options;
-pub mod plan;
-pub mod probe;
-pub mod reference;
 pub mod report;
-pub mod run;
-pub mod runner;
 pub mod scenario;
+
+// The engine's rooms: public for the `gantry` binary (`src/main.rs`) and the engine's own
+// white-box tests (`tests/it`), not a promise to anyone else, so hidden from the docs.
+#[doc(hidden)]
+pub mod backend;
+#[doc(hidden)]
+pub mod bench;
+#[doc(hidden)]
+pub mod client;
+#[doc(hidden)]
+pub mod compose;
+#[doc(hidden)]
+pub mod converge;
+#[doc(hidden)]
+pub mod fault;
+#[doc(hidden)]
+pub mod images;
+#[doc(hidden)]
+pub mod judge;
+#[doc(hidden)]
+pub mod lower;
+#[doc(hidden)]
+pub mod probe;
+#[doc(hidden)]
+pub mod reference;
+#[doc(hidden)]
 pub mod target;
+#[doc(hidden)]
 pub mod topology;
+#[doc(hidden)]
 pub mod upstream;
+#[doc(hidden)]
 pub mod wait;
+
+// Private rooms; what of them belongs to the surface is re-exported below.
+mod gantry;
+mod json_path;
+mod options;
+mod plan;
+mod run;
+mod runner;
 
 use std::path::{Path, PathBuf};
 

@@ -39,7 +39,7 @@ mod steps;
 mod teardown;
 mod waits;
 
-pub use self::setup::register_client;
+pub(crate) use self::setup::register_client;
 pub use self::skips::{ExpectedSkip, expected_skips};
 
 pub(crate) use self::checks::timed_toggle;

@@ -189,7 +189,7 @@ impl Case<'_> {
 /// Returns the ids of the divide and contextPath selectors the admin made for it, for
 /// teardown. Case files' registrations and the convergence histories (`converge`) both
 /// register through it.
-pub async fn register_client(
+pub(crate) async fn register_client(
     admin: &AdminClient,
     app_name: &str,
     context_path: &str,
