@@ -9,21 +9,15 @@
 //!
 //! Adding a check kind: one module here that defines the spec, its judge and its measured
 //! value and implements those three traits, and one line in the `check_kinds!` table below
-//! (it makes the [`CheckKind`] variant, the file key and its schema, the [`Measurements`]
-//! variant and the dispatch of both). Nothing else matches kinds: the validator, the runner and
-//! the reporters go through the traits. Only a kind that needs more of the runner than
+//! (it declares the module and makes the [`CheckKind`] variant, the file key and its schema,
+//! the [`Measurements`] variant and the dispatch of both); the committed case-file schema is
+//! then regenerated and the key documented in docs/scenarios.md. Nothing else matches kinds:
+//! the validator, the runner and the reporters go through the traits. Only a kind that needs more of the runner than
 //! `spec::ObserveCx` offers declares a context trait beside its judge (as probe, hash,
 //! latency and churn do), which the runner implements in `runner/checks.rs`.
 
-pub mod burst;
-pub mod churn;
-pub mod distribution;
-pub mod hash;
-pub mod latency;
 pub mod probe;
-pub mod round_robin;
 pub mod spec;
-pub mod steer;
 
 use std::collections::BTreeMap;
 
@@ -36,14 +30,17 @@ use crate::upstream::UPSTREAM_HEADER;
 use spec::{CheckSpec, Measured, NoVerdict, Observe};
 
 /// The table of check kinds besides the probe: one line per kind,
-/// `/// doc` `"fileKey" field => Variant(Spec, Measured)`. The doc is the file key's in the
-/// schema. It generates [`CheckKind`], the judge keys of [`RawCheck`] and [`JUDGE_KEYS`],
+/// `/// doc` `"fileKey" module => Variant(Spec, Measured)`, where `module` (the kind's file
+/// here, declared by the table) is also the field of [`RawCheck`] and the doc is the file key's
+/// in the schema. It generates [`CheckKind`], the judge keys of [`RawCheck`] and [`JUDGE_KEYS`],
 /// [`CheckKind::name`], [`RawCheck::judges`], [`Measurements`] and the dispatch of both enums
-/// to [`CheckSpec`] and [`Measured`]. The probe is the one kind whose keys (`request`,
+/// to [`CheckSpec`], [`Observe`] and [`Measured`]. The probe is the one kind whose keys (`request`,
 /// `expect`, `repeat`, `attempts`) stand beside `name`: it is written here once, not in the
 /// table.
 macro_rules! check_kinds {
     ($( $(#[doc = $doc:literal])* $key:literal $field:ident => $Kind:ident($Spec:ty, $Stats:ty); )*) => {
+        $( pub mod $field; )*
+
         /// The kinds of check, each judged by its module under `harness/src/judge/`.
         #[derive(Debug, Clone, PartialEq)]
         pub enum CheckKind {
