@@ -18,8 +18,8 @@ use model::AppliedDigest;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use crate::state::App;
 use crate::snapshot::{Dump, Snapshot};
+use crate::state::App;
 
 /// One rendering of a dump at a time, across dumps and snapshots.
 static RENDERING: Semaphore = Semaphore::const_new(1);

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use harness::backend::Capabilities;
-use harness::target::external::capability_skip_reason;
 use harness::report::{json, terminal};
+use harness::target::external::capability_skip_reason;
 use harness::{ProcessEnv, RunSetupError, images};
 use tokio::signal::unix::SignalKind;
 
