@@ -8,6 +8,7 @@
 //! the store and the gateways read it. Several admins or gateways, late gateways and
 //! PostgreSQL run on the host backend only.
 
+use model::lock::MutexExt;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::path::Path;
@@ -388,11 +389,11 @@ impl Topology {
     }
 
     fn stores(&self) -> MutexGuard<'_, Option<ComponentService>> {
-        self.store.lock().unwrap_or_else(|e| e.into_inner())
+        self.store.locked()
     }
 
     fn components(&self) -> MutexGuard<'_, BTreeMap<Component, ComponentService>> {
-        self.components.lock().unwrap_or_else(|e| e.into_inner())
+        self.components.locked()
     }
 
     /// The docker run's networks (upstream, sync), for docker runs: a container of your own

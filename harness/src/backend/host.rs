@@ -3,6 +3,7 @@
 //! Children never outlive the harness: their stdin is a pipe the harness holds
 //! (`--exit-on-stdin-eof`), and a [`Service`] kills and reaps its process on drop.
 
+use model::lock::MutexExt;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -523,7 +524,7 @@ impl Service {
     }
 
     fn process(&self) -> MutexGuard<'_, Option<Process>> {
-        self.process.lock().unwrap_or_else(|e| e.into_inner())
+        self.process.locked()
     }
 
     /// Spawns the process, reads its `listening on <url>` line, waits until it is healthy

@@ -2,6 +2,7 @@
 //! [`Observer`], the runner's side of the contexts the kinds declare; here the verdicts and
 //! their measurements are reported.
 
+use model::lock::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::IpAddr;
@@ -163,8 +164,7 @@ impl ObserveCx for Observer<'_, '_> {
 
 impl ProbeCx for Observer<'_, '_> {
     fn names(&self) -> Names {
-        let names = self.case.names.lock();
-        names.unwrap_or_else(|e| e.into_inner()).clone()
+        self.case.names.locked().clone()
     }
 
     async fn answers(&mut self, spec: &ProbeCheck) -> Result<Vec<GatewayAnswers>, NoVerdict> {
@@ -330,7 +330,7 @@ where
     await_convergence(digest_policy, || async {
         let g = gateway.digest().await.map_err(|e| e.to_string())?;
         if g.report.digest == want {
-            *applied_at.lock().unwrap_or_else(|e| e.into_inner()) = g.applied_at_us;
+            *applied_at.locked() = g.applied_at_us;
             Ok(())
         } else {
             Err(format!("gateway digest {} ≠ admin {want}", g.report.digest))

@@ -3,6 +3,7 @@
 //! end it deletes what it made and waits until every running gateway holds the admin's config
 //! again.
 
+use model::lock::MutexExt;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -255,7 +256,7 @@ impl Case<'_> {
     /// over every running gateway (connection `c` to the `c % n`th); with several, a miss
     /// names its gateway.
     async fn load(&self, spec: &ChurnSpec, stop: &AtomicBool) -> Phase {
-        let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let names = self.names.locked().clone();
         let names = &names;
         let running = self.running_gateways();
         let started = Instant::now();

@@ -1,6 +1,7 @@
 //! A step's `during` probe: one request sent back to back through the step, each answer
 //! judged, reported as the check `steps[i].during`.
 
+use model::lock::MutexExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,7 @@ impl Case<'_> {
     /// running gateway in turn (one going down is left out first, and the probes in flight to
     /// it answered); while none runs, it waits for one.
     pub(super) async fn during(&self, probe: &Probe, done: &AtomicBool) -> During {
-        let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let names = self.names.locked().clone();
         let started = Instant::now();
         let mut during = During::default();
         while !done.load(Ordering::Relaxed) {

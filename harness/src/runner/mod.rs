@@ -44,6 +44,7 @@ pub use self::skips::{ExpectedSkip, expected_skips};
 
 pub(crate) use self::checks::timed_toggle;
 
+use model::lock::MutexExt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -264,7 +265,7 @@ impl Case<'_> {
     }
 
     fn record(&self, f: impl FnOnce(&mut CaseRecord)) {
-        f(&mut self.record.lock().unwrap_or_else(|e| e.into_inner()));
+        f(&mut self.record.locked());
     }
 
     async fn run(&self) -> StepResult<Duration> {
@@ -287,7 +288,7 @@ impl Case<'_> {
         self.step(Step::Setup);
         let mut made = self.setup(&admin).await?;
         let committed = now_us();
-        *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+        *self.names.locked() = made.names();
         self.step(Step::Wait);
         let converge = self
             .wait_for(&self.scenario.wait, "the wait probe")
@@ -354,7 +355,7 @@ impl Case<'_> {
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, Running> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+        self.running.locked()
     }
 
     /// The index of the first running admin, if one runs.

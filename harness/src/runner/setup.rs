@@ -1,6 +1,7 @@
 //! Before the steps: the precheck, then setup (plugins, selectors and rules, client
 //! registrations).
 
+use model::lock::MutexExt;
 use model::{MetaDataRegister, UriRegister};
 
 use super::made::{Made, MadeRule, MadeSelector};
@@ -29,7 +30,7 @@ impl Case<'_> {
         let wait = &self.scenario.wait;
         let mut got = Vec::new();
         for (i, probe) in wait.probes.iter().enumerate() {
-            let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let names = self.names.locked().clone();
             match self.gateway().send(&probe.request).await {
                 Ok(resp) if judge(&probe.expect, &resp, &names).is_ok() => {
                     got.push(format!(

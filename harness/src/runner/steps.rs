@@ -2,6 +2,7 @@
 //! and digest equality with its `during` probe sent throughout, its `isolated` claim, then its
 //! checks.
 
+use model::lock::MutexExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -271,7 +272,7 @@ impl Case<'_> {
                     .create_selector(admin, spec, field, Step::Steps)
                     .await?;
                 made.selectors.push(sel);
-                *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+                *self.names.locked() = made.names();
                 Ok(())
             }
             AdminChange::CreateRule(r) => {
@@ -285,7 +286,7 @@ impl Case<'_> {
                 )
                 .await?;
                 sel.rules.push(rule);
-                *self.names.lock().unwrap_or_else(|e| e.into_inner()) = made.names();
+                *self.names.locked() = made.names();
                 Ok(())
             }
             AdminChange::Register(reg) => {

@@ -1,6 +1,7 @@
 //! Waits: a `wait:` block's probes on every running gateway until they pass, and digest
 //! equality between the admin and every running gateway.
 
+use model::lock::MutexExt;
 use std::sync::Mutex;
 
 use model::AppliedDigest;
@@ -38,7 +39,7 @@ impl Case<'_> {
         expect: &Expect,
     ) -> Result<(), String> {
         let resp = gateway.send(request).await.map_err(|e| e.to_string())?;
-        let names = self.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let names = self.names.locked().clone();
         judge(expect, &resp, &names)
     }
 
@@ -135,7 +136,7 @@ impl Case<'_> {
                 gateway.digest().await.map_err(|e| e.to_string())?,
             );
             if a.digest == g.report.digest {
-                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some((a.digest, g));
+                *seen.locked() = Some((a.digest, g));
                 Ok(())
             } else {
                 Err(format!("admin {a:?}, {name} {g:?}"))

@@ -21,6 +21,7 @@
 //! (`finds_no_selector`), or a selector of the target's own would answer it or shadow the
 //! case's routes, and that case fails naming the request.
 
+use model::lock::MutexExt;
 use std::time::Duration;
 
 use model::GatewayError;
@@ -176,7 +177,7 @@ pub async fn probe(
         if !from_upstream {
             return Err(resp.summary());
         }
-        *answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(resp);
+        *answer.locked() = Some(resp);
         Ok(())
     })
     .await

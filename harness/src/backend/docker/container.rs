@@ -7,6 +7,7 @@
 //! kept); bollard does what testcontainers has no call for: SIGKILL, following the logs of
 //! each start, and joining or leaving a second network.
 
+use model::lock::MutexExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -219,7 +220,7 @@ impl Container {
     }
 
     fn follower(&self) -> std::sync::MutexGuard<'_, tokio::task::JoinHandle<()>> {
-        self.follower.lock().unwrap_or_else(|e| e.into_inner())
+        self.follower.locked()
     }
 
     /// The container name.
@@ -244,7 +245,7 @@ impl Container {
 
     /// The last `n` lines of its stdout and stderr.
     pub fn log_tail(&self, n: usize) -> String {
-        let buf = self.logs.lock().expect("the log buffer is never poisoned");
+        let buf = self.logs.locked();
         crate::backend::process::tail(&buf, n)
     }
 
@@ -291,7 +292,7 @@ async fn follow_logs(docker: Docker, name: String, logs: Arc<Mutex<String>>, sin
     let mut stream = docker.logs(&name, Some(opts));
     while let Some(Ok(chunk)) = stream.next().await {
         let text = String::from_utf8_lossy(&chunk.into_bytes()).into_owned();
-        let mut buf = logs.lock().expect("the log buffer is never poisoned");
+        let mut buf = logs.locked();
         buf.push_str(&text);
         if buf.len() > LOG_LIMIT {
             let cut = buf.len() - LOG_LIMIT / 2;

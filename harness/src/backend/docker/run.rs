@@ -23,6 +23,7 @@
 //! created here with bollard, because testcontainers can neither label a network nor choose its
 //! subnet.
 
+use model::lock::MutexExt;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -211,7 +212,7 @@ impl DockerRun {
     }
 
     fn partitioned(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
-        self.partitioned.lock().unwrap_or_else(|e| e.into_inner())
+        self.partitioned.locked()
     }
 
     /// Starts the ZooKeeper or etcd container of `kind`; the admin and gateway started after
@@ -219,7 +220,7 @@ impl DockerRun {
     pub async fn start_store(&self, kind: StoreKind) -> Result<Container, BackendError> {
         let spec = store_spec(&self.prefix(), kind);
         let container = self.start(&spec).await?;
-        *self.store.lock().expect("never poisoned") = Some(Box::new(spec));
+        *self.store.locked() = Some(Box::new(spec));
         Ok(container)
     }
 
@@ -232,11 +233,7 @@ impl DockerRun {
 
     /// The store container started by [`DockerRun::start_store`], if any.
     pub fn store(&self) -> Option<ContainerSpec> {
-        self.store
-            .lock()
-            .expect("never poisoned")
-            .as_deref()
-            .cloned()
+        self.store.locked().as_deref().cloned()
     }
 
     /// The sync token the run's admin requires and its gateways send.
