@@ -72,7 +72,7 @@ fn run(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = rt
+    let record = rt
         .block_on(harness::run_case(
             scenario,
             mode,
@@ -86,8 +86,7 @@ fn run(
                 shared.opts.seed
             )
         })?;
-    let skipped: Vec<(&str, &str)> = outcome
-        .record
+    let skipped: Vec<(&str, &str)> = record
         .checks
         .iter()
         .filter_map(|c| match &c.outcome {

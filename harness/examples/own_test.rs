@@ -56,14 +56,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = PathBuf::from(harness::WORKSPACE_DIR).join("cases/scenarios/routing/header.yaml");
     let results = harness::run_paths(&[file], &opts, &|_| {}).await?;
     for r in &results {
-        println!(
-            "{}@{}: {}",
-            r.case,
-            r.mode,
-            if r.passed { "pass" } else { "FAIL" }
-        );
+        let verdict = if r.outcome.passed() { "pass" } else { "FAIL" };
+        println!("{}: {verdict}", r.id);
     }
-    if results.is_empty() || results.iter().any(|r| !r.passed) {
+    if results.is_empty() || results.iter().any(|r| !r.outcome.passed()) {
         return Err("the scenario file did not pass".into());
     }
     Ok(())

@@ -65,9 +65,9 @@ pub use error::{BackendError, RunError, ScenarioError};
 pub use gantry::{Gantry, GantryBuilder};
 pub use options::{Env, ProcessEnv, RunOptions, external_target};
 pub use plan::{NotRun, Planned, count_cases, not_run, plan};
-pub use report::{CaseResult, Event};
+pub use report::{CaseId, CaseOutcome, CaseResult, Event};
 pub use run::{RunSetupError, case_result, prepare, run_paths};
-pub use runner::{CaseOutcome, ExpectedSkip, expected_skips, run_case};
+pub use runner::{ExpectedSkip, expected_skips, run_case};
 pub use scenario::{CaseFile, Scenario, discover};
 /// The testcontainers the docker backend runs on, for a container of your own beside a
 /// [`Gantry`]'s (same version, same engine).

@@ -368,7 +368,7 @@ async fn run(args: &cli::RunArgs) -> ExitCode {
                 }
                 if results.iter().any(harness::CaseResult::failed) {
                     ExitCode::from(exit_code::FAILED)
-                } else if results.iter().all(|r| r.skipped.is_some()) {
+                } else if results.iter().all(|r| r.outcome.skipped().is_some()) {
                     // A CI job that tests nothing must not pass.
                     eprintln!(
                         "error: no case ran ({} skipped): check --sync, --backend and --filter against the scenarios' modes and backends",

@@ -9,8 +9,8 @@ use crate::backend::{self, Backend, BackendKind};
 use crate::error::{self, BackendError, RunError, ScenarioError};
 use crate::options::{RunOptions, external_target};
 use crate::plan::{NotRun, Planned, plan};
-use crate::report::{CaseResult, Event};
-use crate::runner::{CaseOutcome, run_case};
+use crate::report::{CaseId, CaseOutcome, CaseRecord, CaseResult, Event};
+use crate::runner::run_case;
 use crate::scenario::{self, CaseFile, Scenario, discover};
 use crate::{WORKSPACE_DIR, images, target};
 
@@ -51,20 +51,10 @@ pub fn case_result(
     scenario: &Scenario,
     mode: SyncMode,
     opts: &RunOptions,
-    outcome: Result<CaseOutcome, RunError>,
+    run: Result<CaseRecord, RunError>,
 ) -> CaseResult {
-    let mut r = CaseResult::bare(
-        scenario.name.clone(),
-        mode.to_string(),
-        file.display().to_string(),
-        opts.backend.to_string(),
-        opts.seed,
-    );
-    let record = match outcome {
-        Ok(o) => {
-            r.passed = true;
-            o.record
-        }
+    let (outcome, record) = match run {
+        Ok(record) => (CaseOutcome::Passed, record),
         Err(e) => {
             // What the admin refused is pointed at in the case file.
             let at = match &e.kind {
@@ -72,10 +62,17 @@ pub fn case_result(
                     .map(|(line, column)| format!("{}:{line}:{column}: ", file.display())),
                 _ => None,
             };
-            r.error = Some(format!("{}{e}", at.unwrap_or_default()));
-            e.record
+            let error = format!("{}{e}", at.unwrap_or_default());
+            (CaseOutcome::Failed(error), e.record)
         }
     };
+    let mut r = CaseResult::bare(
+        CaseId::new(&scenario.name, mode),
+        file.display().to_string(),
+        opts.backend.to_string(),
+        opts.seed,
+        outcome,
+    );
     r.converge_ms = record.converge_ms;
     r.checks = record.checks;
     r.timings = record.timings;
@@ -113,31 +110,31 @@ pub async fn run_paths(
             *skip =
                 target::external::capability_skip_reason(scenario, &caps).map(NotRun::Unavailable);
         }
-        let bare = |case: String, file: &CaseFile, mode: String| {
+        let bare = |id: CaseId, file: &CaseFile, outcome: CaseOutcome| {
             CaseResult::bare(
-                case,
-                mode,
+                id,
                 file.path.display().to_string(),
                 opts.backend.to_string(),
                 opts.seed,
+                outcome,
             )
         };
         let r = match planned {
-            Planned::Broken(file, e) => {
-                let mut r = bare(file.stem(), file, "parse".into());
-                r.error = Some(e.to_string());
-                r
-            }
+            Planned::Broken(file, e) => bare(
+                CaseId::unparsed(file.stem()),
+                file,
+                CaseOutcome::Failed(e.to_string()),
+            ),
             Planned::Case {
                 file,
                 scenario,
                 mode,
                 skip: Some(reason),
-            } => {
-                let mut r = bare(scenario.name.clone(), file, mode.to_string());
-                r.skipped = Some(reason.to_string());
-                r
-            }
+            } => bare(
+                CaseId::new(&scenario.name, mode),
+                file,
+                CaseOutcome::Skipped(reason.to_string()),
+            ),
             Planned::Case {
                 file,
                 scenario,
@@ -197,7 +194,7 @@ mod tests {
                 }),
             },
             logs: String::new(),
-            record: crate::report::CaseRecord::default(),
+            record: CaseRecord::default(),
         };
         let opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
         let r = case_result(&file, &scenario, SyncMode::Websocket, &opts, Err(error));
@@ -205,7 +202,7 @@ mod tests {
             "{}:8:46: refused@websocket failed at setup: setup.selectors[0].upstreams[0].weight: the admin refused it: handle[0].weight: must be >= 0, got -1",
             file.display()
         );
-        assert_eq!(r.error.as_deref(), Some(want.as_str()));
+        assert_eq!(r.outcome, CaseOutcome::Failed(want));
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! between the runner and the reporters (nextest's `TestEvent`). Measurements are typed
 //! ([`Measurements`]), so a reporter never parses a string.
 
+use std::fmt;
+
 use serde::Serialize;
+use serde::ser::SerializeStruct;
 
 use crate::error::Step;
 use crate::judge::Measurements;
@@ -12,20 +15,20 @@ use crate::judge::Measurements;
 pub enum Event {
     /// A case (scenario × mode) started.
     CaseStarted {
-        /// `<name>@<mode>`.
-        id: String,
+        /// The case.
+        id: CaseId,
     },
     /// A case entered a step.
     StepStarted {
-        /// `<name>@<mode>`.
-        id: String,
+        /// The case.
+        id: CaseId,
         /// The step.
         step: Step,
     },
     /// A check was judged (or skipped).
     CheckFinished {
-        /// `<name>@<mode>`.
-        id: String,
+        /// The case.
+        id: CaseId,
         /// Its verdict and measurements.
         check: CheckReport,
     },
@@ -103,32 +106,101 @@ pub struct CaseRecord {
     pub digests: Option<FinalDigests>,
 }
 
-/// The result of one case, or of one scenario file that does not parse (mode `parse`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub struct CaseResult {
+/// Which case: a scenario under a sync mode, or a scenario file that does not parse (mode
+/// `parse`). Shown as `<case>@<mode>`, the name a filter selects it by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CaseId {
     /// Scenario name, or the file stem for a file that does not parse.
     pub case: String,
     /// Sync mode, or `parse`.
     pub mode: String,
+}
+
+impl CaseId {
+    /// The mode of a file that does not parse.
+    pub const PARSE: &str = "parse";
+
+    /// The case `case` under `mode`.
+    pub fn new(case: impl Into<String>, mode: impl fmt::Display) -> Self {
+        Self {
+            case: case.into(),
+            mode: mode.to_string(),
+        }
+    }
+
+    /// The result's id for a scenario file (named by its stem) that does not parse.
+    pub fn unparsed(stem: impl Into<String>) -> Self {
+        Self::new(stem, Self::PARSE)
+    }
+
+    /// Whether it stands for a file that does not parse rather than a run.
+    pub fn is_parse(&self) -> bool {
+        self.mode == Self::PARSE
+    }
+}
+
+impl fmt::Display for CaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.case, self.mode)
+    }
+}
+
+/// How a case ended: exactly one of these, so a result can never be both passed and failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseOutcome {
+    /// Every step and check held.
+    Passed,
+    /// Why it failed (for a file that does not parse, the parse error).
+    Failed(String),
+    /// Why it did not run (its sync mode's server is not installed, the backend does not
+    /// declare it...); not a failure.
+    Skipped(String),
+}
+
+impl CaseOutcome {
+    /// Whether it passed.
+    pub fn passed(&self) -> bool {
+        matches!(self, Self::Passed)
+    }
+
+    /// Why it failed, if it did.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Why it did not run, if it did not.
+    pub fn skipped(&self) -> Option<&str> {
+        match self {
+            Self::Skipped(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+/// The result of one case, or of one scenario file that does not parse (mode `parse`).
+///
+/// In the JSON report the id and outcome are written flat, as they always were: `case`,
+/// `mode`, `passed`, `error` (null unless failed) and `skipped` (only when skipped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    /// Which case.
+    pub id: CaseId,
     /// The scenario file.
     pub file: String,
     /// `host` or `docker`.
     pub backend: String,
     /// The seed of the harness's random choices (hash judge clients).
     pub seed: u64,
-    /// Whether it passed.
-    pub passed: bool,
+    /// How it ended.
+    pub outcome: CaseOutcome,
     /// How long the case took, start to stop, ms (0 when it did not run).
     pub duration_ms: f64,
     /// Time from the end of setup to the first pass of the wait streak (kept when a later
     /// step failed).
     pub converge_ms: Option<u64>,
-    /// Why it failed.
-    pub error: Option<String>,
-    /// Why it did not run (its sync mode's server is not installed); not a failure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub skipped: Option<String>,
     /// Every check's verdict and measurements.
     pub checks: Vec<CheckReport>,
     /// Sync latency of every change the case made.
@@ -138,32 +210,55 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
-    /// `<case>@<mode>`.
-    pub fn id(&self) -> String {
-        format!("{}@{}", self.case, self.mode)
-    }
-
     /// Whether it failed (neither passed nor skipped).
     pub fn failed(&self) -> bool {
-        !self.passed && self.skipped.is_none()
+        matches!(self.outcome, CaseOutcome::Failed(_))
     }
 
     /// A result that carries only its verdict (a parse failure, a skip): nothing ran.
-    pub fn bare(case: String, mode: String, file: String, backend: String, seed: u64) -> Self {
+    pub fn bare(
+        id: CaseId,
+        file: String,
+        backend: String,
+        seed: u64,
+        outcome: CaseOutcome,
+    ) -> Self {
         Self {
-            case,
-            mode,
+            id,
             file,
             backend,
             seed,
-            passed: false,
+            outcome,
             duration_ms: 0.0,
             converge_ms: None,
-            error: None,
-            skipped: None,
             checks: Vec::new(),
             timings: Vec::new(),
             digests: None,
         }
+    }
+}
+
+impl Serialize for CaseResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let skipped = self.outcome.skipped();
+        let mut st = s.serialize_struct("CaseResult", 12 + usize::from(skipped.is_some()))?;
+        st.serialize_field("case", &self.id.case)?;
+        st.serialize_field("mode", &self.id.mode)?;
+        st.serialize_field("file", &self.file)?;
+        st.serialize_field("backend", &self.backend)?;
+        st.serialize_field("seed", &self.seed)?;
+        st.serialize_field("passed", &self.outcome.passed())?;
+        st.serialize_field("duration_ms", &self.duration_ms)?;
+        st.serialize_field("converge_ms", &self.converge_ms)?;
+        st.serialize_field("error", &self.outcome.error())?;
+        if let Some(why) = skipped {
+            st.serialize_field("skipped", why)?;
+        } else {
+            st.skip_field("skipped")?;
+        }
+        st.serialize_field("checks", &self.checks)?;
+        st.serialize_field("timings", &self.timings)?;
+        st.serialize_field("digests", &self.digests)?;
+        st.end()
     }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::plots;
-use super::{CaseResult, CheckOutcome, CheckReport};
+use super::{CaseOutcome, CaseResult, CheckOutcome, CheckReport};
 
 /// Finds the 1-based line of a field path (`checks[2]`) in a scenario file, if it can.
 pub type Locate<'a> = &'a dyn Fn(&str, &str) -> Option<usize>;
@@ -64,17 +64,19 @@ fn escape(s: &str) -> String {
 }
 
 fn verdict(r: &CaseResult) -> (&'static str, &'static str) {
-    match (&r.skipped, r.passed) {
-        (Some(_), _) => ("skip", "skip"),
-        (None, true) => ("pass", "pass"),
-        (None, false) => ("fail", "FAIL"),
+    match r.outcome {
+        CaseOutcome::Skipped(_) => ("skip", "skip"),
+        CaseOutcome::Passed => ("pass", "pass"),
+        CaseOutcome::Failed(_) => ("fail", "FAIL"),
     }
 }
 
 fn summary(out: &mut String, results: &[CaseResult]) {
     let mut by: BTreeMap<String, [usize; 3]> = BTreeMap::new();
     for r in results {
-        let row = by.entry(format!("{}@{}", r.mode, r.backend)).or_default();
+        let row = by
+            .entry(format!("{}@{}", r.id.mode, r.backend))
+            .or_default();
         match verdict(r).0 {
             "pass" => row[0] += 1,
             "fail" => row[1] += 1,
@@ -106,7 +108,7 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     out.push_str("<h2>Plots</h2>");
     let mut latency: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in results {
-        let samples = latency.entry(&r.mode).or_default();
+        let samples = latency.entry(&r.id.mode).or_default();
         samples.extend(r.timings.iter().filter_map(|t| t.applied_ms));
         for c in &r.checks {
             if let Some(m) = c.measurements.measured() {
@@ -130,7 +132,7 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     for r in results {
         for c in &r.checks {
             if let Some(shares) = c.measurements.measured().and_then(|m| m.shares()) {
-                let title = format!("{}@{}: {}{}", r.case, r.mode, c.name, shares.note);
+                let title = format!("{}: {}{}", r.id, c.name, shares.note);
                 figure(out, plots::shares(&title, &shares.categories));
             }
         }
@@ -139,9 +141,9 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     for r in results {
         if let Some(ms) = r.converge_ms {
             converge
-                .entry(&r.mode)
+                .entry(&r.id.mode)
                 .or_default()
-                .push((r.case.clone(), ms as f64));
+                .push((r.id.case.clone(), ms as f64));
         }
     }
     for (mode, rows) in &converge {
@@ -158,15 +160,15 @@ fn case(out: &mut String, r: &CaseResult, locate: Locate<'_>) {
         out,
         "<details{}><summary><span class={class}>{word}</span> {}@{} <span class=meta>({}, {} · {:.1} s{})</span></summary>",
         if class == "fail" { " open" } else { "" },
-        escape(&r.case),
-        escape(&r.mode),
+        escape(&r.id.case),
+        escape(&r.id.mode),
         escape(&r.file),
         escape(&r.backend),
         r.duration_ms / 1000.0,
         r.converge_ms
             .map_or_else(String::new, |c| format!(" · converged in {c} ms")),
     );
-    if let Some(why) = &r.skipped {
+    if let Some(why) = r.outcome.skipped() {
         let _ = write!(out, "<p class=skip>skipped: {}</p>", escape(why));
     }
     if !r.checks.is_empty() {
@@ -176,7 +178,7 @@ fn case(out: &mut String, r: &CaseResult, locate: Locate<'_>) {
         }
         out.push_str("</table>");
     }
-    if let Some(error) = &r.error {
+    if let Some(error) = r.outcome.error() {
         let _ = write!(out, "<pre>{}</pre>", escape(error));
     }
     out.push_str("</details>");
@@ -218,18 +220,17 @@ pub(crate) mod tests {
     use super::*;
     use crate::judge::Measurements;
     use crate::judge::distribution::Stats;
-    use crate::report::ChangeTiming;
+    use crate::report::{CaseId, ChangeTiming};
 
     /// Results with every kind of content the page shows.
     pub(crate) fn sample() -> Vec<CaseResult> {
         let mut ok = CaseResult::bare(
-            "balance_random".into(),
-            "websocket".into(),
+            CaseId::new("balance_random", "websocket"),
             "cases/scenarios/balance/random.yaml".into(),
             "host".into(),
             7,
+            CaseOutcome::Passed,
         );
-        ok.passed = true;
         ok.converge_ms = Some(12);
         ok.timings = vec![
             ChangeTiming {
@@ -264,14 +265,15 @@ pub(crate) mod tests {
             }),
         }];
         let mut bad = CaseResult::bare(
-            "uri_equal".into(),
-            "http".into(),
+            CaseId::new("uri_equal", "http"),
             "cases/scenarios/divide/uri_equal.yaml".into(),
             "host".into(),
             7,
+            CaseOutcome::Passed,
         );
         bad.converge_ms = Some(30);
-        bad.error = Some("uri_equal@http failed at checks: <1 check> & more".into());
+        bad.outcome =
+            CaseOutcome::Failed("uri_equal@http failed at checks: <1 check> & more".into());
         bad.checks = vec![CheckReport {
             name: "trailing slash".into(),
             path: "checks[1]".into(),

@@ -34,7 +34,9 @@ mod tests {
 
     use std::collections::BTreeMap;
 
-    use super::super::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, FinalDigests};
+    use super::super::{
+        CaseId, CaseOutcome, CaseRecord, ChangeTiming, CheckOutcome, CheckReport, FinalDigests,
+    };
     use crate::judge::distribution::Stats;
     use crate::judge::latency::{Limits, Quantiles};
     use crate::judge::{Measurements, latency};
@@ -128,34 +130,35 @@ mod tests {
             }),
         };
         let mut passed = CaseResult::bare(
-            "lb".into(),
-            "websocket".into(),
+            CaseId::new("lb", "websocket"),
             "cases/scenarios/balance/lb.yaml".into(),
             "host".into(),
             7,
+            CaseOutcome::Passed,
         );
-        passed.passed = true;
         passed.duration_ms = 2345.6;
         passed.converge_ms = record.converge_ms;
         passed.checks = record.checks;
         passed.timings = record.timings;
         passed.digests = record.digests;
         let mut broken = CaseResult::bare(
-            "broken".into(),
-            "parse".into(),
+            CaseId::new("broken", "parse"),
             "cases/scenarios/broken.yaml".into(),
             "host".into(),
             7,
+            CaseOutcome::Passed,
         );
-        broken.error = Some("cases/scenarios/broken.yaml:3:1: unknown field `x`".into());
+        broken.outcome =
+            CaseOutcome::Failed("cases/scenarios/broken.yaml:3:1: unknown field `x`".into());
         let mut skipped = CaseResult::bare(
-            "watch".into(),
-            "etcd".into(),
+            CaseId::new("watch", "etcd"),
             "cases/scenarios/sync/watch.yaml".into(),
             "host".into(),
             7,
+            CaseOutcome::Passed,
         );
-        skipped.skipped = Some("etcd is not installed (GANTRY_REQUIRE does not name it)".into());
+        skipped.outcome =
+            CaseOutcome::Skipped("etcd is not installed (GANTRY_REQUIRE does not name it)".into());
         insta::assert_snapshot!(render(&[passed, broken, skipped]));
     }
 }

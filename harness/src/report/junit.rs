@@ -9,31 +9,32 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::CaseResult;
+use super::{CaseOutcome, CaseResult};
 
 /// The report as XML.
 pub fn render(results: &[CaseResult]) -> String {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     let mut total = Duration::ZERO;
     for r in results {
-        let name = format!("{}@{}", r.mode, r.backend);
+        let name = format!("{}@{}", r.id.mode, r.backend);
         let suite = suites
             .entry(name.clone())
             .or_insert_with(|| TestSuite::new(name.clone()));
-        let status = if let Some(why) = &r.skipped {
-            let mut s = TestCaseStatus::skipped();
-            s.set_message(why.clone());
-            s
-        } else if r.passed {
-            TestCaseStatus::success()
-        } else {
-            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            let error = r.error.as_deref().unwrap_or("(no error recorded)");
-            s.set_message(error.lines().next().unwrap_or_default().to_owned());
-            s.set_description(error.to_owned());
-            s
+        let status = match &r.outcome {
+            CaseOutcome::Skipped(why) => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(why.clone());
+                s
+            }
+            CaseOutcome::Passed => TestCaseStatus::success(),
+            CaseOutcome::Failed(error) => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(error.lines().next().unwrap_or_default().to_owned());
+                s.set_description(error.clone());
+                s
+            }
         };
-        let mut case = TestCase::new(r.case.clone(), status);
+        let mut case = TestCase::new(r.id.case.clone(), status);
         case.set_classname(format!("{}.{}", r.file, name));
         let time = Duration::from_secs_f64(r.duration_ms.max(0.0) / 1000.0);
         case.set_time(time);
@@ -56,32 +57,37 @@ pub fn write(path: &Path, results: &[CaseResult]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::CaseId;
 
     #[test]
     fn suites_per_mode_and_backend_with_failures_and_skips() {
         let mut ok = CaseResult::bare(
-            "a".into(),
-            "websocket".into(),
+            CaseId::new("a", "websocket"),
             "a.yaml".into(),
             "host".into(),
             1,
+            CaseOutcome::Passed,
         );
-        ok.passed = true;
         ok.duration_ms = 1500.0;
         let mut bad = CaseResult::bare(
-            "b".into(),
-            "websocket".into(),
+            CaseId::new("b", "websocket"),
             "b.yaml".into(),
             "host".into(),
             1,
+            CaseOutcome::Passed,
         );
-        bad.error = Some(
+        bad.outcome = CaseOutcome::Failed(
             "b@websocket failed at checks: 1 check failed:\n  check `x`: <nope> & \u{1b}[31m"
                 .into(),
         );
-        let mut skip =
-            CaseResult::bare("a".into(), "etcd".into(), "a.yaml".into(), "host".into(), 1);
-        skip.skipped = Some("etcd not installed".into());
+        let mut skip = CaseResult::bare(
+            CaseId::new("a", "etcd"),
+            "a.yaml".into(),
+            "host".into(),
+            1,
+            CaseOutcome::Passed,
+        );
+        skip.outcome = CaseOutcome::Skipped("etcd not installed".into());
         let xml = render(&[ok, bad, skip]);
         let report = Report::deserialize_from_str(&xml).expect("valid JUnit XML");
         assert_eq!((report.tests, report.failures, report.skipped), (3, 1, 1));

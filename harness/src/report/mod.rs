@@ -9,5 +9,6 @@ pub mod plots;
 pub mod terminal;
 
 pub use events::{
-    CaseRecord, CaseResult, ChangeTiming, CheckOutcome, CheckReport, Event, FinalDigests,
+    CaseId, CaseOutcome, CaseRecord, CaseResult, ChangeTiming, CheckOutcome, CheckReport, Event,
+    FinalDigests,
 };

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{CaseResult, CheckOutcome, Event};
+use super::{CaseId, CaseOutcome, CaseResult, CheckOutcome, Event};
 
 /// Shows a run's progress: per mode, cases done of the total, the current case and step, and
 /// the elapsed time.
@@ -46,17 +46,17 @@ impl TerminalReporter {
         Self { multi, bars, plain }
     }
 
-    fn bar(&self, id_or_mode: &str) -> Option<&ProgressBar> {
-        let mode = id_or_mode.rsplit_once('@').map_or(id_or_mode, |(_, m)| m);
-        self.bars.get(mode)
+    fn bar(&self, id: &CaseId) -> Option<&ProgressBar> {
+        self.bars.get(&id.mode)
     }
 
     /// The line printed when a case finishes.
     pub fn line(r: &CaseResult) -> String {
-        match (&r.skipped, r.passed) {
-            (Some(why), _) => format!("SKIP {}: {why}", r.id()),
-            (None, true) => format!("PASS {} ({:.1} s)", r.id(), r.duration_ms / 1000.0),
-            (None, false) => format!("FAIL {} ({:.1} s)", r.id(), r.duration_ms / 1000.0),
+        let seconds = r.duration_ms / 1000.0;
+        match &r.outcome {
+            CaseOutcome::Skipped(why) => format!("SKIP {}: {why}", r.id),
+            CaseOutcome::Passed => format!("PASS {} ({seconds:.1} s)", r.id),
+            CaseOutcome::Failed(_) => format!("FAIL {} ({seconds:.1} s)", r.id),
         }
     }
 
@@ -65,7 +65,7 @@ impl TerminalReporter {
         match event {
             Event::CaseStarted { id } => {
                 if let Some(bar) = self.bar(id) {
-                    bar.set_message(id.clone());
+                    bar.set_message(id.to_string());
                 }
             }
             Event::StepStarted { id, step } => {
@@ -79,7 +79,7 @@ impl TerminalReporter {
                 }
             }
             Event::CaseFinished(r) => {
-                if let Some(bar) = self.bar(&r.mode) {
+                if let Some(bar) = self.bar(&r.id) {
                     bar.inc(1);
                 }
                 if self.plain {
@@ -103,14 +103,7 @@ impl TerminalReporter {
 pub fn failure_details(results: &[CaseResult]) -> String {
     results
         .iter()
-        .filter(|r| r.failed())
-        .map(|r| {
-            format!(
-                "FAIL {}\n{}\n\n",
-                r.id(),
-                r.error.as_deref().unwrap_or("(no error recorded)")
-            )
-        })
+        .filter_map(|r| Some(format!("FAIL {}\n{}\n\n", r.id, r.outcome.error()?)))
         .collect()
 }
 
@@ -120,10 +113,10 @@ pub fn case_details(results: &[CaseResult]) -> String {
     let mut out = String::new();
     for r in results
         .iter()
-        .filter(|r| r.skipped.is_none() && r.mode != "parse")
+        .filter(|r| r.outcome.skipped().is_none() && !r.id.is_parse())
     {
-        let verdict = if r.passed { "ok" } else { "FAIL" };
-        out += &format!("{} ({}): {verdict}\n", r.id(), r.file);
+        let verdict = if r.outcome.passed() { "ok" } else { "FAIL" };
+        out += &format!("{} ({}): {verdict}\n", r.id, r.file);
         for c in &r.checks {
             let outcome = match &c.outcome {
                 CheckOutcome::Passed => "ok".to_owned(),
@@ -157,7 +150,7 @@ pub fn case_details(results: &[CaseResult]) -> String {
 pub fn skip_notes(results: &[CaseResult]) -> String {
     results
         .iter()
-        .filter_map(|r| Some(format!("SKIP {}: {}\n", r.id(), r.skipped.as_deref()?)))
+        .filter_map(|r| Some(format!("SKIP {}: {}\n", r.id, r.outcome.skipped()?)))
         .collect()
 }
 
@@ -171,8 +164,8 @@ pub fn check_notes(results: &[CaseResult]) -> String {
     for r in results {
         for c in &r.checks {
             let at = match &c.step {
-                Some(step) => format!("{} step `{step}`", r.id()),
-                None => r.id(),
+                Some(step) => format!("{} step `{step}`", r.id),
+                None => r.id.to_string(),
             };
             if let CheckOutcome::Skipped(why) = &c.outcome {
                 let key = (c.name.as_str(), why.as_str());
@@ -205,13 +198,13 @@ pub fn check_notes(results: &[CaseResult]) -> String {
 pub fn summary_table(results: &[CaseResult]) -> String {
     let w = results
         .iter()
-        .map(|r| r.case.len())
+        .map(|r| r.id.case.len())
         .max()
         .unwrap_or(0)
         .max("scenario".len());
     let m = results
         .iter()
-        .map(|r| r.mode.len())
+        .map(|r| r.id.mode.len())
         .max()
         .unwrap_or(0)
         .max("mode".len());
@@ -220,17 +213,20 @@ pub fn summary_table(results: &[CaseResult]) -> String {
         "scenario", "mode", "result", "converge"
     );
     for r in results {
-        let verdict = match (&r.skipped, r.passed) {
-            (Some(_), _) => "skip",
-            (None, true) => "pass",
-            (None, false) => "FAIL",
+        let verdict = match r.outcome {
+            CaseOutcome::Skipped(_) => "skip",
+            CaseOutcome::Passed => "pass",
+            CaseOutcome::Failed(_) => "FAIL",
         };
         let ms = r
             .converge_ms
             .map_or_else(|| "-".to_owned(), |c| format!("{c} ms"));
-        out += &format!("{:<w$}  {:<m$}  {verdict:<6}  {ms:>10}\n", r.case, r.mode);
+        out += &format!(
+            "{:<w$}  {:<m$}  {verdict:<6}  {ms:>10}\n",
+            r.id.case, r.id.mode
+        );
     }
-    let passed = results.iter().filter(|r| r.passed).count();
+    let passed = results.iter().filter(|r| r.outcome.passed()).count();
     let failed = results.iter().filter(|r| r.failed()).count();
     out += &format!("{passed} passed, {failed} failed");
     let skipped = results.len() - passed - failed;
@@ -257,17 +253,16 @@ mod tests {
         );
         assert_eq!(r.bars.keys().collect::<Vec<_>>(), ["etcd", "websocket"]);
         let mut done = CaseResult::bare(
-            "a".into(),
-            "websocket".into(),
+            CaseId::new("a", "websocket"),
             "a.yaml".into(),
             "host".into(),
             1,
+            CaseOutcome::Passed,
         );
-        done.passed = true;
         done.duration_ms = 1234.0;
         assert_eq!(TerminalReporter::line(&done), "PASS a@websocket (1.2 s)");
         r.handle(&Event::CaseStarted {
-            id: "a@websocket".into(),
+            id: CaseId::new("a", "websocket"),
         });
         r.handle(&Event::CaseFinished(done));
         assert_eq!(r.bars["websocket"].position(), 1);
@@ -275,14 +270,19 @@ mod tests {
     }
 
     fn result(case: &str, mode: &str) -> CaseResult {
-        CaseResult::bare(case.into(), mode.into(), "x.yaml".into(), "host".into(), 1)
+        CaseResult::bare(
+            CaseId::new(case, mode),
+            "x.yaml".into(),
+            "host".into(),
+            1,
+            CaseOutcome::Passed,
+        )
     }
 
     #[test]
     fn verbose_details_list_checks_and_timings_of_cases_that_ran() {
         use crate::report::{ChangeTiming, CheckReport};
         let mut ran = result("uri_equal", "http");
-        ran.passed = true;
         ran.checks.push(CheckReport {
             name: "routes".into(),
             path: "checks[0]".into(),
@@ -299,7 +299,7 @@ mod tests {
             converged_ms: 14.5,
         });
         let mut skipped = result("uri_equal", "etcd");
-        skipped.skipped = Some("etcd not installed".into());
+        skipped.outcome = CaseOutcome::Skipped("etcd not installed".into());
         assert_eq!(
             case_details(&[ran, skipped]),
             "uri_equal@http (x.yaml): ok\n  check `routes` (probe): ok in 3 ms\n  \
@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn skipped_cases_are_neither_passed_nor_failed() {
         let mut r = result("uri_equal", "etcd");
-        r.skipped = Some("etcd server not available".into());
+        r.outcome = CaseOutcome::Skipped("etcd server not available".into());
         let results = vec![r];
         assert!(!results[0].failed());
         assert_eq!(failure_details(&results), "");
@@ -418,10 +418,9 @@ mod tests {
     #[test]
     fn table_lists_every_case() {
         let mut ok = result("uri_equal", "websocket");
-        ok.passed = true;
         ok.converge_ms = Some(7);
         let mut bad = result("bad", "parse");
-        bad.error = Some("x".into());
+        bad.outcome = CaseOutcome::Failed("x".into());
         let results = vec![ok, bad];
         let t = summary_table(&results);
         assert_eq!(

@@ -57,7 +57,7 @@ use crate::error::{ClientError, RunError, RunErrorKind, Step};
 use crate::judge::Measurements;
 use crate::lower::Addresses;
 use crate::probe::Names;
-use crate::report::{CaseRecord, ChangeTiming, CheckOutcome, CheckReport, Event};
+use crate::report::{CaseId, CaseRecord, ChangeTiming, CheckOutcome, CheckReport, Event};
 use crate::scenario::Scenario;
 use crate::scenario::ast::StepSpec;
 use crate::topology::{Shape, Topology};
@@ -71,19 +71,6 @@ const NO_DIGEST: &str = "the target serves no config digest (GET /actuator/diges
 
 /// Lines of each service log attached to a failure.
 const LOG_LINES: usize = 40;
-
-/// A passed case.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CaseOutcome {
-    /// Scenario name.
-    pub case: String,
-    /// Sync mode.
-    pub mode: SyncMode,
-    /// Time from the end of setup to the first pass of the final wait streak.
-    pub converge_ms: u64,
-    /// Checks, change timings and final digests.
-    pub record: CaseRecord,
-}
 
 type StepResult<T> = Result<T, (Step, RunErrorKind)>;
 
@@ -102,15 +89,16 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Runs `scenario` under `mode`, reporting progress to `events`.
+/// Runs `scenario` under `mode`, reporting progress to `events`: what it recorded (checks,
+/// change timings, digests), or why it failed with what it had recorded by then.
 pub async fn run_case(
     scenario: &Scenario,
     mode: SyncMode,
     backend: &Backend,
     opts: &RunOptions,
     events: &(dyn Fn(Event) + Send + Sync),
-) -> Result<CaseOutcome, RunError> {
-    let id = format!("{}@{mode}", scenario.name);
+) -> Result<CaseRecord, RunError> {
+    let id = CaseId::new(&scenario.name, mode);
     events(Event::CaseStarted { id: id.clone() });
     let fail = |step, kind, logs, record| RunError {
         case: scenario.name.clone(),
@@ -183,12 +171,7 @@ pub async fn run_case(
     }
     let record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
     match result {
-        Ok(converge) => Ok(CaseOutcome {
-            case: scenario.name.clone(),
-            mode,
-            converge_ms: millis(converge),
-            record,
-        }),
+        Ok(()) => Ok(record),
         Err((step, kind)) => Err(fail(step, kind, failure_logs(&topo, step, opts), record)),
     }
 }
@@ -248,7 +231,7 @@ struct Case<'a> {
     /// What the admin and gateway offer besides ShenYu's protocol.
     caps: Capabilities,
     seed: u64,
-    id: String,
+    id: CaseId,
     events: &'a (dyn Fn(Event) + Send + Sync),
     /// What the reports get, passed or failed.
     record: Mutex<CaseRecord>,
@@ -268,7 +251,7 @@ impl Case<'_> {
         f(&mut self.record.locked());
     }
 
-    async fn run(&self) -> StepResult<Duration> {
+    async fn run(&self) -> StepResult<()> {
         if !self.caps.digest {
             self.record(|r| {
                 r.checks.push(CheckReport {
@@ -321,7 +304,7 @@ impl Case<'_> {
         self.teardown(&admin, &made)
             .await
             .map_err(at(Step::Teardown))?;
-        Ok(converge.first_pass)
+        Ok(())
     }
 
     /// Records a change's times: admin 2xx at `committed` (µs) → the gateway's applied time

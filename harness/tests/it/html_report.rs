@@ -8,7 +8,9 @@ use std::process::Command;
 
 use harness::judge::Measurements;
 use harness::judge::distribution::Stats;
-use harness::report::{CaseResult, ChangeTiming, CheckOutcome, CheckReport, html};
+use harness::report::{
+    CaseId, CaseOutcome, CaseResult, ChangeTiming, CheckOutcome, CheckReport, html,
+};
 use libtest_mimic::{Failed, Trial};
 
 /// The Chromium binary, if one is installed.
@@ -31,13 +33,12 @@ fn required() -> bool {
 /// Two cases: a passed distribution check with its shares, and a failed probe.
 fn results() -> Vec<CaseResult> {
     let mut ok = CaseResult::bare(
-        "balance_random".into(),
-        "websocket".into(),
+        CaseId::new("balance_random", "websocket"),
         "cases/scenarios/balance/random.yaml".into(),
         "host".into(),
         7,
+        CaseOutcome::Passed,
     );
-    ok.passed = true;
     ok.converge_ms = Some(12);
     ok.timings = (1..=30)
         .map(|i| ChangeTiming {
@@ -66,14 +67,15 @@ fn results() -> Vec<CaseResult> {
         }),
     }];
     let mut bad = CaseResult::bare(
-        "uri_equal".into(),
-        "websocket".into(),
+        CaseId::new("uri_equal", "websocket"),
         "cases/scenarios/divide/uri_equal.yaml".into(),
         "host".into(),
         7,
+        CaseOutcome::Passed,
     );
     bad.converge_ms = Some(30);
-    bad.error = Some("uri_equal@websocket failed at checks: 1 check failed".into());
+    bad.outcome =
+        CaseOutcome::Failed("uri_equal@websocket failed at checks: 1 check failed".into());
     vec![ok, bad]
 }
 
