@@ -16,7 +16,7 @@ mod docker;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use harness::backend::docker::EngineCheck;
+use harness::EngineCheck;
 use harness::report::CheckOutcome;
 use harness::{Backend, ExpectedSkip, NotRun, Planned, ProcessEnv, RunOptions, Scenario};
 use libtest_mimic::{Arguments, Failed, Trial};

@@ -175,7 +175,7 @@ impl Gantry {
     }
 
     /// A client of the gateway (requests as case files send them, digest, health), reading
-    /// its answers in gantry's terms ([`crate::probe::ProbeResponse::in_gantry_terms`]).
+    /// its answers in gantry's terms (`crate::probe::ProbeResponse::in_gantry_terms`).
     pub fn gateway(&self) -> GatewayClient {
         GatewayClient::new(self.gateway_url())
             .errors_with_200(self.backend.capabilities().errors_with_200)
@@ -283,7 +283,7 @@ impl Gantry {
 
     /// Waits (within 10 s) until the gateway's config digest equals the admin's: every
     /// change made so far is live on the gateway. A target without the digest
-    /// ([`crate::backend::Capabilities::digest`]) never converges here: wait on answers.
+    /// (`crate::backend::Capabilities::digest`) never converges here: wait on answers.
     pub async fn converged(&self) -> Result<Converged, WaitTimeout> {
         let gateway = self.gateway();
         let admin_url = self.admin_url().to_owned();

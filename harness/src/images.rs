@@ -17,18 +17,18 @@ use sha2::{Digest, Sha256};
 
 use crate::error::BackendError;
 
-pub mod middleware;
+pub(crate) mod middleware;
 
 /// The image label holding the SHA-256 of the binary inside.
-pub const HASH_LABEL: &str = "gantry.content-hash";
+pub(crate) const HASH_LABEL: &str = "gantry.content-hash";
 /// The command that builds every image.
-pub const IMAGES_COMMAND: &str = "gantry images";
+pub(crate) const IMAGES_COMMAND: &str = "gantry images";
 /// The target triple of the static build.
-pub const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
+pub(crate) const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// One image gantry runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageSpec {
+pub(crate) struct ImageSpec {
     /// Short name, used in container names (`admin`, `gateway`, `upstream`).
     pub role: &'static str,
     /// Local tag, e.g. `gantry/admin:dev`.
@@ -39,7 +39,7 @@ pub struct ImageSpec {
 
 /// How an image is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImageSource {
+pub(crate) enum ImageSource {
     /// A workspace binary from the static build, copied into `FROM scratch` as `/<binary>`,
     /// with `entrypoint` as the image's entrypoint.
     WorkspaceBinary {
@@ -58,7 +58,7 @@ pub enum ImageSource {
 }
 
 /// `gantry/admin:dev`: `gantry-admin`.
-pub const ADMIN: ImageSpec = ImageSpec {
+pub(crate) const ADMIN: ImageSpec = ImageSpec {
     role: "admin",
     tag: "gantry/admin:dev",
     source: ImageSource::WorkspaceBinary {
@@ -68,7 +68,7 @@ pub const ADMIN: ImageSpec = ImageSpec {
 };
 
 /// `gantry/gateway:dev`: `gantry-gateway`.
-pub const GATEWAY: ImageSpec = ImageSpec {
+pub(crate) const GATEWAY: ImageSpec = ImageSpec {
     role: "gateway",
     tag: "gantry/gateway:dev",
     source: ImageSource::WorkspaceBinary {
@@ -78,7 +78,7 @@ pub const GATEWAY: ImageSpec = ImageSpec {
 };
 
 /// `gantry/upstream:dev`: the scenario echo upstream (`gantry upstream`).
-pub const UPSTREAM: ImageSpec = ImageSpec {
+pub(crate) const UPSTREAM: ImageSpec = ImageSpec {
     role: "upstream",
     tag: "gantry/upstream:dev",
     source: ImageSource::WorkspaceBinary {
@@ -88,32 +88,32 @@ pub const UPSTREAM: ImageSpec = ImageSpec {
 };
 
 /// `gantry/etcd:dev`: Debian's etcd 3.4, `FROM scratch`.
-pub const ETCD: ImageSpec = ImageSpec {
+pub(crate) const ETCD: ImageSpec = ImageSpec {
     role: "etcd",
     tag: "gantry/etcd:dev",
     source: ImageSource::Etcd,
 };
 
 /// `gantry/zookeeper:dev`: Debian's ZooKeeper 3.8 on a `jlink`-trimmed JRE, `FROM scratch`.
-pub const ZOOKEEPER: ImageSpec = ImageSpec {
+pub(crate) const ZOOKEEPER: ImageSpec = ImageSpec {
     role: "zookeeper",
     tag: "gantry/zookeeper:dev",
     source: ImageSource::Zookeeper,
 };
 
 /// `gantry/redis:dev`: Debian's Redis, `FROM scratch` (the `components: [redis]` of a case).
-pub const REDIS: ImageSpec = ImageSpec {
+pub(crate) const REDIS: ImageSpec = ImageSpec {
     role: "redis",
     tag: "gantry/redis:dev",
     source: ImageSource::Redis,
 };
 
 /// Every image gantry can build.
-pub const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER, REDIS];
+pub(crate) const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER, REDIS];
 
 /// The images a topology under `mode` needs; `None` when the docker backend cannot run that
 /// mode.
-pub fn needed(mode: model::SyncMode) -> Option<Vec<ImageSpec>> {
+pub(crate) fn needed(mode: model::SyncMode) -> Option<Vec<ImageSpec>> {
     let mut specs = vec![ADMIN, GATEWAY, UPSTREAM];
     match mode {
         model::SyncMode::Websocket | model::SyncMode::Http => {}
@@ -125,7 +125,7 @@ pub fn needed(mode: model::SyncMode) -> Option<Vec<ImageSpec>> {
 
 /// What [`ensure`] did for one image.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageStatus {
+pub(crate) struct ImageStatus {
     /// The tag.
     pub tag: &'static str,
     /// The content hash (SHA-256 hex of the binary).
@@ -139,7 +139,7 @@ pub struct ImageStatus {
 }
 
 /// The static build command, as shown to users.
-pub fn static_build_command() -> String {
+pub(crate) fn static_build_command() -> String {
     format!(
         "RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --workspace --bins \
          --target {STATIC_TARGET} --target-dir target/static"
@@ -147,7 +147,7 @@ pub fn static_build_command() -> String {
 }
 
 /// Where the static build puts the binaries of `workspace`.
-pub fn static_bin_dir(workspace: &Path) -> PathBuf {
+pub(crate) fn static_bin_dir(workspace: &Path) -> PathBuf {
     workspace
         .join("target/static")
         .join(STATIC_TARGET)
@@ -155,7 +155,7 @@ pub fn static_bin_dir(workspace: &Path) -> PathBuf {
 }
 
 /// Runs the static release build of every workspace binary; returns the binary directory.
-pub fn build_static(workspace: &Path) -> Result<PathBuf, BackendError> {
+pub(crate) fn build_static(workspace: &Path) -> Result<PathBuf, BackendError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(workspace)
@@ -180,7 +180,7 @@ pub fn build_static(workspace: &Path) -> Result<PathBuf, BackendError> {
 }
 
 /// SHA-256 hex of the file at `path`.
-pub fn content_hash(path: &Path) -> Result<String, BackendError> {
+pub(crate) fn content_hash(path: &Path) -> Result<String, BackendError> {
     let bytes = std::fs::read(path).map_err(|source| BackendError::Io {
         what: format!("reading {}", path.display()),
         source,
@@ -190,7 +190,7 @@ pub fn content_hash(path: &Path) -> Result<String, BackendError> {
 
 /// The `gantry.content-hash` label of the local image `tag`; `None` when the image is missing
 /// or unlabelled.
-pub async fn local_hash(docker: &Docker, tag: &str) -> Option<String> {
+pub(crate) async fn local_hash(docker: &Docker, tag: &str) -> Option<String> {
     let image = docker.inspect_image(tag).await.ok()?;
     image.config?.labels?.remove(HASH_LABEL)
 }
@@ -199,7 +199,7 @@ pub async fn local_hash(docker: &Docker, tag: &str) -> Option<String> {
 /// host's packages (middleware images) whose local image is missing or carries a different
 /// content hash (all of them when `force`). A middleware image whose host package is missing
 /// is skipped (`skipped`), not an error: only its mode becomes unavailable.
-pub async fn ensure(
+pub(crate) async fn ensure(
     docker: &Docker,
     specs: &[ImageSpec],
     bin_dir: &Path,
@@ -352,7 +352,7 @@ fn build_failed(tag: &str, detail: &str) -> BackendError {
 
 /// Fails fast, naming the command that builds them, when an image in `specs` is not present
 /// locally.
-pub async fn preflight(docker: &Docker, specs: &[ImageSpec]) -> Result<(), BackendError> {
+pub(crate) async fn preflight(docker: &Docker, specs: &[ImageSpec]) -> Result<(), BackendError> {
     let mut missing = Vec::new();
     for spec in specs {
         if docker.inspect_image(spec.tag).await.is_err() {

@@ -10,57 +10,51 @@
 //! gateway address (`harness/examples/own_test.rs`).
 
 // The library surface: what a user's own test or tool writes against, documented and kept
-// stable: the facade ([`Gantry`]), the scenario format ([`scenario`]), running cases
-// ([`run_paths`], [`run_case`] and their options, plan and results) and the reports
-// ([`report`]), with their errors ([`error`]).
+// stable: the facade ([`Gantry`]) with the clients it hands out ([`client`]), the scenario
+// format ([`scenario`]), running cases ([`run_paths`], [`run_case`] and their options, plan and
+// results), the reports ([`report`]) with their errors ([`error`]), and the reference model of
+// ShenYu's matching ([`reference`]), the check kinds the scenario and report types hold
+// ([`judge`]). Everything else is `pub(crate)`; a handful of engine types stay reachable
+// through these handles (a `Backend`'s run, a `Topology`'s services) without being named.
+pub mod client;
 pub mod error;
+pub mod judge;
+pub mod reference;
 pub mod report;
 pub mod scenario;
 
-// The engine's rooms: public for the `gantry` binary (`src/main.rs`) and the engine's own
-// white-box tests (`tests/it`), not a promise to anyone else, so hidden from the docs.
+/// The `gantry` command line, for the binary (`src/main.rs`): only [`cli::main`] is public.
 #[doc(hidden)]
-pub mod backend;
-#[doc(hidden)]
-pub mod bench;
-#[doc(hidden)]
-pub mod client;
-#[doc(hidden)]
-pub mod compose;
-#[doc(hidden)]
-pub mod converge;
-#[doc(hidden)]
-pub mod fault;
-#[doc(hidden)]
-pub mod images;
-#[doc(hidden)]
-pub mod judge;
-#[doc(hidden)]
-pub mod lower;
-#[doc(hidden)]
-pub mod probe;
-#[doc(hidden)]
-pub mod reference;
-#[doc(hidden)]
-pub mod target;
-#[doc(hidden)]
-pub mod topology;
-#[doc(hidden)]
-pub mod upstream;
-#[doc(hidden)]
-pub mod wait;
+pub mod cli;
 
-// Private rooms; what of them belongs to the surface is re-exported below.
+#[doc(hidden)]
+pub mod internals;
+
+// The engine's rooms, private: what of them belongs to the surface is re-exported below, and
+// what the engine's own white-box tests reach is re-exported in `internals`.
+mod backend;
+mod bench;
+mod compose;
+mod converge;
+mod fault;
 mod gantry;
+mod images;
 mod json_path;
+mod lower;
 mod options;
 mod plan;
+mod probe;
 mod run;
 mod runner;
+mod target;
+mod topology;
+mod upstream;
+mod wait;
 
 use std::path::{Path, PathBuf};
 
-pub use backend::{Backend, BackendKind};
+pub use backend::docker::EngineCheck;
+pub use backend::{Backend, BackendKind, ExternalTarget};
 pub use error::{BackendError, RunError, ScenarioError};
 pub use gantry::{Gantry, GantryBuilder};
 pub use options::{Env, ProcessEnv, RunOptions, external_target};
@@ -72,6 +66,8 @@ pub use scenario::{CaseFile, Scenario, discover};
 /// The testcontainers the docker backend runs on, for a container of your own beside a
 /// [`Gantry`]'s (same version, same engine).
 pub use testcontainers;
+pub use topology::Topology;
+pub use wait::{Converged, WaitTimeout};
 
 /// The workspace root this harness was built in.
 pub const WORKSPACE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");

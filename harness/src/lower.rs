@@ -11,14 +11,14 @@ use crate::scenario::ast::{
 };
 
 /// Where each scenario upstream listens, as the gateway reaches it (`host:port`).
-pub type Addresses = BTreeMap<String, String>;
+pub(crate) type Addresses = BTreeMap<String, String>;
 
 /// The divide selector handle for `ups`: a JSON list of ShenYu `DivideUpstream`s, full weight
 /// at once (no warm-up).
 ///
 /// # Panics
 /// If an upstream is not in `addrs` (the parser checks that every name is declared).
-pub fn upstreams_handle(ups: &[UpstreamRef], addrs: &Addresses) -> String {
+pub(crate) fn upstreams_handle(ups: &[UpstreamRef], addrs: &Addresses) -> String {
     let upstreams: Vec<DivideUpstream> = ups
         .iter()
         .map(|u| DivideUpstream {
@@ -50,7 +50,7 @@ fn selector_type(kind: SelectorKind) -> i32 {
 }
 
 /// `POST /selector` for a setup selector of the plugin `plugin_id`.
-pub fn selector_dto(spec: &SelectorSpec, plugin_id: &str, addrs: &Addresses) -> SelectorDto {
+pub(crate) fn selector_dto(spec: &SelectorSpec, plugin_id: &str, addrs: &Addresses) -> SelectorDto {
     SelectorDto {
         plugin_id: Some(plugin_id.to_owned()),
         name: Some(spec.name.clone()),
@@ -68,7 +68,7 @@ pub fn selector_dto(spec: &SelectorSpec, plugin_id: &str, addrs: &Addresses) -> 
 }
 
 /// `POST /rule` for a setup rule of the selector `selector_id`.
-pub fn rule_dto(rule: &RuleSpec, selector_id: &str) -> RuleDto {
+pub(crate) fn rule_dto(rule: &RuleSpec, selector_id: &str) -> RuleDto {
     RuleDto {
         selector_id: Some(selector_id.to_owned()),
         name: Some(rule.name.clone()),
@@ -135,7 +135,7 @@ pub fn divide_rule(
 }
 
 /// `PUT /selector/{id}`: the selector as last sent (`dto`) with the step's fields replaced.
-pub fn update_selector(
+pub(crate) fn update_selector(
     dto: &mut SelectorDto,
     id: &str,
     change: &UpdateSelector,
@@ -166,7 +166,7 @@ pub fn update_selector(
 }
 
 /// `PUT /rule/{id}`: the rule as last sent (`dto`) with the step's fields replaced.
-pub fn update_rule(dto: &mut RuleDto, id: &str, change: &UpdateRule) {
+pub(crate) fn update_rule(dto: &mut RuleDto, id: &str, change: &UpdateRule) {
     if let Some(e) = change.enabled {
         dto.enabled = Some(e);
     }

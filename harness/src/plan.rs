@@ -37,7 +37,7 @@ impl Planned<'_> {
     }
 }
 
-/// What [`run_paths`] reports for `files` under `opts`, in order: every scenario whose name
+/// What `run_paths` reports for `files` under `opts`, in order: every scenario whose name
 /// contains `opts.filter` (every one without a filter) under every requested mode, and every
 /// file that does not parse (whose stem contains the filter). The single enumeration the CLI's
 /// `run`, `list` and progress totals use.
@@ -128,7 +128,7 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
     }
 }
 
-/// The results [`run_paths`] will report for `files`, per mode (`parse` for files that do
+/// The results `run_paths` will report for `files`, per mode (`parse` for files that do
 /// not parse), in order of first appearance.
 pub fn count_cases(files: &[CaseFile], opts: &RunOptions) -> Vec<(String, u64)> {
     let mut counts: Vec<(String, u64)> = Vec::new();

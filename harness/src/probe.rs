@@ -17,7 +17,7 @@ pub const RULE_ID_HEADER: &str = "x-gantry-rule-id";
 /// The setup objects' names by the ids the admin gave them, for `selector` and `rule`
 /// expectations.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Names {
+pub(crate) struct Names {
     /// Selector id → name.
     pub selectors: HashMap<String, String>,
     /// Rule id → (selector name, rule name).
@@ -83,10 +83,10 @@ impl ProbeResponse {
 }
 
 /// How much of a body a failure message shows.
-pub const SUMMARY_BODY_CHARS: usize = 300;
+pub(crate) const SUMMARY_BODY_CHARS: usize = 300;
 
 /// `text` up to `max` characters; a longer one ends with `… (N more bytes)`.
-pub fn cut(text: &str, max: usize) -> String {
+pub(crate) fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((at, _)) => format!("{}… ({} more bytes)", &text[..at], text.len() - at),
@@ -95,7 +95,7 @@ pub fn cut(text: &str, max: usize) -> String {
 
 /// Checks every key of `expect` (`names` resolves the ids of `selector` and `rule`); `Err`
 /// lists each mismatch and what was received.
-pub fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(), String> {
+pub(crate) fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Result<(), String> {
     let mut misses = Vec::new();
     let gateway_error = serde_json::from_str::<GatewayError>(&resp.body).ok();
     let upstream = resp.header(UPSTREAM_HEADER);

@@ -82,7 +82,7 @@ pub fn case_result(
 
 /// Discovers the scenarios under `paths` and runs the [`plan`], one case at a time: a
 /// scenario × mode it declares runs; every other requested mode gets a skipped result saying
-/// why ([`not_run`]); a file that does not parse is a failed result with mode `parse`.
+/// why (`not_run`); a file that does not parse is a failed result with mode `parse`.
 pub async fn run_paths(
     paths: &[PathBuf],
     opts: &RunOptions,

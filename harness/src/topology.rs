@@ -57,7 +57,7 @@ pub struct Topology {
 pub struct Shape {
     /// The admins, gateways, late gateways and storage (`topology:`).
     pub spec: TopologySpec,
-    /// The gateway's sync connection goes through a [`FaultProxy`] (steps partition it).
+    /// The gateway's sync connection goes through a `FaultProxy` (steps partition it).
     pub sync_proxy: bool,
     /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
     pub sync_faults: bool,
@@ -86,7 +86,7 @@ impl Topology {
 
     /// [`Topology::start`] in the `shape` a case asks for: the admins and gateways of its
     /// `topology` (several of them, late ones, PostgreSQL: host backend), the gateway's sync
-    /// connection (to the admin, or to ZooKeeper or etcd) through a [`FaultProxy`] so that
+    /// connection (to the admin, or to ZooKeeper or etcd) through a `FaultProxy` so that
     /// steps can partition and heal it (host backend; docker runs partition on the run's sync
     /// network instead), the admins' test-only protocol fault hook on (host backend).
     pub async fn start_with(

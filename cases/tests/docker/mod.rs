@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use harness::backend::docker::EngineCheck;
+use harness::EngineCheck;
 use harness::{BackendKind, ProcessEnv, RunOptions};
 
 use crate::Shared;

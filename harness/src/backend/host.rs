@@ -22,7 +22,7 @@ const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a child may take to answer `/actuator/health` with 200.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(20);
 /// The command that builds the binaries.
-pub const BUILD_COMMAND: &str = "cargo build --workspace --bins";
+pub(crate) const BUILD_COMMAND: &str = "cargo build --workspace --bins";
 
 /// Where the host binaries are.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ pub fn default_bin_dir(env_bin_dir: Option<PathBuf>) -> Result<PathBuf, BackendE
 
 /// Runs `cargo build --workspace --bins` (plus `--release` for a release harness) in
 /// `workspace`. Returns `Ok(false)` when cargo is not installed.
-pub fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
+pub(crate) fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(workspace)
@@ -113,7 +113,7 @@ const BINARY_SOURCES: &[(&str, &[&str])] = &[
 /// Fails when `gantry-admin` or `gantry-gateway` in `bin_dir` is older than a source file it
 /// is built from under `workspace` (a checkout). Without the sources (binaries shipped
 /// elsewhere) there is nothing to compare and it passes.
-pub fn check_fresh(bin_dir: &Path, workspace: &Path) -> Result<(), BackendError> {
+pub(crate) fn check_fresh(bin_dir: &Path, workspace: &Path) -> Result<(), BackendError> {
     for (name, sources) in BINARY_SOURCES {
         let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
         for part in *sources {

@@ -9,11 +9,11 @@
 //! backend starts only upstreams, for an admin and gateway someone else runs (the engine's
 //! side of that target is [`crate::target`]).
 
-pub mod component;
-pub mod docker;
-pub mod external;
-pub mod host;
-pub mod process;
+pub(crate) mod component;
+pub(crate) mod docker;
+pub(crate) mod external;
+pub(crate) mod host;
+pub(crate) mod process;
 mod ready;
 
 use std::path::Path;
@@ -22,10 +22,17 @@ use std::sync::Arc;
 
 use model::SyncMode;
 
-pub use component::{ComponentService, HostServer, ServerKind, StoreKind};
-pub use docker::{Container, DockerBackend, DockerRun};
-pub use external::{Capabilities, ExternalBackend, ExternalTarget};
-pub use host::HostBackend;
+pub(crate) use component::ComponentService;
+pub use component::HostServer;
+pub(crate) use component::ServerKind;
+pub use component::StoreKind;
+pub(crate) use docker::Container;
+pub use docker::DockerBackend;
+pub(crate) use docker::DockerRun;
+pub(crate) use external::Capabilities;
+pub(crate) use external::ExternalBackend;
+pub use external::ExternalTarget;
+pub(crate) use host::HostBackend;
 
 use rustix::process::Signal;
 
@@ -70,7 +77,7 @@ pub enum Backend {
 impl Backend {
     /// A backend of `kind` whose binaries live in `bin_dir` (for docker: the static binaries
     /// the images are built from, rebuilding the images whose binary changed). An external
-    /// backend is made by [`crate::target::external::connect`] instead.
+    /// backend is made by `crate::target::external::connect` instead.
     pub fn new(kind: BackendKind, bin_dir: PathBuf) -> Result<Self, BackendError> {
         match kind {
             BackendKind::Host => HostBackend::new(bin_dir).map(Backend::Host),
@@ -112,7 +119,7 @@ impl Backend {
     }
 
     /// Opens a run for one topology under `mode`; `keep` leaves docker containers behind.
-    /// Each run has its own random [`SyncToken`].
+    /// Each run has its own random `SyncToken`.
     pub async fn begin(&self, mode: SyncMode, keep: bool) -> Result<Run, BackendError> {
         match self {
             Backend::Host(h) => Ok(Run::Host(h.for_run())),
@@ -128,7 +135,7 @@ impl Backend {
 /// The name of the admins' sync user (`--sync-user`), whose password is the run's
 /// [`SyncToken`]: HTTP long-polling gateways log in with it, not as the dashboard user, so
 /// failed dashboard logins never cut them off.
-pub const SYNC_USER: &str = "gantry-sync";
+pub(crate) const SYNC_USER: &str = "gantry-sync";
 
 /// The websocket sync token of one run: its admins start with `--sync-token` and its
 /// gateways send it, so every websocket scenario goes through the token check. It is also

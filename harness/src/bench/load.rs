@@ -31,7 +31,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 /// How long a pass may run past its duration to finish what is in flight.
-pub const DRAIN: Duration = Duration::from_secs(2);
+pub(crate) const DRAIN: Duration = Duration::from_secs(2);
 /// One request's deadline.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Largest latency a histogram holds, µs.
@@ -39,7 +39,7 @@ const MAX_US: u64 = 60_000_000;
 
 /// Where the load goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     /// A label (`direct`, `nginx`, `gantry-100`).
     pub name: String,
     /// The listening address.
@@ -52,7 +52,7 @@ pub struct Target {
 
 /// One pass of load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
+pub(crate) enum Pass {
     /// Each connection sends back to back.
     Closed {
         /// Connections (workers).
@@ -72,7 +72,7 @@ pub enum Pass {
 }
 
 /// A new latency histogram, µs.
-pub fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("valid bounds")
 }
 
@@ -83,7 +83,7 @@ fn record(h: &mut Histogram<u64>, d: Duration) {
 
 /// What one pass measured.
 #[derive(Debug, Clone)]
-pub struct PassResult {
+pub(crate) struct PassResult {
     /// 2xx answers.
     pub ok: u64,
     /// Non-2xx answers.
@@ -104,7 +104,7 @@ pub struct PassResult {
 
 /// A pass's figures for reports, latencies in ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// 2xx answers per second.
     pub rps: f64,
     /// Median.
@@ -154,7 +154,7 @@ impl PassResult {
     }
 
     /// The figures.
-    pub fn summary(&self) -> Summary {
+    pub(crate) fn summary(&self) -> Summary {
         let ms = |us: u64| us as f64 / 1000.0;
         let q = |h: &Histogram<u64>, q: f64| {
             if h.is_empty() {
@@ -189,7 +189,7 @@ impl PassResult {
 /// Where an open-loop request's latency counts from: its scheduled time when the worker took
 /// it at or after that time (every connection was busy, or the generator fell behind: the
 /// wait is part of what a user would see), else the moment the idle worker woke up to send it.
-pub fn latency_origin(scheduled: Instant, taken_at: Instant, woke_at: Instant) -> Instant {
+pub(crate) fn latency_origin(scheduled: Instant, taken_at: Instant, woke_at: Instant) -> Instant {
     if taken_at >= scheduled {
         scheduled
     } else {
@@ -199,7 +199,7 @@ pub fn latency_origin(scheduled: Instant, taken_at: Instant, woke_at: Instant) -
 
 /// The open-loop schedule: `total` requests, request `i` at `t0 + i × interval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// When request 0 is due.
     pub t0: Instant,
     /// Time between two requests.
@@ -210,7 +210,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// `rate` requests per second for `duration`, starting at `t0`.
-    pub fn new(t0: Instant, rate: u32, duration: Duration) -> Self {
+    pub(crate) fn new(t0: Instant, rate: u32, duration: Duration) -> Self {
         let rate = rate.max(1);
         Self {
             t0,
@@ -220,7 +220,7 @@ impl Schedule {
     }
 
     /// When request `i` is due.
-    pub fn at(&self, i: u64) -> Instant {
+    pub(crate) fn at(&self, i: u64) -> Instant {
         self.t0
             + Duration::from_nanos(u64::try_from(self.interval.as_nanos()).unwrap_or(u64::MAX) * i)
     }
@@ -305,7 +305,7 @@ impl Conn {
 }
 
 /// Runs one pass against `target`.
-pub async fn run(target: &Target, pass: Pass) -> PassResult {
+pub(crate) async fn run(target: &Target, pass: Pass) -> PassResult {
     let target = Arc::new(target.clone());
     match pass {
         Pass::Closed {

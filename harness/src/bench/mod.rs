@@ -19,13 +19,13 @@
 //! Every report starts with the same header ([`Header`]): gantry version, bench, build profile
 //! of the harness (and so of the binaries it runs) and the machine.
 
-pub mod fanout;
-pub mod load;
-pub mod nginx;
-pub mod procstat;
-pub mod proxy;
-pub mod sync;
-pub mod upstream;
+pub(crate) mod fanout;
+pub(crate) mod load;
+pub(crate) mod nginx;
+pub(crate) mod procstat;
+pub(crate) mod proxy;
+pub(crate) mod sync;
+pub(crate) mod upstream;
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,15 +35,16 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::{BackendKind, RunOptions};
 
-pub use fanout::{FanoutOptions, FanoutReport};
-pub use proxy::{ProxyOptions, ProxyReport};
-pub use sync::{SyncOptions, SyncReport};
+pub(crate) use fanout::FanoutOptions;
+pub(crate) use proxy::ProxyOptions;
+pub(crate) use sync::SyncOptions;
 
-pub(crate) use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
+pub(crate) use crate::client::admin::ADMIN_PASSWORD;
+pub(crate) use crate::client::admin::ADMIN_USER;
 
 /// What every bench report starts with.
 #[derive(Debug, Clone, Serialize)]
-pub struct Header {
+pub(crate) struct Header {
     /// The harness version.
     pub gantry_version: &'static str,
     /// `proxy`, `sync` or `fanout`.
@@ -59,7 +60,7 @@ pub struct Header {
 
 impl Header {
     /// The header of bench `bench`, which took `took`.
-    pub fn new(bench: &'static str, took: Duration) -> Self {
+    pub(crate) fn new(bench: &'static str, took: Duration) -> Self {
         Self {
             gantry_version: env!("CARGO_PKG_VERSION"),
             bench,
@@ -71,7 +72,7 @@ impl Header {
 }
 
 /// `release` or `debug`.
-pub fn profile() -> &'static str {
+pub(crate) fn profile() -> &'static str {
     if cfg!(debug_assertions) {
         "debug"
     } else {
@@ -81,7 +82,7 @@ pub fn profile() -> &'static str {
 
 /// The machine a bench ran on.
 #[derive(Debug, Clone, Serialize)]
-pub struct Machine {
+pub(crate) struct Machine {
     /// CPUs this process may use.
     pub cpus: usize,
     /// `model name` of the first CPU in /proc/cpuinfo.
@@ -94,7 +95,7 @@ pub struct Machine {
 
 impl Machine {
     /// Reads /proc.
-    pub fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         let read = |p: &str| std::fs::read_to_string(p).ok();
         Self {
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
@@ -112,7 +113,7 @@ impl Machine {
     }
 
     /// One line for the terminal.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} CPUs ({}), {} MiB, Linux {}",
             self.cpus,
@@ -124,7 +125,7 @@ impl Machine {
 }
 
 /// Builds (when `opts.build`) and locates the binaries like `gantry run`, on the host backend.
-pub async fn prepare(opts: &RunOptions) -> anyhow::Result<Backend> {
+pub(crate) async fn prepare(opts: &RunOptions) -> anyhow::Result<Backend> {
     anyhow::ensure!(
         opts.backend == BackendKind::Host,
         "the benches run on the host backend only"
@@ -140,14 +141,14 @@ pub async fn prepare(opts: &RunOptions) -> anyhow::Result<Backend> {
 }
 
 /// Writes `report` as pretty JSON to `path`.
-pub fn write_json(path: &Path, report: &impl Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_json(path: &Path, report: &impl Serialize) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(report)?;
     std::fs::write(path, text + "\n")
         .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
 }
 
 /// The median of `values` (the mean of the middle two for an even count); `None` if empty.
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;
@@ -335,7 +336,7 @@ pub(crate) fn ms(v: f64) -> String {
 }
 
 /// Renders rows as an aligned text table (first row is the header).
-pub fn table(rows: &[Vec<String>]) -> String {
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {

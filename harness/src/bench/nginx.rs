@@ -12,7 +12,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 /// Where Debian's `nginx` package installs the binary (also looked up on `PATH`).
-pub const DEBIAN_NGINX: &str = "/usr/sbin/nginx";
+pub(crate) const DEBIAN_NGINX: &str = "/usr/sbin/nginx";
 /// How long nginx may take to answer.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -26,14 +26,14 @@ wait "$pid" 2>/dev/null
 exit 0"#;
 
 /// The nginx binary, if installed.
-pub fn locate() -> Option<PathBuf> {
+pub(crate) fn locate() -> Option<PathBuf> {
     crate::backend::process::find_on_path("nginx")
         .or_else(|| Some(PathBuf::from(DEBIAN_NGINX)).filter(|p| p.is_file()))
 }
 
 /// What the config says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NginxConfig {
+pub(crate) struct NginxConfig {
     /// The directory holding the config, pid file, logs and temp paths.
     pub dir: PathBuf,
     /// The loopback port nginx listens on.
@@ -52,7 +52,7 @@ pub struct NginxConfig {
 /// `Connection` header), `keepalive_requests` is raised on both sides: nginx's default (1000)
 /// would close a client or upstream connection every thousand requests, which the gateway
 /// never does, and which would show up as reconnects in the comparison.
-pub fn render(cfg: &NginxConfig) -> String {
+pub(crate) fn render(cfg: &NginxConfig) -> String {
     let d = cfg.dir.display();
     format!(
         "# written by `gantry bench proxy`
@@ -102,7 +102,7 @@ http {{
 
 /// A running nginx; stopped on drop.
 #[derive(Debug)]
-pub struct Nginx {
+pub(crate) struct Nginx {
     watchdog: Child,
     stdin: Option<ChildStdin>,
     addr: SocketAddr,
@@ -112,7 +112,7 @@ pub struct Nginx {
 impl Nginx {
     /// Writes the config for `upstream` into `dir`, starts `bin` with it on a free loopback
     /// port, and waits until it answers `GET /` (proxied to the upstream) with 200.
-    pub async fn start(
+    pub(crate) async fn start(
         bin: &Path,
         dir: &Path,
         upstream: SocketAddr,
@@ -162,7 +162,7 @@ impl Nginx {
     }
 
     /// Where it listens.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 /// One reading of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// User + system CPU time so far, ms.
     pub cpu_ms: u64,
     /// Resident set size, KiB (`VmRSS`).
@@ -16,7 +16,7 @@ pub struct Sample {
 
 /// The fields of `/proc/<pid>/stat` the benches use.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     /// `comm`, the executable name (at most 15 bytes).
     pub comm: String,
     /// Parent pid.
@@ -29,7 +29,7 @@ pub struct Stat {
 
 /// Parses a `/proc/<pid>/stat` line. `comm` is in parentheses and may hold spaces and
 /// parentheses itself, so the fields are counted from the last `)`.
-pub fn parse_stat(text: &str) -> Option<Stat> {
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_owned();
@@ -46,7 +46,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// A `Key:   123 kB` value of `/proc/<pid>/status` (or /proc/meminfo), in KiB.
-pub fn status_kib(text: &str, key: &str) -> Option<u64> {
+pub(crate) fn status_kib(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         if k.trim() != key {
@@ -62,7 +62,7 @@ fn ticks_per_second() -> u64 {
 }
 
 /// Reads process `pid`; `None` when it is gone.
-pub fn sample(pid: u32) -> Option<Sample> {
+pub(crate) fn sample(pid: u32) -> Option<Sample> {
     let dir = Path::new("/proc").join(pid.to_string());
     let stat = parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
     let status = std::fs::read_to_string(dir.join("status")).ok()?;
@@ -74,12 +74,12 @@ pub fn sample(pid: u32) -> Option<Sample> {
 }
 
 /// This process's own reading.
-pub fn sample_self() -> Option<Sample> {
+pub(crate) fn sample_self() -> Option<Sample> {
     sample(std::process::id())
 }
 
 /// The pids of this process's children whose `comm` is `name` (e.g. `gantry-admin`).
-pub fn children_named(name: &str) -> Vec<u32> {
+pub(crate) fn children_named(name: &str) -> Vec<u32> {
     let me = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

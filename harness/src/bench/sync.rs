@@ -36,7 +36,7 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyncOptions {
+pub(crate) struct SyncOptions {
     /// Modes, in order.
     pub modes: Vec<SyncMode>,
     /// Timed toggles per mode.
@@ -66,7 +66,7 @@ impl Default for SyncOptions {
 
 /// The report.
 #[derive(Debug, Clone, Serialize)]
-pub struct SyncReport {
+pub(crate) struct SyncReport {
     /// Version, profile, machine.
     #[serde(flatten)]
     pub header: Header,
@@ -78,7 +78,7 @@ pub struct SyncReport {
 
 /// The settings as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Timed toggles per mode.
     pub changes: u32,
     /// Held selectors (and rules).
@@ -91,7 +91,7 @@ pub struct Settings {
 
 /// One mode's figures (or why there are none).
 #[derive(Debug, Clone, Serialize)]
-pub struct ModeResult {
+pub(crate) struct ModeResult {
     /// The mode.
     pub mode: SyncMode,
     /// Why it was not run.
@@ -106,7 +106,7 @@ pub struct ModeResult {
 
 /// Toggle latencies, ms.
 #[derive(Debug, Clone, Serialize)]
-pub struct Toggles {
+pub(crate) struct Toggles {
     /// Changes timed.
     pub changes: usize,
     /// Admin 2xx → gateway applied.
@@ -117,7 +117,7 @@ pub struct Toggles {
 
 /// The burst figures.
 #[derive(Debug, Clone, Serialize)]
-pub struct Burst {
+pub(crate) struct Burst {
     /// Selectors (with a rule each) held before.
     pub held: usize,
     /// Concurrent writers.
@@ -134,7 +134,7 @@ pub struct Burst {
 
 /// One burst.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct BurstFigure {
+pub(crate) struct BurstFigure {
     /// Creates.
     pub creates: usize,
     /// First request → last 2xx, ms.
@@ -148,7 +148,7 @@ pub struct BurstFigure {
 }
 
 /// Runs the bench; `progress` gets a line per step.
-pub async fn run(
+pub(crate) async fn run(
     backend: &Backend,
     opts: &SyncOptions,
     progress: &(dyn Fn(String) + Sync),
@@ -423,7 +423,7 @@ async fn create_rules(
 }
 
 /// The report as a terminal table.
-pub fn render(report: &SyncReport) -> String {
+pub(crate) fn render(report: &SyncReport) -> String {
     let s = &report.settings;
     let mut out = format!(
         "gantry bench sync ({} build; {}; {} toggles per mode; burst: {} creates by {} writers over {} held)\n",

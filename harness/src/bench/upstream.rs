@@ -25,16 +25,16 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::watch;
 
 /// The request header that picks the answer's kind (`split`; anything else is `whole`).
-pub const KIND_HEADER: &str = "x-bench-upstream";
+pub(crate) const KIND_HEADER: &str = "x-bench-upstream";
 /// The answer body.
-pub const BODY: &[u8; 128] =
+pub(crate) const BODY: &[u8; 128] =
     b"gantry bench upstream: 128 bytes of body, the same for every request and every target, \
 so that only the path differs............";
 
 /// How the upstream writes its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum UpstreamKind {
+pub(crate) enum UpstreamKind {
     /// Head and body in one write.
     Whole,
     /// Head, then body, in two writes.
@@ -43,7 +43,7 @@ pub enum UpstreamKind {
 
 impl UpstreamKind {
     /// `whole` or `split`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             UpstreamKind::Whole => "whole",
             UpstreamKind::Split => "split",
@@ -53,7 +53,7 @@ impl UpstreamKind {
 
 /// What one listener saw.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Connections accepted.
     pub connections: AtomicU64,
     /// Requests answered.
@@ -62,7 +62,7 @@ pub struct Counters {
 
 impl Counters {
     /// (connections, requests) so far.
-    pub fn read(&self) -> (u64, u64) {
+    pub(crate) fn read(&self) -> (u64, u64) {
         (
             self.connections.load(Ordering::Relaxed),
             self.requests.load(Ordering::Relaxed),
@@ -72,7 +72,7 @@ impl Counters {
 
 /// Running upstream listeners; stopped (and their thread joined) on drop.
 #[derive(Debug)]
-pub struct Upstreams {
+pub(crate) struct Upstreams {
     listeners: Vec<(SocketAddr, Arc<Counters>)>,
     stop: watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -81,7 +81,7 @@ pub struct Upstreams {
 impl Upstreams {
     /// Starts `n` listeners on `127.0.0.1:0`; `nodelay` sets TCP_NODELAY on accepted
     /// connections (off only to show what a missing one costs).
-    pub fn start(n: usize, nodelay: bool) -> anyhow::Result<Self> {
+    pub(crate) fn start(n: usize, nodelay: bool) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("bench-upstream")
@@ -130,12 +130,12 @@ impl Upstreams {
     }
 
     /// Listener `i`'s address.
-    pub fn addr(&self, i: usize) -> SocketAddr {
+    pub(crate) fn addr(&self, i: usize) -> SocketAddr {
         self.listeners[i].0
     }
 
     /// Listener `i`'s counters.
-    pub fn counters(&self, i: usize) -> &Counters {
+    pub(crate) fn counters(&self, i: usize) -> &Counters {
         &self.listeners[i].1
     }
 }

@@ -48,7 +48,7 @@ impl GatewayClient {
     }
 
     /// The same client, reading 200 answers with a gateway error body as ShenYu means them
-    /// ([`ProbeResponse::in_gantry_terms`]).
+    /// (`ProbeResponse::in_gantry_terms`).
     pub fn errors_with_200(self, yes: bool) -> Self {
         Self {
             errors_with_200: yes,
@@ -69,7 +69,7 @@ impl GatewayClient {
     }
 
     /// Sends a scenario request and returns the whole answer, in gantry's terms
-    /// ([`ProbeResponse::in_gantry_terms`]).
+    /// (`ProbeResponse::in_gantry_terms`).
     pub async fn send(&self, req: &RequestSpec) -> Result<ProbeResponse, ClientError> {
         let what = format!("{} {}", req.method, req.path);
         let bad = |detail: String| ClientError::Body {

@@ -6,7 +6,8 @@ pub mod profile;
 
 pub use admin::AdminClient;
 pub use gateway::GatewayClient;
-pub use profile::{Profile, UnknownProfile};
+pub use profile::Profile;
+pub use profile::UnknownProfile;
 
 use std::time::Duration;
 

@@ -23,7 +23,7 @@ use super::model::Expect;
 
 /// A gateway's answer to a route's probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// HTTP 200 from the upstream of this name.
     Served(String),
     /// HTTP 404 with gateway code -107 or -102: no route.
@@ -37,7 +37,7 @@ pub enum Answer {
 impl Answer {
     /// Reads a gateway's answer: its status, its upstream header (`x-gantry-upstream`) and
     /// its body.
-    pub fn from_response(status: u16, upstream: Option<&str>, body: &str) -> Answer {
+    pub(crate) fn from_response(status: u16, upstream: Option<&str>, body: &str) -> Answer {
         let code = serde_json::from_str::<GatewayError>(body).ok();
         match (status, upstream, code) {
             (200, Some(u), _) => Answer::Served(u.to_owned()),
@@ -52,7 +52,7 @@ impl Answer {
 
     /// Whether it is what `expect` asks for (a -106 only while the plugin is disabled, a
     /// -107 or -102 only while it is enabled).
-    pub fn agrees(&self, expect: Expect) -> bool {
+    pub(crate) fn agrees(&self, expect: Expect) -> bool {
         match (self, expect) {
             (Answer::Served(got), Expect::Served(want)) => got == want.name(),
             (Answer::Served(got), Expect::Either) => [Upstream::Alpha, Upstream::Beta]
@@ -88,7 +88,7 @@ impl fmt::Display for Expect {
 
 /// One probe's answer, `at` after the last heal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// When it was sent, from the last heal.
     pub at: Duration,
     /// What came back.
@@ -117,7 +117,7 @@ pub enum Class {
 /// that the gateway may still be replaying the history (passing through earlier
 /// acknowledged states, which may equal the final one); only a wrong answer after a right
 /// one from then on is flapping.
-pub fn classify(expect: Expect, samples: &[Sample], caught_up: Duration) -> Class {
+pub(crate) fn classify(expect: Expect, samples: &[Sample], caught_up: Duration) -> Class {
     let Some(last) = samples.last() else {
         return Class::Lost;
     };
@@ -149,7 +149,7 @@ pub fn classify(expect: Expect, samples: &[Sample], caught_up: Duration) -> Clas
 
 /// The samples where the answer changed, e.g. `from 0.00 s absent (404), from 0.31 s served
 /// by alpha` (what a failure report shows of an element).
-pub fn changes(samples: &[Sample]) -> String {
+pub(crate) fn changes(samples: &[Sample]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut previous: Option<&Answer> = None;
     for s in samples {

@@ -8,11 +8,11 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 /// Routes per history: few, so that operations collide on them.
-pub const KEYS: u8 = 3;
+pub(crate) const KEYS: u8 = 3;
 
 /// Registered applications per history (keys of their own: a registration makes its own
 /// selector, matching its context path, not a route's path).
-pub const REGISTERED: u8 = 2;
+pub(crate) const REGISTERED: u8 = 2;
 
 /// The echo upstream a route sends to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -215,7 +215,7 @@ pub struct History(pub Vec<Step>);
 
 /// Time a gateway gets, beyond its reconnect back-off's cap, to resync after a fault it
 /// recovers from by reconnecting.
-pub const RESYNC_MARGIN: Duration = Duration::from_secs(3);
+pub(crate) const RESYNC_MARGIN: Duration = Duration::from_secs(3);
 
 impl History {
     /// The bound the checker allows this history: `bound`, but at least the gateways'
@@ -316,7 +316,7 @@ impl fmt::Display for History {
 
 /// The histories one edit smaller than `h`: without one of its steps, without one
 /// operation inside a fault, or with a fault replaced by its operations.
-pub fn smaller(h: &History) -> Vec<History> {
+pub(crate) fn smaller(h: &History) -> Vec<History> {
     let mut out = Vec::new();
     for (i, step) in h.0.iter().enumerate() {
         let with = |replacement: Vec<Step>| {
@@ -358,7 +358,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Which mode- and topology-specific faults a mode's histories may contain.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ModeFaults {
+pub(crate) struct ModeFaults {
     /// [`Fault::Protocol`] (websocket and http).
     pub protocol: bool,
     /// [`Fault::KillStore`] (zookeeper and etcd).
@@ -415,7 +415,7 @@ fn fault_step(extra: ModeFaults) -> impl Strategy<Value = Step> {
 
 /// Histories of 1–`steps` steps; with `faults`, about one step in four is a fault (the
 /// mode-specific ones among them only as `extra` says).
-pub fn history(steps: usize, faults: bool, extra: ModeFaults) -> BoxedStrategy<History> {
+pub(crate) fn history(steps: usize, faults: bool, extra: ModeFaults) -> BoxedStrategy<History> {
     let step = if faults {
         prop_oneof![3 => op().prop_map(Step::Op), 1 => fault_step(extra)].boxed()
     } else {

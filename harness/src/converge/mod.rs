@@ -6,10 +6,10 @@
 //! flapping ([`checker`]); the gateways' digests must equal the admin's. A failing history
 //! shrinks to a minimal one, and the seed replays it (`gantry check --seed …`).
 
-pub mod checker;
-pub mod history;
-pub mod model;
-pub mod run;
+pub(crate) mod checker;
+pub(crate) mod history;
+pub(crate) mod model;
+pub(crate) mod run;
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
@@ -89,7 +89,7 @@ pub struct Outcome {
     pub applied: (usize, usize),
     /// Of the acknowledged operations, the registrations.
     pub registrations: usize,
-    /// The faults per kind ([`history::Fault::kind`]).
+    /// The faults per kind (`history::Fault::kind`).
     pub fault_kinds: std::collections::BTreeMap<&'static str, usize>,
     /// Wall time, topology start included.
     pub elapsed: Duration,

@@ -7,7 +7,7 @@ use super::history::{Op, Upstream};
 
 /// What a route should answer once the gateways have converged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// HTTP 200 from this upstream.
     Served(Upstream),
     /// HTTP 200 from either upstream: both are registered for the application, and the
@@ -30,7 +30,7 @@ struct Route {
 
 /// The acknowledged state of every route of a history.
 #[derive(Debug, Clone, Default)]
-pub struct Model {
+pub(crate) struct Model {
     routes: BTreeMap<u8, Route>,
     /// Per registered application, the upstreams whose addresses it registered.
     registered: BTreeMap<u8, BTreeSet<Upstream>>,
@@ -41,7 +41,7 @@ pub struct Model {
 impl Model {
     /// Whether `op` means anything now (a route must exist to be enabled or deleted, a rule
     /// to be deleted); the runner sends only those.
-    pub fn applies(&self, op: Op) -> bool {
+    pub(crate) fn applies(&self, op: Op) -> bool {
         match op {
             Op::Put { .. } | Op::Plugin { .. } | Op::Register { .. } => true,
             Op::Enable { key, .. } | Op::Delete { key } => self.routes.contains_key(&key),
@@ -52,7 +52,7 @@ impl Model {
     /// Whether acknowledging `op` now makes the admin publish a change (in the etcd mode: at
     /// least one etcd write): every operation that applies does, but a registration of an
     /// upstream the application has registered already (the admin changes nothing).
-    pub fn writes(&self, op: Op) -> bool {
+    pub(crate) fn writes(&self, op: Op) -> bool {
         match op {
             Op::Register { key, upstream } => self
                 .registered
@@ -62,28 +62,23 @@ impl Model {
         }
     }
 
-    /// Whether the route's selector exists (so a `Put` updates it).
-    pub fn exists(&self, key: u8) -> bool {
-        self.routes.contains_key(&key)
-    }
-
     /// Whether the route's rule exists.
-    pub fn has_rule(&self, key: u8) -> bool {
+    pub(crate) fn has_rule(&self, key: u8) -> bool {
         self.routes.get(&key).is_some_and(|r| r.rule)
     }
 
     /// Whether the route's selector is enabled (a new one is).
-    pub fn enabled(&self, key: u8) -> bool {
+    pub(crate) fn enabled(&self, key: u8) -> bool {
         self.routes.get(&key).is_none_or(|r| r.enabled)
     }
 
     /// The upstream the route sends to (served or not), if it exists.
-    pub fn upstream(&self, key: u8) -> Option<Upstream> {
+    pub(crate) fn upstream(&self, key: u8) -> Option<Upstream> {
         self.routes.get(&key).map(|r| r.upstream)
     }
 
     /// Records `op` as acknowledged by the admin.
-    pub fn acknowledged(&mut self, op: Op) {
+    pub(crate) fn acknowledged(&mut self, op: Op) {
         match op {
             Op::Put { key, upstream } => {
                 let route = self.routes.entry(key).or_insert(Route {
@@ -116,7 +111,7 @@ impl Model {
 
     /// What registered application `key`'s API path must answer: served by its one
     /// upstream, by either once both registered, absent before any registration.
-    pub fn expect_registered(&self, key: u8) -> Expect {
+    pub(crate) fn expect_registered(&self, key: u8) -> Expect {
         if self.plugin_off {
             return Expect::Unrouted;
         }
@@ -132,7 +127,7 @@ impl Model {
     }
 
     /// What route `key` must answer.
-    pub fn expect(&self, key: u8) -> Expect {
+    pub(crate) fn expect(&self, key: u8) -> Expect {
         if self.plugin_off {
             return Expect::Unrouted;
         }
@@ -142,8 +137,9 @@ impl Model {
         }
     }
 
-    /// The routes that exist (their selectors must be deleted when the case ends).
-    pub fn keys(&self) -> impl Iterator<Item = u8> + '_ {
+    /// The routes that exist.
+    #[cfg(test)]
+    fn keys(&self) -> impl Iterator<Item = u8> + '_ {
         self.routes.keys().copied()
     }
 }

@@ -15,16 +15,16 @@ use serde_json::{Value, json};
 use crate::error::BackendError;
 
 /// How long a compaction waits for the admin's write to reach etcd.
-pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const WRITE_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The current revision of the etcd at `url` (`http://host:port`).
-pub async fn revision(url: &str) -> Result<i64, BackendError> {
+pub(crate) async fn revision(url: &str) -> Result<i64, BackendError> {
     Gateway::new(url).revision().await
 }
 
 /// Waits until the revision of the etcd at `url` is at least `least` (within
 /// [`WRITE_DEADLINE`]), then compacts it to its current revision; returns that revision.
-pub async fn compact_at_least(url: &str, least: i64) -> Result<i64, BackendError> {
+pub(crate) async fn compact_at_least(url: &str, least: i64) -> Result<i64, BackendError> {
     let etcd = Gateway::new(url);
     let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
     let revision = loop {

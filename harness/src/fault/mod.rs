@@ -3,8 +3,9 @@
 //! latency), for case-file `partition` / `heal` steps; [`etcd::compact_at_least`], for
 //! `compact: etcd`; and [`zookeeper::wait_expired`], for `expireSession: gateway`.
 
-pub mod etcd;
+pub(crate) mod etcd;
 mod proxy;
-pub mod zookeeper;
+pub(crate) mod zookeeper;
 
-pub use proxy::{FaultProxy, Mode};
+pub(crate) use proxy::FaultProxy;
+pub use proxy::Mode;

@@ -62,9 +62,8 @@ impl Mode {
 
 /// A running fault proxy in front of one target address. See the module docs.
 #[derive(Debug)]
-pub struct FaultProxy {
+pub(crate) struct FaultProxy {
     addr: SocketAddr,
-    target: SocketAddr,
     mode: watch::Sender<Mode>,
     /// The accept loop; it owns every connection's task, so aborting it closes them all.
     task: JoinHandle<()>,
@@ -72,67 +71,32 @@ pub struct FaultProxy {
 
 impl FaultProxy {
     /// A proxy on `127.0.0.1:0` (a free port) relaying to `target`, in [`Mode::Pass`].
-    pub async fn start(target: SocketAddr) -> io::Result<FaultProxy> {
+    pub(crate) async fn start(target: SocketAddr) -> io::Result<FaultProxy> {
         FaultProxy::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), target).await
     }
 
     /// A proxy listening on `listen` (a fixed port, so a component can be configured with
     /// it before the proxy starts) relaying to `target`, in [`Mode::Pass`].
-    pub async fn start_on(listen: SocketAddr, target: SocketAddr) -> io::Result<FaultProxy> {
+    pub(crate) async fn start_on(listen: SocketAddr, target: SocketAddr) -> io::Result<FaultProxy> {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (mode, modes) = watch::channel(Mode::Pass);
         let task = tokio::spawn(accept_loop(listener, target, modes));
-        Ok(FaultProxy {
-            addr,
-            target,
-            mode,
-            task,
-        })
+        Ok(FaultProxy { addr, mode, task })
     }
 
     /// Where clients connect.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Where the proxy relays to.
-    pub fn target(&self) -> SocketAddr {
-        self.target
-    }
-
-    /// The current mode.
-    pub fn mode(&self) -> Mode {
-        *self.mode.borrow()
-    }
-
     /// Switches the mode; open connections follow at once.
-    pub fn set(&self, mode: Mode) {
+    pub(crate) fn set(&self, mode: Mode) {
         self.mode.send_replace(mode);
     }
 
-    /// [`Mode::Cut`].
-    pub fn cut(&self) {
-        self.set(Mode::Cut);
-    }
-
-    /// [`Mode::Reset`].
-    pub fn reset(&self) {
-        self.set(Mode::Reset);
-    }
-
-    /// [`Mode::Blackhole`]: a silent (half-open) partition.
-    pub fn blackhole(&self) {
-        self.set(Mode::Blackhole);
-    }
-
-    /// [`Mode::Delay`] by `latency`.
-    pub fn delay(&self, latency: Duration) {
-        self.set(Mode::Delay(latency));
-    }
-
     /// Back to [`Mode::Pass`]: blackholed connections resume; cut or reset ones stay closed.
-    pub fn heal(&self) {
+    pub(crate) fn heal(&self) {
         self.set(Mode::Pass);
     }
 }
@@ -349,7 +313,7 @@ mod tests {
     #[tokio::test]
     async fn pass_relays_both_ways() {
         let proxy = FaultProxy::start(echo().await).await.unwrap();
-        assert_eq!(proxy.mode(), Mode::Pass);
+        assert_eq!(*proxy.mode.borrow(), Mode::Pass);
         let mut stream = connect(&proxy).await;
         round_trip(&mut stream, b"hello").await;
         let big = vec![7u8; 200_000];
@@ -364,7 +328,7 @@ mod tests {
             probe.local_addr().unwrap()
         };
         let proxy = FaultProxy::start_on(port, target).await.unwrap();
-        assert_eq!((proxy.addr(), proxy.target()), (port, target));
+        assert_eq!(proxy.addr(), port);
         round_trip(&mut connect(&proxy).await, b"fixed").await;
     }
 
@@ -373,7 +337,7 @@ mod tests {
         let proxy = FaultProxy::start(echo().await).await.unwrap();
         let mut open = connect(&proxy).await;
         round_trip(&mut open, b"before").await;
-        proxy.cut();
+        proxy.set(Mode::Cut);
         assert_eq!(read_result(&mut open).await.unwrap(), 0, "FIN");
         let mut new = connect(&proxy).await;
         assert_eq!(read_result(&mut new).await.unwrap(), 0, "closed on accept");
@@ -386,7 +350,7 @@ mod tests {
         let proxy = FaultProxy::start(echo().await).await.unwrap();
         let mut open = connect(&proxy).await;
         round_trip(&mut open, b"before").await;
-        proxy.reset();
+        proxy.set(Mode::Reset);
         let err = read_result(&mut open).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
         let mut new = connect(&proxy).await;
@@ -401,7 +365,7 @@ mod tests {
         let proxy = FaultProxy::start(echo().await).await.unwrap();
         let mut open = connect(&proxy).await;
         round_trip(&mut open, b"before").await;
-        proxy.blackhole();
+        proxy.set(Mode::Blackhole);
         open.write_all(b"during").await.unwrap();
         assert_silent(&mut open).await;
         let mut new = connect(&proxy).await;
@@ -422,8 +386,8 @@ mod tests {
         let proxy = FaultProxy::start(echo().await).await.unwrap();
         let mut open = connect(&proxy).await;
         round_trip(&mut open, b"before").await;
-        proxy.blackhole();
-        proxy.cut();
+        proxy.set(Mode::Blackhole);
+        proxy.set(Mode::Cut);
         assert_eq!(read_result(&mut open).await.unwrap(), 0);
     }
 
@@ -433,7 +397,7 @@ mod tests {
         let proxy = FaultProxy::start(echo().await).await.unwrap();
         let mut stream = connect(&proxy).await;
         round_trip(&mut stream, b"warm").await;
-        proxy.delay(latency);
+        proxy.set(Mode::Delay(latency));
         let started = Instant::now();
         round_trip(&mut stream, b"slow").await;
         assert!(started.elapsed() >= 2 * latency, "{:?}", started.elapsed());

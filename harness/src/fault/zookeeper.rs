@@ -15,7 +15,7 @@ use crate::error::BackendError;
 
 /// How long past the session's negotiated timeout ZooKeeper may take to expire it (it checks
 /// once per tick, 2 s in the harness's `zoo.cfg`).
-pub const EXPIRY_MARGIN: Duration = Duration::from_secs(10);
+pub(crate) const EXPIRY_MARGIN: Duration = Duration::from_secs(10);
 
 /// How often `cons` is asked while waiting.
 const POLL: Duration = Duration::from_millis(100);
@@ -39,7 +39,7 @@ pub async fn gateway_session(url: &str) -> Result<String, BackendError> {
 }
 
 /// Waits until ZooKeeper on loopback `port` no longer lists `session`: at most the session's
-/// negotiated timeout (as `cons` reports it) plus `margin` ([`EXPIRY_MARGIN`] for a fault).
+/// negotiated timeout (as `cons` reports it) plus `margin` (`EXPIRY_MARGIN` for a fault).
 /// Returns how long it took.
 pub async fn wait_expired(
     port: u16,

@@ -56,7 +56,7 @@ enum Content {
 
 /// The inputs of one middleware image.
 #[derive(Debug)]
-pub struct Rootfs {
+pub(crate) struct Rootfs {
     /// Absolute path in the image, and where its content comes from.
     files: Vec<(String, Content)>,
     /// The Dockerfile (without the label, which the build adds).

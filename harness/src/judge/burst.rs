@@ -29,7 +29,7 @@ pub struct BurstSpec {
 
 /// The expected answers per status.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BurstJudge<'a> {
+pub(crate) struct BurstJudge<'a> {
     /// Answers per HTTP status.
     pub statuses: &'a BTreeMap<u16, u32>,
 }

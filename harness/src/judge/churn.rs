@@ -1,7 +1,7 @@
 //! The churn judge: a stable route under steady load, first without churn (the baseline),
 //! then while other routes change at a given rate (ShenYu #7034: a change to one route must
 //! not disturb another). Every answer in both phases must have met the expectation, and the
-//! admin must have acknowledged at least [`MIN_RATE_SHARE`] of the asked change rate (else
+//! admin must have acknowledged at least `MIN_RATE_SHARE` of the asked change rate (else
 //! the check did not test what it claims). The stable route's latency quantiles in both
 //! phases and the achieved rate are measured, not judged.
 
@@ -94,14 +94,14 @@ pub struct ChurnBurst {
 /// churn was too thin to back the check's claim. (A 2-core machine running debug builds
 /// acknowledges 99% of 50 changes/s with other builds running; with two busy loops and two
 /// builds besides, 64–81% of 50/s and 69–98% of 40/s, so `churn.yaml` asks for 25/s.)
-pub const MIN_RATE_SHARE: f64 = 0.8;
+pub(crate) const MIN_RATE_SHARE: f64 = 0.8;
 
 /// How many misses (and failed changes) a failure names.
 const NAMED: usize = 3;
 
 /// One answer on the stable route that missed the expectation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Miss {
+pub(crate) struct Miss {
     /// When it was sent, ms from the start of its phase.
     pub at_ms: f64,
     /// What was wrong (a status, a wrong upstream, a transport error).
@@ -110,7 +110,7 @@ pub struct Miss {
 
 /// What the load on the stable route saw in one phase.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Phase {
+pub(crate) struct Phase {
     /// Answers (and transport errors) seen.
     pub sent: u64,
     /// Every answer's latency, µs.
@@ -124,7 +124,7 @@ pub struct Phase {
 impl Phase {
     /// Records one answer sent `at_ms` into the phase, taking `latency_us`; `outcome` is why
     /// it missed, if it did.
-    pub fn record(&mut self, at_ms: f64, latency_us: u64, outcome: Result<(), String>) {
+    pub(crate) fn record(&mut self, at_ms: f64, latency_us: u64, outcome: Result<(), String>) {
         self.sent += 1;
         self.latencies_us.push(latency_us);
         if let Err(what) = outcome {
@@ -135,7 +135,7 @@ impl Phase {
     }
 
     /// Both phases' observations in one (the load's connections each record their own).
-    pub fn merge(mut self, other: Phase) -> Phase {
+    pub(crate) fn merge(mut self, other: Phase) -> Phase {
         self.sent += other.sent;
         self.latencies_us.extend(other.latencies_us);
         self.missed += other.missed;
@@ -153,7 +153,7 @@ impl Phase {
 
 /// What the churn check observed.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChurnObservation {
+pub(crate) struct ChurnObservation {
     /// The stable route without churn.
     pub baseline: Phase,
     /// The stable route during churn.
@@ -168,7 +168,7 @@ pub struct ChurnObservation {
 
 /// The asked change rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChurnJudge {
+pub(crate) struct ChurnJudge {
     /// Admin changes per second asked for (bursts included).
     pub asked_rate: f64,
 }

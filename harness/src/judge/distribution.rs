@@ -58,7 +58,7 @@ pub struct DistributionSpec {
 /// disabled ones get 0 (gantry never picks them); if every enabled weight is equal (all 0
 /// included) the enabled ones share equally; otherwise each gets its weight over the total
 /// and weights ≤ 0 get 0 (ShenYu's `RandomLoadBalancer`, semantics §7).
-pub fn shares_from_weights(upstreams: &[UpstreamRef]) -> BTreeMap<String, f64> {
+pub(crate) fn shares_from_weights(upstreams: &[UpstreamRef]) -> BTreeMap<String, f64> {
     let mut shares: BTreeMap<String, f64> = upstreams
         .iter()
         .map(|u| (u.upstream.clone(), 0.0))
@@ -79,7 +79,7 @@ pub fn shares_from_weights(upstreams: &[UpstreamRef]) -> BTreeMap<String, f64> {
 
 /// Expected shares (normalised) and the significance level.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DistributionJudge {
+pub(crate) struct DistributionJudge {
     /// Share per upstream; 0 means "must get nothing".
     pub expected: BTreeMap<String, f64>,
     /// Significance level of the χ² test.
@@ -88,7 +88,7 @@ pub struct DistributionJudge {
 
 impl DistributionJudge {
     /// A judge for `shares` (normalised here) at `alpha`.
-    pub fn new(shares: BTreeMap<String, f64>, alpha: f64) -> Self {
+    pub(crate) fn new(shares: BTreeMap<String, f64>, alpha: f64) -> Self {
         let total: f64 = shares.values().sum();
         let expected = shares
             .into_iter()

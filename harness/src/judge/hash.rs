@@ -41,14 +41,14 @@ pub struct HashSpec {
 
 /// The ring over named upstreams.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ring {
+pub(crate) struct Ring {
     points: BTreeMap<u32, String>,
 }
 
 impl Ring {
     /// The ring over `(name, upstreamUrl)` pairs, in the selector's order, enabled ones only
     /// (gantry never picks a disabled upstream).
-    pub fn new<'a>(upstreams: impl IntoIterator<Item = (&'a str, &'a str)>) -> Ring {
+    pub(crate) fn new<'a>(upstreams: impl IntoIterator<Item = (&'a str, &'a str)>) -> Ring {
         let mut points = BTreeMap::new();
         for (name, url) in upstreams {
             for i in 0..5 {
@@ -59,7 +59,7 @@ impl Ring {
     }
 
     /// The upstream for a client address (Java's rendering: dotted IPv4).
-    pub fn pick(&self, ip: IpAddr) -> Option<&str> {
+    pub(crate) fn pick(&self, ip: IpAddr) -> Option<&str> {
         let key = md5_32(&ip.to_string());
         self.points
             .range(key..)
@@ -78,7 +78,7 @@ fn md5_32(s: &str) -> u32 {
 /// The expected ring, and the upstream each client reached at the previous hash check on the
 /// same selector (to judge moves after a change).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HashJudge {
+pub(crate) struct HashJudge {
     /// The ring over the selector's enabled upstreams.
     pub ring: Ring,
     /// Where each client went last time, if the scenario judged this selector before.

@@ -89,7 +89,7 @@ pub struct LatencyLimits {
 
 /// One change's times, in µs after the admin's 2xx.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChangeLatency {
+pub(crate) struct ChangeLatency {
     /// To the gateway applying it (0 when it applied before the harness saw the 2xx).
     pub applied_us: u64,
     /// To the first pass of the probe streak.
@@ -130,7 +130,7 @@ impl Quantiles {
 
 /// The limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LatencyJudge {
+pub(crate) struct LatencyJudge {
     /// Upper bounds on the applied-latency quantiles.
     pub limits: LatencyLimits,
     /// Upper bounds on the probe-latency quantiles.

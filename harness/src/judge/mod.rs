@@ -3,7 +3,7 @@
 //! `spec::CheckSpec` (its request, its validation through `spec::ValidateCx`),
 //! `spec::Observe` (what it sends through the runner's context, `spec::ObserveCx` or a
 //! context trait of its own, and hands its judge) and [`spec::Measured`] for what it measured
-//! (the reports' lines and plots). The judge ([`Judge`]) is a pure verdict over what was
+//! (the reports' lines and plots). The judge (`Judge`) is a pure verdict over what was
 //! observed, with the measurements that go into the reports either way; it never sends a
 //! request, so each one is tested by feeding it a right and a wrong observation.
 //!
@@ -180,7 +180,7 @@ impl Measurements {
 }
 
 /// A verdict over observations.
-pub trait Judge {
+pub(crate) trait Judge {
     /// What the judge looks at.
     type Observation;
 
@@ -190,7 +190,7 @@ pub trait Judge {
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Every way the observation differs from the expectation (empty: passed).
     pub failures: Vec<String>,
     /// What was measured.
@@ -199,7 +199,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// Whether nothing failed.
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.failures.is_empty()
     }
 }
@@ -207,7 +207,7 @@ impl Verdict {
 /// Answers counted by the upstream that gave them; answers no upstream gave are counted by a
 /// short description (`HTTP 503 code -119`), so a judge can name them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Requests answered by each upstream.
     pub upstreams: BTreeMap<String, u64>,
     /// Answers without an upstream, by description.
@@ -216,7 +216,7 @@ pub struct Counts {
 
 impl Counts {
     /// Counts one answer.
-    pub fn add(&mut self, answer: &Result<ProbeResponse, String>) {
+    pub(crate) fn add(&mut self, answer: &Result<ProbeResponse, String>) {
         let key = match answer {
             Ok(resp) => match resp.header(UPSTREAM_HEADER) {
                 Some(up) => {
@@ -231,12 +231,12 @@ impl Counts {
     }
 
     /// Every answer counted.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.upstreams.values().sum::<u64>() + self.errors.values().sum::<u64>()
     }
 
     /// A failure naming the answers no upstream gave, if any.
-    pub fn error_failure(&self) -> Option<String> {
+    pub(crate) fn error_failure(&self) -> Option<String> {
         (!self.errors.is_empty()).then(|| {
             let list: Vec<String> = self
                 .errors

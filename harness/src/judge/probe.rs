@@ -1,5 +1,5 @@
 //! The probe judge: every answer to a request sent `repeat` times must meet the expectation
-//! ([`crate::probe::judge`] for one answer).
+//! (`crate::probe::judge` for one answer).
 
 use std::collections::BTreeMap;
 
@@ -41,7 +41,7 @@ impl CheckSpec for ProbeCheck {
 
 /// The expectation each answer must meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeJudge<'a> {
+pub(crate) struct ProbeJudge<'a> {
     /// The expectation.
     pub expect: &'a Expect,
     /// Setup objects by id (for `selector` and `rule`).
@@ -81,7 +81,10 @@ impl Judge for ProbeJudge<'_> {
 /// Where the requests each upstream received while one probe request was answered (`got`,
 /// one map per request sent) differ from `want` (requests per upstream per request); empty
 /// when they match.
-pub fn attempt_misses(want: &BTreeMap<String, u32>, got: &[BTreeMap<String, u32>]) -> Vec<String> {
+pub(crate) fn attempt_misses(
+    want: &BTreeMap<String, u32>,
+    got: &[BTreeMap<String, u32>],
+) -> Vec<String> {
     let several = got.len() > 1;
     got.iter()
         .enumerate()

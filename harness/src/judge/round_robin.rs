@@ -32,7 +32,7 @@ pub struct CycleSpec {
 
 /// One period of smooth weighted round robin over the enabled `upstreams`, in list order,
 /// from the zero state (gantry never picks a disabled upstream; one upstream is always it).
-pub fn cycle(upstreams: &[UpstreamRef]) -> Vec<String> {
+pub(crate) fn cycle(upstreams: &[UpstreamRef]) -> Vec<String> {
     let enabled: Vec<(&str, i64)> = upstreams
         .iter()
         .filter(|u| u.status)
@@ -64,7 +64,7 @@ fn gcd(a: i64, b: i64) -> i64 {
 
 /// The expected cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CycleJudge {
+pub(crate) struct CycleJudge {
     /// One period, from the zero state.
     pub cycle: Vec<String>,
 }

@@ -111,7 +111,7 @@ pub trait Measured {
     /// One line for the HTML report's `measured` column.
     fn summary(&self) -> String;
 
-    /// The line after `<case>: <kind> `<name>`: ` in the terminal's measurements, if the kind
+    /// The line after ``<case>: <kind> `<name>`: `` in the terminal's measurements, if the kind
     /// has one.
     fn terminal(&self) -> Option<String> {
         None

@@ -55,7 +55,7 @@ pub struct SteerSpec {
 
 /// The bounds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SteerJudge {
+pub(crate) struct SteerJudge {
     /// The slow upstream.
     pub slow: String,
     /// The most it may get.

@@ -36,7 +36,7 @@ use crate::upstream::{UPSTREAM_HEADER, Upstream};
 use crate::wait::{WaitPolicy, await_convergence};
 
 /// Logs in to `target`, removes what an earlier run with the same prefix left, and probes it.
-pub async fn connect(target: ExternalTarget) -> Result<ExternalBackend, BackendError> {
+pub(crate) async fn connect(target: ExternalTarget) -> Result<ExternalBackend, BackendError> {
     let admin = target
         .login()
         .await
@@ -90,7 +90,7 @@ const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 /// answers from it (which also proves the gateway reaches the upstreams at
 /// `--upstream-advertise`) and reads the headers of that answer. The caller removes the route
 /// ([`sweep`]).
-pub async fn probe(
+pub(crate) async fn probe(
     target: &ExternalTarget,
     admin: &AdminClient,
 ) -> Result<Capabilities, BackendError> {
@@ -212,7 +212,7 @@ pub(crate) fn finds_no_selector(answer: &ProbeResponse) -> bool {
 
 /// Deletes every selector (with its rules) whose name starts with `prefix`, of every plugin;
 /// returns how many. Nothing else is touched.
-pub async fn sweep(admin: &AdminClient, prefix: &str) -> Result<usize, ClientError> {
+pub(crate) async fn sweep(admin: &AdminClient, prefix: &str) -> Result<usize, ClientError> {
     let mut ids = Vec::new();
     for plugin in admin.plugins().await? {
         ids.extend(
@@ -233,7 +233,7 @@ pub async fn sweep(admin: &AdminClient, prefix: &str) -> Result<usize, ClientErr
 /// Why `scenario` cannot run against an external target whatever it offers: it would change
 /// config the run did not create, or it needs a process, a store or a topology of gantry's
 /// own. `None` when it can.
-pub fn skip_reason(scenario: &Scenario) -> Option<String> {
+pub(crate) fn skip_reason(scenario: &Scenario) -> Option<String> {
     if !scenario.topology.is_default() {
         return Some(
             "it needs a topology of its own (several admins or gateways, late \
@@ -287,7 +287,7 @@ pub fn skip_reason(scenario: &Scenario) -> Option<String> {
 
 /// Why `scenario` cannot run against a target that offers `caps`: it expects what only a
 /// missing capability shows. `None` when it can.
-pub fn capability_skip_reason(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
+pub(crate) fn capability_skip_reason(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
     if !caps.route_headers && scenario.expects_route_names() {
         return Some(
             "it expects `selector:` or `rule:`, which need the gateway to name the matched \

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-pub use crate::scenario::ast::{Behaviour, UpstreamFault, list_problems};
+pub(crate) use crate::scenario::ast::Behaviour;
+pub(crate) use crate::scenario::ast::list_problems;
 use echo::{EchoResponder, echo_of};
 
 use crate::error::BackendError;
@@ -31,15 +32,15 @@ use crate::error::BackendError;
 pub const UPSTREAM_HEADER: &str = "x-gantry-upstream";
 
 /// The request header that delays named upstreams: `<name>=<duration>, …`.
-pub const DELAY_HEADER: &str = "x-gantry-delay";
+pub(crate) const DELAY_HEADER: &str = "x-gantry-delay";
 
 /// The path that answers `GET` with 200 once every behaviour is in place, whatever the
 /// behaviours say (the container's readiness probe); it is left out of [`Upstream::received`].
-pub const READY_PATH: &str = "/__gantry/ready";
+pub(crate) const READY_PATH: &str = "/__gantry/ready";
 
 /// The delay `header` (an [`DELAY_HEADER`] value) asks of the upstream `name`, if any;
 /// entries that do not parse are ignored.
-pub fn delay_for(header: &str, name: &str) -> Option<std::time::Duration> {
+pub(crate) fn delay_for(header: &str, name: &str) -> Option<std::time::Duration> {
     header.split(',').find_map(|entry| {
         let (who, delay) = entry.split_once('=')?;
         (who.trim() == name)
@@ -164,7 +165,7 @@ impl Upstream {
 
 /// Serves the upstream `name` with `behave` on `listener` until `shutdown` completes (the
 /// standalone server behind `gantry upstream` and the `gantry/upstream:dev` image).
-pub async fn serve(
+pub(crate) async fn serve(
     name: &str,
     behave: &[Behaviour],
     listener: std::net::TcpListener,

@@ -24,11 +24,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use harness::ProcessEnv;
-use harness::backend::HostServer;
-use harness::backend::component::{self, StoreKind};
-use harness::backend::host::{AdminLaunch, HostBackend, Service};
 use harness::client::{AdminClient, GatewayClient};
-use harness::wait::{WaitPolicy, await_convergence};
+use harness::internals::backend::HostServer;
+use harness::internals::backend::component::{self, StoreKind};
+use harness::internals::backend::host::{AdminLaunch, HostBackend, Service};
+use harness::internals::wait::{WaitPolicy, await_convergence};
 use libtest_mimic::{Failed, Trial};
 use model::{SelectorDto, SyncMode};
 use tokio::time::Instant;
@@ -156,7 +156,7 @@ impl Cluster {
         let dir = tempfile::Builder::new()
             .prefix("gantry-cluster-")
             .tempdir()?;
-        let backend = HostBackend::new(harness::backend::host::default_bin_dir(None)?)?;
+        let backend = HostBackend::new(harness::internals::backend::host::default_bin_dir(None)?)?;
         let (db_url, schema) = match db {
             Db::Sqlite => (dir.path().join("shared.db").display().to_string(), None),
             Db::Postgres => {

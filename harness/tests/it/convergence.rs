@@ -1,4 +1,4 @@
-//! The convergence property with faults ([`harness::converge`], docs/convergence.md), on the
+//! The convergence property with faults ((`harness::internals::converge`), docs/convergence.md), on the
 //! host backend: `convergence@<mode>` for the four sync modes must pass; with a gateway that
 //! drops deletes (`--emulate-bug drop-deletes`), `convergence_planted_bug@websocket` must
 //! fail with a shrunk history of at most 3 operations and faults that contains a delete, and
@@ -11,9 +11,9 @@
 //! histories of at most 8 steps, bound 5 s, two gateways); measured times are in
 //! docs/convergence.md.
 
-use harness::converge::history::{History, Op, Step, Upstream};
-use harness::converge::run::Live;
-use harness::converge::{Options, Outcome, check};
+use harness::internals::converge::history::{History, Op, Step, Upstream};
+use harness::internals::converge::run::Live;
+use harness::internals::converge::{Options, Outcome, check};
 use harness::{Backend, BackendKind};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
@@ -23,7 +23,7 @@ use crate::properties::seed_for;
 fn run(mode: SyncMode, trial: &str, gateway_args: &[&str]) -> Result<Outcome, Failed> {
     let seed = seed_for(trial);
     eprintln!("{trial}: seed {seed} (GANTRY_PROPTEST_SEED={seed} reruns it)");
-    let bin_dir = harness::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?
         .with_gateway_args(gateway_args.iter().map(|a| (*a).to_owned()).collect());
     let outcome = check(&backend, &Options::new(mode, seed))?;
@@ -81,7 +81,7 @@ fn planted_bug() -> Result<(), Failed> {
 /// deleted it: the isolation check between histories must record that, naming the digests.
 fn isolation_planted_bug() -> Result<(), Failed> {
     let trial = "convergence_isolation_planted_bug@websocket";
-    let bin_dir = harness::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?
         .with_gateway_args(vec!["--emulate-bug".to_owned(), "drop-deletes".to_owned()]);
     let bound = Options::new(SyncMode::Websocket, 0).bound;

@@ -14,9 +14,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use harness::backend::docker::{self, EngineCheck, Labelled};
+use harness::internals::backend::docker::{self, EngineCheck, Labelled};
+use harness::internals::topology::{Shape, Topology};
 use harness::scenario::ast::{Component, FaultAction, Target, UpstreamDecl};
-use harness::topology::{Shape, Topology};
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
@@ -309,7 +309,8 @@ fn partition_keeps_the_published_port() -> Result<(), Failed> {
         let before = sync_address(&id, &gateway)
             .await?
             .ok_or("the gateway is not on the sync network")?;
-        topo.partition(harness::fault::Mode::Blackhole).await?;
+        topo.partition(harness::internals::fault::Mode::Blackhole)
+            .await?;
         if let Some(ip) = sync_address(&id, &gateway).await? {
             return Err(Failed::from(format!("still on the sync network at {ip}")));
         }
@@ -432,7 +433,7 @@ fn stale_runs_are_swept() -> Result<(), Failed> {
         d.create_network(live).await?;
         Ok::<_, Failed>(())
     })?;
-    harness::backend::DockerBackend::open(None)?;
+    harness::internals::backend::DockerBackend::open(None)?;
     let (_, live_left) = labelled(&run_label("live000000"))?;
     runtime()?.block_on(async {
         let d = docker::connect().await?;

@@ -28,7 +28,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use harness::client::{AdminClient, GatewayClient};
-use harness::wait::{WaitPolicy, await_convergence};
+use harness::internals::wait::{WaitPolicy, await_convergence};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
 
@@ -45,7 +45,7 @@ pub(crate) fn trials() -> Vec<Trial> {
         ));
     }
     for mode in SyncMode::ALL.iter().copied() {
-        let skip = harness::backend::component::skip_reason(&harness::ProcessEnv, mode);
+        let skip = harness::internals::backend::component::skip_reason(&harness::ProcessEnv, mode);
         if let Some(reason) = &skip {
             eprintln!("note: `external::suite@{mode}` is ignored: {reason}");
         }
@@ -117,7 +117,7 @@ struct Pair {
     gateway: Child,
     urls: Endpoints,
     /// The ZooKeeper or etcd both use in those modes (stopped after them).
-    _store: Option<harness::backend::HostServer>,
+    _store: Option<harness::internals::backend::HostServer>,
     _dir: tempfile::TempDir,
 }
 
@@ -160,7 +160,7 @@ fn start_pair(
     mode: SyncMode,
     gateway_args: &[&str],
 ) -> Result<Pair, Failed> {
-    let bin = harness::backend::host::default_bin_dir(
+    let bin = harness::internals::backend::host::default_bin_dir(
         std::env::var_os("GANTRY_BIN_DIR").map(Into::into),
     )?;
     let dir = tempfile::tempdir()?;
@@ -168,8 +168,8 @@ fn start_pair(
     let admin_url = format!("http://127.0.0.1:{admin_port}");
     let gateway_url = format!("http://127.0.0.1:{gateway_port}");
     let log = |name: &str| std::fs::File::create(dir.path().join(name));
-    let store = match harness::backend::StoreKind::for_mode(mode) {
-        Some(kind) => Some(rt.block_on(harness::backend::HostServer::start(
+    let store = match harness::internals::backend::StoreKind::for_mode(mode) {
+        Some(kind) => Some(rt.block_on(harness::internals::backend::HostServer::start(
             kind,
             &dir.path().join(kind.name()),
         ))?),
@@ -177,7 +177,7 @@ fn start_pair(
     };
     let store_flags: Vec<String> = store
         .iter()
-        .flat_map(harness::backend::HostServer::store_flags)
+        .flat_map(harness::internals::backend::HostServer::store_flags)
         .collect();
     let admin = Command::new(bin.join("gantry-admin"))
         .args([
@@ -279,7 +279,7 @@ async fn plant_own_selector(admin: &AdminClient) -> Result<(), Failed> {
 /// a port nothing listens on).
 async fn plant_selector(admin: &AdminClient, name: &str, path: &str) -> Result<(), Failed> {
     let plugin_id = admin.plugin_id("divide").await?.ok_or("no divide plugin")?;
-    let dto = harness::lower::custom_selector(
+    let dto = harness::internals::lower::custom_selector(
         &plugin_id,
         name,
         r#"[{"upstreamUrl":"127.0.0.1:1","weight":50,"status":true}]"#,
@@ -788,7 +788,7 @@ fn library_gantry() -> Result<(), Failed> {
     let pair = start_pair(&rt, mode, &["--hide-extras"])?;
     let admin = rt.block_on(login(&pair.admin_url))?;
     let before = rt.block_on(snapshot(&admin))?;
-    let target = harness::backend::ExternalTarget {
+    let target = harness::internals::backend::ExternalTarget {
         admin_url: pair.admin_url.clone(),
         gateway_url: pair.gateway_url.clone(),
         user: "admin".into(),
@@ -796,7 +796,7 @@ fn library_gantry() -> Result<(), Failed> {
         upstream_bind: std::net::Ipv4Addr::LOCALHOST.into(),
         upstream_advertise: "127.0.0.1".into(),
         profile: harness::client::Profile::default(),
-        prefix: harness::backend::ExternalTarget::fresh_prefix(),
+        prefix: harness::internals::backend::ExternalTarget::fresh_prefix(),
     };
     let prefix = target.prefix.clone();
     let during = rt.block_on(async {
@@ -823,7 +823,7 @@ fn library_gantry() -> Result<(), Failed> {
         };
         await_convergence(policy, || async {
             let resp = gateway.send(&request).await.map_err(|e| e.to_string())?;
-            match resp.header(harness::upstream::UPSTREAM_HEADER) {
+            match resp.header(harness::internals::upstream::UPSTREAM_HEADER) {
                 Some("alpha") => Ok(()),
                 _ => Err(resp.summary()),
             }

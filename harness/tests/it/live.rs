@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use harness::client::{AdminClient, GatewayClient};
+use harness::internals::topology::Topology;
+use harness::internals::wait::{WaitPolicy, await_convergence};
 use harness::scenario::ast::UpstreamDecl;
-use harness::topology::Topology;
-use harness::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind};
 use libtest_mimic::Failed;
 use model::{DivideUpstream, SyncMode};
@@ -38,7 +38,7 @@ pub(crate) struct DivideTopology {
 impl DivideTopology {
     /// Starts it under `mode` and waits until the gateway serves the admin's config.
     pub(crate) async fn start(mode: SyncMode) -> Result<DivideTopology, Failed> {
-        let bin_dir = harness::backend::host::default_bin_dir(None)?;
+        let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let topo =
             Topology::start(&backend, mode, &[UpstreamDecl::echo("alpha")], &[], false).await?;

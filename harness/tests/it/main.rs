@@ -53,7 +53,7 @@ fn per_mode(name: &'static str, test: fn(SyncMode) -> Result<(), Failed>) -> Vec
     ]
     .into_iter()
     .map(|mode| {
-        let skip = harness::backend::component::skip_reason(&harness::ProcessEnv, mode);
+        let skip = harness::internals::backend::component::skip_reason(&harness::ProcessEnv, mode);
         if let Some(reason) = &skip {
             eprintln!("note: `{name}@{mode}` is ignored: {reason}");
         }

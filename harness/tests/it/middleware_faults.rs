@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
-use harness::backend::HostServer;
-use harness::backend::component::{self, StoreKind};
-use harness::backend::{Run, Service};
 use harness::client::{AdminClient, GatewayClient};
-use harness::lower::{custom_selector, divide_rule};
-use harness::wait::{WaitPolicy, await_convergence};
+use harness::internals::backend::HostServer;
+use harness::internals::backend::component::{self, StoreKind};
+use harness::internals::backend::{Run, Service};
+use harness::internals::lower::{custom_selector, divide_rule};
+use harness::internals::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind, ProcessEnv};
 use libtest_mimic::{Failed, Trial};
 use model::{ConditionDto, MatchMode, SyncMode};
@@ -42,7 +42,7 @@ impl Setup {
         let dir = tempfile::Builder::new()
             .prefix("gantry-faults-")
             .tempdir()?;
-        let bin_dir = harness::backend::host::default_bin_dir(None)?;
+        let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let run = backend.begin(mode, false).await?;
         let store = HostServer::start(kind, &dir.path().join(kind.name())).await?;
@@ -99,7 +99,7 @@ impl Setup {
             ..
         } = self;
         drop((gateway, admin, store, run, backend));
-        if harness::backend::process::process_alive(pid) {
+        if harness::internals::backend::process::process_alive(pid) {
             return Err(format!("the store server (pid {pid}) outlived its drop").into());
         }
         drop(dir);
@@ -220,7 +220,7 @@ async fn server_restart_converges(kind: StoreKind) -> Result<(), Failed> {
 /// gateway keeps pinging) and on one ZooKeeper does not list: `expireSession` cannot pass on
 /// a stall that never expired anything.
 async fn expiry_wait_fails_on_a_live_session(kind: StoreKind) -> Result<(), Failed> {
-    use harness::fault::zookeeper::{gateway_session, wait_expired};
+    use harness::internals::fault::zookeeper::{gateway_session, wait_expired};
     let mut setup = Setup::start(kind).await?;
     setup.start_gateway().await?;
     let url = setup.gateway.as_ref().ok_or("no gateway")?.url().to_owned();

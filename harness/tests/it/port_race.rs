@@ -10,8 +10,8 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 
 use harness::ProcessEnv;
-use harness::backend::HostServer;
-use harness::backend::component::{self, StoreKind};
+use harness::internals::backend::HostServer;
+use harness::internals::backend::component::{self, StoreKind};
 use libtest_mimic::{Failed, Trial};
 
 /// A loopback port this process holds (while the listener lives).

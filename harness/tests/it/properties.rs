@@ -69,7 +69,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
-use harness::lower::{custom_selector, divide_rule};
+use harness::internals::lower::{custom_selector, divide_rule};
 use harness::reference::{Outcome, PlantedBug, Reference, Request};
 use libtest_mimic::{Failed, Trial};
 use model::{ConditionData, ConditionDto, MatchMode, SyncMode};
@@ -810,7 +810,7 @@ impl Live {
         let status = resp.status().as_u16();
         let upstream = resp
             .headers()
-            .get(harness::upstream::UPSTREAM_HEADER)
+            .get(harness::internals::upstream::UPSTREAM_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let body = resp

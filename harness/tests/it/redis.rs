@@ -12,10 +12,10 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
-use harness::backend::HostServer;
-use harness::backend::process::process_alive;
+use harness::internals::backend::HostServer;
+use harness::internals::backend::process::process_alive;
+use harness::internals::topology::Topology;
 use harness::scenario::ast::Component;
-use harness::topology::Topology;
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
@@ -90,7 +90,7 @@ fn start_and_stop() -> Result<(), Failed> {
 /// A topology asked for Redis fills `${redis.url}` with `127.0.0.1:<port>` of a server that
 /// answers, and stops it with the topology.
 fn topology_fills_redis_url() -> Result<(), Failed> {
-    let bin_dir = harness::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?;
     let rt = runtime()?;
     let topo = rt.block_on(Topology::start(
@@ -123,7 +123,7 @@ fn case_with_redis_runs() -> Result<(), Failed> {
     if scenario.components != [Component::Redis] {
         return Err(format!("components {:?}", scenario.components).into());
     }
-    let bin_dir = harness::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?;
     let opts = RunOptions {
         backend: BackendKind::Host,
@@ -148,7 +148,8 @@ fn case_with_redis_runs() -> Result<(), Failed> {
 
 /// The trials; ignored (with a note) when `redis-server` is missing and not required.
 pub(crate) fn trials() -> Vec<Trial> {
-    let skip = harness::backend::component::redis::skip_reason(&ProcessEnv, Component::Redis);
+    let skip =
+        harness::internals::backend::component::redis::skip_reason(&ProcessEnv, Component::Redis);
     if let Some(reason) = &skip {
         eprintln!("note: every `redis::` trial is ignored: {reason}");
     }

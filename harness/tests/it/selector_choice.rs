@@ -15,7 +15,7 @@ use crate::live::DivideTopology;
 use std::time::Instant;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
-use harness::probe::{RULE_ID_HEADER, SELECTOR_ID_HEADER};
+use harness::internals::probe::{RULE_ID_HEADER, SELECTOR_ID_HEADER};
 use harness::reference::{Choice, Outcome, PlantedBug, Reference, Request, Rule, Selector};
 use libtest_mimic::{Failed, Trial};
 use model::{ConditionData, ConditionDto, MatchMode, RuleDto, SelectorDto, SyncMode};
@@ -282,7 +282,7 @@ impl Live {
                 enabled: Some(r.enabled),
                 loged: Some(false),
                 match_restful: Some(false),
-                handle: Some(harness::lower::DIVIDE_RULE_HANDLE.to_owned()),
+                handle: Some(harness::internals::lower::DIVIDE_RULE_HANDLE.to_owned()),
                 rule_conditions: Some(dtos(r)),
                 ..Default::default()
             };

@@ -22,16 +22,18 @@
 //! measured the disk, not the sync path.
 
 mod data;
-pub mod etcd;
+pub(crate) mod etcd;
 mod kind;
-pub mod postgres;
-pub mod redis;
+pub(crate) mod postgres;
+pub(crate) mod redis;
 mod server;
 mod service;
 mod store;
-pub mod zookeeper;
+pub(crate) mod zookeeper;
 
-pub use kind::ServerKind;
+pub(crate) use kind::ServerKind;
 pub use server::HostServer;
-pub use service::ComponentService;
-pub use store::{StoreKind, required, skip_reason};
+pub(crate) use service::ComponentService;
+pub use store::StoreKind;
+pub use store::required;
+pub use store::skip_reason;

@@ -26,7 +26,7 @@ use crate::backend::process::tail;
 use crate::error::BackendError;
 
 /// Where Debian's `postgresql` packages put their versions.
-pub const POSTGRES_LIB: &str = "/usr/lib/postgresql";
+pub(crate) const POSTGRES_LIB: &str = "/usr/lib/postgresql";
 /// The user PostgreSQL runs as when the harness runs as root.
 const POSTGRES_USER: &str = "postgres";
 /// The superuser `initdb` makes; the admins connect as it.
@@ -71,7 +71,7 @@ fn as_root() -> bool {
 }
 
 /// Why PostgreSQL cannot run on this machine, if it cannot.
-pub fn unavailable() -> Option<String> {
+pub(crate) fn unavailable() -> Option<String> {
     let missing = match bin_dir() {
         Err(missing) => Some(missing),
         Ok(_) if as_root() && user_ids(POSTGRES_USER).is_none() => Some(format!(

@@ -14,10 +14,10 @@ use crate::Env;
 use crate::scenario::ast::Component;
 
 /// Where Debian's `redis-server` package puts the server.
-pub const REDIS_SERVER: &str = "/usr/bin/redis-server";
+pub(crate) const REDIS_SERVER: &str = "/usr/bin/redis-server";
 
 /// Why Redis cannot run on this machine, if it cannot.
-pub fn unavailable() -> Option<String> {
+pub(crate) fn unavailable() -> Option<String> {
     (!Path::new(REDIS_SERVER).is_file()).then(|| {
         format!(
             "redis server not available: {REDIS_SERVER} does not exist \

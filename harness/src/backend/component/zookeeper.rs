@@ -13,9 +13,9 @@ use crate::backend::process::find_on_path;
 use crate::error::BackendError;
 
 /// Where Debian's `zookeeper` package puts the server jar (its manifest names the classpath).
-pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+pub(crate) const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// Debian's SLF4J binding that makes ZooKeeper log to stderr (optional).
-pub const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
+pub(crate) const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
 
 /// The program and leading arguments that run the server, or what is missing.
 pub(super) fn locate() -> Result<(PathBuf, Vec<String>), String> {

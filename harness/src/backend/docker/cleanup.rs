@@ -131,7 +131,7 @@ pub(super) async fn remove_container(docker: &Docker, name: &str) -> Result<(), 
 }
 
 /// Removes the containers and networks of runs whose harness process on this host is gone.
-pub async fn sweep_stale(docker: &Docker) -> Result<(), BackendError> {
+pub(crate) async fn sweep_stale(docker: &Docker) -> Result<(), BackendError> {
     let host = hostname();
     remove_labelled(docker, RUN_LABEL, |o| {
         o.labels.get(HOST_LABEL) == Some(&host)

@@ -11,7 +11,7 @@ use crate::error::BackendError;
 use crate::images;
 
 /// Whether the docker backend can run `mode` (it has every image the mode needs).
-pub fn supports(mode: SyncMode) -> bool {
+pub(crate) fn supports(mode: SyncMode) -> bool {
     images::needed(mode).is_some()
 }
 

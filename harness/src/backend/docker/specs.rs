@@ -9,13 +9,13 @@ use crate::images;
 use crate::upstream::Behaviour;
 
 /// The admin's port inside its container.
-pub const ADMIN_PORT: u16 = 9095;
+pub(crate) const ADMIN_PORT: u16 = 9095;
 /// The gateway's port inside its container.
-pub const GATEWAY_PORT: u16 = 9195;
+pub(crate) const GATEWAY_PORT: u16 = 9195;
 /// An echo upstream's port inside its container.
-pub const UPSTREAM_PORT: u16 = 8080;
+pub(crate) const UPSTREAM_PORT: u16 = 8080;
 /// The environment of every container (backend and compose files alike).
-pub const ENV: &[(&str, &str)] = &[("NO_COLOR", "1")];
+pub(crate) const ENV: &[(&str, &str)] = &[("NO_COLOR", "1")];
 
 /// One service as a container: what both the backend and the compose files start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,16 +46,16 @@ pub enum Probe {
 }
 
 /// The etcd client port inside its container.
-pub const ETCD_PORT: u16 = 2379;
+pub(crate) const ETCD_PORT: u16 = 2379;
 /// The ZooKeeper client port inside its container.
-pub const ZOOKEEPER_PORT: u16 = 2181;
+pub(crate) const ZOOKEEPER_PORT: u16 = 2181;
 
 /// The Redis port inside its container.
-pub const REDIS_PORT: u16 = 6379;
+pub(crate) const REDIS_PORT: u16 = 6379;
 
 /// The Redis server, named `<prefix>redis`: no persistence, reachable from the run's network
 /// without a password (`--protected-mode no`; the published port is bound to loopback).
-pub fn redis_spec(prefix: &str) -> ContainerSpec {
+pub(crate) fn redis_spec(prefix: &str) -> ContainerSpec {
     let mut cmd = args(&["--port"]);
     cmd.push(REDIS_PORT.to_string());
     cmd.extend(args(&[
@@ -81,7 +81,7 @@ pub fn redis_spec(prefix: &str) -> ContainerSpec {
 }
 
 /// The ZooKeeper or etcd server, named `<prefix><store>`.
-pub fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
+pub(crate) fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
     let name = format!("{prefix}{}", kind.name());
     match kind {
         StoreKind::Etcd => {
@@ -145,7 +145,11 @@ fn args(list: &[&str]) -> Vec<String> {
 
 /// The admin, named `<prefix>admin`, publishing with `mode` (to the `store` container, if
 /// any), on an in-container SQLite file.
-pub fn admin_spec(prefix: &str, mode: SyncMode, store: Option<&ContainerSpec>) -> ContainerSpec {
+pub(crate) fn admin_spec(
+    prefix: &str,
+    mode: SyncMode,
+    store: Option<&ContainerSpec>,
+) -> ContainerSpec {
     let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
     cmd.extend([ADMIN_PORT.to_string(), "--db".into(), "/admin.db".into()]);
     cmd.extend(["--sync".into(), mode.to_string()]);
@@ -168,7 +172,7 @@ const TRUSTED_PROXIES: &str = "127.0.0.0/8,::1,10.0.0.0/8,172.16.0.0/12,192.168.
 
 /// The gateway, named `<prefix>gateway`, subscribing with `mode` to the admin at `admin_url`
 /// (or to the `store` container, if any), trusting `TRUSTED_PROXIES` as proxies.
-pub fn gateway_spec(
+pub(crate) fn gateway_spec(
     prefix: &str,
     mode: SyncMode,
     admin_url: &str,
@@ -191,7 +195,7 @@ pub fn gateway_spec(
 
 /// The scenario upstream `name` with `behave` (passed as `--behave <json>` when not empty),
 /// named `<prefix>upstream-<name>`.
-pub fn upstream_spec(prefix: &str, name: &str, behave: &[Behaviour]) -> ContainerSpec {
+pub(crate) fn upstream_spec(prefix: &str, name: &str, behave: &[Behaviour]) -> ContainerSpec {
     let mut cmd = args(&["--name", name, "--bind", "0.0.0.0", "--port"]);
     cmd.push(UPSTREAM_PORT.to_string());
     if !behave.is_empty() {

@@ -15,7 +15,7 @@ use super::subscribers::{MARKER, Note, long_poll_subscriber, websocket_subscribe
 use crate::backend::Backend;
 
 /// Runs the bench; `progress` gets a line per step.
-pub async fn run(
+pub(crate) async fn run(
     backend: &Backend,
     opts: &FanoutOptions,
     progress: &(dyn Fn(String) + Sync),

@@ -7,7 +7,7 @@ pub(super) const FD_MARGIN: u64 = 1024;
 
 /// `RLIMIT_NOFILE` before and after.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FdLimit {
+pub(crate) struct FdLimit {
     /// Descriptors wanted (largest count + margin).
     pub needed: u64,
     /// (soft, hard) found; `null` is unlimited.
@@ -21,7 +21,7 @@ pub struct FdLimit {
 /// Raises `RLIMIT_NOFILE` to `needed` if it is lower: the hard limit first when it is lower
 /// too (which needs `CAP_SYS_RESOURCE`; a container's root often lacks it), then the soft
 /// limit, as far as the hard limit allows.
-pub fn raise_fd_limit(needed: u64) -> FdLimit {
+pub(crate) fn raise_fd_limit(needed: u64) -> FdLimit {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let before = getrlimit(Resource::Nofile);
     let pair = |r: &Rlimit| (r.current, r.maximum);

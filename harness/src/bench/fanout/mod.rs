@@ -35,8 +35,7 @@ mod subscribers;
 #[cfg(test)]
 mod tests;
 
-pub use drive::run;
-pub use fd_limit::{FdLimit, raise_fd_limit};
-pub use options::{FanoutKind, FanoutOptions};
-pub use report::{ChangeResult, FanoutReport, RunResult, Settings, render, verdict};
-pub use subscribers::{MARKER, listener_form, markers};
+pub(crate) use drive::run;
+pub(crate) use options::FanoutKind;
+pub(crate) use options::FanoutOptions;
+pub(crate) use report::render;

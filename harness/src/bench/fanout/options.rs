@@ -8,7 +8,7 @@ use serde::Serialize;
 /// A subscriber kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum FanoutKind {
+pub(crate) enum FanoutKind {
     /// Websocket sessions.
     Websocket,
     /// HTTP long polling.
@@ -33,7 +33,7 @@ impl FanoutKind {
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FanoutOptions {
+pub(crate) struct FanoutOptions {
     /// Subscriber counts, each on a fresh admin.
     pub sizes: Vec<usize>,
     /// Subscriber kinds.

@@ -8,7 +8,7 @@ use super::options::FanoutKind;
 
 /// The report.
 #[derive(Debug, Clone, Serialize)]
-pub struct FanoutReport {
+pub(crate) struct FanoutReport {
     /// Version, profile, machine.
     #[serde(flatten)]
     pub header: Header,
@@ -24,7 +24,7 @@ pub struct FanoutReport {
 
 /// The settings as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Subscriber counts.
     pub sizes: Vec<usize>,
     /// Changes per run.
@@ -37,7 +37,7 @@ pub struct Settings {
 
 /// One kind × count.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     /// Subscriber kind.
     pub kind: FanoutKind,
     /// Subscribers run.
@@ -75,7 +75,7 @@ pub struct RunResult {
 
 /// One change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ChangeResult {
+pub(crate) struct ChangeResult {
     /// Change number.
     pub change: u32,
     /// Subscribers that held it within the timeout.
@@ -91,7 +91,7 @@ pub struct ChangeResult {
 }
 
 /// Where one admin stops keeping up with `kind`, with an extrapolation from its CPU cost.
-pub fn verdict(kind: FanoutKind, runs: &[RunResult], keep_up_ms: u64) -> String {
+pub(crate) fn verdict(kind: FanoutKind, runs: &[RunResult], keep_up_ms: u64) -> String {
     let mine: Vec<&RunResult> = runs.iter().filter(|r| r.kind == kind).collect();
     let kept = mine
         .iter()
@@ -138,7 +138,7 @@ pub fn verdict(kind: FanoutKind, runs: &[RunResult], keep_up_ms: u64) -> String 
 }
 
 /// The report as a terminal table.
-pub fn render(report: &FanoutReport) -> String {
+pub(crate) fn render(report: &FanoutReport) -> String {
     let mut out = format!(
         "gantry bench fanout ({} build; {}; {} changes per run; fd limit: {})\n",
         report.header.profile,

@@ -17,7 +17,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 /// The selector name of change `k` is this plus `k`.
-pub const MARKER: &str = "fanout-change-";
+pub(crate) const MARKER: &str = "fanout-change-";
 /// The groups a long-poll subscriber follows (the gateway's).
 const GROUPS: [&str; 5] = ["PLUGIN", "SELECTOR", "RULE", "META_DATA", "APP_AUTH"];
 /// What a long-poll subscriber sends for a group it holds nothing of.
@@ -35,7 +35,7 @@ pub(super) enum Note {
 }
 
 /// The change numbers named in `text` (`fanout-change-<k>` followed by a non-digit).
-pub fn markers(text: &str) -> Vec<u32> {
+pub(crate) fn markers(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(i) = rest.find(MARKER) {
@@ -49,7 +49,7 @@ pub fn markers(text: &str) -> Vec<u32> {
 }
 
 /// The listener form body for what a long-poll subscriber holds.
-pub fn listener_form(held: &HashMap<String, (String, i64)>) -> String {
+pub(crate) fn listener_form(held: &HashMap<String, (String, i64)>) -> String {
     GROUPS
         .iter()
         .map(|g| match held.get(*g) {

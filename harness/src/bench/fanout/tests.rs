@@ -2,6 +2,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::super::Header;
+use super::fd_limit::{FdLimit, raise_fd_limit};
+use super::report::{ChangeResult, FanoutReport, RunResult, Settings, verdict};
+use super::subscribers::{listener_form, markers};
 use super::*;
 
 #[test]

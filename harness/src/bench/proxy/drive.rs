@@ -22,7 +22,7 @@ struct Measured {
 }
 
 /// Runs the bench; `progress` gets a line per pass.
-pub async fn run(
+pub(crate) async fn run(
     backend: &Backend,
     opts: &ProxyOptions,
     progress: &(dyn Fn(String) + Sync),

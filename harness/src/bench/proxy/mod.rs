@@ -31,11 +31,6 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use drive::run;
-pub use options::ProxyOptions;
-pub use report::{
-    Added, AddedRatio, GatewaySetup, KindResult, Open, PassName, ProxyReport, Ratio, Settings,
-    TargetResult, UpstreamUse, render,
-};
-pub use setup::PATH;
-pub use summary::{median_summary, summarise, upstream_use};
+pub(crate) use drive::run;
+pub(crate) use options::ProxyOptions;
+pub(crate) use report::render;

@@ -6,7 +6,7 @@ use super::super::upstream::UpstreamKind;
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProxyOptions {
+pub(crate) struct ProxyOptions {
     /// Load-generator connections per pass.
     pub connections: usize,
     /// Each pass's duration.

@@ -9,7 +9,7 @@ use super::super::{Header, ms, table};
 
 /// The settings as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Load-generator connections.
     pub connections: usize,
     /// Pass duration, ms.
@@ -36,7 +36,7 @@ pub struct Settings {
 
 /// One gateway's set-up.
 #[derive(Debug, Clone, Serialize)]
-pub struct GatewaySetup {
+pub(crate) struct GatewaySetup {
     /// Divide selectors it holds.
     pub selectors: usize,
     /// Time to create them through the admin, ms.
@@ -47,7 +47,7 @@ pub struct GatewaySetup {
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
-pub struct ProxyReport {
+pub(crate) struct ProxyReport {
     /// Version, profile, machine.
     #[serde(flatten)]
     pub header: Header,
@@ -63,7 +63,7 @@ pub struct ProxyReport {
 
 /// The results for one upstream kind.
 #[derive(Debug, Clone, Serialize)]
-pub struct KindResult {
+pub(crate) struct KindResult {
     /// The kind.
     pub kind: UpstreamKind,
     /// Per target.
@@ -76,7 +76,7 @@ pub struct KindResult {
 
 /// One open-loop rate's figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Open {
+pub(crate) struct Open {
     /// Requests per second asked.
     pub rate: u32,
     /// Medians over the rounds.
@@ -86,7 +86,7 @@ pub struct Open {
 
 /// A pass's added latency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Added {
+pub(crate) struct Added {
     /// The pass: `closed` or the open-loop rate.
     pub pass: PassName,
     /// p50 minus direct's p50 in the same round, median over the rounds, ms.
@@ -95,7 +95,7 @@ pub struct Added {
 
 /// Names a pass: `closed`, or `open@<rate>` in reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PassName {
+pub(crate) enum PassName {
     /// The closed loop.
     Closed,
     /// The open loop at this rate.
@@ -119,7 +119,7 @@ impl Serialize for PassName {
 
 /// gantry's added latency over nginx's for one pass.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AddedRatio {
+pub(crate) struct AddedRatio {
     /// The pass.
     pub pass: PassName,
     /// gantry's added p50 over nginx's (`null` when nginx added nothing measurable).
@@ -128,7 +128,7 @@ pub struct AddedRatio {
 
 /// How a target used the upstream during the measured passes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct UpstreamUse {
+pub(crate) struct UpstreamUse {
     /// Connections the upstream accepted from it during the measured passes.
     pub connections: u64,
     /// Connections it accepted from it since the bench started (warm-ups and earlier kinds).
@@ -143,7 +143,7 @@ pub struct UpstreamUse {
 
 /// One target's results for one upstream kind.
 #[derive(Debug, Clone, Serialize)]
-pub struct TargetResult {
+pub(crate) struct TargetResult {
     /// `direct`, `nginx`, `gantry-<n>`.
     pub target: String,
     /// The gateway's selector count.
@@ -162,7 +162,7 @@ pub struct TargetResult {
 
 /// gantry against nginx for one selector count.
 #[derive(Debug, Clone, Serialize)]
-pub struct Ratio {
+pub(crate) struct Ratio {
     /// The gateway's selector count.
     pub selectors: usize,
     /// gantry's closed-loop rps over nginx's.
@@ -172,7 +172,7 @@ pub struct Ratio {
 }
 
 /// The report as terminal tables.
-pub fn render(report: &ProxyReport) -> String {
+pub(crate) fn render(report: &ProxyReport) -> String {
     let mut out = format!(
         "gantry bench proxy ({} build; {}; {} connections, {} ms passes, {} rounds, median)\n",
         report.header.profile,

@@ -12,7 +12,7 @@ use crate::backend::{Backend, Run, Service};
 use crate::client::{AdminClient, GatewayClient};
 
 /// The path every target is asked for.
-pub const PATH: &str = "/bench/echo";
+pub(crate) const PATH: &str = "/bench/echo";
 /// How long a loaded gateway may take to sync its admin's config.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(180);
 

@@ -16,7 +16,7 @@ fn pass_name(pass: Pass) -> PassName {
 }
 
 /// The connection reuse figures, with a warning below two requests per connection.
-pub fn upstream_use(
+pub(crate) fn upstream_use(
     target: &str,
     connections: u64,
     requests: u64,
@@ -39,7 +39,7 @@ pub fn upstream_use(
 }
 
 /// The medians of a pass's summaries over the rounds (counts are summed).
-pub fn median_summary(rounds: &[Summary]) -> Summary {
+pub(crate) fn median_summary(rounds: &[Summary]) -> Summary {
     let m =
         |f: fn(&Summary) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
     Summary {
@@ -56,7 +56,7 @@ pub fn median_summary(rounds: &[Summary]) -> Summary {
 }
 
 /// Medians, added latency and ratios from `rounds[target][round][pass]`; target 0 is direct.
-pub fn summarise(
+pub(crate) fn summarise(
     kind: UpstreamKind,
     targets: &[(String, Option<usize>)],
     passes: &[Pass],

@@ -3,7 +3,9 @@ use std::time::Duration;
 use super::super::Header;
 use super::super::load::{Pass, Summary};
 use super::super::upstream::UpstreamKind;
-use super::summary::stalls;
+use super::report::{AddedRatio, GatewaySetup, KindResult, PassName, ProxyReport, Settings};
+use super::setup::PATH;
+use super::summary::{stalls, summarise, upstream_use};
 use super::*;
 
 fn s(rps: f64, p50: f64) -> Summary {

@@ -199,7 +199,7 @@ fn right_for(expect: Expect, samples: &[Sample]) -> Duration {
 }
 
 /// Adds the report's classes to `tally` and to their gateway's tally in `per_gateway`.
-pub fn count(tally: &mut Tally, per_gateway: &mut [Tally], report: &CaseReport) {
+pub(crate) fn count(tally: &mut Tally, per_gateway: &mut [Tally], report: &CaseReport) {
     for &(g, c) in &report.classes {
         tally.add(c);
         if let Some(t) = per_gateway.get_mut(g) {

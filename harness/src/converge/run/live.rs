@@ -50,7 +50,7 @@ pub struct Live {
     pub registrations: usize,
     /// Faults injected (and healed), over every case.
     pub faults: usize,
-    /// The same per [`Fault::kind`].
+    /// The same per `Fault::kind`.
     pub fault_kinds: BTreeMap<&'static str, usize>,
     /// The revision etcd was last compacted to.
     pub(super) compacted: Option<i64>,

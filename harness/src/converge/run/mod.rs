@@ -11,6 +11,8 @@ mod live;
 mod modes;
 mod paths;
 
-pub use judge::count;
-pub use live::{CaseReport, Live};
-pub use modes::{compacts, protocol_fault, store_target};
+pub(crate) use judge::count;
+pub use live::Live;
+pub(crate) use modes::compacts;
+pub(crate) use modes::protocol_fault;
+pub(crate) use modes::store_target;

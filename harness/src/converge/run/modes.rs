@@ -7,7 +7,7 @@ use crate::scenario::ast::Target;
 
 /// The protocol fault [`Fault::Protocol`](super::super::history::Fault::Protocol) arms in `mode`, if any (one the gateway heals by
 /// itself: docs/faults.md).
-pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
+pub(crate) fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
     match mode {
         SyncMode::Websocket => Some(SyncFaultKind::CloseMidPush),
         SyncMode::Http => Some(SyncFaultKind::EmptyAnswer),
@@ -17,12 +17,12 @@ pub fn protocol_fault(mode: SyncMode) -> Option<SyncFaultKind> {
 
 /// Whether histories in `mode` on `backend` may compact etcd ([`Fault::Compact`](super::super::history::Fault::Compact): the etcd
 /// mode on the host backend, as a case file's `compact: etcd`).
-pub fn compacts(mode: SyncMode, backend: BackendKind) -> bool {
+pub(crate) fn compacts(mode: SyncMode, backend: BackendKind) -> bool {
     mode == SyncMode::Etcd && backend == BackendKind::Host
 }
 
 /// The store the gateways sync from in `mode`, if any (what [`Fault::KillStore`](super::super::history::Fault::KillStore) kills).
-pub fn store_target(mode: SyncMode) -> Option<Target> {
+pub(crate) fn store_target(mode: SyncMode) -> Option<Target> {
     match mode {
         SyncMode::Zookeeper => Some(Target::Zookeeper),
         SyncMode::Etcd => Some(Target::Etcd),

@@ -27,7 +27,7 @@ pub struct Check {
     pub kind: CheckKind,
 }
 
-/// In the schema a check is what [`RawCheck`] reads, plus what `TryFrom<RawCheck>` enforces:
+/// In the schema a check is what `RawCheck` reads, plus what `TryFrom<RawCheck>` enforces:
 /// exactly one of the probe (`request` + `expect`, `repeat` only with them) or a judge key.
 impl JsonSchema for Check {
     fn schema_name() -> Cow<'static, str> {

@@ -75,7 +75,7 @@ impl TryFrom<RawWait> for Wait {
     }
 }
 
-/// In the schema a wait is what [`RawWait`] reads, with exactly one of `probe` and `probes`.
+/// In the schema a wait is what `RawWait` reads, with exactly one of `probe` and `probes`.
 impl JsonSchema for Wait {
     fn schema_name() -> Cow<'static, str> {
         "Wait".into()

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::{BackendKind, Env, RunOptions};
 use clap::{Parser, Subcommand, ValueEnum};
-use harness::{BackendKind, Env, RunOptions};
 use model::SyncMode;
 
 /// gantry: e2e tests for config-synced API gateways.
@@ -27,7 +27,7 @@ pub(crate) enum Command {
     Images(ImagesArgs),
     /// Serve one echo upstream (what the `gantry/upstream:dev` image runs).
     Upstream(UpstreamArgs),
-    /// Print the compose file for a sync mode (compose/<mode>.yml is this output).
+    /// Print the compose file for a sync mode (`compose/<mode>.yml` is this output).
     Compose(ComposeArgs),
     /// Print the scenario files' JSON Schema (docs/scenario.schema.json is this output).
     Schema,
@@ -104,12 +104,12 @@ pub(crate) struct UpstreamArgs {
 
 /// The `--behave` list, checked like a case file's.
 #[derive(Debug, Clone)]
-pub(crate) struct Behaviours(pub(crate) Vec<harness::upstream::Behaviour>);
+pub(crate) struct Behaviours(pub(crate) Vec<crate::upstream::Behaviour>);
 
 fn parse_behave(text: &str) -> Result<Behaviours, String> {
-    let list: Vec<harness::upstream::Behaviour> =
+    let list: Vec<crate::upstream::Behaviour> =
         serde_json::from_str(text).map_err(|e| format!("not a behave list: {e}"))?;
-    match harness::upstream::list_problems(&list).first() {
+    match crate::upstream::list_problems(&list).first() {
         Some((at, message)) => Err(format!("behave{at}: {message}")),
         None => Ok(Behaviours(list)),
     }
@@ -138,7 +138,7 @@ impl ValidateArgs {
         if !self.paths.is_empty() {
             return self.paths.clone();
         }
-        let dir = harness::default_scenario_dir();
+        let dir = crate::default_scenario_dir();
         let shown = std::env::current_dir()
             .and_then(|cwd| Ok((cwd.canonicalize()?, dir.canonicalize()?)))
             .ok()
@@ -221,14 +221,14 @@ pub(crate) struct ExternalArgs {
     /// The admin's REST API version: `2.6` (gantry's target) or `2.7` (namespaces, divide
     /// upstreams through discovery); docs/profiles.md.
     #[arg(long, default_value = "2.6")]
-    pub(crate) profile: harness::client::Profile,
+    pub(crate) profile: crate::client::Profile,
 }
 
 impl ExternalArgs {
     /// The target, when both URLs are given (a fresh name prefix per run).
-    pub(crate) fn target(&self) -> Option<harness::backend::ExternalTarget> {
+    pub(crate) fn target(&self) -> Option<crate::backend::ExternalTarget> {
         let trim = |u: &String| u.trim_end_matches('/').to_owned();
-        Some(harness::backend::ExternalTarget {
+        Some(crate::backend::ExternalTarget {
             admin_url: trim(self.admin_url.as_ref()?),
             gateway_url: trim(self.gateway_url.as_ref()?),
             user: self.admin_user.clone(),
@@ -241,7 +241,7 @@ impl ExternalArgs {
                 }
             }),
             profile: self.profile,
-            prefix: harness::backend::ExternalTarget::fresh_prefix(),
+            prefix: crate::backend::ExternalTarget::fresh_prefix(),
         })
     }
 }
@@ -321,7 +321,7 @@ pub(crate) struct ProxyBenchArgs {
     pub(crate) selectors: Vec<usize>,
     /// Upstream kinds, comma-separated.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "whole,split")]
-    pub(crate) upstreams: Vec<harness::bench::upstream::UpstreamKind>,
+    pub(crate) upstreams: Vec<crate::bench::upstream::UpstreamKind>,
     /// Do not measure nginx even when it is installed.
     #[arg(long)]
     pub(crate) no_nginx: bool,
@@ -335,8 +335,8 @@ pub(crate) struct ProxyBenchArgs {
 
 impl ProxyBenchArgs {
     /// The bench options.
-    pub(crate) fn options(&self, keep: bool) -> harness::bench::ProxyOptions {
-        harness::bench::ProxyOptions {
+    pub(crate) fn options(&self, keep: bool) -> crate::bench::ProxyOptions {
+        crate::bench::ProxyOptions {
             connections: self.connections,
             duration: self.duration,
             warmup: self.warmup,
@@ -376,8 +376,8 @@ pub(crate) struct SyncBenchArgs {
 
 impl SyncBenchArgs {
     /// The bench options.
-    pub(crate) fn options(&self, keep: bool) -> harness::bench::SyncOptions {
-        harness::bench::SyncOptions {
+    pub(crate) fn options(&self, keep: bool) -> crate::bench::SyncOptions {
+        crate::bench::SyncOptions {
             modes: self.sync.0.clone(),
             changes: self.changes,
             held: self.held,
@@ -403,7 +403,7 @@ pub(crate) struct FanoutBenchArgs {
         value_enum,
         default_value = "websocket,http"
     )]
-    pub(crate) kinds: Vec<harness::bench::fanout::FanoutKind>,
+    pub(crate) kinds: Vec<crate::bench::fanout::FanoutKind>,
     /// Changes timed per run.
     #[arg(long, default_value_t = 5)]
     pub(crate) changes: u32,
@@ -420,8 +420,8 @@ pub(crate) struct FanoutBenchArgs {
 
 impl FanoutBenchArgs {
     /// The bench options.
-    pub(crate) fn options(&self, keep: bool) -> harness::bench::FanoutOptions {
-        harness::bench::FanoutOptions {
+    pub(crate) fn options(&self, keep: bool) -> crate::bench::FanoutOptions {
+        crate::bench::FanoutOptions {
             sizes: self.subscribers.clone(),
             kinds: self.kinds.clone(),
             changes: self.changes,
@@ -486,7 +486,7 @@ impl RunArgs {
     /// The paths, defaulting to the workspace's scenarios.
     pub(crate) fn paths(&self) -> Vec<PathBuf> {
         if self.paths.is_empty() {
-            vec![harness::default_scenario_dir()]
+            vec![crate::default_scenario_dir()]
         } else {
             self.paths.clone()
         }
@@ -631,7 +631,7 @@ mod tests {
         assert!(!p.options(false).upstream_nodelay);
         assert_eq!(
             p.options(false).kinds,
-            vec![harness::bench::upstream::UpstreamKind::Split]
+            vec![crate::bench::upstream::UpstreamKind::Split]
         );
         let Bench::Sync(s) = parse(&["sync", "--sync", "websocket,http", "--no-build"]) else {
             panic!()
