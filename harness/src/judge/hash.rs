@@ -12,6 +12,7 @@ use md5::{Digest, Md5};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendKind;
 use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::RequestSpec;
@@ -153,7 +154,30 @@ impl Judge for HashJudge {
 /// The most client addresses a hash check may ask for.
 const MAX_HASH_CLIENTS: u32 = 1024;
 
+/// Why the hash judge does not run on `backend`, if it does not: it sends from distinct
+/// loopback addresses (127.0.0.x), which a gateway in a container sees as one address, and an
+/// external one may (behind a container's published port or a proxy: the compose pair does).
+pub(crate) fn no_client_addresses(backend: BackendKind) -> Option<String> {
+    match backend {
+        BackendKind::Host => None,
+        BackendKind::Docker => Some(format!(
+            "the hash judge needs distinct client addresses, but on the {backend} backend the \
+             gateway sees the container network's address for every client"
+        )),
+        BackendKind::External => Some(
+            "the hash judge needs distinct client addresses, which an external gateway behind \
+             a container's published port or a proxy does not see (it sees one address for \
+             every client); it is not run against an external target"
+                .to_owned(),
+        ),
+    }
+}
+
 impl CheckSpec for HashSpec {
+    fn skip_on(&self, backend: BackendKind) -> Option<String> {
+        no_client_addresses(backend)
+    }
+
     fn request(&self) -> &RequestSpec {
         &self.request
     }

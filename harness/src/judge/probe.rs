@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::spec::{CheckSpec, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
+use crate::backend::BackendKind;
 use crate::probe::{Names, ProbeResponse, judge};
 use crate::scenario::ast::request::{Expect, RequestSpec};
 
@@ -21,7 +22,21 @@ pub struct ProbeCheck {
     pub attempts: BTreeMap<String, u32>,
 }
 
+/// Why `attempts` is not judged on `backend`: the upstreams' request journals are read
+/// in-process only.
+pub(crate) fn unreadable_journals(backend: BackendKind) -> String {
+    format!(
+        "`attempts` reads the upstreams' request journals, which the harness reads \
+         in-process only, not on the {backend} backend"
+    )
+}
+
 impl CheckSpec for ProbeCheck {
+    fn skip_on(&self, backend: BackendKind) -> Option<String> {
+        (!self.attempts.is_empty() && backend == BackendKind::Docker)
+            .then(|| unreadable_journals(backend))
+    }
+
     fn request(&self) -> &RequestSpec {
         &self.request
     }

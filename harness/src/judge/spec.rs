@@ -6,6 +6,7 @@
 //! module depends on neither the validator, the runner nor the reporters.
 
 use super::{Counts, Verdict};
+use crate::backend::BackendKind;
 use crate::probe::ProbeResponse;
 use crate::scenario::ast::UpstreamRef;
 use crate::scenario::ast::request::{Expect, RequestSpec};
@@ -23,6 +24,14 @@ pub(crate) trait CheckSpec {
     /// Reports every problem of the spec (its request's method is checked by the caller);
     /// `at` is the path of the spec's keys (`checks[0].steer`; a probe's stand beside `name`).
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str);
+
+    /// Why the check is skipped on `backend` whatever happens in the run, if it is: known
+    /// from the spec and the backend alone, so a test runner lists it before the case runs
+    /// (`expected_skips`) and the observer skips with the same words.
+    fn skip_on(&self, backend: BackendKind) -> Option<String> {
+        let _ = backend;
+        None
+    }
 }
 
 /// Why a check produced no verdict.

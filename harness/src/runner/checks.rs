@@ -15,7 +15,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::made::Made;
-use super::skips;
 use super::{Case, now_us};
 use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
@@ -23,9 +22,9 @@ use crate::error::RunErrorKind;
 use crate::judge::churn::{ChurnCx, ChurnObservation, ChurnSpec};
 use crate::judge::hash::{HashCx, HashJudge, HashSpec, Ring};
 use crate::judge::latency::{ChangeLatency, LatencyCx, LatencySpec};
-use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx};
+use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx, unreadable_journals};
 pub(super) use crate::judge::spec::NoVerdict;
-use crate::judge::spec::ObserveCx;
+use crate::judge::spec::{CheckSpec, ObserveCx};
 use crate::judge::{Counts, Measurements, label};
 use crate::probe::{Names, ProbeResponse};
 use crate::report::{CheckOutcome, CheckReport, Event};
@@ -104,7 +103,7 @@ impl Case<'_> {
                 .upstream(name)
                 .ok_or_else(|| NoVerdict::Failed(format!("upstream `{name}` is not running")))?;
             let Some(journal) = up.received().await else {
-                return Err(NoVerdict::Skip(skips::unreadable_journals(self.backend)));
+                return Err(NoVerdict::Skip(unreadable_journals(self.backend)));
             };
             lengths.insert(
                 name.clone(),
@@ -206,7 +205,7 @@ impl HashCx for Observer<'_, '_> {
         spec: &HashSpec,
     ) -> Result<(HashJudge, BTreeMap<IpAddr, Vec<String>>), NoVerdict> {
         let case = self.case;
-        if let Some(why) = skips::no_client_addresses(case.backend) {
+        if let Some(why) = spec.skip_on(case.backend) {
             return Err(NoVerdict::Skip(why));
         }
         let sel = self.selector(&spec.selector)?;
