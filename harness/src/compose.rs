@@ -16,8 +16,12 @@ pub(crate) const UPSTREAMS: &[&str] = &["alpha", "beta"];
 /// needs, admin, gateway, then the upstreams.
 pub(crate) fn services(mode: SyncMode) -> Vec<ContainerSpec> {
     let store = StoreKind::for_mode(mode).map(|k| docker::store_spec("", k));
-    let admin = docker::admin_spec("", mode, store.as_ref());
-    let gateway = docker::gateway_spec("", mode, &admin.peer_url(), store.as_ref());
+    let flags = store
+        .as_ref()
+        .map(ContainerSpec::store_flags)
+        .unwrap_or_default();
+    let admin = docker::admin_spec("", mode, &flags);
+    let gateway = docker::gateway_spec("", mode, &admin.peer_url(), &flags);
     let mut all: Vec<ContainerSpec> = store.into_iter().collect();
     all.extend([admin, gateway]);
     all.extend(UPSTREAMS.iter().map(|u| docker::upstream_spec("", u, &[])));

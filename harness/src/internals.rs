@@ -4,7 +4,9 @@
 
 /// Backends, their processes and the servers a topology starts besides admin and gateway.
 pub mod backend {
-    pub use crate::backend::{DockerBackend, ExternalTarget, HostServer, Run, Service, StoreKind};
+    pub use crate::backend::{
+        ComponentService, DockerBackend, ExternalTarget, HostServer, Run, Service, StoreKind,
+    };
 
     /// The servers a topology starts besides admin and gateway.
     pub mod component {

@@ -155,8 +155,10 @@ impl Topology {
             // Docker runs partition on the run's sync network (`Topology::partition`).
             // The external target's admin and gateway run already.
             (Run::Docker(_) | Run::External(_), _) => {
-                let admin = run.start_admin(mode, None, dir.path()).await?;
-                let gateway = run.start_gateway(mode, &admin, None, dir.path()).await?;
+                let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
+                let gateway = run
+                    .start_gateway(mode, &admin, store.as_ref(), dir.path())
+                    .await?;
                 (vec![admin], vec![gateway], None)
             }
             (Run::Host(host), _) => {

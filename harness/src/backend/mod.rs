@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use model::SyncMode;
 
-pub(crate) use component::ComponentService;
+pub use component::ComponentService;
 pub use component::HostServer;
 pub(crate) use component::ServerKind;
 pub use component::StoreKind;
@@ -286,19 +286,23 @@ impl Run {
         }
     }
 
-    /// Starts an admin publishing with `mode` (to `store` for the zookeeper and etcd modes);
-    /// host files go under `dir`.
+    /// Starts an admin publishing with `mode` (to `store`, this run's [`Run::start_store`],
+    /// for the zookeeper and etcd modes); host files go under `dir`.
     pub async fn start_admin(
         &self,
         mode: SyncMode,
-        store: Option<&HostServer>,
+        store: Option<&ComponentService>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
+        check_store(self, mode, store)?;
         match self {
-            Run::Host(h) => h.start_admin(mode, store, dir).await.map(Service::Host),
-            Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
+            Run::Host(h) => h
+                .start_admin(mode, store.and_then(ComponentService::host), dir)
+                .await
+                .map(Service::Host),
             Run::Docker(d) => {
-                let mut spec = docker::admin_spec(&d.prefix(), mode, d.store().as_ref());
+                let flags = store.map(ComponentService::store_flags).unwrap_or_default();
+                let mut spec = docker::admin_spec(&d.prefix(), mode, &flags);
                 spec.cmd
                     .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
                 spec.cmd
@@ -312,24 +316,29 @@ impl Run {
         }
     }
 
-    /// Starts a gateway subscribing with `mode` to `admin` (or to `store` for the zookeeper
-    /// and etcd modes).
+    /// Starts a gateway subscribing with `mode` to `admin` (or to `store`, this run's
+    /// [`Run::start_store`], for the zookeeper and etcd modes).
     pub async fn start_gateway(
         &self,
         mode: SyncMode,
         admin: &Service,
-        store: Option<&HostServer>,
+        store: Option<&ComponentService>,
         dir: &Path,
     ) -> Result<Service, BackendError> {
+        check_store(self, mode, store)?;
         match self {
             Run::Host(h) => h
-                .start_gateway(mode, admin.url(), store, dir)
+                .start_gateway(
+                    mode,
+                    admin.url(),
+                    store.and_then(ComponentService::host),
+                    dir,
+                )
                 .await
                 .map(Service::Host),
-            Run::Docker(_) if store.is_some() => Err(docker_store_unsupported(mode)),
             Run::Docker(d) => {
-                let mut spec =
-                    docker::gateway_spec(&d.prefix(), mode, &admin.peer_url(), d.store().as_ref());
+                let flags = store.map(ComponentService::store_flags).unwrap_or_default();
+                let mut spec = docker::gateway_spec(&d.prefix(), mode, &admin.peer_url(), &flags);
                 let token = d.sync_token().as_str().to_owned();
                 spec.cmd.extend(["--sync-token".into(), token.clone()]);
                 spec.cmd.extend([
@@ -359,13 +368,32 @@ fn external_unsupported(what: &str) -> BackendError {
 
 /// Containers cannot reach a host-process store on loopback: docker runs start theirs with
 /// [`Run::start_store`].
-fn docker_store_unsupported(mode: SyncMode) -> BackendError {
-    BackendError::StoreUnavailable {
+/// A store must come from the run it is given to: a host server is out of a container's
+/// reach, and a container is not on the host's loopback.
+fn check_store(
+    run: &Run,
+    mode: SyncMode,
+    store: Option<&ComponentService>,
+) -> Result<(), BackendError> {
+    let on_host = match store {
+        None => return Ok(()),
+        Some(s) => s.host().is_some(),
+    };
+    let detail = match run {
+        Run::Host(_) if !on_host => {
+            "a host run's admins and gateways take a host server, \
+             not a container (Run::start_store)"
+        }
+        Run::Docker(_) if on_host => {
+            "the docker backend runs its own ZooKeeper or etcd \
+             container (Run::start_store), not a host server"
+        }
+        _ => return Ok(()),
+    };
+    Err(BackendError::StoreUnavailable {
         mode,
-        detail: "the docker backend runs its own ZooKeeper or etcd container \
-                 (Run::start_store), not a host server"
-            .into(),
-    }
+        detail: detail.into(),
+    })
 }
 
 /// A running admin or gateway; stopped on drop.

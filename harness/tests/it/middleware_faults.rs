@@ -11,7 +11,7 @@ use std::time::Duration;
 use harness::client::{AdminClient, GatewayClient};
 use harness::internals::backend::HostServer;
 use harness::internals::backend::component::{self, StoreKind};
-use harness::internals::backend::{Run, Service};
+use harness::internals::backend::{ComponentService, Run, Service};
 use harness::internals::lower::{custom_selector, divide_rule};
 use harness::internals::wait::{WaitPolicy, await_convergence};
 use harness::{Backend, BackendKind, ProcessEnv};
@@ -32,7 +32,7 @@ struct Setup {
     mode: SyncMode,
     gateway: Option<Service>,
     admin: Service,
-    store: HostServer,
+    store: ComponentService,
     dir: tempfile::TempDir,
 }
 
@@ -45,7 +45,7 @@ impl Setup {
         let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let run = backend.begin(mode, false).await?;
-        let store = HostServer::start(kind, &dir.path().join(kind.name())).await?;
+        let store = run.start_store(kind, &dir.path().join(kind.name())).await?;
         let admin = run.start_admin(mode, Some(&store), dir.path()).await?;
         Ok(Setup {
             backend,
@@ -72,6 +72,18 @@ impl Setup {
         Ok(AdminClient::login(self.admin.url(), "admin", "123456").await?)
     }
 
+    /// The store's host process (this is the host backend).
+    fn server(&self) -> &HostServer {
+        self.store.host().expect("a host run starts host servers")
+    }
+
+    /// The store's host process, to stop and restart by hand.
+    fn server_mut(&mut self) -> &mut HostServer {
+        self.store
+            .host_mut()
+            .expect("a host run starts host servers")
+    }
+
     /// The logs, for a failure message.
     fn logs(&self) -> String {
         let mut out = format!(
@@ -88,7 +100,10 @@ impl Setup {
 
     /// Drops everything and checks that the server process is gone.
     fn finish(self) -> Result<(), Failed> {
-        let pid = self.store.pid().ok_or("the store server is not running")?;
+        let pid = self
+            .server()
+            .pid()
+            .ok_or("the store server is not running")?;
         let Setup {
             backend,
             run,
@@ -198,10 +213,10 @@ async fn server_restart_converges(kind: StoreKind) -> Result<(), Failed> {
     let first = create_route(&admin, "before").await?;
     converge(&setup, &admin, &gateway, 1, "before the restart").await?;
     // Down: the admin commits changes it cannot publish yet.
-    setup.store.stop().await;
+    setup.server_mut().stop().await;
     create_route(&admin, "while-down").await?;
     admin.delete_selectors(&[first]).await?;
-    setup.store.restart().await?;
+    setup.server_mut().restart().await?;
     converge(&setup, &admin, &gateway, 1, "after the restart").await?;
     // And the sync keeps working.
     create_route(&admin, "after").await?;
@@ -233,7 +248,7 @@ async fn expiry_wait_fails_on_a_live_session(kind: StoreKind) -> Result<(), Fail
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     };
-    let port = setup.store.port();
+    let port = setup.server().port();
     let e = wait_expired(port, "0x1", Duration::ZERO)
         .await
         .expect_err("a session ZooKeeper does not list expired");

@@ -72,6 +72,15 @@ impl ServerKind {
         }
     }
 
+    /// `--zookeeper-url <address>` or `--etcd-url <address>` for a store server reached at
+    /// `host_port` (nothing for the other kinds): how admins and gateways are pointed at it,
+    /// on any backend.
+    pub fn store_flags(self, host_port: &str) -> Vec<String> {
+        self.store()
+            .map(|store| vec![store.url_flag().to_owned(), self.address(host_port)])
+            .unwrap_or_default()
+    }
+
     /// How often and how long the host backend polls a fresh server.
     pub(super) fn ready_wait(self) -> (Duration, Duration) {
         match self {

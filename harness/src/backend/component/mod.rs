@@ -33,7 +33,7 @@ pub(crate) mod zookeeper;
 
 pub(crate) use kind::ServerKind;
 pub use server::HostServer;
-pub(crate) use service::ComponentService;
+pub use service::ComponentService;
 pub use store::StoreKind;
 pub use store::required;
 pub use store::skip_reason;

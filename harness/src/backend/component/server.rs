@@ -139,10 +139,7 @@ impl HostServer {
     /// `--zookeeper-url <url>` or `--etcd-url <url>`: how admins and gateways are pointed at
     /// a store server (nothing for the other kinds).
     pub fn store_flags(&self) -> Vec<String> {
-        self.kind
-            .store()
-            .map(|store| vec![store.url_flag().to_owned(), self.url()])
-            .unwrap_or_default()
+        self.kind.store_flags(&format!("127.0.0.1:{}", self.port))
     }
 
     /// Its client port on loopback.

@@ -37,6 +37,24 @@ impl ComponentService {
         }
     }
 
+    /// The host process, mutably (to stop and restart it by hand).
+    pub fn host_mut(&mut self) -> Option<&mut HostServer> {
+        match self {
+            ComponentService::Host(s) => Some(s),
+            ComponentService::Docker { .. } => None,
+        }
+    }
+
+    /// `--zookeeper-url <url>` or `--etcd-url <url>` as the admins and gateways of its
+    /// backend reach it (nothing for the other kinds): one handle points both backends' admins
+    /// and gateways at their store.
+    pub fn store_flags(&self) -> Vec<String> {
+        match self {
+            ComponentService::Host(s) => s.store_flags(),
+            ComponentService::Docker { kind, container } => kind.store_flags(container.peer_addr()),
+        }
+    }
+
     /// The address as the admins and gateways of its backend reach it
     /// ([`ServerKind::address`]): at `127.0.0.1:<port>` on the host, at `<container
     /// name>:<port>` on the run's network.

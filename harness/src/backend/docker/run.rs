@@ -94,8 +94,6 @@ pub struct DockerRun {
     pub(crate) gateway_args: Vec<String>,
     /// Given to the run's admin and gateways.
     sync_token: SyncToken,
-    /// The ZooKeeper or etcd container admin and gateway use, once started.
-    store: Mutex<Option<Box<ContainerSpec>>>,
 }
 
 impl DockerRun {
@@ -122,7 +120,6 @@ impl DockerRun {
             keep,
             gateway_args,
             sync_token: SyncToken::random(),
-            store: Mutex::new(None),
         };
         run.docker
             .create_network(NetworkCreateRequest {
@@ -215,13 +212,10 @@ impl DockerRun {
         self.partitioned.locked()
     }
 
-    /// Starts the ZooKeeper or etcd container of `kind`; the admin and gateway started after
-    /// it use it.
+    /// Starts the ZooKeeper or etcd container of `kind` (the admin and gateway are pointed at
+    /// it by its handle, `Run::start_admin`).
     pub async fn start_store(&self, kind: StoreKind) -> Result<Container, BackendError> {
-        let spec = store_spec(&self.prefix(), kind);
-        let container = self.start(&spec).await?;
-        *self.store.locked() = Some(Box::new(spec));
-        Ok(container)
+        self.start(&store_spec(&self.prefix(), kind)).await
     }
 
     /// Starts the Redis container a case asks for (`components: [redis]`), after checking
@@ -229,11 +223,6 @@ impl DockerRun {
     pub async fn start_redis(&self) -> Result<Container, BackendError> {
         crate::images::preflight(&self.docker, &[crate::images::REDIS]).await?;
         self.start(&redis_spec(&self.prefix())).await
-    }
-
-    /// The store container started by [`DockerRun::start_store`], if any.
-    pub fn store(&self) -> Option<ContainerSpec> {
-        self.store.locked().as_deref().cloned()
     }
 
     /// The sync token the run's admin requires and its gateways send.

@@ -4,7 +4,7 @@
 
 use model::SyncMode;
 
-use crate::backend::StoreKind;
+use crate::backend::{ServerKind, StoreKind};
 use crate::images;
 use crate::upstream::Behaviour;
 
@@ -119,23 +119,23 @@ pub(crate) fn store_spec(prefix: &str, kind: StoreKind) -> ContainerSpec {
     }
 }
 
-/// `[--zookeeper-url <name>:2181]` or `[--etcd-url http://<name>:2379]` for the store
-/// container `store`.
-fn store_args(store: Option<&ContainerSpec>) -> Vec<String> {
-    match store {
-        Some(s) if s.role == images::ZOOKEEPER.role => vec![
-            StoreKind::Zookeeper.url_flag().to_owned(),
-            format!("{}:{}", s.name, s.port),
-        ],
-        Some(s) => vec![StoreKind::Etcd.url_flag().to_owned(), s.peer_url()],
-        None => Vec::new(),
-    }
-}
-
 impl ContainerSpec {
     /// `http://<name>:<port>`: how other containers reach it.
     pub fn peer_url(&self) -> String {
         format!("http://{}:{}", self.name, self.port)
+    }
+
+    /// For a ZooKeeper or etcd spec, the flags that point an admin or gateway at it by name
+    /// (`--zookeeper-url <name>:2181`, `--etcd-url http://<name>:2379`); nothing otherwise.
+    pub(crate) fn store_flags(&self) -> Vec<String> {
+        let kind = if self.role == images::ZOOKEEPER.role {
+            StoreKind::Zookeeper
+        } else if self.role == images::ETCD.role {
+            StoreKind::Etcd
+        } else {
+            return Vec::new();
+        };
+        ServerKind::from(kind).store_flags(&format!("{}:{}", self.name, self.port))
     }
 }
 
@@ -143,17 +143,13 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// The admin, named `<prefix>admin`, publishing with `mode` (to the `store` container, if
-/// any), on an in-container SQLite file.
-pub(crate) fn admin_spec(
-    prefix: &str,
-    mode: SyncMode,
-    store: Option<&ContainerSpec>,
-) -> ContainerSpec {
+/// The admin, named `<prefix>admin`, publishing with `mode` (to the store `store_flags` point
+/// at, if any), on an in-container SQLite file.
+pub(crate) fn admin_spec(prefix: &str, mode: SyncMode, store_flags: &[String]) -> ContainerSpec {
     let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
     cmd.extend([ADMIN_PORT.to_string(), "--db".into(), "/admin.db".into()]);
     cmd.extend(["--sync".into(), mode.to_string()]);
-    cmd.extend(store_args(store));
+    cmd.extend_from_slice(store_flags);
     ContainerSpec {
         role: images::ADMIN.role,
         name: format!("{prefix}admin"),
@@ -171,18 +167,18 @@ pub(crate) fn admin_spec(
 const TRUSTED_PROXIES: &str = "127.0.0.0/8,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16";
 
 /// The gateway, named `<prefix>gateway`, subscribing with `mode` to the admin at `admin_url`
-/// (or to the `store` container, if any), trusting `TRUSTED_PROXIES` as proxies.
+/// (or to the store `store_flags` point at, if any), trusting `TRUSTED_PROXIES` as proxies.
 pub(crate) fn gateway_spec(
     prefix: &str,
     mode: SyncMode,
     admin_url: &str,
-    store: Option<&ContainerSpec>,
+    store_flags: &[String],
 ) -> ContainerSpec {
     let mut cmd = args(&["--bind", "0.0.0.0", "--port"]);
     cmd.extend([GATEWAY_PORT.to_string(), "--sync".into(), mode.to_string()]);
     cmd.extend(["--admin-url".into(), admin_url.to_owned()]);
     cmd.extend(["--trusted-proxies".into(), TRUSTED_PROXIES.to_owned()]);
-    cmd.extend(store_args(store));
+    cmd.extend_from_slice(store_flags);
     ContainerSpec {
         role: images::GATEWAY.role,
         name: format!("{prefix}gateway"),
@@ -232,8 +228,8 @@ mod tests {
 
     #[test]
     fn specs_wire_the_gateway_to_the_admin_by_name() {
-        let admin = admin_spec("gantry-abc-", SyncMode::Websocket, None);
-        let gateway = gateway_spec("gantry-abc-", SyncMode::Websocket, &admin.peer_url(), None);
+        let admin = admin_spec("gantry-abc-", SyncMode::Websocket, &[]);
+        let gateway = gateway_spec("gantry-abc-", SyncMode::Websocket, &admin.peer_url(), &[]);
         assert_eq!(admin.name, "gantry-abc-admin");
         assert_eq!(
             gateway.cmd.join(" "),
@@ -265,7 +261,7 @@ mod tests {
     #[test]
     fn store_containers_are_reached_by_name() {
         let zk = store_spec("gantry-abc-", StoreKind::Zookeeper);
-        let admin = admin_spec("gantry-abc-", SyncMode::Zookeeper, Some(&zk));
+        let admin = admin_spec("gantry-abc-", SyncMode::Zookeeper, &zk.store_flags());
         assert!(
             admin
                 .cmd
@@ -280,7 +276,12 @@ mod tests {
             "{:?}",
             etcd.cmd
         );
-        let gateway = gateway_spec("gantry-abc-", SyncMode::Etcd, "http://a:1", Some(&etcd));
+        let gateway = gateway_spec(
+            "gantry-abc-",
+            SyncMode::Etcd,
+            "http://a:1",
+            &etcd.store_flags(),
+        );
         assert!(
             gateway
                 .cmd
