@@ -464,12 +464,14 @@ mod tests {
     /// build, against 2.5 ms for a create).
     ///
     /// False failures: the bounds are relative (both measured here, in the same build, on
-    /// the same store, with nothing else running), on medians of 20 (a scheduling hiccup
-    /// moves a few samples, not the median), and loose. A create is 2 statements; a
-    /// `register-uri` 4 (median 3x a create in a debug build), a `register-metadata` about 13
-    /// (lookups by name, a transaction of 4 inserts) and 3 publishes (median 9x), hence 5x
-    /// and 25x. The full scans they replaced cost 900x and 4200x a create here (debug
-    /// build: 381 ms and 1.76 s against 0.42 ms).
+    /// the same store), on medians of 20 (a scheduling hiccup moves a few samples, not the
+    /// median), and set between what the indexed lookups cost and what the full scans they
+    /// replaced cost, far from both. A create is 2 statements; a `register-uri` 4 (median 3x
+    /// a create in a debug build, 5.2x seen on a loaded machine), a `register-metadata` about
+    /// 13 (lookups by name, a transaction of 4 inserts) and 3 publishes (median 9x). The full
+    /// scans cost 900x and 4200x a create here (debug build: 381 ms and 1.76 s against
+    /// 0.42 ms). The bounds, 60x and 300x, leave a factor of about 12 to 15 on either side;
+    /// the first bounds (5x and 25x) failed under load.
     #[tokio::test]
     async fn registration_at_10k_selectors_costs_about_a_plain_create() {
         let admin = admin_with_10k_selectors().await;
@@ -510,11 +512,11 @@ mod tests {
             "medians at {SEEDED} selectors: create {create:?}, register-uri {uri:?}, register-metadata {metadata:?}"
         );
         assert!(
-            uri < create * 5,
+            uri < create * 60,
             "register-uri {uri:?} vs create {create:?}"
         );
         assert!(
-            metadata < create * 25,
+            metadata < create * 300,
             "register-metadata {metadata:?} vs create {create:?}"
         );
     }
