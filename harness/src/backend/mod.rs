@@ -22,16 +22,14 @@ use std::sync::Arc;
 
 use model::SyncMode;
 
-pub use component::ComponentService;
-pub use component::HostServer;
 pub(crate) use component::ServerKind;
 pub use component::StoreKind;
+pub use component::{ComponentService, HostServer};
 pub(crate) use docker::Container;
 pub use docker::DockerBackend;
 pub(crate) use docker::DockerRun;
-pub(crate) use external::Capabilities;
-pub(crate) use external::ExternalBackend;
 pub use external::ExternalTarget;
+pub(crate) use external::{Capabilities, ExternalBackend};
 pub(crate) use host::HostBackend;
 
 use rustix::process::Signal;
@@ -366,8 +364,6 @@ fn external_unsupported(what: &str) -> BackendError {
     }
 }
 
-/// Containers cannot reach a host-process store on loopback: docker runs start theirs with
-/// [`Run::start_store`].
 /// A store must come from the run it is given to: a host server is out of a container's
 /// reach, and a container is not on the host's loopback.
 fn check_store(

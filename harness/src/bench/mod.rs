@@ -39,8 +39,7 @@ pub(crate) use fanout::FanoutOptions;
 pub(crate) use proxy::ProxyOptions;
 pub(crate) use sync::SyncOptions;
 
-pub(crate) use crate::client::admin::ADMIN_PASSWORD;
-pub(crate) use crate::client::admin::ADMIN_USER;
+pub(crate) use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 
 /// What every bench report starts with.
 #[derive(Debug, Clone, Serialize)]

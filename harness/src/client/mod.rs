@@ -6,8 +6,7 @@ pub mod profile;
 
 pub use admin::AdminClient;
 pub use gateway::GatewayClient;
-pub use profile::Profile;
-pub use profile::UnknownProfile;
+pub use profile::{Profile, UnknownProfile};
 
 use std::time::Duration;
 

@@ -34,10 +34,7 @@ use std::fmt;
 use chrono::NaiveDateTime;
 use model::ConditionData;
 
-pub use choice::Choice;
-pub use choice::DEFAULT_RULE_ID;
-pub use choice::Rule;
-pub use choice::Selector;
+pub use choice::{Choice, DEFAULT_RULE_ID, Rule, Selector};
 pub use request::Request;
 
 use judge::Judge;

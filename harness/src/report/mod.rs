@@ -8,12 +8,7 @@ pub mod junit;
 pub mod plots;
 pub mod terminal;
 
-pub use events::CaseId;
-pub use events::CaseOutcome;
-pub use events::CaseRecord;
-pub use events::CaseResult;
-pub use events::ChangeTiming;
-pub use events::CheckOutcome;
-pub use events::CheckReport;
-pub use events::Event;
-pub use events::FinalDigests;
+pub use events::{
+    CaseId, CaseOutcome, CaseRecord, CaseResult, ChangeTiming, CheckOutcome, CheckReport, Event,
+    FinalDigests,
+};

@@ -40,8 +40,7 @@ mod teardown;
 mod waits;
 
 pub(crate) use self::setup::register_client;
-pub use self::skips::ExpectedSkip;
-pub use self::skips::expected_skips;
+pub use self::skips::{ExpectedSkip, expected_skips};
 
 pub(crate) use self::checks::timed_toggle;
 

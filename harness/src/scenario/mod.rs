@@ -15,8 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub use ast::Scenario;
-pub use parse::parse_file;
-pub use parse::parse_str;
+pub use parse::{parse_file, parse_str};
 
 use crate::error::ScenarioError;
 

@@ -22,8 +22,7 @@ use serde::{Deserialize, Serialize};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-pub(crate) use crate::scenario::ast::Behaviour;
-pub(crate) use crate::scenario::ast::list_problems;
+pub(crate) use crate::scenario::ast::{Behaviour, list_problems};
 use echo::{EchoResponder, echo_of};
 
 use crate::error::BackendError;

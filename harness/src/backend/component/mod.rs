@@ -34,6 +34,4 @@ pub(crate) mod zookeeper;
 pub(crate) use kind::ServerKind;
 pub use server::HostServer;
 pub use service::ComponentService;
-pub use store::StoreKind;
-pub use store::required;
-pub use store::skip_reason;
+pub use store::{StoreKind, required, skip_reason};

@@ -40,23 +40,12 @@ mod run;
 mod specs;
 
 pub use backend::DockerBackend;
-pub use cleanup::HOST_LABEL;
-pub use cleanup::Labelled;
-pub use cleanup::PID_LABEL;
-pub use cleanup::RUN_LABEL;
-pub use cleanup::labelled;
-pub use cleanup::remove_run;
+pub use cleanup::{HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, labelled, remove_run};
 pub(crate) use container::Container;
-pub use engine::EngineCheck;
-pub use engine::connect;
 pub(crate) use engine::supports;
+pub use engine::{EngineCheck, connect};
 pub(crate) use run::DockerRun;
-pub(crate) use specs::ADMIN_PORT;
-pub(crate) use specs::ContainerSpec;
-pub(crate) use specs::ENV;
-pub(crate) use specs::GATEWAY_PORT;
-pub(crate) use specs::UPSTREAM_PORT;
-pub(crate) use specs::admin_spec;
-pub(crate) use specs::gateway_spec;
-pub(crate) use specs::store_spec;
-pub(crate) use specs::upstream_spec;
+pub(crate) use specs::{
+    ADMIN_PORT, ContainerSpec, ENV, GATEWAY_PORT, UPSTREAM_PORT, admin_spec, gateway_spec,
+    store_spec, upstream_spec,
+};

@@ -36,6 +36,5 @@ mod subscribers;
 mod tests;
 
 pub(crate) use drive::run;
-pub(crate) use options::FanoutKind;
-pub(crate) use options::FanoutOptions;
+pub(crate) use options::{FanoutKind, FanoutOptions};
 pub(crate) use report::render;

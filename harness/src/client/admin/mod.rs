@@ -20,6 +20,4 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use session::ADMIN_PASSWORD;
-pub use session::ADMIN_USER;
-pub use session::AdminClient;
+pub use session::{ADMIN_PASSWORD, ADMIN_USER, AdminClient};

@@ -13,6 +13,4 @@ mod paths;
 
 pub(crate) use judge::count;
 pub use live::Live;
-pub(crate) use modes::compacts;
-pub(crate) use modes::protocol_fault;
-pub(crate) use modes::store_target;
+pub(crate) use modes::{compacts, protocol_fault, store_target};
