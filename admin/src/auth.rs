@@ -5,7 +5,9 @@ use std::convert::Infallible;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use model::lock::MutexExt;
 
@@ -116,7 +118,7 @@ fn password_hash(password: &str) -> Result<String, PasswordError> {
         }
         return Ok(password.to_owned());
     }
-    let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
+    let salt = SaltString::encode_b64(&model::world::random_bytes::<16>())
         .map_err(|e| PasswordError(e.to_string()))?;
     hasher()
         .hash_password(password.as_bytes(), &salt)
@@ -238,7 +240,8 @@ impl Auth {
         throttle: LoginThrottle,
     ) -> Result<Self, StartError> {
         provision(&store, username, password).await?;
-        let decoy_hash = password_hash_blocking(hex::encode(rand::random::<[u8; 16]>())).await?;
+        let decoy_hash =
+            password_hash_blocking(hex::encode(model::world::random_bytes::<16>())).await?;
         let sync_user = match sync_user {
             Some(user) => {
                 if user.name == username || store.user_named(&user.name).await?.is_some() {
@@ -305,7 +308,7 @@ impl Auth {
         let Some((user, scope)) = user.filter(|_| password_ok) else {
             return Ok(None);
         };
-        let token = hex::encode(rand::random::<[u8; 32]>());
+        let token = hex::encode(model::world::random_bytes::<32>());
         let now = Instant::now();
         let mut tokens = self.tokens.locked();
         tokens.retain(|_, (expiry, _)| *expiry > now);

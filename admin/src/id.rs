@@ -33,7 +33,7 @@ pub(crate) struct IdGenerator {
 impl Default for IdGenerator {
     /// A generator with a random node.
     fn default() -> Self {
-        Self::with_node(rand::random::<u64>())
+        Self::with_node(model::world::random_u64())
     }
 }
 
@@ -48,7 +48,7 @@ impl IdGenerator {
 
     /// The next id.
     pub(crate) fn next_id(&self) -> String {
-        let millis = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
+        let millis = u64::try_from(model::world::since_epoch().as_millis()).unwrap_or(0);
         self.id_at(millis).to_string()
     }
 

@@ -242,22 +242,67 @@ impl FromRef<AppState> for Arc<Auth> {
     }
 }
 
+/// An opened admin database: what outlives an admin process. [`AppState::new`] opens one from
+/// [`Config::db`]; `gantry sim` keeps one [`Database::memory`] across an admin's crashes and
+/// restarts.
+#[derive(Debug, Clone)]
+pub struct Database(Arc<store::Store>);
+
+impl Database {
+    /// Opens (and migrates) the database `db` names (see [`Config::db`]).
+    pub async fn open(db: &str) -> Result<Database, StartError> {
+        Ok(Database(store::open(db).await?))
+    }
+
+    /// An empty database kept in this process's memory, for deterministic simulation: no
+    /// file, no SQL engine, no thread of its own. SQLite and PostgreSQL stay the real ones.
+    pub fn memory() -> Database {
+        Database(Arc::new(store::Store::memory()))
+    }
+}
+
+/// The dashboard users' and the sync user's login, set up over a [`Database`]: provisioning
+/// hashes passwords (Argon2, on tokio's blocking pool), so `gantry sim` sets it up once, out
+/// of simulated time, and hands the same one to every incarnation of its admin.
+#[derive(Debug, Clone)]
+pub struct Login(Arc<Auth>);
+
+impl Login {
+    /// Provisions [`Config::username`] with [`Config::password`] and the sync user in `db`.
+    pub async fn start(db: &Database, config: &Config) -> Result<Login, StartError> {
+        let auth = Auth::start(
+            Arc::clone(&db.0),
+            &config.username,
+            config.password.as_deref(),
+            config.sync_user.as_ref(),
+            config.token_ttl,
+            config.login_throttle,
+        )
+        .await?;
+        Ok(Login(Arc::new(auth)))
+    }
+}
+
 impl AppState {
-    /// Opens the database (migrating it and seeding the built-in plugins) and sets up the
-    /// publishers.
+    /// Opens the database (migrating it and seeding the built-in plugins), sets up the login
+    /// and the publishers.
     pub async fn new(config: &Config) -> Result<Self, StartError> {
-        if config.sync.is_empty() {
-            return Err(StartError::NoSync);
-        }
-        for warning in config_warnings(config) {
-            tracing::warn!("{warning}");
-        }
-        for mode in &config.sync {
-            sync::check_supported(*mode, config)?;
-        }
-        let store = store::open(&config.db).await?;
-        audit::warn_stored_handles(&store).await?;
-        let admin = Arc::new(Admin::new(Arc::clone(&store)).await?);
+        Self::check(config)?;
+        let db = Database::open(&config.db).await?;
+        audit::warn_stored_handles(&db.0).await?;
+        let login = Login::start(&db, config).await?;
+        Self::assemble(config, &db, login).await
+    }
+
+    /// The admin over an opened `db` with its `login`: seeds the built-in plugins that are
+    /// absent and starts the publishers. Nothing in it blocks a thread or hashes a password.
+    pub async fn assemble(
+        config: &Config,
+        db: &Database,
+        login: Login,
+    ) -> Result<Self, StartError> {
+        Self::check(config)?;
+        let admin = Arc::new(Admin::new(Arc::clone(&db.0)).await?);
         // Off: no feed, so only the periodic comparison remains.
         service::spawn_watch(&admin, config.peer_watch);
         let sync_faults = config.test_sync_faults.then(|| {
@@ -277,23 +322,41 @@ impl AppState {
                 )?);
             }
         }
-        let auth = Auth::start(
-            store,
-            &config.username,
-            config.password.as_deref(),
-            config.sync_user.as_ref(),
-            config.token_ttl,
-            config.login_throttle,
-        )
-        .await?;
         let (closing, _) = watch::channel(false);
         Ok(Self {
             admin,
-            auth: Arc::new(auth),
+            auth: login.0,
             publishers: publishers.into(),
             sync_faults,
             closing: Arc::new(closing),
         })
+    }
+
+    /// Fails unless `config` names at least one sync mode the admin can publish (warning of
+    /// what is unsafe in it).
+    fn check(config: &Config) -> Result<(), StartError> {
+        if config.sync.is_empty() {
+            return Err(StartError::NoSync);
+        }
+        for warning in config_warnings(config) {
+            tracing::warn!("{warning}");
+        }
+        for mode in &config.sync {
+            sync::check_supported(*mode, config)?;
+        }
+        Ok(())
+    }
+
+    /// Everything committed, as the events of one full sync (what a websocket `MYSELF`
+    /// is answered with): one per group, in sync order.
+    pub async fn full_sync(&self) -> Result<Vec<DataEvent>, StoreError> {
+        let snapshot = self.admin.snapshot().await?;
+        Ok(DataEvent::full_sync(
+            model::DataEventType::Myself,
+            snapshot.config,
+            snapshot.app_auth,
+        )
+        .into())
     }
 
     /// A subscription to every committed change, as the publishers see them.
@@ -322,6 +385,16 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let state = AppState::new(&config).await?;
+    serve_on(listener, state, &config, shutdown).await
+}
+
+/// [`serve`] of an assembled `state` on any listener (`gantry sim` passes the simulator's).
+pub async fn serve_on<L: netserve::Listener>(
+    listener: L,
+    state: AppState,
+    config: &Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let closing = state.clone();
     tracing::info!(addr = %listener.local_addr()?, db = %config.db, "gantry-admin serving");
     let shutdown = async move {

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -12,6 +12,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderName, HeaderValue};
+use netserve::{Connect, Listener};
 
 use crate::config::Config;
 use crate::router::RequestView;
@@ -49,9 +50,20 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    serve_on(listener, netserve::Tokio, config, shutdown).await
+}
+
+/// [`serve`] on any network: accepting on `listener`, and opening the websocket sync
+/// connection through `net` (`gantry sim` passes the simulator's).
+pub async fn serve_on<L: Listener, C: Connect>(
+    listener: L,
+    net: C,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     config.check()?;
     let app = Arc::new(App::new(&config));
-    let subscriber = sync::start::start(&config, &app.sync)?;
+    let subscriber = sync::start::start(&config, net, &app.sync)?;
     netserve::serve(listener, router(app), config.timeouts, shutdown).await;
     drop(subscriber);
     Ok(())

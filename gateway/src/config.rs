@@ -2,6 +2,7 @@
 //! `gantry-gateway` binary fills it from its flags), the sync timeouts, and the bugs it can
 //! emulate for the harness's own tests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::bail;
@@ -45,6 +46,32 @@ pub struct Config {
     /// The peers whose forwarding headers (`X-Forwarded-For` & co.) the rate limiter's
     /// `REMOTE_ADDRESS_KEY_RESOLVER` believes; none by default (it keys on the socket peer).
     pub trusted_proxies: TrustedProxies,
+    /// Called with every config the gateway swaps in; none normally. `gantry sim` records
+    /// them, to check every config a gateway held and not only its last.
+    pub on_apply: Option<OnApply>,
+}
+
+/// A callback given every config a gateway swaps in ([`Config::on_apply`]), as a whole
+/// [`model::ConfigSet`]; it runs on the sync path, under the gateway's config writer lock.
+#[derive(Clone)]
+pub struct OnApply(Arc<dyn Fn(&model::ConfigSet) + Send + Sync>);
+
+impl OnApply {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(&model::ConfigSet) + Send + Sync + 'static) -> OnApply {
+        OnApply(Arc::new(f))
+    }
+
+    /// Hands `config` to the callback.
+    pub(crate) fn call(&self, config: &model::ConfigSet) {
+        (self.0)(config);
+    }
+}
+
+impl std::fmt::Debug for OnApply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnApply(..)")
+    }
 }
 
 /// How soon the sync subscriber notices a silent partition (a connection that stays open but
@@ -117,6 +144,14 @@ pub enum EmulatedBug {
     /// arrives but swaps it in only 200 ms later: its own apply time looks prompt while
     /// requests still see the old config.
     LateApply,
+    /// The sync path applies incremental events out of order: each is held until the next
+    /// one arrives and applied after it (a planted bug for `gantry sim`: an older change then
+    /// overwrites a newer one, and the last one waits for a successor that may not come).
+    ReorderIncrements,
+    /// A full sync's rule group is skipped (a planted bug for `gantry sim`, like a long-poll
+    /// client that drops one changed group): after a reconnect or a restart the gateway keeps
+    /// the rules it had, or none.
+    SkipRuleFullSync,
 }
 
 impl Config {
@@ -135,6 +170,7 @@ impl Config {
             timeouts: netserve::Timeouts::default(),
             sync_timeouts: SyncTimeouts::default(),
             trusted_proxies: TrustedProxies::default(),
+            on_apply: None,
         }
     }
 
@@ -183,6 +219,7 @@ impl std::fmt::Debug for Config {
             .field("timeouts", &self.timeouts)
             .field("sync_timeouts", &self.sync_timeouts)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("on_apply", &self.on_apply)
             .finish()
     }
 }

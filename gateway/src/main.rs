@@ -138,6 +138,7 @@ async fn main() -> anyhow::Result<()> {
             long_poll_hold: Duration::from_millis(args.long_poll_hold_ms),
         },
         trusted_proxies: args.trusted_proxies,
+        on_apply: None,
     };
     config.check()?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port))

@@ -31,7 +31,9 @@ impl App {
     /// admin's.
     pub(crate) fn new(config: &Config) -> App {
         let plugins = Registry::standard();
-        let sync = SyncState::new(config.sync, Arc::clone(&plugins)).emulating(config.emulate_bug);
+        let sync = SyncState::new(config.sync, Arc::clone(&plugins))
+            .emulating(config.emulate_bug)
+            .observed(config.on_apply.clone());
         App {
             hide_extras: config.hide_extras,
             trusted_proxies: config.trusted_proxies.clone(),

@@ -46,6 +46,7 @@ mod plan;
 mod probe;
 mod run;
 mod runner;
+mod sim;
 mod target;
 mod topology;
 mod upstream;

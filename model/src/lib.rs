@@ -34,6 +34,7 @@ mod sync_mode;
 pub mod time;
 pub mod url_codec;
 mod wire_enum;
+pub mod world;
 
 pub use admin_api::{
     AdminResult, BatchEnabled, BatchIds, CommonPager, ConditionDto, LoginRequest, LoginResponse,

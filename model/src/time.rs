@@ -5,7 +5,9 @@ use chrono::NaiveDateTime;
 
 /// The current local time as ShenYu writes it (`yyyy-MM-dd HH:mm:ss`): record dates.
 pub fn now() -> String {
-    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
+    chrono::DateTime::<chrono::Local>::from(crate::world::now())
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
 }
 
 /// `LocalDateTime.parse(s, "yyyy-MM-dd HH:mm:ss")` with Java's default SMART resolver:

@@ -14,6 +14,7 @@
 //! (opt-in, module `body_deadline`) bounds how long a request body may take to arrive.
 
 mod body_deadline;
+pub mod net;
 mod signal;
 mod watchdog;
 
@@ -32,11 +33,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 use tower::util::Oneshot;
 
 pub use body_deadline::body_read_deadline;
+pub use net::{Connect, Listener, Tokio};
 pub use signal::shutdown_signal;
 
 use crate::watchdog::{Activity, Busy, Tracked, Watchdog, Watched};
@@ -76,8 +77,8 @@ impl Default for Timeouts {
 /// Serves `router` on `listener` until `shutdown` completes: then stops accepting, asks every
 /// connection to finish its request in progress and close, and returns once all have.
 /// Handlers can extract `ConnectInfo<SocketAddr>` (the client's address).
-pub async fn serve(
-    listener: TcpListener,
+pub async fn serve<L: Listener>(
+    listener: L,
     router: Router,
     timeouts: Timeouts,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -110,7 +111,7 @@ pub async fn serve(
         let builder = Arc::clone(&builder);
         tokio::spawn(async move {
             let activity = Arc::clone(&service.activity);
-            let io = TokioIo::new(Watched::new(nodelay(tcp), Arc::clone(&activity)));
+            let io = TokioIo::new(Watched::new(tcp, Arc::clone(&activity)));
             let conn = watcher.watch(builder.serve_connection_with_upgrades(io, service));
             // Biased: the watchdog is polled after the connection, so it sees the phase
             // changes this poll of the connection made.
@@ -129,15 +130,6 @@ pub async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
-}
-
-/// TCP_NODELAY: an answer written in pieces (a head, then a streamed body) must not wait for
-/// the client's delayed ACK (~40 ms).
-fn nodelay(tcp: TcpStream) -> TcpStream {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::warn!(error = %e, "cannot set TCP_NODELAY on a client connection");
-    }
-    tcp
 }
 
 /// As axum::serve (after hyper 0.14's server): a failure of one connection is skipped; any

@@ -25,7 +25,7 @@ pub(super) fn app_auth_data(a: &AppAuthRecord) -> AppAuthData {
 
 /// A fresh app secret: 32 upper-case hex digits, as ShenYu makes them.
 fn new_secret() -> String {
-    hex::encode_upper(rand::random::<[u8; 16]>())
+    hex::encode_upper(model::world::random_bytes::<16>())
 }
 
 impl Admin {

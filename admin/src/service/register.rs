@@ -375,7 +375,8 @@ impl Admin {
                 weight: 50,
                 warmup: 600_000,
                 status: true,
-                timestamp: chrono::Utc::now().timestamp_millis(),
+                timestamp: i64::try_from(model::world::since_epoch().as_millis())
+                    .unwrap_or(i64::MAX),
                 ..DivideUpstream::default()
             });
         }

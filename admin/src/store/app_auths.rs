@@ -2,7 +2,9 @@
 
 use model::{AuthParamData, AuthPathData};
 
-use super::database::{Flag, Unknown, delete_by_id, list_json, parse_list, records, set_enabled};
+use super::database::{
+    Backend, Flag, Unknown, delete_by_id, list_json, parse_list, records, set_enabled,
+};
 use super::{Batch, Store, StoreError};
 
 /// A stored app auth entry.
@@ -73,25 +75,33 @@ macro_rules! columns {
 impl Store {
     /// All app auth entries, ordered by app key.
     pub(crate) async fn app_auths(&self) -> Result<Vec<AppAuthRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.app_auths()),
+            Backend::Sql { pool, .. } => pool,
+        };
         let rows: Vec<AppAuthRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM app_auth ORDER BY app_key"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?;
         records(rows)
     }
 
     /// One app auth entry.
     pub(crate) async fn app_auth(&self, id: &str) -> Result<Option<AppAuthRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.app_auth(id)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let row: Option<AppAuthRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM app_auth WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?;
         row.map(AppAuthRecord::try_from).transpose()
     }
@@ -99,6 +109,10 @@ impl Store {
     /// Inserts an app auth entry, or replaces the one with the same id (keeping its creation
     /// date).
     pub(crate) async fn put_app_auth(&self, a: &AppAuthRecord) -> Result<(), StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_app_auth(a),
+            Backend::Sql { pool, .. } => pool,
+        };
         sqlx::query(concat!(
             "INSERT INTO app_auth (",
             columns!(),
@@ -121,7 +135,7 @@ impl Store {
         .bind(list_json(&a.paths))
         .bind(&a.date_created)
         .bind(&a.date_updated)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         Ok(())
     }
@@ -132,8 +146,12 @@ impl Store {
         &self,
         ids: &[String],
     ) -> Result<Vec<AppAuthRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.delete_app_auths(ids)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let deleted = delete_by_id(
-            &self.pool,
+            pool,
             concat!("DELETE FROM app_auth WHERE id = $1 RETURNING ", columns!()),
             ids,
             Unknown::Skip,
@@ -151,8 +169,12 @@ impl Store {
         enabled: bool,
         now: &str,
     ) -> Result<Batch<AppAuthRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.set_app_auths_enabled(ids, enabled, now)),
+            Backend::Sql { pool, .. } => pool,
+        };
         set_enabled(
-            &self.pool,
+            pool,
             concat!(
                 "UPDATE app_auth SET enabled = $1, date_updated = $2 WHERE id = $3 RETURNING ",
                 columns!()

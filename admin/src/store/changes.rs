@@ -10,6 +10,9 @@
 //!   connection of its own. A lost connection is reported as a change, since notifications
 //!   sent while it was down are gone.
 //!
+//! - In memory ([`Store::memory`]): no feed. Only this process writes the tables, so there
+//!   are no foreign commits to notice.
+//!
 //! Both see this admin's own commits too; the caller compares what the database holds with
 //! what it has published, so those cost a read and publish nothing.
 
@@ -20,6 +23,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{AnyPool, ConnectOptions};
 use tokio::time::Instant;
 
+use super::database::Backend;
 use super::{Location, Store, StoreError};
 
 /// The PostgreSQL channel the triggers notify.
@@ -73,13 +77,18 @@ pub(crate) enum ChangeFeed {
 
 impl Store {
     /// A feed of this database's commits, reading SQLite every `poll`; `None` for an
-    /// in-memory database, which nothing else can change.
+    /// in-memory database (SQLite's `:memory:` or [`Store::memory`]), which nothing else can
+    /// change.
     pub(crate) async fn change_feed(
         &self,
         poll: Duration,
     ) -> Result<Option<ChangeFeed>, StoreError> {
-        Ok(Some(match &self.location {
-            Location::Memory => return Ok(None),
+        let location = match &self.backend {
+            Backend::Memory(_) => return Ok(None),
+            Backend::Sql { location, .. } => location,
+        };
+        Ok(Some(match location {
+            Location::SqliteMemory => return Ok(None),
             Location::SqliteFile(path) => {
                 let mut connection = SqliteConnectOptions::new().filename(path).connect().await?;
                 let version = data_version(&mut connection).await?;

@@ -1,5 +1,6 @@
-//! [`Store`]: the connection pool (SQLite or PostgreSQL behind sqlx's `Any` driver), the
-//! schema migration, and the helpers the query files share.
+//! [`Store`]: the connection pool (SQLite or PostgreSQL behind sqlx's `Any` driver) or the
+//! in-memory tables ([`super::memory`]), the schema migration, and the helpers the query files
+//! share.
 
 use std::sync::Arc;
 
@@ -9,15 +10,30 @@ use sqlx::error::BoxDynError;
 use sqlx::query::QueryAs;
 use sqlx::{Any, AnyPool, Decode, Encode, FromRow, Type};
 
+use super::memory::Memory;
 use super::{Batch, StoreError};
 
 /// The admin's database: SQLite (a file or `:memory:`) or PostgreSQL, through one set of
-/// queries. Each `store/*.rs` file holds the queries for one kind of record.
+/// queries, or tables in this process's memory for deterministic simulation
+/// ([`Store::memory`]). Each `store/*.rs` file holds the queries for one kind of record; each
+/// method makes one `match` on the [`Backend`]. Clones share the database.
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
-    pub(super) pool: AnyPool,
-    /// Where the database is, for the connections beside the pool ([`super::changes`]).
-    pub(super) location: Location,
+    pub(super) backend: Backend,
+}
+
+/// What a [`Store`] keeps its records in.
+#[derive(Debug, Clone)]
+pub(super) enum Backend {
+    /// SQLite or PostgreSQL.
+    Sql {
+        /// The connection pool.
+        pool: AnyPool,
+        /// Where the database is, for the connections beside the pool ([`super::changes`]).
+        location: Location,
+    },
+    /// Tables in this process's memory ([`super::memory`]).
+    Memory(Arc<Memory>),
 }
 
 /// Which database a [`Store`] opened.
@@ -28,7 +44,7 @@ pub(crate) enum Location {
     /// A SQLite file, by path.
     SqliteFile(String),
     /// A private in-memory SQLite database: no other process can reach it.
-    Memory,
+    SqliteMemory,
 }
 
 impl Store {
@@ -40,7 +56,7 @@ impl Store {
         let location = if db.starts_with("postgres://") || db.starts_with("postgresql://") {
             Location::Postgres(db.to_owned())
         } else if db == ":memory:" {
-            Location::Memory
+            Location::SqliteMemory
         } else {
             Location::SqliteFile(db.to_owned())
         };
@@ -49,7 +65,7 @@ impl Store {
                 .max_connections(8)
                 .connect_with(url.parse::<AnyConnectOptions>()?)
                 .await?
-        } else if location == Location::Memory {
+        } else if location == Location::SqliteMemory {
             // One connection that never closes: every query sees the same in-memory database.
             AnyPoolOptions::new()
                 .max_connections(1)
@@ -74,7 +90,27 @@ impl Store {
         if matches!(location, Location::Postgres(_)) {
             super::changes::install_notify_triggers(&pool).await?;
         }
-        Ok(Self { pool, location })
+        Ok(Self {
+            backend: Backend::Sql { pool, location },
+        })
+    }
+
+    /// An empty store kept in this process's memory, as [`Store::open`] leaves a fresh
+    /// database (migrated, nothing seeded), for deterministic simulation: no threads, no
+    /// clock, no I/O. Its clones, and every `Arc` holding it, share the one set of tables,
+    /// which lives as long as any of them; see [`super::memory`] for what it does not do.
+    pub(crate) fn memory() -> Self {
+        Self {
+            backend: Backend::Memory(Arc::default()),
+        }
+    }
+
+    /// Closes the connection pool (nothing to do in memory).
+    #[cfg(test)]
+    pub(super) async fn close(&self) {
+        if let Backend::Sql { pool, .. } = &self.backend {
+            pool.close().await;
+        }
     }
 }
 
@@ -258,7 +294,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("a b")).unwrap();
         let path = dir.path().join("a b").join("..").join("x?#%.db");
         let store = Store::open(path.to_str().unwrap()).await.unwrap();
-        store.pool.close().await;
+        store.close().await;
         assert!(dir.path().join("x?#%.db").is_file());
     }
 }

@@ -2,7 +2,7 @@
 
 use sqlx::AnyConnection;
 
-use super::database::{Flag, Unknown, delete_by_id, set_enabled};
+use super::database::{Backend, Flag, Unknown, delete_by_id, set_enabled};
 use super::{Batch, Store, StoreError};
 
 /// Stored metadata.
@@ -36,50 +36,70 @@ macro_rules! columns {
 impl Store {
     /// All metadata, ordered by id.
     pub(crate) async fn meta_data(&self) -> Result<Vec<MetaRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.meta_data()),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM meta_data ORDER BY id"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?)
     }
 
     /// One metadata entry.
     pub(crate) async fn meta(&self, id: &str) -> Result<Option<MetaRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.meta(id)),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM meta_data WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?)
     }
 
     /// The metadata entry for `path` (a unique, indexed column).
     pub(crate) async fn meta_by_path(&self, path: &str) -> Result<Option<MetaRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.meta_by_path(path)),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM meta_data WHERE path = $1"
         ))
         .bind(path)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?)
     }
 
     /// Inserts metadata, or replaces the entry with the same id (keeping its creation date).
     pub(crate) async fn put_meta(&self, m: &MetaRecord) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_meta(m),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut conn = pool.acquire().await?;
         put_meta(&mut conn, m).await
     }
 
     /// Deletes metadata in one transaction; returns what was deleted (unknown ids are
     /// skipped).
     pub(crate) async fn delete_meta(&self, ids: &[String]) -> Result<Vec<MetaRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.delete_meta(ids)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let deleted = delete_by_id(
-            &self.pool,
+            pool,
             concat!("DELETE FROM meta_data WHERE id = $1 RETURNING ", columns!()),
             ids,
             Unknown::Skip,
@@ -97,8 +117,12 @@ impl Store {
         enabled: bool,
         now: &str,
     ) -> Result<Batch<MetaRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.set_meta_enabled(ids, enabled, now)),
+            Backend::Sql { pool, .. } => pool,
+        };
         set_enabled(
-            &self.pool,
+            pool,
             concat!(
                 "UPDATE meta_data SET enabled = $1, date_updated = $2 WHERE id = $3 RETURNING ",
                 columns!()

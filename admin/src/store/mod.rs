@@ -7,11 +7,15 @@
 //!
 //! Each file below holds one kind of record and every query on it; `database` holds the pool,
 //! the migration and the shared helpers; `changes` notices commits other processes make.
+//!
+//! [`Store::memory`] keeps the same records in this process's memory instead (`memory`), for
+//! deterministic simulation; every method answers as it does on SQLite.
 
 mod app_auths;
 mod changes;
 mod database;
 mod error;
+mod memory;
 mod meta;
 mod plugin_handles;
 mod plugins;
@@ -22,6 +26,7 @@ pub(crate) mod tests;
 mod users;
 
 pub(crate) use app_auths::AppAuthRecord;
+use database::Backend;
 pub(crate) use database::{Location, Store, open};
 pub use error::StoreError;
 pub(crate) use meta::MetaRecord;
@@ -43,7 +48,11 @@ impl Store {
         rules: &[RuleRecord],
         meta: Option<&MetaRecord>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_registration(selectors, rules, meta),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut tx = pool.begin().await?;
         for s in selectors {
             selectors::put_selector(&mut tx, s).await?;
         }

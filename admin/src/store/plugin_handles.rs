@@ -6,7 +6,7 @@ use sqlx::AnyConnection;
 
 use self::data_type::{NUMBER, SELECT, STRING};
 use self::handle_type::{PLUGIN, RULE, SELECTOR};
-use super::database::{Unknown, delete_by_id};
+use super::database::{Backend, Unknown, delete_by_id};
 use super::{Batch, Store, StoreError};
 
 /// A stored handle definition.
@@ -138,7 +138,7 @@ pub(crate) const BUILTIN_HANDLES: &[BuiltinHandle] = &[
 
 /// The id a built-in definition gets: `1`, the plugin id in three digits, the handle type,
 /// the sort in two digits (`1005103` is divide's third selector field).
-fn seed_id(plugin_id: &str, handle: &BuiltinHandle) -> String {
+pub(super) fn seed_id(plugin_id: &str, handle: &BuiltinHandle) -> String {
     format!("1{plugin_id:0>3}{}{:02}", handle.handle_type, handle.sort)
 }
 
@@ -172,12 +172,16 @@ pub(super) async fn seed_handle(
 impl Store {
     /// All handle definitions, ordered by plugin id, type, sort, then id.
     pub(crate) async fn plugin_handles(&self) -> Result<Vec<PluginHandleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.plugin_handles()),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM plugin_handle ORDER BY plugin_id, type, sort, id"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?)
     }
 
@@ -186,13 +190,17 @@ impl Store {
         &self,
         id: &str,
     ) -> Result<Option<PluginHandleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.plugin_handle(id)),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM plugin_handle WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?)
     }
 
@@ -202,6 +210,10 @@ impl Store {
     /// another definition has the same plugin, field and type, and with a foreign key
     /// violation when the plugin does not exist.
     pub(crate) async fn put_plugin_handle(&self, h: &PluginHandleRecord) -> Result<(), StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_plugin_handle(h),
+            Backend::Sql { pool, .. } => pool,
+        };
         sqlx::query(concat!(
             "INSERT INTO plugin_handle (",
             columns!(),
@@ -221,7 +233,7 @@ impl Store {
         .bind(&h.ext_obj)
         .bind(&h.date_created)
         .bind(&h.date_updated)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         Ok(())
     }
@@ -232,8 +244,12 @@ impl Store {
         &self,
         ids: &[String],
     ) -> Result<Batch<PluginHandleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.delete_plugin_handles(ids)),
+            Backend::Sql { pool, .. } => pool,
+        };
         delete_by_id(
-            &self.pool,
+            pool,
             concat!(
                 "DELETE FROM plugin_handle WHERE id = $1 RETURNING ",
                 columns!()

@@ -2,7 +2,7 @@
 
 use model::BuiltinPlugin;
 
-use super::database::{Flag, set_enabled};
+use super::database::{Backend, Flag, set_enabled};
 use super::plugin_handles::{BUILTIN_HANDLES, seed_handle};
 use super::rules::rules_of;
 use super::selectors::selectors_of;
@@ -40,7 +40,11 @@ impl Store {
         plugins: &[BuiltinPlugin],
         now: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.seed_plugins(plugins, now),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut tx = pool.begin().await?;
         for p in plugins {
             sqlx::query(
                 "INSERT INTO plugin (id, name, role, sort, enabled, config, date_created, \
@@ -67,21 +71,29 @@ impl Store {
 
     /// All plugins, ordered by sort, then id.
     pub(crate) async fn plugins(&self) -> Result<Vec<PluginRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.plugins()),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM plugin ORDER BY sort, id"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?)
     }
 
     /// One plugin.
     pub(crate) async fn plugin(&self, id: &str) -> Result<Option<PluginRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.plugin(id)),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(
             sqlx::query_as(concat!("SELECT ", columns!(), " FROM plugin WHERE id = $1"))
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(pool)
                 .await?,
         )
     }
@@ -91,18 +103,26 @@ impl Store {
         &self,
         name: &str,
     ) -> Result<Option<PluginRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.plugin_named(name)),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM plugin WHERE name = $1"
         ))
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?)
     }
 
     /// Replaces plugin `plugin.id` (all but its creation date); `false` if it does not exist.
     pub(crate) async fn update_plugin(&self, p: &PluginRecord) -> Result<bool, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.update_plugin(p),
+            Backend::Sql { pool, .. } => pool,
+        };
         let done = sqlx::query(
             "UPDATE plugin SET name = $1, role = $2, sort = $3, enabled = $4, config = $5, \
              date_updated = $6 WHERE id = $7",
@@ -114,13 +134,17 @@ impl Store {
         .bind(&p.config)
         .bind(&p.date_updated)
         .bind(&p.id)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Inserts a new plugin.
     pub(crate) async fn insert_plugin(&self, p: &PluginRecord) -> Result<(), StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.insert_plugin(p),
+            Backend::Sql { pool, .. } => pool,
+        };
         sqlx::query(concat!(
             "INSERT INTO plugin (",
             columns!(),
@@ -134,7 +158,7 @@ impl Store {
         .bind(&p.config)
         .bind(&p.date_created)
         .bind(&p.date_updated)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         Ok(())
     }
@@ -146,7 +170,11 @@ impl Store {
         &self,
         ids: &[String],
     ) -> Result<Result<DeletedPlugins, String>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.delete_plugins(ids)),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut tx = pool.begin().await?;
         let (mut plugins, mut selectors, mut rules) = (Vec::new(), Vec::new(), Vec::new());
         for id in ids {
             let owned = selectors_of(&mut tx, id).await?;
@@ -178,8 +206,12 @@ impl Store {
         enabled: bool,
         now: &str,
     ) -> Result<Batch<PluginRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.set_plugins_enabled(ids, enabled, now)),
+            Backend::Sql { pool, .. } => pool,
+        };
         set_enabled(
-            &self.pool,
+            pool,
             concat!(
                 "UPDATE plugin SET enabled = $1, date_updated = $2 WHERE id = $3 RETURNING ",
                 columns!()

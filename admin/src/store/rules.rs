@@ -3,7 +3,9 @@
 use model::ConditionData;
 use sqlx::AnyConnection;
 
-use super::database::{Flag, Unknown, delete_by_id, list_json, parse_list, records, set_enabled};
+use super::database::{
+    Backend, Flag, Unknown, delete_by_id, list_json, parse_list, records, set_enabled,
+};
 use super::{Batch, Store, StoreError};
 
 /// A stored rule.
@@ -92,22 +94,30 @@ pub(super) async fn rules_of(
 impl Store {
     /// All rules, ordered by sort, then id.
     pub(crate) async fn rules(&self) -> Result<Vec<RuleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.rules()),
+            Backend::Sql { pool, .. } => pool,
+        };
         let rows: Vec<RuleRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM rule ORDER BY sort, id"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?;
         records(rows)
     }
 
     /// One rule.
     pub(crate) async fn rule(&self, id: &str) -> Result<Option<RuleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.rule(id)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let row: Option<RuleRow> =
             sqlx::query_as(concat!("SELECT ", columns!(), " FROM rule WHERE id = $1"))
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(pool)
                 .await?;
         row.map(RuleRecord::try_from).transpose()
     }
@@ -119,6 +129,10 @@ impl Store {
         selector_id: &str,
         name: &str,
     ) -> Result<Option<RuleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.rule_named(selector_id, name)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let row: Option<RuleRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
@@ -126,21 +140,29 @@ impl Store {
         ))
         .bind(selector_id)
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?;
         row.map(RuleRecord::try_from).transpose()
     }
 
     /// Inserts a rule, or replaces the one with the same id (keeping its creation date).
     pub(crate) async fn put_rule(&self, r: &RuleRecord) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_rule(r),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut conn = pool.acquire().await?;
         put_rule(&mut conn, r).await
     }
 
     /// Deletes rules in one transaction; returns what was deleted (unknown ids are skipped).
     pub(crate) async fn delete_rules(&self, ids: &[String]) -> Result<Vec<RuleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.delete_rules(ids)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let deleted = delete_by_id(
-            &self.pool,
+            pool,
             concat!("DELETE FROM rule WHERE id = $1 RETURNING ", columns!()),
             ids,
             Unknown::Skip,
@@ -158,8 +180,12 @@ impl Store {
         enabled: bool,
         now: &str,
     ) -> Result<Batch<RuleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.set_rules_enabled(ids, enabled, now)),
+            Backend::Sql { pool, .. } => pool,
+        };
         set_enabled(
-            &self.pool,
+            pool,
             concat!(
                 "UPDATE rule SET enabled = $1, date_updated = $2 WHERE id = $3 RETURNING ",
                 columns!()

@@ -3,7 +3,7 @@
 use model::ConditionData;
 use sqlx::AnyConnection;
 
-use super::database::{Flag, list_json, parse_list, records, set_enabled};
+use super::database::{Backend, Flag, list_json, parse_list, records, set_enabled};
 use super::rules::rules_of;
 use super::{Batch, RuleRecord, Store, StoreError};
 
@@ -101,25 +101,33 @@ pub(super) async fn selectors_of(
 impl Store {
     /// All selectors, ordered by sort, then id.
     pub(crate) async fn selectors(&self) -> Result<Vec<SelectorRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.selectors()),
+            Backend::Sql { pool, .. } => pool,
+        };
         let rows: Vec<SelectorRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM selector ORDER BY sort, id"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?;
         records(rows)
     }
 
     /// One selector.
     pub(crate) async fn selector(&self, id: &str) -> Result<Option<SelectorRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.selector(id)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let row: Option<SelectorRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM selector WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?;
         row.map(SelectorRecord::try_from).transpose()
     }
@@ -131,6 +139,10 @@ impl Store {
         plugin_id: &str,
         name: &str,
     ) -> Result<Option<SelectorRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.selector_named(plugin_id, name)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let row: Option<SelectorRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
@@ -138,14 +150,18 @@ impl Store {
         ))
         .bind(plugin_id)
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?;
         row.map(SelectorRecord::try_from).transpose()
     }
 
     /// Inserts a selector, or replaces the one with the same id (keeping its creation date).
     pub(crate) async fn put_selector(&self, s: &SelectorRecord) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_selector(s),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut conn = pool.acquire().await?;
         put_selector(&mut conn, s).await
     }
 
@@ -155,7 +171,11 @@ impl Store {
         &self,
         ids: &[String],
     ) -> Result<(Vec<SelectorRecord>, Vec<RuleRecord>), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.delete_selectors(ids)),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut tx = pool.begin().await?;
         let mut selectors = Vec::new();
         let mut rules = Vec::new();
         for id in ids {
@@ -184,8 +204,12 @@ impl Store {
         enabled: bool,
         now: &str,
     ) -> Result<Batch<SelectorRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.set_selectors_enabled(ids, enabled, now)),
+            Backend::Sql { pool, .. } => pool,
+        };
         set_enabled(
-            &self.pool,
+            pool,
             concat!(
                 "UPDATE selector SET enabled = $1, date_updated = $2 WHERE id = $3 RETURNING ",
                 columns!()

@@ -1,10 +1,19 @@
-//! The store against every database: SQLite in memory always, and PostgreSQL when
-//! `GANTRY_TEST_POSTGRES_URL` is set (each test in a schema of its own, dropped afterwards).
+//! The store against every database: SQLite in memory and the in-memory store
+//! ([`Store::memory`]) always, and PostgreSQL when `GANTRY_TEST_POSTGRES_URL` is set (each
+//! test in a schema of its own, dropped afterwards).
 
 use model::{BUILTIN_PLUGINS, ConditionData};
 
 use super::plugin_handles::BUILTIN_HANDLES;
 use super::{PluginHandleRecord, RuleRecord, SelectorRecord, Store, UserRecord};
+
+mod parity;
+mod script;
+
+use parity::{
+    constraints_are_refused, failed_batches_change_nothing, plugins_are_deleted_with_what_they_own,
+    registrations_are_all_or_none,
+};
 
 const NOW: &str = "2024-01-01 00:00:00";
 
@@ -18,7 +27,7 @@ struct Backend {
 
 impl Backend {
     async fn drop(self) {
-        self.store.pool.close().await;
+        self.store.close().await;
         if let Some(schema) = self.schema {
             schema.drop().await;
         }
@@ -78,6 +87,16 @@ async fn sqlite() -> Backend {
     .await
 }
 
+/// A fresh, seeded in-memory store ([`Store::memory`]).
+async fn memory() -> Backend {
+    seeded(Backend {
+        name: "memory",
+        store: Store::memory(),
+        schema: None,
+    })
+    .await
+}
+
 /// A fresh, seeded schema on `GANTRY_TEST_POSTGRES_URL` ([`PgSchema`]).
 async fn postgres() -> Backend {
     let schema = PgSchema::create().await;
@@ -98,8 +117,8 @@ async fn seeded(backend: Backend) -> Backend {
     backend
 }
 
-/// Each test runs on SQLite, and as its own test on PostgreSQL (ignored with the reason when
-/// no server is configured; see admin/build.rs).
+/// Each test runs on SQLite, on the in-memory store, and as its own test on PostgreSQL
+/// (ignored with the reason when no server is configured; see admin/build.rs).
 macro_rules! on_every_database {
     ($($test:ident),* $(,)?) => {
         mod on_sqlite {
@@ -107,6 +126,14 @@ macro_rules! on_every_database {
                 #[tokio::test]
                 async fn $test() {
                     super::$test(super::sqlite().await).await;
+                }
+            )*
+        }
+        mod on_memory {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test(super::memory().await).await;
                 }
             )*
         }
@@ -131,6 +158,10 @@ on_every_database!(
     handle_definitions_are_seeded_where_absent,
     handle_definitions_are_put_and_deleted,
     users_are_inserted_once_and_their_passwords_replaced,
+    failed_batches_change_nothing,
+    registrations_are_all_or_none,
+    plugins_are_deleted_with_what_they_own,
+    constraints_are_refused,
 );
 
 /// A divide selector record `/{id}` (`uri startsWith /{id}/`, no handle), for tests that

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use super::database::Flag;
+use sqlx::AnyPool;
+
+use super::database::{Backend, Flag};
 use super::{Store, StoreError};
 
 /// A stored dashboard user.
@@ -43,12 +45,16 @@ macro_rules! columns {
 impl Store {
     /// All users, ordered by name.
     pub(crate) async fn users(&self) -> Result<Vec<UserRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.users()),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM dashboard_user ORDER BY user_name"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?)
     }
 
@@ -57,13 +63,17 @@ impl Store {
         &self,
         user_name: &str,
     ) -> Result<Option<UserRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.user_named(user_name)),
+            Backend::Sql { pool, .. } => pool,
+        };
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM dashboard_user WHERE user_name = $1"
         ))
         .bind(user_name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?)
     }
 
@@ -72,23 +82,32 @@ impl Store {
         &self,
         user: &UserRecord,
     ) -> Result<bool, StoreError> {
-        let inserted = self
-            .write_user(
-                concat!(
-                    "INSERT INTO dashboard_user (",
-                    columns!(),
-                    ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
-                ),
-                user,
-            )
-            .await?;
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.insert_user_if_absent(user)),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let inserted = write_user(
+            pool,
+            concat!(
+                "INSERT INTO dashboard_user (",
+                columns!(),
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
+            ),
+            user,
+        )
+        .await?;
         Ok(inserted == 1)
     }
 
     /// Inserts `user`, or, when a user with its name exists, replaces that user's password
     /// hash (and update date) only: its id, role and `enabled` stay.
     pub(crate) async fn put_user_password(&self, user: &UserRecord) -> Result<(), StoreError> {
-        self.write_user(
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return memory.put_user_password(user),
+            Backend::Sql { pool, .. } => pool,
+        };
+        write_user(
+            pool,
             concat!(
                 "INSERT INTO dashboard_user (",
                 columns!(),
@@ -101,22 +120,6 @@ impl Store {
         Ok(())
     }
 
-    /// Runs `insert` (an `INSERT INTO dashboard_user (columns) VALUES ($1, …, $7) …`) with
-    /// `user`'s fields; answers the rows affected.
-    async fn write_user(&self, insert: &'static str, user: &UserRecord) -> Result<u64, StoreError> {
-        let done = sqlx::query(insert)
-            .bind(&user.id)
-            .bind(&user.user_name)
-            .bind(&user.password)
-            .bind(user.role)
-            .bind(Flag(user.enabled))
-            .bind(&user.date_created)
-            .bind(&user.date_updated)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected())
-    }
-
     /// Enables or disables user `user_name`; `false` if there is no such user.
     #[allow(dead_code, reason = "for user management endpoints; tested with login")]
     pub(crate) async fn set_user_enabled(
@@ -125,14 +128,38 @@ impl Store {
         enabled: bool,
         now: &str,
     ) -> Result<bool, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.set_user_enabled(user_name, enabled, now)),
+            Backend::Sql { pool, .. } => pool,
+        };
         let done = sqlx::query(
             "UPDATE dashboard_user SET enabled = $1, date_updated = $2 WHERE user_name = $3",
         )
         .bind(Flag(enabled))
         .bind(now)
         .bind(user_name)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
+}
+
+/// Runs `insert` (an `INSERT INTO dashboard_user (columns) VALUES ($1, …, $7) …`) with `user`'s
+/// fields on `pool`; answers the rows affected.
+async fn write_user(
+    pool: &AnyPool,
+    insert: &'static str,
+    user: &UserRecord,
+) -> Result<u64, StoreError> {
+    let done = sqlx::query(insert)
+        .bind(&user.id)
+        .bind(&user.user_name)
+        .bind(&user.password)
+        .bind(user.role)
+        .bind(Flag(user.enabled))
+        .bind(&user.date_created)
+        .bind(&user.date_updated)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected())
 }

@@ -70,7 +70,7 @@ pub(crate) struct HttpLongPollPublisher {
 }
 
 fn millis_now() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    i64::try_from(model::world::since_epoch().as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The JSON text of each group's list in `snapshot`; groups gantry does not model are `[]`.

@@ -266,7 +266,11 @@ async fn session(
     let mut held = None;
     loop {
         let owed = full_syncs.owed;
+        // Biased, so that a seed of `gantry sim` replays the same choice when several
+        // branches are ready: the gateway's message, then events, the owed full sync, and
+        // shutdown.
         tokio::select! {
+            biased;
             message = socket.recv() => match message {
                 None => return Ok(()),
                 Some(Err(e)) if over_limit(&e) => {

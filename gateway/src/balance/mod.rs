@@ -25,7 +25,7 @@ mod shortest_response;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use http::HeaderValue;
 use http::uri::{Authority, Scheme};
@@ -199,7 +199,7 @@ impl Pool {
 
     /// Chooses and leases an upstream.
     pub(crate) fn pick(self: &Arc<Self>, kind: LoadBalance, ctx: &PickContext) -> Option<Lease> {
-        let index = self.choose(kind, ctx, &mut rand::rng())?;
+        let index = model::world::with_rng(|mut rng| self.choose(kind, ctx, &mut rng))?;
         Some(self.lease(index, ctx.now_ms))
     }
 
@@ -228,7 +228,11 @@ impl Pool {
         let left: Vec<usize> = (0..self.upstreams.len())
             .filter(|i| !tried.contains(i))
             .collect();
-        (!left.is_empty()).then(|| weighted_among(&self.upstreams, &left, now_ms, &mut rand::rng()))
+        (!left.is_empty()).then(|| {
+            model::world::with_rng(|mut rng| {
+                weighted_among(&self.upstreams, &left, now_ms, &mut rng)
+            })
+        })
     }
 
     fn active(&self, index: usize) -> u64 {
@@ -288,9 +292,7 @@ impl Drop for Lease {
 
 /// Wall clock in ms.
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    i64::try_from(model::world::since_epoch().as_millis()).unwrap_or(i64::MAX)
 }
 
 /// ShenYu's effective weight: `status == false` → 0; during warm-up the weight ramps up

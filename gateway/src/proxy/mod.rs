@@ -17,7 +17,9 @@ mod retry;
 mod tests;
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};

@@ -2,7 +2,9 @@
 //! [`RETRY_BUDGET_TIMEOUTS`] rule timeouts shared by all attempts of a request: no retry
 //! starts past it, and an attempt's timeout is cut to what is left of it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;

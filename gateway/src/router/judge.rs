@@ -123,7 +123,7 @@ impl Judge {
 
 fn left(use_now: bool, real: &str) -> Result<NaiveDateTime, MatchError> {
     if use_now {
-        Ok(chrono::Local::now().naive_local())
+        Ok(chrono::DateTime::<chrono::Local>::from(model::world::now()).naive_local())
     } else {
         parse_time(real).map_err(MatchError::internal)
     }

@@ -178,6 +178,27 @@ pub(crate) struct ConfigData {
 }
 
 impl ConfigData {
+    /// The whole config as a [`model::ConfigSet`] (what `gantry sim` checks each applied
+    /// config by).
+    pub(crate) fn config_set(&self) -> model::ConfigSet {
+        model::ConfigSet {
+            plugins: self.plugins.values().cloned().collect(),
+            selectors: self
+                .selectors
+                .ids()
+                .filter_map(|id| self.selectors.get(id))
+                .map(|(_, _, s)| s.clone())
+                .collect(),
+            rules: self
+                .rules
+                .ids()
+                .filter_map(|id| self.rules.get(id))
+                .map(|(_, _, r)| r.clone())
+                .collect(),
+            meta_data: self.meta_data.values().cloned().collect(),
+        }
+    }
+
     /// Applies one event: UPDATE/CREATE upsert, DELETE removes, MYSELF/REFRESH replace the
     /// whole group. An increment with no item changes nothing. RUNNING_MODE is not data.
     /// Returns what changed for the compiled tables.

@@ -267,9 +267,7 @@ fn table<'w>(
 
 /// Wall-clock µs since the Unix epoch.
 pub(crate) fn now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    u64::try_from(model::world::since_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -674,24 +672,8 @@ mod tests {
         );
     }
 
-    /// The whole data as a [`model::ConfigSet`], to check the running digest against.
     fn config_set(d: &ConfigData) -> model::ConfigSet {
-        model::ConfigSet {
-            plugins: d.plugins.values().cloned().collect(),
-            selectors: d
-                .selectors
-                .ids()
-                .filter_map(|id| d.selectors.get(id))
-                .map(|(_, _, s)| s.clone())
-                .collect(),
-            rules: d
-                .rules
-                .ids()
-                .filter_map(|id| d.rules.get(id))
-                .map(|(_, _, r)| r.clone())
-                .collect(),
-            meta_data: d.meta_data.values().cloned().collect(),
-        }
+        d.config_set()
     }
 
     mod incremental {

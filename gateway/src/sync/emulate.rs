@@ -6,7 +6,10 @@
 //! - [`EmulatedBug::ClearBeforeRefill`] swaps a full sync's groups in emptied at once and holds
 //!   the events back for [`CLEAR_WINDOW`];
 //! - [`EmulatedBug::LateApply`] holds every event back for [`LATE_APPLY_DELAY`], stamped
-//!   applied when the first arrived.
+//!   applied when the first arrived;
+//! - [`EmulatedBug::ReorderIncrements`] holds each incremental event until the next one and
+//!   applies the two swapped;
+//! - [`EmulatedBug::SkipRuleFullSync`] drops a full sync's rule group.
 //!
 //! What one apply call holds back is a batch, swapped in one window later by
 //! [`SyncState::refills`] (a task the gateway starts next to its subscriber when the bug holds
@@ -18,7 +21,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use model::{DataEvent, DataEventType, EventPayload};
+use model::{ConfigGroup, DataEvent, DataEventType, EventPayload};
 use tokio::sync::Notify;
 
 use super::SyncState;
@@ -53,6 +56,8 @@ struct Held {
     /// [`EmulatedBug::LateApply`]: when the first of them arrived, the apply time the gateway
     /// reports for them.
     arrived_us: Option<u64>,
+    /// [`EmulatedBug::ReorderIncrements`]: the increment waiting for its successor.
+    swapped: Option<DataEvent>,
 }
 
 /// Events as the emulated bug lets them through.
@@ -117,6 +122,23 @@ impl Emulation {
                     held.events.push(event);
                     admitted.count += 1;
                     admitted.full += usize::from(full);
+                    continue;
+                }
+                Some(EmulatedBug::ReorderIncrements) if !full => {
+                    admitted.count += 1;
+                    if let Some(earlier) = held.swapped.take() {
+                        admitted.now.push(event);
+                        admitted.now.push(earlier);
+                    } else {
+                        held.swapped = Some(event);
+                    }
+                    continue;
+                }
+                Some(EmulatedBug::SkipRuleFullSync)
+                    if full && event.group() == ConfigGroup::Rule =>
+                {
+                    admitted.count += 1;
+                    admitted.full += 1;
                     continue;
                 }
                 Some(EmulatedBug::ClearBeforeRefill) if full || !held.events.is_empty() => {

@@ -19,6 +19,7 @@
 
 mod emulate;
 pub(crate) mod etcd;
+mod follower;
 pub(crate) mod http_long_poll;
 mod keyspace;
 pub(crate) mod start;
@@ -34,6 +35,7 @@ use rand::Rng;
 use serde::Serialize;
 
 use self::emulate::Emulation;
+pub use self::follower::Follower;
 use crate::plugin::Registry;
 use crate::snapshot::{Changes, Snapshot};
 use model::lock::MutexExt;
@@ -135,6 +137,8 @@ pub(crate) struct SyncState {
     mode: SyncMode,
     /// A ShenYu bug to reproduce (tests only), and what it holds back.
     emulation: Emulation,
+    /// Told of every config swapped in (`gantry sim`), if anyone is.
+    on_apply: Option<crate::OnApply>,
     /// Subscriber sessions currently connected (one per admin at most).
     sessions: AtomicUsize,
     /// The ZooKeeper session in use, as ZooKeeper prints its id (`0x…`).
@@ -173,6 +177,7 @@ impl SyncState {
             writer: Mutex::new(()),
             mode,
             emulation: Emulation::default(),
+            on_apply: None,
             sessions: AtomicUsize::new(0),
             zookeeper_session: Mutex::new(None),
             full_syncs: AtomicU64::new(0),
@@ -184,6 +189,12 @@ impl SyncState {
     /// The same state, reproducing `bug` (see [`crate::EmulatedBug`] and `emulate.rs`).
     pub(crate) fn emulating(mut self, bug: Option<crate::EmulatedBug>) -> SyncState {
         self.emulation = Emulation::new(bug);
+        self
+    }
+
+    /// The same state, telling `on_apply` of every config it swaps in.
+    pub(crate) fn observed(mut self, on_apply: Option<crate::OnApply>) -> SyncState {
+        self.on_apply = on_apply;
         self
     }
 
@@ -294,7 +305,13 @@ impl SyncState {
             next.applied_at_us = at;
         }
         next.configure_plugins(Some(&previous));
+        let changed = next.version != previous.version;
         self.snapshot.store(Arc::new(next));
+        if let Some(on_apply) = &self.on_apply
+            && changed
+        {
+            on_apply.call(&self.snapshot.load().data.config_set());
+        }
     }
 
     /// The sync status.
@@ -327,7 +344,7 @@ impl Drop for ConnectedGuard<'_> {
 
 /// Sleeps for `backoff`'s next wait, jittered to between half and all of its step.
 pub(crate) async fn back_off(backoff: &mut Backoff) {
-    let wait = backoff.next_jittered(|max| rand::rng().random_range(0..=max));
+    let wait = backoff.next_jittered(|max| model::world::with_rng(|rng| rng.random_range(0..=max)));
     tokio::time::sleep(wait).await;
 }
 

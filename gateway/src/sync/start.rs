@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use model::SyncMode;
+use netserve::Connect;
 use tokio::task::JoinHandle;
 
 use super::etcd::EtcdSubscriber;
@@ -29,8 +30,13 @@ impl Drop for Running {
 }
 
 /// Starts the subscriber `config` asks for on `state` (and the emulated bug's refills); fails
-/// when the subscriber cannot be made (a bad admin URL).
-pub(crate) fn start(config: &Config, state: &Arc<SyncState>) -> anyhow::Result<Running> {
+/// when the subscriber cannot be made (a bad admin URL). The websocket subscriber connects
+/// through `net`; the others open their own connections (not simulated yet).
+pub(crate) fn start<C: Connect>(
+    config: &Config,
+    net: C,
+    state: &Arc<SyncState>,
+) -> anyhow::Result<Running> {
     if let Some(bug) = config.emulate_bug {
         tracing::warn!(?bug, "emulating a known ShenYu gateway bug: for tests only");
     }
@@ -56,6 +62,7 @@ pub(crate) fn start(config: &Config, state: &Arc<SyncState>) -> anyhow::Result<R
         }
         SyncMode::Websocket => {
             let subscriber = WebsocketSubscriber::new(
+                net,
                 &config.admin_urls,
                 config.sync_token.as_deref(),
                 config.sync_timeouts.silence,

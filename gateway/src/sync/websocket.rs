@@ -18,7 +18,9 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
 use http::{HeaderName, HeaderValue, StatusCode};
+use netserve::Connect;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::UrlError;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
@@ -28,9 +30,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The header carrying ShenYu's websocket sync token.
 static SYNC_TOKEN_HEADER: HeaderName = HeaderName::from_static("x-shenyu-sync-token");
 
-/// The websocket subscriber.
+/// The websocket subscriber, connecting through `C` (the real network, or the simulator's).
 #[derive(Debug)]
-pub(crate) struct WebsocketSubscriber {
+pub(crate) struct WebsocketSubscriber<C> {
+    net: C,
     urls: Vec<String>,
     /// `X-Shenyu-Sync-Token`, marked sensitive (its `Debug` is redacted).
     sync_token: Option<HeaderValue>,
@@ -38,14 +41,15 @@ pub(crate) struct WebsocketSubscriber {
     silence: Duration,
 }
 
-impl WebsocketSubscriber {
+impl<C: Connect> WebsocketSubscriber<C> {
     /// A subscriber for admin base URLs (`http://host:port`), at least one, sending
     /// `sync_token` on every upgrade when given, and ending a session silent for `silence`.
     pub(crate) fn new(
+        net: C,
         admin_urls: &[String],
         sync_token: Option<&str>,
         silence: Duration,
-    ) -> anyhow::Result<WebsocketSubscriber> {
+    ) -> anyhow::Result<WebsocketSubscriber<C>> {
         let sync_token = sync_token
             .map(|token| {
                 let mut value = HeaderValue::from_str(token)
@@ -55,6 +59,7 @@ impl WebsocketSubscriber {
             })
             .transpose()?;
         Ok(WebsocketSubscriber {
+            net,
             urls: admin_urls.iter().map(|u| websocket_url(u)).collect(),
             sync_token,
             silence,
@@ -77,6 +82,34 @@ impl WebsocketSubscriber {
         Ok(request)
     }
 
+    /// Opens a connection through `net` and makes the websocket handshake on it (`ws://`
+    /// only: this build has no TLS, as `connect_async` without a TLS feature had none).
+    async fn handshake(
+        &self,
+        request: tungstenite::handshake::client::Request,
+    ) -> Result<
+        (
+            tokio_tungstenite::WebSocketStream<C::Io>,
+            tungstenite::handshake::client::Response,
+        ),
+        tungstenite::Error,
+    > {
+        let uri = request.uri();
+        if uri.scheme_str() != Some("ws") {
+            return Err(tungstenite::Error::Url(UrlError::TlsFeatureNotEnabled));
+        }
+        let host = uri
+            .host()
+            .ok_or(tungstenite::Error::Url(UrlError::NoHostName))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(80);
+        let stream = self.net.connect(&host, port).await?;
+        tokio_tungstenite::client_async(request, stream).await
+    }
+
     /// One connection. The outer error: the connection could not be opened; the inner
     /// result: how an opened connection ended.
     async fn session(
@@ -89,23 +122,22 @@ impl WebsocketSubscriber {
             source,
         };
         let request = self.request(url)?;
-        let (ws, _) =
-            tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(request))
-                .await
-                .map_err(|_| SyncError::ConnectTimeout {
-                    url: url.to_owned(),
-                })?
-                .map_err(|e| match e {
-                    tungstenite::Error::Http(response)
-                        if response.status() == StatusCode::UNAUTHORIZED =>
-                    {
-                        SyncError::SyncTokenRefused {
-                            url: url.to_owned(),
-                            token_sent: self.sync_token.is_some(),
-                        }
+        let (ws, _) = tokio::time::timeout(CONNECT_TIMEOUT, self.handshake(request))
+            .await
+            .map_err(|_| SyncError::ConnectTimeout {
+                url: url.to_owned(),
+            })?
+            .map_err(|e| match e {
+                tungstenite::Error::Http(response)
+                    if response.status() == StatusCode::UNAUTHORIZED =>
+                {
+                    SyncError::SyncTokenRefused {
+                        url: url.to_owned(),
+                        token_sent: self.sync_token.is_some(),
                     }
-                    other => conn_err(other),
-                })?;
+                }
+                other => conn_err(other),
+            })?;
         let (mut tx, mut rx) = ws.split();
         tx.send(Message::text("MYSELF")).await.map_err(conn_err)?;
         let connected = state.connected();
@@ -120,7 +152,11 @@ impl WebsocketSubscriber {
             after: self.silence,
         };
         let result = loop {
+            // Biased, so that a seed of `gantry sim` replays the same choice when several
+            // branches are ready: frames first (one ready with the silence bound still
+            // counts), then the ping, then silence.
             tokio::select! {
+                biased;
                 frame = rx.next() => {
                     quiet.as_mut().reset(tokio::time::Instant::now() + self.silence);
                     match frame {
@@ -153,7 +189,7 @@ impl WebsocketSubscriber {
     }
 }
 
-impl Subscriber for WebsocketSubscriber {
+impl<C: Connect> Subscriber for WebsocketSubscriber<C> {
     async fn run(self, state: Arc<SyncState>) {
         let mut backoff = Backoff::new();
         let mut index = 0;

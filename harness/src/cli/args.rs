@@ -38,6 +38,49 @@ pub(crate) enum Command {
     /// The convergence property (docs/convergence.md): random admin histories with faults,
     /// every route checked on every gateway after the last heal; replays a seed.
     Check(CheckArgs),
+    /// Deterministic simulation (docs/simulation.md): the admin and the gateways on a
+    /// simulated network and clock, a seed's operations and faults, every applied config
+    /// checked; a seed replays its run exactly.
+    Sim(SimArgs),
+}
+
+/// `gantry sim` arguments.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("seeds_given").required(true).args(["seed", "seeds"])))]
+pub(crate) struct SimArgs {
+    /// The sync mode (websocket only, so far: see docs/simulation.md).
+    #[arg(long, default_value = "websocket")]
+    pub(crate) mode: SyncMode,
+    /// Gateways (1 to 8).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub(crate) gateways: u8,
+    /// Operations per seed's history.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) ops: usize,
+    /// Run this one seed.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Run this many seeds, from `--start`.
+    #[arg(long)]
+    pub(crate) seeds: Option<u64>,
+    /// The first seed of `--seeds`.
+    #[arg(long, default_value_t = 0, requires = "seeds")]
+    pub(crate) start: u64,
+    /// Only these steps of the seed's plan (a shrunk failure's replay), by index: `3,7,12`.
+    #[arg(long, value_delimiter = ',', requires = "seed")]
+    pub(crate) keep: Option<Vec<usize>>,
+    /// A planted bug for the gateways to emulate (a checker must catch it).
+    #[arg(long, value_enum)]
+    pub(crate) emulate_bug: Option<gateway::EmulatedBug>,
+    /// Print the whole trace of each seed run (what every host did, and when).
+    #[arg(long)]
+    pub(crate) trace: bool,
+    /// Do not shrink a failing seed.
+    #[arg(long)]
+    pub(crate) no_shrink: bool,
+    /// Seeds run at once (default: one per core).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
 }
 
 /// `gantry check` arguments.

@@ -4,6 +4,7 @@
 
 mod args;
 mod exit_code;
+mod sim;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -46,6 +47,7 @@ pub fn main() -> ExitCode {
         args::Command::Validate(args) => validate(&args),
         args::Command::Bench(args) => runtime.block_on(bench(args.bench)),
         args::Command::Check(args) => check(&args),
+        args::Command::Sim(args) => sim::sim(&args),
     }
 }
 

@@ -27,6 +27,15 @@ pub(crate) async fn digest<T: serde::de::DeserializeOwned>(
 ) -> Result<T, ClientError> {
     let what = format!("GET {base}/actuator/digest");
     let (status, body) = send(&what, http.get(format!("{base}/actuator/digest"))).await?;
+    read_digest(what, status, body)
+}
+
+/// The digest a `GET /actuator/digest` (`what`) answered with `status` and `body`.
+pub(crate) fn read_digest<T: serde::de::DeserializeOwned>(
+    what: String,
+    status: u16,
+    body: String,
+) -> Result<T, ClientError> {
     if status != 200 {
         return Err(ClientError::Status { what, status, body });
     }

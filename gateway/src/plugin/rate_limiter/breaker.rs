@@ -8,7 +8,9 @@
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// How long the breaker first stays open after a failure.
 pub(crate) const MIN_OPEN: Duration = Duration::from_secs(1);

@@ -38,7 +38,7 @@ pub use trusted::{BadCidr, TrustedProxies};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use breaker::{Breaker, Pass};
@@ -255,9 +255,7 @@ impl Limiter {
     /// Decides request `id` (from [`key::limiter_id`]) under `handle`, now; when Redis cannot
     /// decide, the failure policy does (and the failure is counted and logged).
     pub(crate) async fn check(&self, id: &str, handle: &RateLimiterHandle) -> Decision {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = model::world::since_epoch().as_secs();
         self.check_at(id, handle, i64::try_from(now).unwrap_or(i64::MAX))
             .await
     }
@@ -307,9 +305,15 @@ impl Limiter {
                 format!("{key_name}.{{{id}}}.timestamp")
             }
             Algorithm::SlidingWindow => {
-                format!("{:032x}.{{{id}}}.timestamp", rand::random::<u128>())
+                format!(
+                    "{:032x}.{{{id}}}.timestamp",
+                    u128::from_be_bytes(model::world::random_bytes())
+                )
             }
-            Algorithm::Concurrent => format!("{:032x}.{{{id}}}.request", rand::random::<u128>()),
+            Algorithm::Concurrent => format!(
+                "{:032x}.{{{id}}}.request",
+                u128::from_be_bytes(model::world::random_bytes())
+            ),
         };
         let mut conn = backend.conn.clone();
         let answer: redis::RedisResult<(i64, i64)> = script(algorithm)

@@ -22,13 +22,59 @@ pub(super) const PAGE: usize = 100;
 pub struct AdminClient {
     pub(super) base: String,
     pub(super) token: String,
-    pub(super) http: reqwest::Client,
+    pub(super) transport: Transport,
     pub(super) profile: Profile,
     /// The namespace a [`Profile::V2_7`] client works in.
     pub(super) namespace_id: String,
 }
 
+/// How an [`AdminClient`]'s requests reach the admin.
+#[derive(Debug, Clone)]
+pub(super) enum Transport {
+    /// Over HTTP, to its address.
+    Http(reqwest::Client),
+    /// Handed to its router in this process (`gantry sim`, where the admin has no socket
+    /// the driver could reach in real time).
+    Router(axum::Router),
+}
+
 impl AdminClient {
+    /// Logs in to the admin whose router is `router`, in this process, with the given
+    /// credentials, speaking [`Profile::V2_6`]: every request is handed to the router, no
+    /// socket involved.
+    pub async fn login_in_process(
+        router: axum::Router,
+        user: &str,
+        password: &str,
+    ) -> Result<Self, ClientError> {
+        let mut client = Self {
+            base: String::new(),
+            token: String::new(),
+            transport: Transport::Router(router),
+            profile: Profile::V2_6,
+            namespace_id: model::DEFAULT_NAMESPACE_ID.to_owned(),
+        };
+        let body = LoginRequest {
+            user_name: user.to_owned(),
+            password: password.to_owned(),
+        };
+        let what = "POST /platform/login";
+        let (status, text) = client
+            .call(reqwest::Method::POST, "/platform/login", Some(&body))
+            .await?;
+        let login: LoginResponse = required(what, envelope(what, status, text)?)?;
+        client.token = login.token;
+        Ok(client)
+    }
+
+    /// The same client, handing its requests to `router` (an admin restarted in process
+    /// with the same login).
+    #[must_use]
+    pub fn on_router(mut self, router: axum::Router) -> Self {
+        self.transport = Transport::Router(router);
+        self
+    }
+
     /// Logs in at `base` (e.g. `http://127.0.0.1:9095`) with the given credentials, speaking
     /// [`Profile::V2_6`] to gantry's own admin: `POST /platform/login` with a JSON body.
     pub async fn login(base: &str, user: &str, password: &str) -> Result<Self, ClientError> {
@@ -93,7 +139,7 @@ impl AdminClient {
         Ok(Self {
             base: base.to_owned(),
             token: login.token,
-            http,
+            transport: Transport::Http(http),
             profile,
             namespace_id: model::DEFAULT_NAMESPACE_ID.to_owned(),
         })
@@ -143,14 +189,20 @@ impl AdminClient {
         body: Option<&impl serde::Serialize>,
     ) -> Result<(u16, String), ClientError> {
         let what = format!("{method} {path}");
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("X-Access-Token", &self.token);
-        if let Some(body) = body {
-            req = req.json(body);
+        match &self.transport {
+            Transport::Http(http) => {
+                let mut req = http
+                    .request(method, format!("{}{path}", self.base))
+                    .header("X-Access-Token", &self.token);
+                if let Some(body) = body {
+                    req = req.json(body);
+                }
+                send(&what, req).await
+            }
+            Transport::Router(router) => {
+                in_process(router, &what, method, path, &self.token, body).await
+            }
         }
-        send(&what, req).await
     }
 
     pub(super) async fn data<T: DeserializeOwned>(
@@ -197,6 +249,45 @@ impl AdminClient {
         }
         envelope(&what, status, text)
     }
+}
+
+/// Hands one request to `router` and reads its answer, as [`send`] does over HTTP.
+async fn in_process(
+    router: &axum::Router,
+    what: &str,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    body: Option<&impl serde::Serialize>,
+) -> Result<(u16, String), ClientError> {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let broken = |detail: String| ClientError::Body {
+        what: what.to_owned(),
+        detail,
+        body: String::new(),
+    };
+    let body = match body {
+        Some(body) => serde_json::to_vec(body).map_err(|e| broken(e.to_string()))?,
+        None => Vec::new(),
+    };
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("X-Access-Token", token)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(axum::body::Body::from(body))
+        .map_err(|e| broken(e.to_string()))?;
+    let Ok(response) = router.clone().oneshot(request).await;
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| broken(e.to_string()))?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Percent-encodes `value` for a query string (RFC 3986 unreserved characters stay).

@@ -65,6 +65,10 @@ impl AdminClient {
 
     /// The admin's config digest.
     pub async fn digest(&self) -> Result<model::DigestReport, ClientError> {
-        super::super::gateway::digest(&self.http, &self.base).await
+        let what = format!("GET {}/actuator/digest", self.base);
+        let (status, body) = self
+            .call(reqwest::Method::GET, "/actuator/digest", None::<&()>)
+            .await?;
+        super::super::gateway::read_digest(what, status, body)
     }
 }

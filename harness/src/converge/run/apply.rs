@@ -3,11 +3,12 @@
 
 use std::time::Instant;
 
-use model::{ConditionDto, MatchMode, RuleDto, SelectorDto};
+use model::{ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto};
 
 use super::super::history::{History, Op, Step, Upstream};
 use super::live::{CaseState, Live};
 use super::paths::{context_path, registered_path, route_path};
+use crate::client::AdminClient;
 use crate::lower::{custom_selector, divide_rule};
 use crate::runner::register_client;
 
@@ -52,8 +53,41 @@ impl Live {
         Ok(Instant::now())
     }
 
-    /// Sends `op` when it applies; records it in the model once the admin acknowledged it.
+    /// Sends `op` when it applies (see [`Writer::op`]).
     async fn op(&self, case: u64, op: Op, state: &mut CaseState) -> Result<(), String> {
+        let addresses = [Upstream::Alpha, Upstream::Beta].map(|u| {
+            self.topo
+                .upstream(u.name())
+                .map(|up| up.host_port())
+                .unwrap_or_default()
+        });
+        let writer = Writer {
+            admin: &self.admin,
+            plugin_id: &self.plugin_id,
+            handles: &self.handles,
+            addresses,
+        };
+        writer.op(case, op, state).await
+    }
+}
+
+/// Sends a history's operations to an admin: on the live topology ([`Live`]) and in
+/// `gantry sim`, where the client hands them to the admin's router in process.
+#[derive(Debug)]
+pub(crate) struct Writer<'a> {
+    /// The admin, logged in.
+    pub(crate) admin: &'a AdminClient,
+    /// The divide plugin's id.
+    pub(crate) plugin_id: &'a str,
+    /// The divide handles sending to alpha and to beta.
+    pub(crate) handles: &'a [String; 2],
+    /// Alpha's and beta's `host:port`, as registrations name them.
+    pub(crate) addresses: [String; 2],
+}
+
+impl Writer<'_> {
+    /// Sends `op` when it applies; records it in the model once the admin acknowledged it.
+    pub(crate) async fn op(&self, case: u64, op: Op, state: &mut CaseState) -> Result<(), String> {
         if !state.model.applies(op) {
             return Ok(());
         }
@@ -122,27 +156,21 @@ impl Live {
             }
             Op::Plugin { on } => {
                 self.admin
-                    .enable_plugins(std::slice::from_ref(&self.plugin_id), on)
+                    .enable_plugins(&[self.plugin_id.to_owned()], on)
                     .await
                     .map_err(|e| failed(&e))?;
             }
             Op::Register { key, upstream } => {
-                let address = self
-                    .topo
-                    .upstream(upstream.name())
-                    .ok_or_else(|| failed(&"harness bug: no such upstream"))?
-                    .host_port();
+                let address = match upstream {
+                    Upstream::Alpha => &self.addresses[0],
+                    Upstream::Beta => &self.addresses[1],
+                };
                 let app = format!("conv-{case}-app-{key}");
                 let paths = [registered_path(case, key)];
-                let ids = register_client(
-                    &self.admin,
-                    &app,
-                    &context_path(case, key),
-                    &paths,
-                    &address,
-                )
-                .await
-                .map_err(|e| failed(&e))?;
+                let ids =
+                    register_client(self.admin, &app, &context_path(case, key), &paths, address)
+                        .await
+                        .map_err(|e| failed(&e))?;
                 state.registered.insert(key, ids);
                 state.registrations += 1;
             }
@@ -162,7 +190,7 @@ impl Live {
         SelectorDto {
             enabled: Some(enabled),
             ..custom_selector(
-                &self.plugin_id,
+                self.plugin_id,
                 &format!("conv-{case}-{key}"),
                 handle,
                 vec![condition],
@@ -179,4 +207,18 @@ fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
         MatchMode::And,
         vec![condition],
     )
+}
+
+/// The divide handle of a route sending everything to the upstream at `address`
+/// (`host:port`).
+pub(crate) fn divide_handle(address: &str) -> String {
+    serde_json::to_string(&[DivideUpstream {
+        protocol: "http://".to_owned(),
+        upstream_url: address.to_owned(),
+        upstream_host: Some("localhost".to_owned()),
+        weight: 50,
+        status: true,
+        ..Default::default()
+    }])
+    .expect("a divide upstream always serialises")
 }

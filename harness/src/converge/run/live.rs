@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use model::{DivideUpstream, SyncMode};
+use model::SyncMode;
 
 use super::super::checker::Class;
 use super::super::history::History;
 use super::super::model::Model;
+use super::apply::divide_handle;
 use super::modes::protocol_fault;
 use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
@@ -67,8 +68,8 @@ pub struct CaseReport {
 
 /// The acknowledged state of one case: the model and the ids the admin gave.
 #[derive(Default)]
-pub(super) struct CaseState {
-    pub(super) model: Model,
+pub(crate) struct CaseState {
+    pub(crate) model: Model,
     /// Per route: its selector's id and its rule's id.
     pub(super) ids: BTreeMap<u8, (String, Option<String>)>,
     /// Per registered application: the ids of the divide and contextPath selectors the
@@ -120,15 +121,7 @@ impl Live {
             .ok_or("the admin has no divide plugin")?;
         let handle = |name: &str| -> Result<String, String> {
             let upstream = topo.upstream(name).ok_or(format!("no upstream {name}"))?;
-            serde_json::to_string(&[DivideUpstream {
-                protocol: "http://".to_owned(),
-                upstream_url: upstream.host_port(),
-                upstream_host: Some("localhost".to_owned()),
-                weight: 50,
-                status: true,
-                ..Default::default()
-            }])
-            .map_err(|e| e.to_string())
+            Ok(divide_handle(&upstream.host_port()))
         };
         let handles = [handle("alpha")?, handle("beta")?];
         let baseline = admin.digest().await.map_err(|e| e.to_string())?.selectors;

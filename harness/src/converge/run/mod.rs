@@ -11,6 +11,8 @@ mod live;
 mod modes;
 mod paths;
 
+pub(crate) use apply::{Writer, divide_handle};
 pub(crate) use judge::count;
+pub(crate) use live::CaseState;
 pub use live::Live;
 pub(crate) use modes::{compacts, protocol_fault, store_target};

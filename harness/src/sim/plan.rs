@@ -1,0 +1,313 @@
+//! What one seed runs: a history of admin operations (the convergence property's, see
+//! [`crate::converge::history`]) and a fault schedule, each step at a simulated time. The
+//! same seed always makes the same plan; a shrunk plan is the seed's plan with some steps
+//! left out ([`Plan::keep`]).
+
+use std::fmt;
+use std::time::Duration;
+
+use model::SyncFaultKind;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::converge::history::{KEYS, Op, REGISTERED, Upstream};
+
+/// How large a plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size {
+    /// Gateways in the simulation.
+    pub(crate) gateways: u8,
+    /// Operations in the history.
+    pub(crate) ops: usize,
+}
+
+/// A fault, injected at its step's time and healed `lasts` later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// No message passes between the admin and gateway `gateway` (every gateway when
+    /// `None`), in the direction `way`.
+    Partition {
+        /// The gateway cut off, or all of them.
+        gateway: Option<u8>,
+        /// Which way messages are lost.
+        way: Way,
+    },
+    /// Messages between the admin and gateway `gateway` are held in flight, then all
+    /// delivered at the heal: a delay of the whole link.
+    Hold {
+        /// The gateway whose link is held.
+        gateway: u8,
+    },
+    /// Gateway `gateway` crashes (its process state is lost) and starts again at the heal.
+    CrashGateway {
+        /// The gateway.
+        gateway: u8,
+    },
+    /// The admin crashes and starts again at the heal, on the same database; no operation is
+    /// sent meanwhile.
+    CrashAdmin,
+    /// The admin's next `count` websocket pushes go wrong as `kind` says (its test-only
+    /// protocol fault hook): sent twice, or the session ends where the push would go.
+    Frames {
+        /// `duplicate` or `closeMidPush`.
+        kind: SyncFaultKind,
+        /// How many pushes.
+        count: u8,
+    },
+}
+
+/// The direction a partition loses messages in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    /// Both.
+    Both,
+    /// From the admin to the gateway only (the gateway's pings arrive, nothing comes back).
+    ToGateway,
+    /// From the gateway to the admin only.
+    ToAdmin,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Sends an operation to the admin (when it applies to what the admin acknowledged).
+    Op(Op),
+    /// Injects a fault, healed `lasts` later.
+    Fault {
+        /// The fault.
+        fault: Fault,
+        /// How long it lasts.
+        lasts: Duration,
+    },
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// Its index in the seed's whole plan (kept through shrinking, so a replay names it).
+    pub(crate) index: usize,
+    /// When it happens, from the start of the run.
+    pub(crate) at: Duration,
+    /// What it does.
+    pub(crate) action: Action,
+}
+
+/// A seed's steps, in time order; faults never overlap, and no operation falls inside an
+/// admin crash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// The steps.
+    pub(crate) steps: Vec<Step>,
+}
+
+/// The first operation's time: the gateways have had their first full sync.
+const FIRST_OP: Duration = Duration::from_millis(1_500);
+
+impl Plan {
+    /// The plan of `seed` for `size`.
+    pub(crate) fn generate(seed: u64, size: Size) -> Plan {
+        // Apart from the world's generator (seeded with `seed` itself), so a change in how
+        // plans are drawn does not move the draws of the admin and the gateways.
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_91a2_c0de_0001);
+        let mut steps = Vec::new();
+        let mut at = FIRST_OP;
+        // When the fault in progress heals, and whether it is an admin crash.
+        let mut fault_until = Duration::ZERO;
+        let mut admin_down = false;
+        for _ in 0..size.ops {
+            at += Duration::from_millis(rng.random_range(20..400));
+            if at >= fault_until && rng.random_bool(0.12) {
+                let (fault, lasts) = fault(&mut rng, size.gateways);
+                admin_down = fault == Fault::CrashAdmin;
+                fault_until = at + lasts;
+                steps.push(Step {
+                    index: steps.len(),
+                    at,
+                    action: Action::Fault { fault, lasts },
+                });
+            }
+            if admin_down && at < fault_until {
+                // Operations wait for the admin to be back.
+                at = fault_until + Duration::from_millis(rng.random_range(1..200));
+            }
+            steps.push(Step {
+                index: steps.len(),
+                at,
+                action: Action::Op(op(&mut rng)),
+            });
+        }
+        Plan { steps }
+    }
+
+    /// The steps whose indices are in `kept` (a shrunk plan).
+    pub(crate) fn keep(&self, kept: &[usize]) -> Plan {
+        Plan {
+            steps: self
+                .steps
+                .iter()
+                .filter(|s| kept.contains(&s.index))
+                .copied()
+                .collect(),
+        }
+    }
+
+    /// When the last fault heals (zero without faults).
+    pub(crate) fn healed_at(&self) -> Duration {
+        self.steps
+            .iter()
+            .filter_map(|s| match s.action {
+                Action::Fault { lasts, .. } => Some(s.at + lasts),
+                Action::Op(_) => None,
+            })
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// When the last step happens, its heal included.
+    pub(crate) fn ends_at(&self) -> Duration {
+        let last_op = self.steps.iter().map(|s| s.at).max().unwrap_or_default();
+        last_op.max(self.healed_at())
+    }
+}
+
+/// One random operation on the history's few routes and applications.
+fn op(rng: &mut StdRng) -> Op {
+    let key = rng.random_range(0..KEYS);
+    let upstream = if rng.random_bool(0.5) {
+        Upstream::Alpha
+    } else {
+        Upstream::Beta
+    };
+    match rng.random_range(0..100) {
+        0..35 => Op::Put { key, upstream },
+        35..55 => Op::Enable {
+            key,
+            on: rng.random_bool(0.5),
+        },
+        55..70 => Op::Delete { key },
+        70..80 => Op::DeleteRule { key },
+        80..88 => Op::Plugin {
+            on: rng.random_bool(0.5),
+        },
+        _ => Op::Register {
+            key: rng.random_range(0..REGISTERED),
+            upstream,
+        },
+    }
+}
+
+/// One random fault and how long it lasts: from well under the gateways' silence bound
+/// (nothing noticed) to well over it (sessions given up and opened again).
+fn fault(rng: &mut StdRng, gateways: u8) -> (Fault, Duration) {
+    let gateway = rng.random_range(0..gateways);
+    let way = match rng.random_range(0..3) {
+        0 => Way::Both,
+        1 => Way::ToGateway,
+        _ => Way::ToAdmin,
+    };
+    let fault = match rng.random_range(0..100) {
+        0..20 => Fault::Partition {
+            gateway: Some(gateway),
+            way,
+        },
+        20..30 => Fault::Partition { gateway: None, way },
+        30..45 => Fault::Hold { gateway },
+        45..65 => Fault::CrashGateway { gateway },
+        65..80 => Fault::CrashAdmin,
+        _ => Fault::Frames {
+            kind: if rng.random_bool(0.5) {
+                SyncFaultKind::Duplicate
+            } else {
+                SyncFaultKind::CloseMidPush
+            },
+            count: rng.random_range(1..4),
+        },
+    };
+    (fault, Duration::from_millis(rng.random_range(100..6_000)))
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let gw = |g: &Option<u8>| g.map_or("every gateway".to_owned(), |g| format!("gw{g}"));
+        match self {
+            Fault::Partition { gateway, way } => {
+                let way = match way {
+                    Way::Both => "both ways",
+                    Way::ToGateway => "admin to gateway only",
+                    Way::ToAdmin => "gateway to admin only",
+                };
+                write!(f, "partition admin | {} ({way})", gw(gateway))
+            }
+            Fault::Hold { gateway } => write!(f, "hold the admin-gw{gateway} link"),
+            Fault::CrashGateway { gateway } => write!(f, "crash gw{gateway}"),
+            Fault::CrashAdmin => f.write_str("crash the admin"),
+            Fault::Frames { kind, count } => {
+                write!(f, "{} the admin's next {count} push(es)", kind.name())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.at.as_millis();
+        match self.action {
+            Action::Op(op) => write!(f, "[{}] {ms} ms: {op}", self.index),
+            Action::Fault { fault, lasts } => write!(
+                f,
+                "[{}] {ms} ms: {fault}, healed at {} ms",
+                self.index,
+                (self.at + lasts).as_millis()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIZE: Size = Size {
+        gateways: 3,
+        ops: 50,
+    };
+
+    #[test]
+    fn a_seed_makes_one_plan() {
+        assert_eq!(Plan::generate(9, SIZE), Plan::generate(9, SIZE));
+        assert_ne!(Plan::generate(9, SIZE), Plan::generate(10, SIZE));
+    }
+
+    #[test]
+    fn faults_do_not_overlap_and_no_operation_falls_in_an_admin_crash() {
+        for seed in 0..200 {
+            let plan = Plan::generate(seed, SIZE);
+            let mut until = Duration::ZERO;
+            let mut admin_down = false;
+            for step in &plan.steps {
+                match step.action {
+                    Action::Fault { fault, lasts } => {
+                        assert!(step.at >= until, "seed {seed}: {step} overlaps");
+                        until = step.at + lasts;
+                        admin_down = fault == Fault::CrashAdmin;
+                    }
+                    Action::Op(_) => assert!(
+                        !(admin_down && step.at < until),
+                        "seed {seed}: {step} while the admin is down"
+                    ),
+                }
+            }
+            assert!(plan.steps.windows(2).all(|w| w[0].at <= w[1].at));
+        }
+    }
+
+    #[test]
+    fn keeping_steps_keeps_their_indices() {
+        let plan = Plan::generate(3, SIZE);
+        let kept = plan.keep(&[1, 4]);
+        assert_eq!(
+            kept.steps.iter().map(|s| s.index).collect::<Vec<_>>(),
+            [1, 4]
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! One seed's run: the admin, the gateways and a driver as turmoil hosts on one thread, in
+//! simulated time, with the seed's plan applied to them.
+//!
+//! - `admin`: gantry's admin ([`admin::AppState::assemble`] and [`admin::serve_on`]) on an
+//!   in-memory database that outlives its crashes ([`admin::Database::memory`]).
+//! - `gw0`, `gw1`, …: gantry's gateway ([`gateway::serve_on`]) syncing from the admin
+//!   through the simulated network, each swap recorded ([`gateway::Config::on_apply`]).
+//! - `driver`: sends the plan's operations to the admin's router in process (the REST API,
+//!   no socket) and feeds every event the admin publishes, in order, to a
+//!   [`gateway::Follower`]: the admin's commit sequence.
+//!
+//! Partitions, holds and crashes are the simulator's own, applied between steps at their
+//! times; protocol faults go through the admin's test-only hook.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use model::SyncMode;
+use model::lock::MutexExt;
+use tokio::sync::broadcast;
+
+use super::net::{SimListener, SimNet};
+use super::plan::{Action, Fault, Plan, Way};
+use super::trace::Trace;
+use crate::client::AdminClient;
+use crate::converge::run::{CaseState, Writer, divide_handle};
+
+/// The admin's port.
+const ADMIN_PORT: u16 = 9095;
+/// The gateways' port.
+const GATEWAY_PORT: u16 = 9195;
+/// One step of simulated time.
+const TICK: Duration = Duration::from_millis(5);
+/// The gateways' silence bound: a session that hears nothing this long is given up.
+pub(crate) const SILENCE: Duration = Duration::from_secs(2);
+/// How long after the last heal or operation every gateway must hold the admin's last
+/// commit: the silence bound, the reconnect back-off's cap (5 s), a full sync, and room.
+pub(crate) const BOUND: Duration = Duration::from_secs(12);
+/// Where simulated wall-clock time starts (2026-01-01T00:00:00Z): fixed, so ids and dates
+/// replay.
+const EPOCH: Duration = Duration::from_secs(1_767_225_600);
+/// The upstreams' addresses, as routes and registrations name them (nothing listens there:
+/// the sync is what is simulated).
+const ADDRESSES: [&str; 2] = ["alpha:8080", "beta:8080"];
+
+/// How the simulation is set up, besides the plan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setup {
+    /// The sync mode.
+    pub(crate) mode: SyncMode,
+    /// Gateways.
+    pub(crate) gateways: u8,
+    /// A bug the gateways emulate.
+    pub(crate) bug: Option<gateway::EmulatedBug>,
+}
+
+/// The admin's configuration in the simulation.
+fn admin_config(mode: SyncMode) -> admin::Config {
+    let mut config = admin::Config::new(":memory:");
+    config.sync = vec![mode];
+    // No other admin shares the database.
+    config.peer_watch = None;
+    config.test_sync_faults = true;
+    config
+}
+
+/// The admin client every run starts from: logged in once per process, out of simulated
+/// time (the login hashes passwords on tokio's blocking pool), over a database of its own.
+/// Its login is handed to every admin of every run, so its token is good on all of them.
+fn logged_in() -> Result<&'static (admin::Login, AdminClient), String> {
+    static LOGGED_IN: OnceLock<Result<(admin::Login, AdminClient), String>> = OnceLock::new();
+    LOGGED_IN
+        .get_or_init(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("a runtime for the login: {e}"))?;
+            runtime.block_on(async {
+                let config = admin_config(SyncMode::Websocket);
+                let db = admin::Database::memory();
+                let login = admin::Login::start(&db, &config)
+                    .await
+                    .map_err(|e| format!("the simulation's login: {e}"))?;
+                let state = admin::AppState::assemble(&config, &db, login.clone())
+                    .await
+                    .map_err(|e| format!("the simulation's login admin: {e}"))?;
+                let client = AdminClient::login_in_process(
+                    admin::app(state),
+                    crate::client::admin::ADMIN_USER,
+                    crate::client::admin::ADMIN_PASSWORD,
+                )
+                .await
+                .map_err(|e| format!("logging in to the simulation's admin: {e}"))?;
+                Ok((login, client))
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// What the hosts share with the driver and the step loop.
+#[derive(Debug, Default)]
+struct Shared {
+    /// The running admin's state; `None` while it is down.
+    admin: Mutex<Option<(u32, admin::AppState)>>,
+    /// Everything observed.
+    trace: Mutex<Trace>,
+}
+
+/// The simulated time now (inside a host), zero outside.
+fn now() -> Duration {
+    turmoil::sim_elapsed().unwrap_or_default()
+}
+
+/// Runs `plan` under `seed`; the trace of what happened, or why the simulation itself could
+/// not run (a harness problem, not a finding).
+pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String> {
+    let (login, client) = logged_in()?;
+    let _world = model::world::install(seed, || {
+        UNIX_EPOCH + turmoil::since_epoch().unwrap_or(EPOCH)
+    });
+    let shared = Arc::new(Shared::default());
+    let end = plan.ends_at() + BOUND;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .tick_duration(TICK)
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(20))
+        .epoch(SystemTime::UNIX_EPOCH + EPOCH)
+        .simulation_duration(end + Duration::from_secs(60))
+        .build();
+
+    let db = admin::Database::memory();
+    let config = admin_config(setup.mode);
+    let lives = Arc::new(Mutex::new(0u32));
+    {
+        let (shared, login, lives) = (Arc::clone(&shared), login.clone(), Arc::clone(&lives));
+        sim.host("admin", move || {
+            let (shared, login, db, config) = (
+                Arc::clone(&shared),
+                login.clone(),
+                db.clone(),
+                config.clone(),
+            );
+            let life = {
+                let mut lives = lives.locked();
+                *lives += 1;
+                *lives
+            };
+            async move {
+                let state = admin::AppState::assemble(&config, &db, login).await?;
+                let listener = SimListener::bind(ADMIN_PORT).await?;
+                *shared.admin.locked() = Some((life, state.clone()));
+                admin::serve_on(listener, state, &config, std::future::pending()).await?;
+                Ok(())
+            }
+        });
+    }
+    for gateway in 0..setup.gateways {
+        let shared = Arc::clone(&shared);
+        let lives = Arc::new(Mutex::new(0u32));
+        sim.host(format!("gw{gateway}"), move || {
+            let life = {
+                let mut lives = lives.locked();
+                let life = *lives;
+                *lives += 1;
+                life
+            };
+            let mut config =
+                gateway::Config::new(setup.mode, vec![format!("http://admin:{ADMIN_PORT}")]);
+            config.sync_timeouts.silence = SILENCE;
+            config.emulate_bug = setup.bug;
+            let shared = Arc::clone(&shared);
+            config.on_apply = Some(gateway::OnApply::new(move |set| {
+                shared.trace.locked().applied(now(), gateway, life, set);
+            }));
+            async move {
+                let listener = SimListener::bind(GATEWAY_PORT).await?;
+                gateway::serve_on(listener, SimNet, config, std::future::pending()).await?;
+                Ok(())
+            }
+        });
+    }
+    sim.client(
+        "driver",
+        drive(
+            plan.clone(),
+            setup.mode,
+            client.clone(),
+            Arc::clone(&shared),
+            end,
+        ),
+    );
+
+    // The simulator's faults, at their times, and their heals.
+    let mut events: Vec<(Duration, usize, Fault, bool)> = Vec::new();
+    for step in &plan.steps {
+        if let Action::Fault { fault, lasts } = step.action
+            && !matches!(fault, Fault::Frames { .. })
+        {
+            events.push((step.at, step.index, fault, true));
+            events.push((step.at + lasts, step.index, fault, false));
+        }
+    }
+    events.sort_by_key(|e| (e.0, e.1, !e.3));
+    let failed = |e: Box<dyn std::error::Error>| format!("the simulation stopped: {e}");
+    for (at, index, fault, inject) in events {
+        while sim.elapsed() < at {
+            if sim.step().map_err(failed)? {
+                break;
+            }
+        }
+        let gateways = |g: Option<u8>| -> Vec<String> {
+            match g {
+                Some(g) => vec![format!("gw{g}")],
+                None => (0..setup.gateways).map(|g| format!("gw{g}")).collect(),
+            }
+        };
+        match (fault, inject) {
+            (Fault::Partition { gateway, way }, _) => {
+                for gw in gateways(gateway) {
+                    match (way, inject) {
+                        (Way::Both, true) => sim.partition("admin", gw.as_str()),
+                        (Way::Both, false) => sim.repair("admin", gw.as_str()),
+                        (Way::ToGateway, true) => sim.partition_oneway("admin", gw.as_str()),
+                        (Way::ToGateway, false) => sim.repair_oneway("admin", gw.as_str()),
+                        (Way::ToAdmin, true) => sim.partition_oneway(gw.as_str(), "admin"),
+                        (Way::ToAdmin, false) => sim.repair_oneway(gw.as_str(), "admin"),
+                    }
+                }
+            }
+            (Fault::Hold { gateway }, true) => sim.hold("admin", format!("gw{gateway}").as_str()),
+            (Fault::Hold { gateway }, false) => {
+                sim.release("admin", format!("gw{gateway}").as_str());
+            }
+            (Fault::CrashGateway { gateway }, true) => sim.crash(format!("gw{gateway}").as_str()),
+            (Fault::CrashGateway { gateway }, false) => {
+                sim.bounce(format!("gw{gateway}").as_str());
+            }
+            (Fault::CrashAdmin, true) => {
+                *shared.admin.locked() = None;
+                sim.crash("admin");
+            }
+            (Fault::CrashAdmin, false) => sim.bounce("admin"),
+            (Fault::Frames { .. }, _) => {}
+        }
+        let what = if inject {
+            format!("[{index}] {fault}")
+        } else {
+            format!("[{index}] healed")
+        };
+        shared.trace.locked().step(sim.elapsed(), what);
+    }
+    sim.run().map_err(failed)?;
+    let trace = shared.trace.locked().clone();
+    Ok(trace)
+}
+
+/// The driver: the plan's operations (and protocol faults) at their times, each event the
+/// admin publishes fed to the follower; then it waits out the bound.
+async fn drive(
+    plan: Plan,
+    mode: SyncMode,
+    client: AdminClient,
+    shared: Arc<Shared>,
+    end: Duration,
+) -> turmoil::Result {
+    let start = tokio::time::Instant::now();
+    let follower = {
+        let shared = Arc::clone(&shared);
+        gateway::Follower::new(
+            mode,
+            gateway::OnApply::new(move |set| shared.trace.locked().commit(now(), set)),
+        )
+    };
+    let (mut life, state) = admin_up(&shared).await;
+    let mut events = state.subscribe();
+    for event in state.full_sync().await? {
+        follower.apply(event);
+    }
+    let mut client = client.on_router(admin::app(state));
+    let plugin_id = client
+        .plugin_id("divide")
+        .await?
+        .ok_or("the admin has no divide plugin")?;
+    let handles = ADDRESSES.map(divide_handle);
+    let mut case = CaseState::default();
+    for step in &plan.steps {
+        let driven = matches!(
+            step.action,
+            Action::Op(_)
+                | Action::Fault {
+                    fault: Fault::Frames { .. },
+                    ..
+                }
+        );
+        if !driven {
+            continue;
+        }
+        tokio::time::sleep_until(start + step.at).await;
+        let (now_life, state) = admin_up(&shared).await;
+        if now_life != life {
+            // A new admin process: what the old one published is all in the follower.
+            life = now_life;
+            events = state.subscribe();
+            client = client.on_router(admin::app(state));
+        }
+        let outcome = match step.action {
+            Action::Op(op) => {
+                let writer = Writer {
+                    admin: &client,
+                    plugin_id: &plugin_id,
+                    handles: &handles,
+                    addresses: ADDRESSES.map(str::to_owned),
+                };
+                if case.model.applies(op) {
+                    match writer.op(1, op, &mut case).await {
+                        Ok(()) => format!("[{}] {op}", step.index),
+                        Err(e) => format!("[{}] {op}: refused: {e}", step.index),
+                    }
+                } else {
+                    format!("[{}] {op}: does not apply", step.index)
+                }
+            }
+            Action::Fault {
+                fault: fault @ Fault::Frames { kind, count },
+                ..
+            } => {
+                let armed = crate::scenario::ast::SyncFault {
+                    kind,
+                    count: u32::from(count),
+                    delay: None,
+                };
+                match client.arm_sync_fault(&armed).await {
+                    Ok(()) => format!("[{}] {fault}", step.index),
+                    Err(e) => format!("[{}] {fault}: refused: {e}", step.index),
+                }
+            }
+            // The simulator's own faults: applied by the step loop.
+            Action::Fault { .. } => continue,
+        };
+        drain(&mut events, &follower);
+        shared.trace.locked().step(now(), outcome);
+    }
+    tokio::time::sleep_until(start + end).await;
+    Ok(())
+}
+
+/// Waits until an admin process is serving; its life and its state.
+async fn admin_up(shared: &Shared) -> (u32, admin::AppState) {
+    loop {
+        if let Some(up) = shared.admin.locked().clone() {
+            return up;
+        }
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+/// Feeds every event published so far to the follower.
+fn drain(events: &mut broadcast::Receiver<model::DataEvent>, follower: &gateway::Follower) {
+    while let Ok(event) = events.try_recv() {
+        follower.apply(event);
+    }
+}
