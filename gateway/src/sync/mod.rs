@@ -241,18 +241,24 @@ impl SyncState {
 
     /// Reads and applies one websocket text frame; a malformed frame is counted and
     /// leaves the snapshot untouched.
+    #[cfg(test)]
     pub(crate) fn apply_text(&self, text: &str) -> Result<Applied, SyncError> {
-        match DataEvent::from_websocket_text(text) {
-            Ok(Some(event)) => {
+        Ok(match self.read_text(text)? {
+            Some(event) => {
                 self.apply(event);
-                Ok(Applied::Event)
+                Applied::Event
             }
-            Ok(None) => Ok(Applied::Ignored),
-            Err(e) => {
-                self.reject();
-                Err(e.into())
-            }
-        }
+            None => Applied::Ignored,
+        })
+    }
+
+    /// Reads one websocket text frame: its event, or `None` for a frame that carries no
+    /// config gantry models; a malformed frame is counted as rejected.
+    pub(crate) fn read_text(&self, text: &str) -> Result<Option<DataEvent>, SyncError> {
+        DataEvent::from_websocket_text(text).map_err(|e| {
+            self.reject();
+            e.into()
+        })
     }
 
     /// Applies one event: copy the data (sharing its structure), apply, compile what changed

@@ -8,6 +8,12 @@
 //! so routes never vanish in between. Several admin URLs: the next one is tried after a
 //! failure.
 //!
+//! A new session holds the increments that arrive before the admin's answer to its `MYSELF`
+//! (the full sync) and drops them when it comes, since the full sync holds them: applied to
+//! the config of before the reconnect, they would make a mixture no admin ever committed
+//! (ShenYu applies them; `gantry sim` found the mixture). When no full sync comes within the
+//! silence bound, the held increments are applied in order, as ShenYu would.
+//!
 //! With a sync token (`--sync-token`), every upgrade carries it as `X-Shenyu-Sync-Token`; an
 //! admin that refuses the upgrade with HTTP 401 is reported as
 //! [`SyncError::SyncTokenRefused`], naming the flag, at every attempt.
@@ -18,6 +24,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
 use http::{HeaderName, HeaderValue, StatusCode};
+use model::DataEvent;
 use netserve::Connect;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::UrlError;
@@ -151,6 +158,7 @@ impl<C: Connect> WebsocketSubscriber<C> {
             url: url.to_owned(),
             after: self.silence,
         };
+        let mut resync = Resync::new(tokio::time::Instant::now() + self.silence);
         let result = loop {
             // Biased, so that a seed of `gantry sim` replays the same choice when several
             // branches are ready: frames first (one ready with the silence bound still
@@ -163,8 +171,9 @@ impl<C: Connect> WebsocketSubscriber<C> {
                         None => break Ok(()),
                         Some(Err(e)) => break Err(conn_err(e)),
                         Some(Ok(Message::Text(text))) => {
-                            match state.apply_text(&text) {
-                                Ok(applied) => tracing::debug!(?applied, "sync frame"),
+                            match state.read_text(&text) {
+                                Ok(Some(event)) => resync.take(event, state),
+                                Ok(None) => tracing::debug!("sync frame ignored"),
                                 Err(e) => tracing::warn!(error = %e, frame = %truncate(&text), "rejected sync frame"),
                             }
                         }
@@ -172,6 +181,9 @@ impl<C: Connect> WebsocketSubscriber<C> {
                         Some(Ok(_)) => {}
                     }
                 },
+                () = tokio::time::sleep_until(resync.deadline), if resync.waiting() => {
+                    resync.give_up(state);
+                }
                 _ = ping.tick() => {
                     // A send stuck on a full buffer counts against the same bound.
                     let sent = tokio::time::timeout_at(quiet.deadline(), tx.send(Message::Ping(Default::default())));
@@ -218,6 +230,59 @@ impl<C: Connect> Subscriber for WebsocketSubscriber<C> {
     }
 }
 
+/// A session's wait for its first full sync (see the module docs).
+#[derive(Debug)]
+struct Resync {
+    /// The increments received so far, until the first full sync (`None` after it).
+    held: Option<Vec<DataEvent>>,
+    /// When to stop waiting and apply them.
+    deadline: tokio::time::Instant,
+}
+
+impl Resync {
+    fn new(deadline: tokio::time::Instant) -> Resync {
+        Resync {
+            held: Some(Vec::new()),
+            deadline,
+        }
+    }
+
+    /// Whether the session still waits for its full sync.
+    fn waiting(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// Applies `event` to `state`, or holds it while the session waits for its full sync;
+    /// the first full event drops what is held.
+    fn take(&mut self, event: DataEvent, state: &SyncState) {
+        let full = event.event_type.is_full();
+        match &mut self.held {
+            Some(held) if !full => {
+                held.push(event);
+                return;
+            }
+            Some(held) => {
+                if !held.is_empty() {
+                    tracing::debug!(
+                        dropped = held.len(),
+                        "increments before the full sync dropped: it holds them"
+                    );
+                }
+                self.held = None;
+            }
+            None => {}
+        }
+        state.apply(event);
+    }
+
+    /// No full sync came in time: applies what is held, in order, and waits no more.
+    fn give_up(&mut self, state: &SyncState) {
+        for event in self.held.take().unwrap_or_default() {
+            state.apply(event);
+        }
+    }
+}
+
 /// `http://host:port[/]` → `ws://host:port/websocket` (`https` → `wss`).
 pub(crate) fn websocket_url(admin: &str) -> String {
     let admin = admin.trim().trim_end_matches('/');
@@ -246,7 +311,62 @@ fn truncate(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use model::SyncMode;
+
     use super::*;
+    use crate::plugin::Registry;
+
+    /// A selector frame of `event_type` carrying selector `id`.
+    fn selector(event_type: &str, id: &str) -> DataEvent {
+        let text = format!(
+            r#"{{"groupType":"SELECTOR","eventType":"{event_type}","data":[{{"id":"{id}","pluginName":"divide","sort":1,"enabled":true}}]}}"#
+        );
+        DataEvent::from_websocket_text(&text).unwrap().unwrap()
+    }
+
+    fn selectors(state: &SyncState) -> Vec<String> {
+        let set = state.snapshot().data.config_set();
+        set.selectors.into_iter().map(|s| s.id).collect()
+    }
+
+    fn resync() -> Resync {
+        Resync::new(tokio::time::Instant::now() + Duration::from_secs(10))
+    }
+
+    #[tokio::test]
+    async fn increments_before_the_full_sync_are_held_and_dropped_when_it_comes() {
+        let state = SyncState::new(SyncMode::Websocket, Registry::standard());
+        let mut resync = resync();
+        // An increment the full sync below already holds (it came first on the new session).
+        resync.take(selector("UPDATE", "early"), &state);
+        assert!(selectors(&state).is_empty(), "held, not applied");
+        resync.take(selector("MYSELF", "full"), &state);
+        assert_eq!(
+            selectors(&state),
+            ["full"],
+            "the full sync replaced the group"
+        );
+        assert!(!resync.waiting());
+        resync.take(selector("UPDATE", "later"), &state);
+        assert_eq!(
+            selectors(&state),
+            ["full", "later"],
+            "after it, increments apply at once"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_full_sync_the_held_increments_apply_in_order() {
+        let state = SyncState::new(SyncMode::Websocket, Registry::standard());
+        let mut resync = resync();
+        resync.take(selector("UPDATE", "a"), &state);
+        resync.take(selector("DELETE", "a"), &state);
+        resync.take(selector("UPDATE", "b"), &state);
+        assert!(selectors(&state).is_empty());
+        resync.give_up(&state);
+        assert_eq!(selectors(&state), ["b"]);
+        assert!(!resync.waiting());
+    }
 
     #[test]
     fn admin_urls_become_websocket_urls() {

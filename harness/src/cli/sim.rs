@@ -8,6 +8,15 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use super::args::SimArgs;
+
+/// `println!` that does not panic when stdout is closed (`gantry sim … | head`): the lines
+/// are lost, the run goes on and its exit code stands.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
 use super::exit_code;
 use crate::sim::{Options, Outcome, replay_command, run_seed, shrink_seed};
 
@@ -91,7 +100,7 @@ pub(super) fn sim(args: &SimArgs) -> ExitCode {
         explain(outcome, &options, args);
     }
     let secs = started.elapsed().as_secs_f64();
-    println!(
+    out!(
         "{count} seeds, {} failed, {:.0} seeds/hour",
         failed.len(),
         count as f64 * 3600.0 / secs.max(1e-9)
@@ -110,14 +119,14 @@ fn report(outcome: &Outcome, args: &SimArgs) {
     } else {
         "ok"
     };
-    println!(
+    out!(
         "seed {}: {verdict} trace {}",
         outcome.seed,
         outcome.trace.hash()
     );
     if args.trace {
         for entry in &outcome.trace.entries {
-            println!("    {entry}");
+            out!("    {entry}");
         }
     }
 }
@@ -127,7 +136,7 @@ fn explain(outcome: &Outcome, options: &Options, args: &SimArgs) {
     let Some(violation) = &outcome.violation else {
         return;
     };
-    println!("seed {} failed: {violation}", outcome.seed);
+    out!("seed {} failed: {violation}", outcome.seed);
     let shrunk = if args.no_shrink || args.keep.is_some() {
         None
     } else {
@@ -141,16 +150,16 @@ fn explain(outcome: &Outcome, options: &Options, args: &SimArgs) {
     };
     let shown = shrunk.as_ref().unwrap_or(outcome);
     if let Some(violation) = shrunk.as_ref().and_then(|s| s.violation.as_ref()) {
-        println!(
+        out!(
             "  shrunk from {} to {} steps: {violation}",
             outcome.plan.steps.len(),
             shown.plan.steps.len()
         );
     }
     for step in &shown.plan.steps {
-        println!("    {step}");
+        out!("    {step}");
     }
-    println!(
+    out!(
         "  replay: {}",
         replay_command(shown, options, shrunk.is_some() || args.keep.is_some())
     );

@@ -25,18 +25,21 @@ pub(crate) struct Size {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fault {
     /// No message passes between the admin and gateway `gateway` (every gateway when
-    /// `None`), in the direction `way`.
+    /// `None`) in the direction `way` until the heal, when TCP's retransmissions deliver
+    /// them: nothing is lost inside a connection, but a session may be given up meanwhile.
     Partition {
         /// The gateway cut off, or all of them.
         gateway: Option<u8>,
-        /// Which way messages are lost.
+        /// Which way messages stop.
         way: Way,
     },
-    /// Messages between the admin and gateway `gateway` are held in flight, then all
-    /// delivered at the heal: a delay of the whole link.
-    Hold {
-        /// The gateway whose link is held.
+    /// The link between the admin and gateway `gateway` gets slow: each message takes up to
+    /// `latency_ms` (in order, as TCP delivers them).
+    Slow {
+        /// The gateway whose link slows down.
         gateway: u8,
+        /// The most a message takes, in milliseconds.
+        latency_ms: u16,
     },
     /// Gateway `gateway` crashes (its process state is lost) and starts again at the heal.
     CrashGateway {
@@ -56,7 +59,7 @@ pub(crate) enum Fault {
     },
 }
 
-/// The direction a partition loses messages in.
+/// The direction a partition stops messages in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Way {
     /// Both.
@@ -211,7 +214,10 @@ fn fault(rng: &mut StdRng, gateways: u8) -> (Fault, Duration) {
             way,
         },
         20..30 => Fault::Partition { gateway: None, way },
-        30..45 => Fault::Hold { gateway },
+        30..45 => Fault::Slow {
+            gateway,
+            latency_ms: rng.random_range(100..1_500),
+        },
         45..65 => Fault::CrashGateway { gateway },
         65..80 => Fault::CrashAdmin,
         _ => Fault::Frames {
@@ -238,7 +244,10 @@ impl fmt::Display for Fault {
                 };
                 write!(f, "partition admin | {} ({way})", gw(gateway))
             }
-            Fault::Hold { gateway } => write!(f, "hold the admin-gw{gateway} link"),
+            Fault::Slow {
+                gateway,
+                latency_ms,
+            } => write!(f, "slow the admin-gw{gateway} link (up to {latency_ms} ms)"),
             Fault::CrashGateway { gateway } => write!(f, "crash gw{gateway}"),
             Fault::CrashAdmin => f.write_str("crash the admin"),
             Fault::Frames { kind, count } => {

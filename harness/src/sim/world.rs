@@ -12,6 +12,7 @@
 //! Partitions, holds and crashes are the simulator's own, applied between steps at their
 //! times; protocol faults go through the admin's test-only hook.
 
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -29,6 +30,8 @@ use crate::converge::run::{CaseState, Writer, divide_handle};
 const ADMIN_PORT: u16 = 9095;
 /// The gateways' port.
 const GATEWAY_PORT: u16 = 9195;
+/// The most a message takes on a healthy link.
+const MAX_LATENCY: Duration = Duration::from_millis(20);
 /// One step of simulated time.
 const TICK: Duration = Duration::from_millis(5);
 /// The gateways' silence bound: a session that hears nothing this long is given up.
@@ -125,7 +128,7 @@ pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String>
         .rng_seed(seed)
         .tick_duration(TICK)
         .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(20))
+        .max_message_latency(MAX_LATENCY)
         .epoch(SystemTime::UNIX_EPOCH + EPOCH)
         .simulation_duration(end + Duration::from_secs(60))
         .build();
@@ -204,46 +207,22 @@ pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String>
     }
     events.sort_by_key(|e| (e.0, e.1, !e.3));
     let failed = |e: Box<dyn std::error::Error>| format!("the simulation stopped: {e}");
+    // The directions (source, destination) let through a one-way partition's hold.
+    let mut passing = Vec::new();
     for (at, index, fault, inject) in events {
         while sim.elapsed() < at {
-            if sim.step().map_err(failed)? {
+            if step(&mut sim, &passing).map_err(failed)? {
                 break;
             }
         }
-        let gateways = |g: Option<u8>| -> Vec<String> {
-            match g {
-                Some(g) => vec![format!("gw{g}")],
-                None => (0..setup.gateways).map(|g| format!("gw{g}")).collect(),
-            }
-        };
-        match (fault, inject) {
-            (Fault::Partition { gateway, way }, _) => {
-                for gw in gateways(gateway) {
-                    match (way, inject) {
-                        (Way::Both, true) => sim.partition("admin", gw.as_str()),
-                        (Way::Both, false) => sim.repair("admin", gw.as_str()),
-                        (Way::ToGateway, true) => sim.partition_oneway("admin", gw.as_str()),
-                        (Way::ToGateway, false) => sim.repair_oneway("admin", gw.as_str()),
-                        (Way::ToAdmin, true) => sim.partition_oneway(gw.as_str(), "admin"),
-                        (Way::ToAdmin, false) => sim.repair_oneway(gw.as_str(), "admin"),
-                    }
-                }
-            }
-            (Fault::Hold { gateway }, true) => sim.hold("admin", format!("gw{gateway}").as_str()),
-            (Fault::Hold { gateway }, false) => {
-                sim.release("admin", format!("gw{gateway}").as_str());
-            }
-            (Fault::CrashGateway { gateway }, true) => sim.crash(format!("gw{gateway}").as_str()),
-            (Fault::CrashGateway { gateway }, false) => {
-                sim.bounce(format!("gw{gateway}").as_str());
-            }
-            (Fault::CrashAdmin, true) => {
-                *shared.admin.locked() = None;
-                sim.crash("admin");
-            }
-            (Fault::CrashAdmin, false) => sim.bounce("admin"),
-            (Fault::Frames { .. }, _) => {}
-        }
+        apply(
+            &mut sim,
+            fault,
+            inject,
+            setup.gateways,
+            &shared,
+            &mut passing,
+        );
         let what = if inject {
             format!("[{index}] {fault}")
         } else {
@@ -251,9 +230,85 @@ pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String>
         };
         shared.trace.locked().step(sim.elapsed(), what);
     }
-    sim.run().map_err(failed)?;
+    while !step(&mut sim, &passing).map_err(failed)? {}
     let trace = shared.trace.locked().clone();
     Ok(trace)
+}
+
+/// One step of the simulation; then the messages of the directions in `passing` go on
+/// (the other direction of a one-way partition stays held). Whether the driver is done.
+fn step(sim: &mut turmoil::Sim<'_>, passing: &[(IpAddr, IpAddr)]) -> turmoil::Result<bool> {
+    let done = sim.step()?;
+    if !passing.is_empty() {
+        sim.links(|links| {
+            for link in links {
+                for sent in link {
+                    let (src, dst) = sent.pair();
+                    if passing.contains(&(src.ip(), dst.ip())) {
+                        sent.deliver();
+                    }
+                }
+            }
+        });
+    }
+    Ok(done)
+}
+
+/// Injects (or heals) one of the simulator's faults.
+///
+/// A partition holds the link's messages in flight and delivers them at the heal, as TCP's
+/// retransmissions would: turmoil's TCP does not retransmit, so dropping them would lose
+/// data in the middle of a connection, which TCP never does. A one-way partition holds
+/// both directions and lets one through at every step (`passing`).
+fn apply(
+    sim: &mut turmoil::Sim<'_>,
+    fault: Fault,
+    inject: bool,
+    gateways: u8,
+    shared: &Shared,
+    passing: &mut Vec<(IpAddr, IpAddr)>,
+) {
+    let name = |g: u8| format!("gw{g}");
+    match fault {
+        Fault::Partition { gateway, way } => {
+            let cut: Vec<u8> = gateway.map_or_else(|| (0..gateways).collect(), |g| vec![g]);
+            let admin = sim.lookup("admin");
+            for g in cut {
+                let gw = sim.lookup(name(g).as_str());
+                if inject {
+                    sim.hold(admin, gw);
+                    match way {
+                        Way::Both => {}
+                        Way::ToGateway => passing.push((gw, admin)),
+                        Way::ToAdmin => passing.push((admin, gw)),
+                    }
+                } else {
+                    passing.retain(|&(a, b)| ![a, b].contains(&gw));
+                    sim.release(admin, gw);
+                }
+            }
+        }
+        Fault::Slow {
+            gateway,
+            latency_ms,
+        } => {
+            let latency = if inject {
+                Duration::from_millis(u64::from(latency_ms))
+            } else {
+                MAX_LATENCY
+            };
+            sim.set_link_max_message_latency("admin", name(gateway).as_str(), latency);
+        }
+        Fault::CrashGateway { gateway } if inject => sim.crash(name(gateway).as_str()),
+        Fault::CrashGateway { gateway } => sim.bounce(name(gateway).as_str()),
+        Fault::CrashAdmin if inject => {
+            *shared.admin.locked() = None;
+            sim.crash("admin");
+        }
+        Fault::CrashAdmin => sim.bounce("admin"),
+        // Armed by the driver through the admin's hook.
+        Fault::Frames { .. } => {}
+    }
 }
 
 /// The driver: the plan's operations (and protocol faults) at their times, each event the
