@@ -49,6 +49,13 @@ pub(crate) enum Fault {
     /// The admin crashes and starts again at the heal, on the same database; no operation is
     /// sent meanwhile.
     CrashAdmin,
+    /// The wall clock every host reads (ids, record dates, `appliedAtUs`, time conditions)
+    /// jumps by `seconds`, forward or back, and jumps back at the heal (a bad time source,
+    /// then corrected). Monotonic time is not affected, as on a real host.
+    ClockJump {
+        /// How far, in seconds (negative: back).
+        seconds: i32,
+    },
     /// The admin's next `count` websocket pushes go wrong as `kind` says (its test-only
     /// protocol fault hook): sent twice, or the session ends where the push would go.
     Frames {
@@ -219,7 +226,14 @@ fn fault(rng: &mut StdRng, gateways: u8) -> (Fault, Duration) {
             latency_ms: rng.random_range(100..1_500),
         },
         45..65 => Fault::CrashGateway { gateway },
-        65..80 => Fault::CrashAdmin,
+        65..78 => Fault::CrashAdmin,
+        78..86 => Fault::ClockJump {
+            seconds: if rng.random_bool(0.5) {
+                rng.random_range(-3_600..-1)
+            } else {
+                rng.random_range(1..3_600)
+            },
+        },
         _ => Fault::Frames {
             kind: if rng.random_bool(0.5) {
                 SyncFaultKind::Duplicate
@@ -250,6 +264,7 @@ impl fmt::Display for Fault {
             } => write!(f, "slow the admin-gw{gateway} link (up to {latency_ms} ms)"),
             Fault::CrashGateway { gateway } => write!(f, "crash gw{gateway}"),
             Fault::CrashAdmin => f.write_str("crash the admin"),
+            Fault::ClockJump { seconds } => write!(f, "the wall clock jumps {seconds:+} s"),
             Fault::Frames { kind, count } => {
                 write!(f, "{} the admin's next {count} push(es)", kind.name())
             }

@@ -12,7 +12,9 @@
 //! Partitions, holds and crashes are the simulator's own, applied between steps at their
 //! times; protocol faults go through the admin's test-only hook.
 
+use std::cell::Cell;
 use std::net::IpAddr;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -119,8 +121,15 @@ fn now() -> Duration {
 /// not run (a harness problem, not a finding).
 pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String> {
     let (login, client) = logged_in()?;
-    let _world = model::world::install(seed, || {
-        UNIX_EPOCH + turmoil::since_epoch().unwrap_or(EPOCH)
+    // The wall clock: the simulated one, moved by the plan's clock jumps.
+    let jumped = Rc::new(Cell::new(0i64));
+    let _world = model::world::install(seed, {
+        let jumped = Rc::clone(&jumped);
+        move || {
+            let now = UNIX_EPOCH + turmoil::since_epoch().unwrap_or(EPOCH);
+            let by = Duration::from_secs(jumped.get().unsigned_abs());
+            if jumped.get() < 0 { now - by } else { now + by }
+        }
     });
     let shared = Arc::new(Shared::default());
     let end = plan.ends_at() + BOUND;
@@ -215,6 +224,9 @@ pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String>
                 break;
             }
         }
+        if let Fault::ClockJump { seconds } = fault {
+            jumped.set(if inject { i64::from(seconds) } else { 0 });
+        }
         apply(
             &mut sim,
             fault,
@@ -306,8 +318,8 @@ fn apply(
             sim.crash("admin");
         }
         Fault::CrashAdmin => sim.bounce("admin"),
-        // Armed by the driver through the admin's hook.
-        Fault::Frames { .. } => {}
+        // Armed by the driver through the admin's hook; the clock is moved by the caller.
+        Fault::Frames { .. } | Fault::ClockJump { .. } => {}
     }
 }
 

@@ -9,7 +9,8 @@
 //! `-- redis::` (the Redis component on the host backend), `-- convergence`, `-- external::`
 //! (`gantry run --backend external` against a hand-started admin and gateway), `-- port_race::`
 //! (a middleware server started on a taken port moves to a fresh one), `-- selector_choice`
-//! (the gateway's choice among selectors and rules against the reference model).
+//! (the gateway's choice among selectors and rules against the reference model), `-- sim_cli`
+//! (`gantry sim`'s lines, exit codes and replays).
 
 mod admin_cluster;
 mod convergence;
@@ -22,6 +23,7 @@ mod port_race;
 mod properties;
 mod redis;
 mod selector_choice;
+mod sim_cli;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
@@ -39,6 +41,7 @@ fn main() {
     trials.extend(properties::trials());
     trials.extend(redis::trials());
     trials.extend(selector_choice::trials());
+    trials.extend(sim_cli::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 
