@@ -191,6 +191,20 @@ pub(crate) fn update_rule(dto: &mut RuleDto, id: &str, change: &UpdateRule) {
     dto.id = Some(id.to_owned());
 }
 
+/// The divide handle of a route sending everything to the upstream at `address`
+/// (`host:port`), weight 50.
+pub(crate) fn divide_handle(address: &str) -> String {
+    serde_json::to_string(&[model::DivideUpstream {
+        protocol: "http://".to_owned(),
+        upstream_url: address.to_owned(),
+        upstream_host: Some("localhost".to_owned()),
+        weight: 50,
+        status: true,
+        ..Default::default()
+    }])
+    .expect("a divide upstream always serialises")
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

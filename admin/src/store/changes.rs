@@ -23,7 +23,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{AnyPool, ConnectOptions};
 use tokio::time::Instant;
 
-use super::database::Backend;
 use super::{Location, Store, StoreError};
 
 /// The PostgreSQL channel the triggers notify.
@@ -83,9 +82,8 @@ impl Store {
         &self,
         poll: Duration,
     ) -> Result<Option<ChangeFeed>, StoreError> {
-        let location = match &self.backend {
-            Backend::Memory(_) => return Ok(None),
-            Backend::Sql { location, .. } => location,
+        let Some(location) = self.sql_location() else {
+            return Ok(None);
         };
         Ok(Some(match location {
             Location::SqliteMemory => return Ok(None),

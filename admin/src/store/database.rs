@@ -48,6 +48,15 @@ pub(crate) enum Location {
 }
 
 impl Store {
+    /// Where the SQL database is (for the connections beside the pool, [`super::changes`]);
+    /// `None` for tables in memory.
+    pub(super) fn sql_location(&self) -> Option<&Location> {
+        match &self.backend {
+            Backend::Sql { location, .. } => Some(location),
+            Backend::Memory(_) => None,
+        }
+    }
+
     /// Opens the database `db` and migrates it: PostgreSQL for a `postgres://` or
     /// `postgresql://` URL; otherwise a SQLite file (created if missing), or a private
     /// in-memory SQLite database for `:memory:`.

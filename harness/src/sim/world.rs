@@ -26,7 +26,8 @@ use super::net::{SimListener, SimNet};
 use super::plan::{Action, Fault, Plan, Way};
 use super::trace::Trace;
 use crate::client::AdminClient;
-use crate::converge::run::{CaseState, Writer, divide_handle};
+use crate::converge::run::{CaseState, Writer};
+use crate::lower::divide_handle;
 
 /// The admin's port.
 const ADMIN_PORT: u16 = 9095;

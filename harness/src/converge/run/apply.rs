@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use model::{ConditionDto, DivideUpstream, MatchMode, RuleDto, SelectorDto};
+use model::{ConditionDto, MatchMode, RuleDto, SelectorDto};
 
 use super::super::history::{History, Op, Step, Upstream};
 use super::live::{CaseState, Live};
@@ -207,18 +207,4 @@ fn rule(case: u64, key: u8, selector: &str) -> RuleDto {
         MatchMode::And,
         vec![condition],
     )
-}
-
-/// The divide handle of a route sending everything to the upstream at `address`
-/// (`host:port`).
-pub(crate) fn divide_handle(address: &str) -> String {
-    serde_json::to_string(&[DivideUpstream {
-        protocol: "http://".to_owned(),
-        upstream_url: address.to_owned(),
-        upstream_host: Some("localhost".to_owned()),
-        weight: 50,
-        status: true,
-        ..Default::default()
-    }])
-    .expect("a divide upstream always serialises")
 }

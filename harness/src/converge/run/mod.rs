@@ -11,7 +11,7 @@ mod live;
 mod modes;
 mod paths;
 
-pub(crate) use apply::{Writer, divide_handle};
+pub(crate) use apply::Writer;
 pub(crate) use judge::count;
 pub(crate) use live::CaseState;
 pub use live::Live;
