@@ -326,7 +326,9 @@ mod tests {
 
     fn selectors(state: &SyncState) -> Vec<String> {
         let set = state.snapshot().data.config_set();
-        set.selectors.into_iter().map(|s| s.id).collect()
+        let mut ids: Vec<String> = set.selectors.into_iter().map(|s| s.id).collect();
+        ids.sort();
+        ids
     }
 
     fn resync() -> Resync {
