@@ -29,7 +29,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use model::{AdminResult, ConfigGroup, LoginRequest, LoginResponse, admin_code, url_codec};
+use netserve::{Connect, net::Connector};
 use serde::Deserialize;
 use tokio::time::Instant;
 
@@ -104,12 +110,15 @@ struct FetchedGroup {
     data: Vec<serde_json::Value>,
 }
 
-/// The long-polling subscriber.
+/// The long-polling subscriber, reaching the admins through `C` (the real network, or the
+/// simulator's).
 #[derive(Debug)]
-pub(crate) struct HttpLongPollSubscriber {
+pub(crate) struct HttpLongPollSubscriber<C> {
     admins: Vec<String>,
     credentials: Credentials,
-    client: reqwest::Client,
+    client: Client<Connector<C>, Full<Bytes>>,
+    /// The longest a request may take, its answer's body included.
+    read_timeout: Duration,
     cache: Arc<Mutex<GroupCache>>,
 }
 
@@ -120,19 +129,20 @@ struct Token {
     renew_at: Option<Instant>,
 }
 
-impl HttpLongPollSubscriber {
-    /// A subscriber for admin base URLs (`http://host:port`), at least one. A read waits at
-    /// most the admin's hold plus the silence bound of `timeouts`.
+impl<C: Connect> HttpLongPollSubscriber<C> {
+    /// A subscriber for admin base URLs (`http://host:port`), at least one, connecting
+    /// through `net`. A request waits at most the admin's hold plus the silence bound of
+    /// `timeouts`.
     pub(crate) fn new(
+        net: C,
         admin_urls: &[String],
         credentials: Credentials,
         timeouts: crate::SyncTimeouts,
-    ) -> anyhow::Result<HttpLongPollSubscriber> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(timeouts.long_poll_hold + timeouts.silence)
-            .build()?;
+    ) -> anyhow::Result<HttpLongPollSubscriber<C>> {
+        let client = Client::builder(TokioExecutor::new())
+            .build(Connector::new(net).connect_timeout(CONNECT_TIMEOUT));
         Ok(HttpLongPollSubscriber {
+            read_timeout: timeouts.long_poll_hold + timeouts.silence,
             admins: admin_urls
                 .iter()
                 .map(|u| base_url(u))
@@ -195,17 +205,14 @@ impl HttpLongPollSubscriber {
             return Ok(t.value.clone());
         }
         let url = format!("{admin}/platform/login");
-        let response = self
-            .client
-            .post(&url)
-            .json(&LoginRequest {
-                user_name: self.credentials.username.clone(),
-                password: self.credentials.password.clone(),
-            })
-            .send()
-            .await
-            .map_err(|source| http_error(&url, source))?;
-        let login: LoginResponse = read_envelope(&url, response).await?;
+        let body = serde_json::to_vec(&LoginRequest {
+            user_name: self.credentials.username.clone(),
+            password: self.credentials.password.clone(),
+        })?;
+        let answer = self
+            .send(&url, Method::POST, None, Some(("application/json", body)))
+            .await?;
+        let login: LoginResponse = read_envelope(&url, answer)?;
         let renew_at = u64::try_from(login.expired_time)
             .ok()
             .filter(|ms| *ms > 0)
@@ -223,19 +230,15 @@ impl HttpLongPollSubscriber {
     async fn listen(&self, admin: &str, token: &str) -> Result<Vec<ConfigGroup>, SyncError> {
         let url = format!("{admin}/configs/listener");
         let form = self.cache.locked().listener_form();
-        let response = self
-            .client
-            .post(&url)
-            .header(ACCESS_TOKEN, token)
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
+        let answer = self
+            .send(
+                &url,
+                Method::POST,
+                Some(token),
+                Some(("application/x-www-form-urlencoded", form.into_bytes())),
             )
-            .body(form)
-            .send()
-            .await
-            .map_err(|source| http_error(&url, source))?;
-        let names: Option<Vec<String>> = read_envelope(&url, response).await?;
+            .await?;
+        let names: Option<Vec<String>> = read_envelope(&url, answer)?;
         Ok(names
             .unwrap_or_default()
             .iter()
@@ -260,22 +263,16 @@ impl HttpLongPollSubscriber {
             .collect::<Vec<_>>()
             .join("&");
         let url = format!("{admin}/configs/fetch?{query}");
-        let response = self
-            .client
-            .get(&url)
-            .header(ACCESS_TOKEN, token)
-            .send()
-            .await
-            .map_err(|source| http_error(&url, source))?;
-        let fetched: HashMap<String, FetchedGroup> =
-            match read_envelope::<Option<_>>(&url, response).await {
-                Ok(data) => data.unwrap_or_default(),
-                Err(e @ SyncError::Malformed(_)) => {
-                    state.reject();
-                    return Err(e);
-                }
-                Err(e) => return Err(e),
-            };
+        let answer = self.send(&url, Method::GET, Some(token), None).await?;
+        let fetched: HashMap<String, FetchedGroup> = match read_envelope::<Option<_>>(&url, answer)
+        {
+            Ok(data) => data.unwrap_or_default(),
+            Err(e @ SyncError::Malformed(_)) => {
+                state.reject();
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         let mut fetched: Vec<(ConfigGroup, FetchedGroup)> = fetched
             .into_iter()
             .filter_map(|(name, g)| Some((name.parse::<ConfigGroup>().ok()?, g)))
@@ -307,9 +304,53 @@ impl HttpLongPollSubscriber {
         }
         Ok(accepted)
     }
+
+    /// One request to `url`, with the access token and a body (its content type) when
+    /// given: the answer's status and whole body, within the read timeout.
+    async fn send(
+        &self,
+        url: &str,
+        method: Method,
+        token: Option<&str>,
+        body: Option<(&'static str, Vec<u8>)>,
+    ) -> Result<(StatusCode, Bytes), SyncError> {
+        let failed = |source: Box<dyn std::error::Error + Send + Sync>| SyncError::Http {
+            url: url.to_owned(),
+            source,
+        };
+        let mut request = Request::builder().method(method).uri(url);
+        if let Some(token) = token {
+            request = request.header(ACCESS_TOKEN, token);
+        }
+        let request = match body {
+            Some((content_type, body)) => request
+                .header(header::CONTENT_TYPE, content_type)
+                .body(Full::new(Bytes::from(body))),
+            None => request.body(Full::new(Bytes::new())),
+        }
+        .map_err(|e| failed(e.into()))?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| failed(e.into()))?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| failed(e.into()))?
+                .to_bytes();
+            Ok((status, body))
+        };
+        tokio::time::timeout(self.read_timeout, exchange)
+            .await
+            .map_err(|_| failed(format!("no answer within {:?}", self.read_timeout).into()))?
+    }
 }
 
-impl Subscriber for HttpLongPollSubscriber {
+impl<C: Connect> Subscriber for HttpLongPollSubscriber<C> {
     async fn run(self, state: Arc<SyncState>) {
         let this = &self;
         let state = &*state;
@@ -332,26 +373,14 @@ fn base_url(admin: &str) -> String {
     }
 }
 
-fn http_error(url: &str, source: reqwest::Error) -> SyncError {
-    SyncError::Http {
-        url: url.to_owned(),
-        source,
-    }
-}
-
 /// Reads a `{code, message, data}` answer: HTTP 401 or code 600 → [`SyncError::Unauthorized`],
 /// another failure → [`SyncError::Refused`], an unreadable body → [`SyncError::Malformed`].
-async fn read_envelope<T: serde::de::DeserializeOwned>(
+fn read_envelope<T: serde::de::DeserializeOwned>(
     url: &str,
-    response: reqwest::Response,
+    (status, body): (StatusCode, Bytes),
 ) -> Result<T, SyncError> {
-    let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|source| http_error(url, source))?;
     let envelope = serde_json::from_slice::<AdminResult<serde_json::Value>>(&body);
-    let unauthorized = status == reqwest::StatusCode::UNAUTHORIZED
+    let unauthorized = status == StatusCode::UNAUTHORIZED
         || envelope
             .as_ref()
             .is_ok_and(|e| e.code == admin_code::TOKEN_ERROR);

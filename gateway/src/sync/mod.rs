@@ -91,7 +91,7 @@ pub(crate) enum SyncError {
         /// The request URL.
         url: String,
         /// What went wrong.
-        source: reqwest::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The admin answered, but not with success (status or envelope code).
     #[error("{url} answered HTTP {status}, code {code}: {message}")]

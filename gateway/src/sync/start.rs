@@ -30,8 +30,8 @@ impl Drop for Running {
 }
 
 /// Starts the subscriber `config` asks for on `state` (and the emulated bug's refills); fails
-/// when the subscriber cannot be made (a bad admin URL). The websocket subscriber connects
-/// through `net`; the others open their own connections (not simulated yet).
+/// when the subscriber cannot be made (a bad admin URL). The websocket and long-polling
+/// subscribers connect through `net`; the ZooKeeper and etcd clients open their own.
 pub(crate) fn start<C: Connect>(
     config: &Config,
     net: C,
@@ -46,8 +46,12 @@ pub(crate) fn start<C: Connect>(
                 username: config.username.clone(),
                 password: config.password.clone(),
             };
-            let subscriber =
-                HttpLongPollSubscriber::new(&config.admin_urls, credentials, config.sync_timeouts)?;
+            let subscriber = HttpLongPollSubscriber::new(
+                net,
+                &config.admin_urls,
+                credentials,
+                config.sync_timeouts,
+            )?;
             tokio::spawn(subscriber.run(state.clone()))
         }
         SyncMode::Zookeeper => {
