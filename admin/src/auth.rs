@@ -47,6 +47,8 @@ pub(crate) struct Auth {
     /// The sync clients' credential: its name and the Argon2 hash of its password.
     sync_user: Option<(String, String)>,
     throttle: Throttle,
+    /// How passwords are verified.
+    work: PasswordWork,
     /// Budget of login failure warnings.
     warnings: WarnBudget,
 }
@@ -105,9 +107,67 @@ impl fmt::Debug for SyncUser {
 #[error("--password: {0}")]
 pub struct PasswordError(String);
 
-/// An Argon2id PHC hash of `password`, or `password` itself when it already is a PHC Argon2
-/// hash (so the clear password never has to be given).
-fn password_hash(password: &str) -> Result<String, PasswordError> {
+/// How much work a password hash takes, and where it is done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PasswordWork {
+    /// OWASP's Argon2id parameters (a cheaper single pass in debug builds), hashed and
+    /// verified on tokio's blocking pool, off the async workers: what every admin runs.
+    #[default]
+    Standard,
+    /// The least work Argon2id allows (8 KiB, one pass), hashed and verified on the calling
+    /// task. For `gantry sim` only, where no thread may leave simulated time and the
+    /// passwords guard nothing: a stolen database's hashes made this way fall at once.
+    Minimal,
+}
+
+impl PasswordWork {
+    /// The Argon2id hasher for new hashes. Verification always uses the parameters recorded
+    /// in the hash.
+    fn hasher(self) -> Argon2<'static> {
+        // Infallible: constant parameters within Argon2's bounds (m >= 8 p, t >= 1, p >= 1).
+        let params = match self {
+            PasswordWork::Minimal => {
+                argon2::Params::new(8, 1, 1, None).expect("valid Argon2 parameters")
+            }
+            // In debug builds, where unoptimised Argon2 takes over a second per hash, a
+            // cheaper 4 MiB single pass.
+            PasswordWork::Standard if cfg!(debug_assertions) => {
+                argon2::Params::new(4096, 1, 1, None).expect("valid Argon2 parameters")
+            }
+            PasswordWork::Standard => argon2::Params::default(),
+        };
+        Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+    }
+
+    /// An Argon2id PHC hash of `password`, or `password` itself when it already is a PHC
+    /// Argon2 hash (so the clear password never has to be given).
+    async fn hash(self, password: String) -> Result<String, PasswordError> {
+        match self {
+            PasswordWork::Minimal => password_hash(&password, self),
+            PasswordWork::Standard => {
+                tokio::task::spawn_blocking(move || password_hash(&password, self))
+                    .await
+                    .map_err(|e| PasswordError(format!("hashing task failed: {e}")))?
+            }
+        }
+    }
+
+    /// Whether `password` matches the PHC hash `hash` (a malformed hash matches nothing);
+    /// `None` when the verifying task failed.
+    async fn matches(self, hash: String, password: String) -> Option<bool> {
+        match self {
+            PasswordWork::Minimal => Some(password_matches(&hash, &password)),
+            PasswordWork::Standard => {
+                tokio::task::spawn_blocking(move || password_matches(&hash, &password))
+                    .await
+                    .ok()
+            }
+        }
+    }
+}
+
+/// [`PasswordWork::hash`], done where the caller is.
+fn password_hash(password: &str, work: PasswordWork) -> Result<String, PasswordError> {
     if password.starts_with("$argon2") {
         let parsed = PasswordHash::new(password)
             .map_err(|e| PasswordError(format!("not a valid Argon2 PHC hash: {e}")))?;
@@ -120,30 +180,10 @@ fn password_hash(password: &str) -> Result<String, PasswordError> {
     }
     let salt = SaltString::encode_b64(&model::world::random_bytes::<16>())
         .map_err(|e| PasswordError(e.to_string()))?;
-    hasher()
+    work.hasher()
         .hash_password(password.as_bytes(), &salt)
         .map(|hash| hash.to_string())
         .map_err(|e| PasswordError(e.to_string()))
-}
-
-/// [`password_hash`] off the async workers (hashing is deliberately slow).
-async fn password_hash_blocking(password: String) -> Result<String, PasswordError> {
-    tokio::task::spawn_blocking(move || password_hash(&password))
-        .await
-        .map_err(|e| PasswordError(format!("hashing task failed: {e}")))?
-}
-
-/// The Argon2id hasher for new hashes: OWASP's parameters (19 MiB, 2 passes) in release
-/// builds; in debug builds, where unoptimised Argon2 takes over a second per hash, a cheaper
-/// 4 MiB single pass. Verification always uses the parameters recorded in the hash.
-fn hasher() -> Argon2<'static> {
-    let params = if cfg!(debug_assertions) {
-        // Infallible: constant parameters within Argon2's bounds (m >= 8 p, t >= 1, p >= 1).
-        argon2::Params::new(4096, 1, 1, None).expect("valid Argon2 parameters")
-    } else {
-        argon2::Params::default()
-    };
-    Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
 }
 
 /// Whether `password` matches the PHC hash `hash` (a malformed hash matches nothing).
@@ -171,6 +211,7 @@ async fn provision(
     store: &Store,
     username: &str,
     password: Option<&str>,
+    work: PasswordWork,
 ) -> Result<(), StartError> {
     let now = now();
     let user = |password: String| UserRecord {
@@ -184,7 +225,7 @@ async fn provision(
     };
     match password {
         Some(password) => {
-            let hash = password_hash_blocking(password.to_owned()).await?;
+            let hash = work.hash(password.to_owned()).await?;
             store.put_user_password(&user(hash)).await?;
             tracing::info!(
                 user = username,
@@ -193,7 +234,7 @@ async fn provision(
         }
         None => {
             if store.user_named(username).await?.is_none() {
-                let hash = password_hash_blocking(DEFAULT_PASSWORD.to_owned()).await?;
+                let hash = work.hash(DEFAULT_PASSWORD.to_owned()).await?;
                 if store.insert_user_if_absent(&user(hash)).await? {
                     tracing::info!(user = username, "dashboard user created");
                 }
@@ -204,12 +245,12 @@ async fn provision(
         if !user.enabled {
             continue;
         }
-        let on_default = tokio::task::spawn_blocking(move || {
-            password_matches(&user.password, DEFAULT_PASSWORD).then_some(user.user_name)
-        })
-        .await
-        .map_err(|e| PasswordError(format!("verification task failed: {e}")))?;
-        if let Some(name) = on_default {
+        let on_default = work
+            .matches(user.password, DEFAULT_PASSWORD.to_owned())
+            .await
+            .ok_or_else(|| PasswordError("verification task failed".to_owned()))?;
+        if on_default {
+            let name = user.user_name;
             tracing::warn!(
                 "!!! the dashboard user `{name}` has the well-known default password; set \
                  --password or GANTRY_ADMIN_PASSWORD !!!"
@@ -238,10 +279,12 @@ impl Auth {
         sync_user: Option<&SyncUser>,
         ttl: Duration,
         throttle: LoginThrottle,
+        work: PasswordWork,
     ) -> Result<Self, StartError> {
-        provision(&store, username, password).await?;
-        let decoy_hash =
-            password_hash_blocking(hex::encode(model::world::random_bytes::<16>())).await?;
+        provision(&store, username, password, work).await?;
+        let decoy_hash = work
+            .hash(hex::encode(model::world::random_bytes::<16>()))
+            .await?;
         let sync_user = match sync_user {
             Some(user) => {
                 if user.name == username || store.user_named(&user.name).await?.is_some() {
@@ -250,7 +293,8 @@ impl Auth {
                         user.name
                     )));
                 }
-                let hash = password_hash_blocking(user.password.clone())
+                let hash = work
+                    .hash(user.password.clone())
                     .await
                     .map_err(|e| StartError::SyncUser(e.0))?;
                 tracing::info!(user = %user.name, "sync user (sync endpoints only) set");
@@ -265,6 +309,7 @@ impl Auth {
             decoy_hash,
             sync_user,
             throttle: Throttle::new(throttle),
+            work,
             warnings: WarnBudget::new(LOGIN_WARNINGS_PER_SECOND),
         })
     }
@@ -301,10 +346,11 @@ impl Auth {
             || self.decoy_hash.clone(),
             |(user, _)| user.password.clone(),
         );
-        let password_ok =
-            tokio::task::spawn_blocking(move || password_matches(&hash, &request.password))
-                .await
-                .map_err(|e| ApiError::Internal(format!("login task failed: {e}")))?;
+        let password_ok = self
+            .work
+            .matches(hash, request.password)
+            .await
+            .ok_or_else(|| ApiError::Internal("the login's verifying task failed".to_owned()))?;
         let Some((user, scope)) = user.filter(|_| password_ok) else {
             return Ok(None);
         };
@@ -513,6 +559,7 @@ mod tests {
             None,
             ttl,
             LoginThrottle::default(),
+            PasswordWork::Standard,
         )
         .await
         .unwrap()
@@ -559,11 +606,37 @@ mod tests {
                 Some("$argon2id$nope"),
                 None,
                 Duration::ZERO,
-                LoginThrottle::default()
+                LoginThrottle::default(),
+                PasswordWork::Standard,
             )
             .await
             .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn minimal_work_hashes_with_the_least_argon2_allows_and_still_checks_passwords() {
+        let store = store().await;
+        let auth = Auth::start(
+            Arc::clone(&store),
+            "admin",
+            Some("s3cret!"),
+            None,
+            Duration::from_secs(60),
+            LoginThrottle::default(),
+            PasswordWork::Minimal,
+        )
+        .await
+        .unwrap();
+        let stored = store.user_named("admin").await.unwrap().unwrap();
+        assert!(
+            stored.password.starts_with("$argon2id$v=19$m=8,t=1,p=1$"),
+            "{}",
+            stored.password
+        );
+        assert!(logs_in(&auth, "admin", "s3cret!").await);
+        assert!(!logs_in(&auth, "admin", "s3cret").await);
+        assert!(!logs_in(&auth, "nobody", "s3cret!").await);
     }
 
     #[tokio::test]
@@ -729,6 +802,7 @@ mod tests {
             Some(&sync("admin:pw").unwrap()),
             Duration::from_secs(60),
             LoginThrottle::default(),
+            PasswordWork::Standard,
         )
         .await;
         assert!(
@@ -743,6 +817,7 @@ mod tests {
             Some(&user),
             Duration::from_secs(60),
             LoginThrottle::default(),
+            PasswordWork::Standard,
         )
         .await
         .unwrap();

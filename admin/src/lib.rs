@@ -27,7 +27,7 @@ use axum::extract::FromRef;
 use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
-pub use auth::{PasswordError, SyncUser};
+pub use auth::{PasswordError, PasswordWork, SyncUser};
 pub use login_throttle::LoginThrottle;
 pub use store::StoreError;
 
@@ -100,6 +100,9 @@ pub struct Config {
     /// Tests only: serve `POST /test-only/sync-fault`, which arms protocol faults on the
     /// sync channel (`sync::fault`). Off by default.
     pub test_sync_faults: bool,
+    /// How much work password hashes take and where they are computed:
+    /// [`PasswordWork::Standard`] unless `gantry sim` runs the admin.
+    pub password_work: PasswordWork,
 }
 
 impl fmt::Debug for Config {
@@ -127,6 +130,7 @@ impl fmt::Debug for Config {
             .field("peer_watch", &self.peer_watch)
             .field("login_throttle", &self.login_throttle)
             .field("test_sync_faults", &self.test_sync_faults)
+            .field("password_work", &self.password_work)
             .finish()
     }
 }
@@ -159,6 +163,7 @@ impl Config {
             peer_watch: Some(Duration::from_millis(100)),
             login_throttle: LoginThrottle::default(),
             test_sync_faults: false,
+            password_work: PasswordWork::Standard,
         }
     }
 }
@@ -277,6 +282,7 @@ impl Login {
             config.sync_user.as_ref(),
             config.token_ttl,
             config.login_throttle,
+            config.password_work,
         )
         .await?;
         Ok(Login(Arc::new(auth)))

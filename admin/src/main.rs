@@ -186,6 +186,7 @@ async fn main() -> anyhow::Result<()> {
             max_delay: Duration::from_millis(cli.login_max_delay_ms),
         },
         test_sync_faults: cli.test_only_sync_faults,
+        password_work: admin::PasswordWork::Standard,
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
         .await

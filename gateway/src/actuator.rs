@@ -5,6 +5,9 @@
 //! 10k selectors) share the data plane's port, so they are rendered once per snapshot
 //! (`snapshot::Dumps`: concurrent callers wait for the same rendering and share its bytes), one
 //! rendering at a time in the process, on a blocking thread so routing does not wait for it.
+//!
+//! The handlers are generic over the gateway's network `C` only because the router's state is
+//! `App<C>` (the proxy's); none of them opens a connection.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{StatusCode, header};
 use model::AppliedDigest;
+use netserve::Connect;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -26,7 +30,7 @@ static RENDERING: Semaphore = Semaphore::const_new(1);
 
 /// Answers dump `which` of the current snapshot: rendered by the first caller, shared with
 /// the others (503 when rendering fails).
-async fn dump(app: &App, which: Dump) -> Response {
+async fn dump<C>(app: &App<C>, which: Dump) -> Response {
     let snapshot: Arc<Snapshot> = Arc::clone(&app.sync.snapshot());
     let cell = snapshot.dumps.cell(which);
     let rendered = cell
@@ -51,17 +55,17 @@ async fn dump(app: &App, which: Dump) -> Response {
 }
 
 /// `GET /actuator/health`.
-pub(crate) async fn health(State(app): State<Arc<App>>) -> Json<Value> {
+pub(crate) async fn health<C: Connect>(State(app): State<Arc<App<C>>>) -> Json<Value> {
     Json(json!({ "status": "UP", "sync": app.sync.health() }))
 }
 
 /// `GET /actuator/digest`: over the applied config, with its version and when it went live.
-pub(crate) async fn digest(State(app): State<Arc<App>>) -> Json<AppliedDigest> {
+pub(crate) async fn digest<C: Connect>(State(app): State<Arc<App<C>>>) -> Json<AppliedDigest> {
     Json(app.sync.snapshot().applied_digest())
 }
 
 /// `GET /actuator/plugins`: `{"<class>@gantry": order}` for the chain's plugins.
-pub(crate) async fn plugins(State(app): State<Arc<App>>) -> Json<Value> {
+pub(crate) async fn plugins<C: Connect>(State(app): State<Arc<App<C>>>) -> Json<Value> {
     let map: BTreeMap<String, i32> = app
         .plugins
         .plugins()
@@ -71,27 +75,27 @@ pub(crate) async fn plugins(State(app): State<Arc<App>>) -> Json<Value> {
 }
 
 /// `GET /actuator/pluginData`: `{name: PluginData}`.
-pub(crate) async fn plugin_data(State(app): State<Arc<App>>) -> Response {
+pub(crate) async fn plugin_data<C: Connect>(State(app): State<Arc<App<C>>>) -> Response {
     dump(&app, Dump::Plugins).await
 }
 
 /// `GET /actuator/selectorData`: `{pluginName: [SelectorData sorted by sort]}`.
-pub(crate) async fn selector_data(State(app): State<Arc<App>>) -> Response {
+pub(crate) async fn selector_data<C: Connect>(State(app): State<Arc<App<C>>>) -> Response {
     dump(&app, Dump::Selectors).await
 }
 
 /// `GET /actuator/ruleData`: `{selectorId: [RuleData sorted by sort]}`.
-pub(crate) async fn rule_data(State(app): State<Arc<App>>) -> Response {
+pub(crate) async fn rule_data<C: Connect>(State(app): State<Arc<App<C>>>) -> Response {
     dump(&app, Dump::Rules).await
 }
 
 /// `GET /actuator/metadata`: `{id: MetaData}`.
-pub(crate) async fn metadata(State(app): State<Arc<App>>) -> Response {
+pub(crate) async fn metadata<C: Connect>(State(app): State<Arc<App<C>>>) -> Response {
     dump(&app, Dump::MetaData).await
 }
 
 /// `GET /metrics`: Prometheus text exposition.
-pub(crate) async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+pub(crate) async fn metrics<C: Connect>(State(app): State<Arc<App<C>>>) -> impl IntoResponse {
     let snapshot = app.sync.snapshot();
     let text = app.metrics.render(
         &app.sync.health(),

@@ -25,8 +25,9 @@ pub fn app(config: &Config) -> Router {
     router(Arc::new(App::new(config)))
 }
 
-/// The actuator endpoints, `/metrics`, and every other request through the chain.
-fn router(app: Arc<App>) -> Router {
+/// The actuator endpoints, `/metrics`, and every other request through the chain, proxied
+/// over `app`'s network `C`.
+fn router<C: Connect>(app: Arc<App<C>>) -> Router {
     let mut router = Router::new().route("/actuator/health", get(actuator::health));
     if !app.hide_extras {
         router = router.route("/actuator/digest", get(actuator::digest));
@@ -54,7 +55,9 @@ pub async fn serve(
 }
 
 /// [`serve`] on any network: accepting on `listener`, and opening the websocket sync
-/// connection through `net` (`gantry sim` passes the simulator's).
+/// connection and the proxy's upstream connections through `net` (`gantry sim` passes the
+/// simulator's). `net` is a type parameter: the real path ([`netserve::Tokio`]) pays nothing
+/// for the seam.
 pub async fn serve_on<L: Listener, C: Connect>(
     listener: L,
     net: C,
@@ -62,7 +65,7 @@ pub async fn serve_on<L: Listener, C: Connect>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     config.check()?;
-    let app = Arc::new(App::new(&config));
+    let app = Arc::new(App::over(&config, net.clone()));
     let subscriber = sync::start::start(&config, net, &app.sync)?;
     netserve::serve(listener, router(app), config.timeouts, shutdown).await;
     drop(subscriber);
@@ -73,8 +76,8 @@ pub async fn serve_on<L: Listener, C: Connect>(
 /// chain, then the proxy. The answer carries
 /// `x-gantry-gateway-time-us`: the time the gateway added (total minus upstream time, up to
 /// the response head).
-async fn route(
-    State(app): State<Arc<App>>,
+async fn route<C: Connect>(
+    State(app): State<Arc<App<C>>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     req: Request<Body>,
 ) -> Response {

@@ -152,6 +152,11 @@ pub enum EmulatedBug {
     /// client that drops one changed group): after a reconnect or a restart the gateway keeps
     /// the rules it had, or none.
     SkipRuleFullSync,
+    /// An incremental change recompiles a selector only when more than its handle changed
+    /// (a planted bug for `gantry sim`'s routing checker): a route moved to another upstream
+    /// keeps forwarding to the old one while the gateway reports the new config, until a full
+    /// sync recompiles everything.
+    HandleChangeIgnored,
 }
 
 impl Config {

@@ -1,4 +1,6 @@
-//! Forwarding to the chosen upstream with hyper-util's pooled client.
+//! Forwarding to the chosen upstream with hyper-util's pooled client, whose connections open
+//! through the gateway's network seam ([`netserve::Connect`]: the OS's TCP for the binary, the
+//! simulator's network under `gantry sim`).
 //!
 //! Method, raw path and query and body pass through unchanged; hop-by-hop headers are
 //! dropped both ways, `Host` becomes the upstream authority and the client address is
@@ -28,9 +30,10 @@ use http::uri::PathAndQuery;
 use http::{Request, StatusCode, Uri, Version};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use model::{GatewayError, RetryStrategy};
+use netserve::Connect;
+use netserve::net::Connector;
 
 use self::body::{Outgoing, RequestBody, client_body_error, client_fault};
 use self::headers::{append_forwarded_for, name_route, strip_hop_by_hop};
@@ -39,18 +42,27 @@ use crate::balance::{Upstream, now_ms};
 use crate::finishing::Finishing;
 use crate::plugin::{Forward, Rejection};
 
-/// The pooled upstream client.
+/// The pooled upstream client, opening its connections through `C` (resolved at compile
+/// time: the OS's network, [`netserve::Tokio`], by default).
 #[derive(Debug, Clone)]
-pub(crate) struct Proxy {
-    client: Client<HttpConnector, Outgoing>,
+pub(crate) struct Proxy<C = netserve::Tokio> {
+    client: Client<Connector<C>, Outgoing>,
 }
 
 impl Proxy {
-    /// A client with keep-alive connection pooling.
+    /// [`Proxy::over`] the operating system's network (TCP_NODELAY on every connection).
+    #[cfg(test)]
     pub(crate) fn new() -> Proxy {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Proxy::over(netserve::Tokio)
+    }
+}
+
+impl<C: Connect> Proxy<C> {
+    /// A client with keep-alive connection pooling whose connections `net` opens, with no
+    /// connect time limit of their own (the rule's `timeout` bounds the whole attempt). A
+    /// connection `net` cannot open is a connect error of the client: 502 (-103), retried.
+    pub(crate) fn over(net: C) -> Proxy<C> {
+        let client = Client::builder(TokioExecutor::new()).build(Connector::new(net));
         Proxy { client }
     }
 

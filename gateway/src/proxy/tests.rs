@@ -402,4 +402,90 @@ mod end_to_end {
             .unwrap();
         assert_eq!(call(&snap, small).await.1["body"], "1234");
     }
+
+    /// A network for [`Proxy::over`]: every connection goes to `to` (or is refused, when
+    /// `None`, or never opens, when `hang`), whatever the host; it counts them.
+    #[derive(Debug, Clone)]
+    struct Net {
+        to: Option<std::net::SocketAddr>,
+        hang: bool,
+        opened: Arc<AtomicUsize>,
+    }
+
+    impl Net {
+        fn new(to: Option<std::net::SocketAddr>, hang: bool) -> Net {
+            Net {
+                to,
+                hang,
+                opened: Arc::new(AtomicUsize::new(0)),
+            }
+        }
+
+        fn opened(&self) -> usize {
+            self.opened.load(Ordering::SeqCst)
+        }
+    }
+
+    impl netserve::Connect for Net {
+        type Io = tokio::net::TcpStream;
+
+        async fn connect(&self, _host: &str, _port: u16) -> std::io::Result<Self::Io> {
+            self.opened.fetch_add(1, Ordering::SeqCst);
+            if self.hang {
+                std::future::pending::<()>().await;
+            }
+            match self.to {
+                Some(addr) => tokio::net::TcpStream::connect(addr).await,
+                None => Err(std::io::ErrorKind::ConnectionRefused.into()),
+            }
+        }
+    }
+
+    /// Runs the chain and a proxy over `net` for one request.
+    async fn call_over(net: &Net, snap: &Snapshot, req: Request<Body>) -> (u16, Value) {
+        let to = route(snap, &req).unwrap();
+        let response = Proxy::over(net.clone())
+            .forward(req, to, PEER)
+            .await
+            .response;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// The proxy opens its upstream connections through the network it is given (a host
+    /// no resolver knows reaches the echo server), keeps them alive between requests, and
+    /// classifies that network's failures as with the OS's: a refused connection is
+    /// retried, then 502 (-103); one that never opens is 504.
+    #[tokio::test]
+    async fn connections_open_through_the_given_network() {
+        let (_, server) = echo().await;
+        let snap = divide(&["upstream.invalid:80"], r#"{"retry":2,"timeout":200}"#);
+        let net = Net::new(Some(*server.address()), false);
+        let proxy = Proxy::over(net.clone());
+        for _ in 0..3 {
+            let to = route(&snap, &get("/x")).unwrap();
+            let response = proxy.forward(get("/x"), to, PEER).await.response;
+            assert_eq!(response.status(), 200);
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["path"], "/x");
+        }
+        assert_eq!(hits(&server).await, 3);
+        assert_eq!(net.opened(), 1, "keep-alive pooling reuses the connection");
+
+        let refusing = Net::new(None, false);
+        let (status, body) = call_over(&refusing, &snap, get("/x")).await;
+        assert_eq!((status, &body["code"]), (502, &json!(-103)), "{body}");
+        assert_eq!(refusing.opened(), 3, "1 + retry attempts");
+
+        let hanging = Net::new(None, true);
+        let once = divide(&["upstream.invalid:80"], r#"{"retry":0,"timeout":100}"#);
+        let (status, body) = call_over(&hanging, &once, get("/x")).await;
+        assert_eq!((status, &body["code"]), (504, &json!(504)), "{body}");
+        assert_eq!(hanging.opened(), 1);
+    }
 }

@@ -9,7 +9,9 @@
 //!   applied when the first arrived;
 //! - [`EmulatedBug::ReorderIncrements`] holds each incremental event until the next one and
 //!   applies the two swapped;
-//! - [`EmulatedBug::SkipRuleFullSync`] drops a full sync's rule group.
+//! - [`EmulatedBug::SkipRuleFullSync`] drops a full sync's rule group;
+//! - [`EmulatedBug::HandleChangeIgnored`] leaves out of an increment's changes the selectors
+//!   whose handle alone changed, so they are not recompiled ([`Emulation::narrow`]).
 //!
 //! What one apply call holds back is a batch, swapped in one window later by
 //! [`SyncState::refills`] (a task the gateway starts next to its subscriber when the bug holds
@@ -26,7 +28,7 @@ use tokio::sync::Notify;
 
 use super::SyncState;
 use crate::EmulatedBug;
-use crate::snapshot::now_us;
+use crate::snapshot::{Changes, ConfigData, now_us};
 use model::lock::MutexExt;
 
 /// How long [`EmulatedBug::ClearBeforeRefill`] leaves a group empty.
@@ -83,6 +85,25 @@ impl Emulation {
     /// Whether the gateway emulates `bug`.
     pub(super) fn is(&self, bug: EmulatedBug) -> bool {
         self.bug == Some(bug)
+    }
+
+    /// [`EmulatedBug::HandleChangeIgnored`]: drops from `changes` (an increment's, taking
+    /// `before` to `after`) every selector whose data differs in its handle only (its rules
+    /// the same), so its compiled form, upstreams included, stays the old one.
+    pub(super) fn narrow(&self, changes: &mut Changes, before: &ConfigData, after: &ConfigData) {
+        if !self.is(EmulatedBug::HandleChangeIgnored) || changes.all {
+            return;
+        }
+        let without_handle = |data: &ConfigData, id: &str| {
+            data.selectors.get(id).map(|(_, _, s)| model::SelectorData {
+                handle: None,
+                ..s.clone()
+            })
+        };
+        changes.selectors.retain(|id| {
+            let (old, new) = (without_handle(before, id), without_handle(after, id));
+            old.is_none() || old != new || !before.rules.list(id).eq(after.rules.list(id))
+        });
     }
 
     /// How long the bug holds a batch back; `None` when it holds nothing.

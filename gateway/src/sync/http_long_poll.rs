@@ -13,7 +13,10 @@
 //!
 //! A fetched group is accepted when nothing is cached for it yet, or when its `md5` differs
 //! **and** its `lastModifyTime` is strictly newer (so a stale admin never rolls the config
-//! back); an accepted group replaces that group in one snapshot swap.
+//! back), or when its `md5` differs and it comes from the admin whose data is held: one
+//! admin's answers never go back, so an older time from it means its clock went back (a
+//! difference from ShenYu, which refuses such a group until the admin's clock passes the
+//! held time). An accepted group replaces that group in one snapshot swap.
 //!
 //! A silent admin (a partition that closes nothing) is noticed by the read timeout: the
 //! admin's hold plus the silence bound (60 s + 10 s by default; ShenYu: 90 s), after which
@@ -69,6 +72,8 @@ pub(crate) struct Credentials {
 struct Held {
     md5: String,
     last_modify_time: i64,
+    /// The admin it came from (its base URL).
+    from: Arc<str>,
 }
 
 /// The per-group versions shared by every admin's task.
@@ -79,11 +84,13 @@ struct GroupCache {
 
 impl GroupCache {
     /// ShenYu's "update if needed": nothing held → accept; otherwise the md5 must differ and
-    /// the time must be strictly newer.
-    fn accepts(&self, group: ConfigGroup, md5: &str, last_modify_time: i64) -> bool {
-        self.groups
-            .get(&group)
-            .is_none_or(|held| held.md5 != md5 && last_modify_time > held.last_modify_time)
+    /// the time must be strictly newer, unless the data held came from `admin` itself (whose
+    /// answers never go back: an older time from it is its clock gone back, which would
+    /// otherwise keep the gateway on its old data until the clock passes the held time).
+    fn accepts(&self, group: ConfigGroup, md5: &str, last_modify_time: i64, admin: &str) -> bool {
+        self.groups.get(&group).is_none_or(|held| {
+            held.md5 != md5 && (last_modify_time > held.last_modify_time || *held.from == *admin)
+        })
     }
 
     /// The listener's form body, values encoded as ShenYu's `RestTemplate` form writer does
@@ -284,7 +291,7 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
         for (group, g) in fetched {
             // Held across check and apply so two admins cannot interleave.
             let mut cache = self.cache.locked();
-            if !cache.accepts(group, &g.md5, g.last_modify_time) {
+            if !cache.accepts(group, &g.md5, g.last_modify_time, admin) {
                 continue;
             }
             match state.apply_group(group, g.data) {
@@ -294,6 +301,7 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
                         Held {
                             md5: g.md5,
                             last_modify_time: g.last_modify_time,
+                            from: Arc::from(admin),
                         },
                     );
                     accepted += 1;
@@ -419,22 +427,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn acceptance_needs_new_md5_and_strictly_newer_time() {
+    fn acceptance_needs_new_md5_and_strictly_newer_time_from_another_admin() {
         let mut cache = GroupCache::default();
         let g = ConfigGroup::Selector;
-        assert!(cache.accepts(g, "a", 0));
+        let (a, b) = ("http://a:1", "http://b:1");
+        assert!(cache.accepts(g, "a", 0, b));
         cache.groups.insert(
             g,
             Held {
                 md5: "a".into(),
                 last_modify_time: 10,
+                from: Arc::from(a),
             },
         );
-        assert!(!cache.accepts(g, "a", 11), "same md5");
-        assert!(!cache.accepts(g, "b", 10), "same time");
-        assert!(!cache.accepts(g, "b", 9), "older time");
-        assert!(cache.accepts(g, "b", 11));
-        assert!(cache.accepts(ConfigGroup::Rule, "a", 0), "other group");
+        assert!(!cache.accepts(g, "a", 11, b), "same md5");
+        assert!(!cache.accepts(g, "b", 10, b), "same time");
+        assert!(!cache.accepts(g, "b", 9, b), "older time: a stale admin");
+        assert!(cache.accepts(g, "b", 11, b));
+        assert!(cache.accepts(ConfigGroup::Rule, "a", 0, b), "other group");
+    }
+
+    #[test]
+    fn the_admin_whose_data_is_held_is_followed_when_its_clock_goes_back() {
+        let mut cache = GroupCache::default();
+        let g = ConfigGroup::Selector;
+        cache.groups.insert(
+            g,
+            Held {
+                md5: "a".into(),
+                // Stamped while the admin's clock was an hour ahead.
+                last_modify_time: 3_600_010,
+                from: Arc::from("http://a:1"),
+            },
+        );
+        assert!(cache.accepts(g, "b", 20, "http://a:1"));
+        assert!(!cache.accepts(g, "a", 20, "http://a:1"), "same md5");
+        assert!(!cache.accepts(g, "b", 20, "http://b:1"), "another admin");
     }
 
     #[test]
@@ -445,6 +473,7 @@ mod tests {
             Held {
                 md5: "ab12".into(),
                 last_modify_time: 17,
+                from: Arc::from("http://a:1"),
             },
         );
         assert_eq!(

@@ -304,6 +304,7 @@ impl SyncState {
         for event in events {
             changes.extend(data.apply(event));
         }
+        self.emulation.narrow(&mut changes, &previous.data, &data);
         let mut next = Snapshot::next(data, &changes, &previous);
         if let Some(at) = applied_at_us
             && next.version != previous.version

@@ -48,7 +48,8 @@ pub(crate) enum Command {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("seeds_given").required(true).args(["seed", "seeds"])))]
 pub(crate) struct SimArgs {
-    /// The sync mode (websocket only, so far: see docs/simulation.md).
+    /// The sync mode: websocket or http (ZooKeeper and etcd are not simulated: see
+    /// docs/simulation.md).
     #[arg(long, default_value = "websocket")]
     pub(crate) mode: SyncMode,
     /// Gateways (1 to 8).

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use model::SyncMode;
+
 use super::args::SimArgs;
 
 /// `println!` that does not panic when stdout is closed (`gantry sim … | head`): the lines
@@ -23,9 +25,9 @@ use crate::sim::{Options, Outcome, replay_command, run_seed, shrink_seed};
 /// Runs the seeds `args` names; exit 1 when any failed, the setup code when the simulation
 /// itself could not run.
 pub(super) fn sim(args: &SimArgs) -> ExitCode {
-    if args.mode != model::SyncMode::Websocket {
+    if !matches!(args.mode, SyncMode::Websocket | SyncMode::Http) {
         eprintln!(
-            "error: gantry sim runs the websocket mode only so far; {} is not simulated yet \
+            "error: gantry sim runs the websocket and http modes; {} is not simulated yet \
              (docs/simulation.md says why)",
             args.mode
         );

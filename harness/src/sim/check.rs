@@ -3,11 +3,17 @@
 //!   admin's commits in order: never one the admin did not commit, never an older one after
 //!   a newer (a restarted gateway starts empty and resumes where the admin is);
 //! - **liveness**: once the last fault has healed and the last operation is acknowledged,
-//!   every gateway holds the admin's last commit within the bound.
+//!   every gateway holds the admin's last commit within the bound;
+//! - **routing**: every answer the client got is what one of the configs its gateway held
+//!   while the request was in flight says ([`routing::expect`]): never an answer no config
+//!   of that moment explains (a mixture of two, or a config already replaced).
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::routing::{self, Answer, Held};
 use super::trace::{Entry, GROUPS, Groups, Trace};
 
 /// A property a run broke.
@@ -120,6 +126,7 @@ pub(crate) fn liveness(
                     life,
                     groups,
                     summary,
+                    ..
                 } if *gw == gateway => Some((*at, *life, groups, summary.as_str())),
                 _ => None,
             })
@@ -163,6 +170,52 @@ pub(crate) fn liveness(
                     ),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// Every answer the client got agrees with a config its gateway held while the request was
+/// in flight.
+pub(crate) fn routing(trace: &Trace) -> Result<(), Violation> {
+    let mut held: HashMap<u8, Held> = HashMap::new();
+    let empty = Arc::new(model::ConfigSet::default());
+    for entry in &trace.entries {
+        match entry {
+            Entry::Started { at, gateway, .. } => {
+                held.entry(*gateway)
+                    .or_default()
+                    .push(*at, Arc::clone(&empty));
+            }
+            Entry::Applied {
+                at, gateway, set, ..
+            } => held.entry(*gateway).or_default().push(*at, Arc::clone(set)),
+            Entry::Request { exchange, .. } => {
+                if matches!(exchange.answer, Answer::Unanswered(_)) {
+                    continue;
+                }
+                let Some(configs) = held.get(&exchange.gateway) else {
+                    continue;
+                };
+                let expects: Vec<routing::Expect> = configs
+                    .between(exchange.sent, exchange.received)
+                    .map(|set| routing::expect(set, &exchange.path))
+                    .collect();
+                if !expects.iter().any(|e| routing::agrees(&exchange.answer, e)) {
+                    let mut said: Vec<String> = expects.iter().map(ToString::to_string).collect();
+                    said.dedup();
+                    return Err(Violation {
+                        checker: "routing",
+                        detail: format!(
+                            "{exchange}, answered at {} ms; the config(s) it held meanwhile \
+                             say {}",
+                            exchange.received.as_millis(),
+                            said.join(" or ")
+                        ),
+                    });
+                }
+            }
+            Entry::Commit { .. } | Entry::Step { .. } => {}
         }
     }
     Ok(())
@@ -263,6 +316,97 @@ mod tests {
         let v = liveness(&t, 1, ms(30), ms(20)).unwrap_err();
         assert!(v.detail.contains("only at 60 ms"), "{v}");
         assert_eq!(liveness(&t, 1, ms(30), ms(40)), Ok(()));
+    }
+
+    /// Gateway 0 starts, swaps in a route to alpha at 10 ms, moves it to beta at 20 ms.
+    fn routed() -> (Trace, ConfigSet, ConfigSet) {
+        let route = |upstream: &str| {
+            let condition = model::ConditionData {
+                param_type: "uri".to_owned(),
+                operator: "=".to_owned(),
+                param_name: "/".to_owned(),
+                param_value: "/conv/1/0".to_owned(),
+            };
+            ConfigSet {
+                plugins: vec![PluginData {
+                    name: "divide".to_owned(),
+                    enabled: true,
+                    ..PluginData::default()
+                }],
+                selectors: vec![SelectorData {
+                    id: "s0".to_owned(),
+                    plugin_name: "divide".to_owned(),
+                    enabled: true,
+                    handle: Some(crate::lower::divide_handle(&format!("{upstream}:8080"))),
+                    condition_list: vec![condition.clone()],
+                    ..SelectorData::default()
+                }],
+                rules: vec![model::RuleData {
+                    id: "r0".to_owned(),
+                    selector_id: "s0".to_owned(),
+                    plugin_name: "divide".to_owned(),
+                    enabled: true,
+                    condition_data_list: vec![condition],
+                    ..model::RuleData::default()
+                }],
+                ..ConfigSet::default()
+            }
+        };
+        let (alpha, beta) = (route("alpha"), route("beta"));
+        let mut t = Trace::default();
+        t.started(ms(0), 0, 0);
+        t.applied(ms(10), 0, 0, &alpha);
+        t.applied(ms(20), 0, 0, &beta);
+        (t, alpha, beta)
+    }
+
+    fn asked(t: &mut Trace, sent: u64, received: u64, upstream: Option<&str>) {
+        let answer = match upstream {
+            Some(u) => Answer::Served {
+                selector: "s0".to_owned(),
+                rule: "r0".to_owned(),
+                upstream: u.to_owned(),
+            },
+            None => Answer::Refused {
+                status: 404,
+                code: Some(model::GatewayError::CANNOT_FIND_URL),
+            },
+        };
+        t.request(
+            ms(received),
+            routing::Exchange {
+                sent: ms(sent),
+                received: ms(received),
+                gateway: 0,
+                path: "/conv/1/0".to_owned(),
+                answer,
+            },
+        );
+    }
+
+    #[test]
+    fn answers_of_a_config_held_in_flight_pass_the_routing_checker() {
+        let (mut t, ..) = routed();
+        asked(&mut t, 1, 2, None);
+        asked(&mut t, 12, 14, Some("alpha"));
+        // In flight across the swap: either config.
+        asked(&mut t, 18, 22, Some("alpha"));
+        asked(&mut t, 18, 22, Some("beta"));
+        asked(&mut t, 25, 26, Some("beta"));
+        assert_eq!(routing(&t), Ok(()));
+    }
+
+    #[test]
+    fn an_answer_of_a_config_already_replaced_fails_the_routing_checker() {
+        let (mut t, ..) = routed();
+        asked(&mut t, 25, 26, Some("alpha"));
+        let v = routing(&t).unwrap_err();
+        assert_eq!(v.checker, "routing");
+        assert!(v.detail.contains("200 by beta"), "{v}");
+        // Before any route: the empty config of a fresh process says -106.
+        let (mut t, ..) = routed();
+        asked(&mut t, 2, 3, Some("alpha"));
+        assert!(routing(&t).is_err());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 mod check;
 mod net;
 mod plan;
+mod routing;
 mod shrink;
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ pub(crate) struct Options {
 impl Options {
     fn size(&self) -> Size {
         Size {
+            mode: self.mode,
             gateways: self.gateways,
             ops: self.ops,
         }
@@ -75,7 +77,7 @@ pub(crate) fn run_seed(
 ) -> Result<Outcome, String> {
     let plan = Plan::generate(seed, options.size());
     let plan = match kept {
-        Some(kept) => plan.keep(kept),
+        Some(kept) => plan.keep(kept)?,
         None => plan,
     };
     let trace = world::run(seed, &plan, options.setup())?;
@@ -88,9 +90,10 @@ pub(crate) fn run_seed(
     })
 }
 
-/// Both checkers over a run's trace.
+/// The checkers over a run's trace.
 fn judge(plan: &Plan, trace: &Trace, gateways: u8) -> Result<(), Violation> {
     check::prefix_consistency(trace, gateways)?;
+    check::routing(trace)?;
     // An operation delayed by an admin crash happens after its planned time.
     let last_step = trace
         .entries

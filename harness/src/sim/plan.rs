@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use model::SyncFaultKind;
+use model::{SyncFaultKind, SyncMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -15,6 +15,8 @@ use crate::converge::history::{KEYS, Op, REGISTERED, Upstream};
 /// How large a plan is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Size {
+    /// The sync mode (which protocol faults the admin's hook can arm).
+    pub(crate) mode: SyncMode,
     /// Gateways in the simulation.
     pub(crate) gateways: u8,
     /// Operations in the history.
@@ -56,13 +58,17 @@ pub(crate) enum Fault {
         /// How far, in seconds (negative: back).
         seconds: i32,
     },
-    /// The admin's next `count` websocket pushes go wrong as `kind` says (its test-only
-    /// protocol fault hook): sent twice, or the session ends where the push would go.
+    /// The admin's next `count` pushes go wrong as `kind` says (its test-only protocol
+    /// fault hook). Websocket: sent twice (`duplicate`), or the session ends where the push
+    /// would go (`closeMidPush`). HTTP long polling: a listener answer naming changed groups
+    /// names none (`emptyAnswer`), or waits `delay_ms` first (`lateAnswer`).
     Frames {
-        /// `duplicate` or `closeMidPush`.
+        /// The fault's kind, one of the mode's.
         kind: SyncFaultKind,
         /// How many pushes.
         count: u8,
+        /// `lateAnswer`'s wait, in milliseconds (zero for the others).
+        delay_ms: u16,
     },
 }
 
@@ -127,7 +133,7 @@ impl Plan {
         for _ in 0..size.ops {
             at += Duration::from_millis(rng.random_range(20..400));
             if at >= fault_until && rng.random_bool(0.12) {
-                let (fault, lasts) = fault(&mut rng, size.gateways);
+                let (fault, lasts) = fault(&mut rng, size);
                 admin_down = fault == Fault::CrashAdmin;
                 fault_until = at + lasts;
                 steps.push(Step {
@@ -149,16 +155,29 @@ impl Plan {
         Plan { steps }
     }
 
-    /// The steps whose indices are in `kept` (a shrunk plan).
-    pub(crate) fn keep(&self, kept: &[usize]) -> Plan {
-        Plan {
+    /// The steps whose indices are in `kept` (a shrunk plan); an error naming the indices
+    /// that are not in the plan, and the plan's range.
+    pub(crate) fn keep(&self, kept: &[usize]) -> Result<Plan, String> {
+        let missing: Vec<String> = kept
+            .iter()
+            .filter(|&&i| !self.steps.iter().any(|s| s.index == i))
+            .map(usize::to_string)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "--keep names step(s) {} that this plan does not have (its steps are 0..={})",
+                missing.join(","),
+                self.steps.len().saturating_sub(1)
+            ));
+        }
+        Ok(Plan {
             steps: self
                 .steps
                 .iter()
                 .filter(|s| kept.contains(&s.index))
                 .copied()
                 .collect(),
-        }
+        })
     }
 
     /// When the last fault heals (zero without faults).
@@ -208,8 +227,8 @@ fn op(rng: &mut StdRng) -> Op {
 
 /// One random fault and how long it lasts: from well under the gateways' silence bound
 /// (nothing noticed) to well over it (sessions given up and opened again).
-fn fault(rng: &mut StdRng, gateways: u8) -> (Fault, Duration) {
-    let gateway = rng.random_range(0..gateways);
+fn fault(rng: &mut StdRng, size: Size) -> (Fault, Duration) {
+    let gateway = rng.random_range(0..size.gateways);
     let way = match rng.random_range(0..3) {
         0 => Way::Both,
         1 => Way::ToGateway,
@@ -234,16 +253,29 @@ fn fault(rng: &mut StdRng, gateways: u8) -> (Fault, Duration) {
                 rng.random_range(1..3_600)
             },
         },
-        _ => Fault::Frames {
-            kind: if rng.random_bool(0.5) {
-                SyncFaultKind::Duplicate
-            } else {
-                SyncFaultKind::CloseMidPush
-            },
-            count: rng.random_range(1..4),
-        },
+        _ => frames(rng, size.mode),
     };
     (fault, Duration::from_millis(rng.random_range(100..6_000)))
+}
+
+/// One of the admin's protocol faults for `mode`'s channel.
+fn frames(rng: &mut StdRng, mode: SyncMode) -> Fault {
+    let (kind, other) = match mode {
+        SyncMode::Http => (SyncFaultKind::EmptyAnswer, SyncFaultKind::LateAnswer),
+        _ => (SyncFaultKind::Duplicate, SyncFaultKind::CloseMidPush),
+    };
+    let kind = if rng.random_bool(0.5) { kind } else { other };
+    let count = rng.random_range(1..4);
+    let delay_ms = if kind == SyncFaultKind::LateAnswer {
+        rng.random_range(10..3_000)
+    } else {
+        0
+    };
+    Fault::Frames {
+        kind,
+        count,
+        delay_ms,
+    }
 }
 
 impl fmt::Display for Fault {
@@ -265,8 +297,16 @@ impl fmt::Display for Fault {
             Fault::CrashGateway { gateway } => write!(f, "crash gw{gateway}"),
             Fault::CrashAdmin => f.write_str("crash the admin"),
             Fault::ClockJump { seconds } => write!(f, "the wall clock jumps {seconds:+} s"),
-            Fault::Frames { kind, count } => {
-                write!(f, "{} the admin's next {count} push(es)", kind.name())
+            Fault::Frames {
+                kind,
+                count,
+                delay_ms,
+            } => {
+                write!(f, "{} the admin's next {count} push(es)", kind.name())?;
+                if *kind == SyncFaultKind::LateAnswer {
+                    write!(f, " by {delay_ms} ms")?;
+                }
+                Ok(())
             }
         }
     }
@@ -292,6 +332,7 @@ mod tests {
     use super::*;
 
     const SIZE: Size = Size {
+        mode: SyncMode::Websocket,
         gateways: 3,
         ops: 50,
     };
@@ -326,12 +367,42 @@ mod tests {
     }
 
     #[test]
+    fn protocol_faults_are_the_modes_own() {
+        for mode in [SyncMode::Websocket, SyncMode::Http] {
+            let size = Size { mode, ..SIZE };
+            let kinds: Vec<SyncFaultKind> = (0..300)
+                .flat_map(|seed| Plan::generate(seed, size).steps)
+                .filter_map(|s| match s.action {
+                    Action::Fault {
+                        fault: Fault::Frames { kind, .. },
+                        ..
+                    } => Some(kind),
+                    _ => None,
+                })
+                .collect();
+            assert!(kinds.len() > 10, "{mode}: {kinds:?}");
+            assert!(kinds.iter().all(|k| k.mode() == mode), "{mode}: {kinds:?}");
+        }
+    }
+
+    #[test]
     fn keeping_steps_keeps_their_indices() {
         let plan = Plan::generate(3, SIZE);
-        let kept = plan.keep(&[1, 4]);
+        let kept = plan.keep(&[1, 4]).unwrap();
         assert_eq!(
             kept.steps.iter().map(|s| s.index).collect::<Vec<_>>(),
             [1, 4]
+        );
+    }
+
+    #[test]
+    fn keeping_a_step_the_plan_does_not_have_is_an_error_naming_it() {
+        let plan = Plan::generate(3, SIZE);
+        let last = plan.steps.len() - 1;
+        let error = plan.keep(&[1, last + 1, 9_999]).unwrap_err();
+        assert!(
+            error.contains(&format!("{},9999", last + 1)) && error.contains(&format!("0..={last}")),
+            "{error}"
         );
     }
 }

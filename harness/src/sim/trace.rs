@@ -1,13 +1,17 @@
 //! What a seed's run observed, in the order it happened: every config the admin committed
 //! (as a gateway applies its events in order, without loss: the [`gateway::Follower`]),
-//! every config each gateway swapped in, and every step and heal. Its hash is the seed's
+//! every gateway process started and every config it swapped in, every request the client
+//! sent and its answer, and every step and heal. Its hash is the seed's
 //! trace hash: the same seed on the same build hashes the same.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use model::ConfigSet;
 use sha2::{Digest, Sha256};
+
+use super::routing::Exchange;
 
 /// A config's digest per sync group: plugins, selectors, rules, metadata. Groups are synced
 /// and applied one at a time, so a gateway may hold one group of a newer commit beside
@@ -59,6 +63,24 @@ pub(crate) enum Entry {
         groups: Groups,
         /// The whole config, for the report.
         summary: String,
+        /// The config itself, for the routing checker.
+        set: Arc<ConfigSet>,
+    },
+    /// A gateway process started (holding the empty config until its first swap).
+    Started {
+        /// When.
+        at: Duration,
+        /// The gateway.
+        gateway: u8,
+        /// Its process.
+        life: u32,
+    },
+    /// The client's request was answered (or given up on).
+    Request {
+        /// When the answer came.
+        at: Duration,
+        /// The request and its answer.
+        exchange: Exchange,
     },
     /// A step of the plan was taken, or a fault healed.
     Step {
@@ -73,9 +95,24 @@ impl Entry {
     /// When it happened.
     pub(crate) fn at(&self) -> Duration {
         match self {
-            Entry::Commit { at, .. } | Entry::Applied { at, .. } | Entry::Step { at, .. } => *at,
+            Entry::Commit { at, .. }
+            | Entry::Applied { at, .. }
+            | Entry::Started { at, .. }
+            | Entry::Request { at, .. }
+            | Entry::Step { at, .. } => *at,
         }
     }
+}
+
+/// `set` with its lists in id order (a gateway lists them in no fixed order; the digest
+/// ignores it, equality does not).
+fn canonical(set: &ConfigSet) -> ConfigSet {
+    let mut set = set.clone();
+    set.plugins.sort_by(|a, b| a.name.cmp(&b.name));
+    set.selectors.sort_by(|a, b| a.id.cmp(&b.id));
+    set.rules.sort_by(|a, b| a.id.cmp(&b.id));
+    set.meta_data.sort_by(|a, b| a.id.cmp(&b.id));
+    set
 }
 
 /// A short account of a whole config: its counts and its digest's start.
@@ -115,7 +152,18 @@ impl Trace {
             life,
             groups: Groups::of(set),
             summary: summary(set),
+            set: Arc::new(canonical(set)),
         });
+    }
+
+    /// Records that `gateway`'s `life`th process started now.
+    pub(crate) fn started(&mut self, at: Duration, gateway: u8, life: u32) {
+        self.entries.push(Entry::Started { at, gateway, life });
+    }
+
+    /// Records a request's answer, which came now.
+    pub(crate) fn request(&mut self, at: Duration, exchange: Exchange) {
+        self.entries.push(Entry::Request { at, exchange });
     }
 
     /// Records a step or a heal.
@@ -161,6 +209,10 @@ impl fmt::Display for Entry {
                 "{ms:>7} ms  gw{gateway}.{life} applied  {summary}  {}",
                 groups.0.join(" ")
             ),
+            Entry::Started { gateway, life, .. } => {
+                write!(f, "{ms:>7} ms  gw{gateway}.{life} started")
+            }
+            Entry::Request { exchange, .. } => write!(f, "{ms:>7} ms  {exchange}"),
             Entry::Step { what, .. } => write!(f, "{ms:>7} ms  {what}"),
         }
     }

@@ -1,12 +1,15 @@
 //! One seed's run: the admin, the gateways and a driver as turmoil hosts on one thread, in
 //! simulated time, with the seed's plan applied to them.
 //!
-//! - `admin`: gantry's admin ([`admin::AppState::assemble`] and [`admin::serve_on`]) on an
-//!   in-memory database that outlives its crashes ([`admin::Database::memory`]).
+//! - `admin`: gantry's admin ([`admin::Login::start`], [`admin::AppState::assemble`] and
+//!   [`admin::serve_on`]) on an in-memory database that outlives its crashes
+//!   ([`admin::Database::memory`]); its tokens do not.
 //! - `gw0`, `gw1`, …: gantry's gateway ([`gateway::serve_on`]) syncing from the admin
 //!   through the simulated network, each swap recorded ([`gateway::Config::on_apply`]).
-//! - `driver`: sends the plan's operations to the admin's router in process (the REST API,
-//!   no socket) and feeds every event the admin publishes, in order, to a
+//! - `alpha`, `beta`: echo upstreams; `client`: sends requests to the gateways while the
+//!   plan runs ([`routing`]).
+//! - `driver`: logs in to each admin process and sends the plan's operations to its router
+//!   in process (the REST API, no socket), and feeds every event the admin publishes, in order, to a
 //!   [`gateway::Follower`]: the admin's commit sequence.
 //!
 //! Partitions, holds and crashes are the simulator's own, applied between steps at their
@@ -15,7 +18,7 @@
 use std::cell::Cell;
 use std::net::IpAddr;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use model::SyncMode;
@@ -24,6 +27,7 @@ use tokio::sync::broadcast;
 
 use super::net::{SimListener, SimNet};
 use super::plan::{Action, Fault, Plan, Way};
+use super::routing::{self, CASE, UPSTREAMS};
 use super::trace::Trace;
 use crate::client::AdminClient;
 use crate::converge::run::{CaseState, Writer};
@@ -45,8 +49,8 @@ pub(crate) const BOUND: Duration = Duration::from_secs(12);
 /// Where simulated wall-clock time starts (2026-01-01T00:00:00Z): fixed, so ids and dates
 /// replay.
 const EPOCH: Duration = Duration::from_secs(1_767_225_600);
-/// The upstreams' addresses, as routes and registrations name them (nothing listens there:
-/// the sync is what is simulated).
+/// The upstreams' addresses, as routes and registrations name them ([`routing::upstream`]
+/// listens there).
 const ADDRESSES: [&str; 2] = ["alpha:8080", "beta:8080"];
 
 /// How the simulation is set up, besides the plan.
@@ -60,6 +64,10 @@ pub(crate) struct Setup {
     pub(crate) bug: Option<gateway::EmulatedBug>,
 }
 
+/// The admin's long-poll hold in the simulation (ShenYu's is 60 s): short, so that a hold
+/// and the gateways' read timeout fit well inside the bound.
+const LONG_POLL_HOLD: Duration = Duration::from_secs(5);
+
 /// The admin's configuration in the simulation.
 fn admin_config(mode: SyncMode) -> admin::Config {
     let mut config = admin::Config::new(":memory:");
@@ -67,47 +75,30 @@ fn admin_config(mode: SyncMode) -> admin::Config {
     // No other admin shares the database.
     config.peer_watch = None;
     config.test_sync_faults = true;
+    config.long_poll_hold = LONG_POLL_HOLD;
+    // Hashed and verified on the host's own task: no thread leaves simulated time.
+    config.password_work = admin::PasswordWork::Minimal;
     config
 }
 
-/// The admin client every run starts from: logged in once per process, out of simulated
-/// time (the login hashes passwords on tokio's blocking pool), over a database of its own.
-/// Its login is handed to every admin of every run, so its token is good on all of them.
-fn logged_in() -> Result<&'static (admin::Login, AdminClient), String> {
-    static LOGGED_IN: OnceLock<Result<(admin::Login, AdminClient), String>> = OnceLock::new();
-    LOGGED_IN
-        .get_or_init(|| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| format!("a runtime for the login: {e}"))?;
-            runtime.block_on(async {
-                let config = admin_config(SyncMode::Websocket);
-                let db = admin::Database::memory();
-                let login = admin::Login::start(&db, &config)
-                    .await
-                    .map_err(|e| format!("the simulation's login: {e}"))?;
-                let state = admin::AppState::assemble(&config, &db, login.clone())
-                    .await
-                    .map_err(|e| format!("the simulation's login admin: {e}"))?;
-                let client = AdminClient::login_in_process(
-                    admin::app(state),
-                    crate::client::admin::ADMIN_USER,
-                    crate::client::admin::ADMIN_PASSWORD,
-                )
-                .await
-                .map_err(|e| format!("logging in to the simulation's admin: {e}"))?;
-                Ok((login, client))
-            })
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+/// The gateway `gateway`'s configuration in the simulation (`life`: its process, counted
+/// from 0), each swap recorded in `shared`'s trace.
+fn gateway_config(setup: Setup, gateway: u8, life: u32, shared: Arc<Shared>) -> gateway::Config {
+    let mut config = gateway::Config::new(setup.mode, vec![format!("http://admin:{ADMIN_PORT}")]);
+    config.sync_timeouts.silence = SILENCE;
+    config.sync_timeouts.long_poll_hold = LONG_POLL_HOLD;
+    config.emulate_bug = setup.bug;
+    config.on_apply = Some(gateway::OnApply::new(move |set| {
+        shared.trace.locked().applied(now(), gateway, life, set);
+    }));
+    config
 }
 
 /// What the hosts share with the driver and the step loop.
 #[derive(Debug, Default)]
 struct Shared {
-    /// The running admin's state; `None` while it is down.
+    /// The running admin's life (its process, counted from 1) and state; `None` while it is
+    /// down.
     admin: Mutex<Option<(u32, admin::AppState)>>,
     /// Everything observed.
     trace: Mutex<Trace>,
@@ -121,7 +112,6 @@ fn now() -> Duration {
 /// Runs `plan` under `seed`; the trace of what happened, or why the simulation itself could
 /// not run (a harness problem, not a finding).
 pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String> {
-    let (login, client) = logged_in()?;
     // The wall clock: the simulated one, moved by the plan's clock jumps.
     let jumped = Rc::new(Cell::new(0i64));
     let _world = model::world::install(seed, {
@@ -147,20 +137,17 @@ pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String>
     let config = admin_config(setup.mode);
     let lives = Arc::new(Mutex::new(0u32));
     {
-        let (shared, login, lives) = (Arc::clone(&shared), login.clone(), Arc::clone(&lives));
+        let (shared, lives) = (Arc::clone(&shared), Arc::clone(&lives));
         sim.host("admin", move || {
-            let (shared, login, db, config) = (
-                Arc::clone(&shared),
-                login.clone(),
-                db.clone(),
-                config.clone(),
-            );
+            let (shared, db, config) = (Arc::clone(&shared), db.clone(), config.clone());
             let life = {
                 let mut lives = lives.locked();
                 *lives += 1;
                 *lives
             };
             async move {
+                // Tokens live in the process: a restarted admin has forgotten them.
+                let login = admin::Login::start(&db, &config).await?;
                 let state = admin::AppState::assemble(&config, &db, login).await?;
                 let listener = SimListener::bind(ADMIN_PORT).await?;
                 *shared.admin.locked() = Some((life, state.clone()));
@@ -179,30 +166,31 @@ pub(crate) fn run(seed: u64, plan: &Plan, setup: Setup) -> Result<Trace, String>
                 *lives += 1;
                 life
             };
-            let mut config =
-                gateway::Config::new(setup.mode, vec![format!("http://admin:{ADMIN_PORT}")]);
-            config.sync_timeouts.silence = SILENCE;
-            config.emulate_bug = setup.bug;
+            let config = gateway_config(setup, gateway, life, Arc::clone(&shared));
             let shared = Arc::clone(&shared);
-            config.on_apply = Some(gateway::OnApply::new(move |set| {
-                shared.trace.locked().applied(now(), gateway, life, set);
-            }));
             async move {
+                shared.trace.locked().started(now(), gateway, life);
                 let listener = SimListener::bind(GATEWAY_PORT).await?;
                 gateway::serve_on(listener, SimNet, config, std::future::pending()).await?;
                 Ok(())
             }
         });
     }
+    for name in UPSTREAMS {
+        sim.host(name, move || routing::upstream(name));
+    }
+    {
+        let shared = Arc::clone(&shared);
+        sim.client(
+            "client",
+            routing::client(seed, setup.gateways, GATEWAY_PORT, end, move |exchange| {
+                shared.trace.locked().request(now(), exchange);
+            }),
+        );
+    }
     sim.client(
         "driver",
-        drive(
-            plan.clone(),
-            setup.mode,
-            client.clone(),
-            Arc::clone(&shared),
-            end,
-        ),
+        drive(plan.clone(), setup.mode, Arc::clone(&shared), end),
     );
 
     // The simulator's faults, at their times, and their heals.
@@ -312,11 +300,11 @@ fn apply(
             };
             sim.set_link_max_message_latency("admin", name(gateway).as_str(), latency);
         }
-        Fault::CrashGateway { gateway } if inject => sim.crash(name(gateway).as_str()),
+        Fault::CrashGateway { gateway } if inject => crash(sim, &name(gateway), gateways),
         Fault::CrashGateway { gateway } => sim.bounce(name(gateway).as_str()),
         Fault::CrashAdmin if inject => {
             *shared.admin.locked() = None;
-            sim.crash("admin");
+            crash(sim, "admin", gateways);
         }
         Fault::CrashAdmin => sim.bounce("admin"),
         // Armed by the driver through the admin's hook; the clock is moved by the caller.
@@ -324,15 +312,33 @@ fn apply(
     }
 }
 
+/// Crashes `host`. Dropping its runtime closes its sockets in the order of tokio's task
+/// list, which follows task ids: a counter of the whole process, so another simulation on
+/// another thread, or an earlier one on this thread, moves it. Each close is a message, and
+/// each message draws its latency from the simulation's one generator in the order sent: the
+/// closes would take each other's latencies, and the peers would notice the crash in an
+/// order the seed does not fix. So the host's links are held while it crashes (a held
+/// message draws nothing) and released at once (every close delivered now, none drawn).
+fn crash(sim: &mut turmoil::Sim<'_>, host: &str, gateways: u8) {
+    let others: Vec<String> = ["admin", "driver", "client"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(UPSTREAMS.map(str::to_owned))
+        .chain((0..gateways).map(|g| format!("gw{g}")))
+        .filter(|other| other != host)
+        .collect();
+    for other in &others {
+        sim.hold(host, other.as_str());
+    }
+    sim.crash(host);
+    for other in &others {
+        sim.release(host, other.as_str());
+    }
+}
+
 /// The driver: the plan's operations (and protocol faults) at their times, each event the
 /// admin publishes fed to the follower; then it waits out the bound.
-async fn drive(
-    plan: Plan,
-    mode: SyncMode,
-    client: AdminClient,
-    shared: Arc<Shared>,
-    end: Duration,
-) -> turmoil::Result {
+async fn drive(plan: Plan, mode: SyncMode, shared: Arc<Shared>, end: Duration) -> turmoil::Result {
     let start = tokio::time::Instant::now();
     let follower = {
         let shared = Arc::clone(&shared);
@@ -346,7 +352,7 @@ async fn drive(
     for event in state.full_sync().await? {
         follower.apply(event);
     }
-    let mut client = client.on_router(admin::app(state));
+    let mut client = log_in(state).await?;
     let plugin_id = client
         .plugin_id("divide")
         .await?
@@ -368,10 +374,11 @@ async fn drive(
         tokio::time::sleep_until(start + step.at).await;
         let (now_life, state) = admin_up(&shared).await;
         if now_life != life {
-            // A new admin process: what the old one published is all in the follower.
+            // A new admin process: what the old one published is all in the follower, and
+            // its tokens are gone.
             life = now_life;
             events = state.subscribe();
-            client = client.on_router(admin::app(state));
+            client = log_in(state).await?;
         }
         let outcome = match step.action {
             Action::Op(op) => {
@@ -382,7 +389,7 @@ async fn drive(
                     addresses: ADDRESSES.map(str::to_owned),
                 };
                 if case.model.applies(op) {
-                    match writer.op(1, op, &mut case).await {
+                    match writer.op(CASE, op, &mut case).await {
                         Ok(()) => format!("[{}] {op}", step.index),
                         Err(e) => format!("[{}] {op}: refused: {e}", step.index),
                     }
@@ -391,13 +398,19 @@ async fn drive(
                 }
             }
             Action::Fault {
-                fault: fault @ Fault::Frames { kind, count },
+                fault:
+                    fault @ Fault::Frames {
+                        kind,
+                        count,
+                        delay_ms,
+                    },
                 ..
             } => {
                 let armed = crate::scenario::ast::SyncFault {
                     kind,
                     count: u32::from(count),
-                    delay: None,
+                    delay: (kind == model::SyncFaultKind::LateAnswer)
+                        .then(|| Duration::from_millis(u64::from(delay_ms))),
                 };
                 match client.arm_sync_fault(&armed).await {
                     Ok(()) => format!("[{}] {fault}", step.index),
@@ -412,6 +425,17 @@ async fn drive(
     }
     tokio::time::sleep_until(start + end).await;
     Ok(())
+}
+
+/// The driver's client of the admin whose state is `state`, logged in to it (in process: the
+/// REST API, no socket).
+async fn log_in(state: admin::AppState) -> Result<AdminClient, crate::error::ClientError> {
+    AdminClient::login_in_process(
+        admin::app(state),
+        crate::client::admin::ADMIN_USER,
+        crate::client::admin::ADMIN_PASSWORD,
+    )
+    .await
 }
 
 /// Waits until an admin process is serving; its life and its state.

@@ -14,10 +14,18 @@ pub(crate) fn trials() -> Vec<Trial> {
         ),
         Trial::test("sim_cli::a_seed_replays_in_another_process", replays),
         Trial::test(
+            "sim_cli::http_long_polling_seeds_replay_in_another_process",
+            replays_over_http,
+        ),
+        Trial::test(
             "sim_cli::a_planted_bug_fails_with_its_replay_command",
             planted_bug,
         ),
         Trial::test("sim_cli::an_unsimulated_mode_is_refused", unsimulated_mode),
+        Trial::test(
+            "sim_cli::keeping_a_step_the_plan_lacks_is_refused",
+            keep_out_of_range,
+        ),
     ]
 }
 
@@ -64,6 +72,22 @@ fn replays() -> Result<(), Failed> {
     Ok(())
 }
 
+fn replays_over_http() -> Result<(), Failed> {
+    let args = [
+        "--mode", "http", "--seeds", "2", "--start", "3", "--ops", "20",
+    ];
+    let first = sim(&args)?;
+    let again = stdout(&sim(&args)?);
+    let text = stdout(&first);
+    if first.status.code() != Some(0)
+        || text.lines().take(2).ne(again.lines().take(2))
+        || !text.starts_with("seed 3: ok trace ")
+    {
+        return Err(format!("exit {:?}:\n{text}\nvs\n{again}", first.status.code()).into());
+    }
+    Ok(())
+}
+
 fn planted_bug() -> Result<(), Failed> {
     let out = sim(&[
         "--seed",
@@ -93,6 +117,18 @@ fn unsimulated_mode() -> Result<(), Failed> {
     let out = sim(&["--mode", "zookeeper", "--seed", "1"])?;
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() != Some(2) || !err.contains("zookeeper is not simulated yet") {
+        return Err(format!("exit {:?}: {err}", out.status.code()).into());
+    }
+    Ok(())
+}
+
+fn keep_out_of_range() -> Result<(), Failed> {
+    let out = sim(&["--seed", "1", "--ops", "5", "--keep", "0,400"])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2)
+        || !err.contains("--keep names step(s) 400 that this plan does not have")
+        || stdout(&out).contains(": ok")
+    {
         return Err(format!("exit {:?}: {err}", out.status.code()).into());
     }
     Ok(())

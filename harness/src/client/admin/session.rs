@@ -67,14 +67,6 @@ impl AdminClient {
         Ok(client)
     }
 
-    /// The same client, handing its requests to `router` (an admin restarted in process
-    /// with the same login).
-    #[must_use]
-    pub fn on_router(mut self, router: axum::Router) -> Self {
-        self.transport = Transport::Router(router);
-        self
-    }
-
     /// Logs in at `base` (e.g. `http://127.0.0.1:9095`) with the given credentials, speaking
     /// [`Profile::V2_6`] to gantry's own admin: `POST /platform/login` with a JSON body.
     pub async fn login(base: &str, user: &str, password: &str) -> Result<Self, ClientError> {

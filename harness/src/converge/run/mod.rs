@@ -16,3 +16,4 @@ pub(crate) use judge::count;
 pub(crate) use live::CaseState;
 pub use live::Live;
 pub(crate) use modes::{compacts, protocol_fault, store_target};
+pub(crate) use paths::{registered_path, route_path};

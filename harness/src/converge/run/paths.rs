@@ -1,7 +1,7 @@
 //! The paths a case's routes and registered applications live on.
 
 /// Route `key` of case `case`.
-pub(super) fn route_path(case: u64, key: u8) -> String {
+pub(crate) fn route_path(case: u64, key: u8) -> String {
     format!("/conv/{case}/{key}")
 }
 
@@ -12,6 +12,6 @@ pub(super) fn context_path(case: u64, key: u8) -> String {
 
 /// The one API path registered application `key` of case `case` registers (and is probed
 /// on; the registered rule's condition is `uri = ` it).
-pub(super) fn registered_path(case: u64, key: u8) -> String {
+pub(crate) fn registered_path(case: u64, key: u8) -> String {
     format!("{}/get", context_path(case, key))
 }
