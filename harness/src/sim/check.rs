@@ -319,45 +319,12 @@ mod tests {
     }
 
     /// Gateway 0 starts, swaps in a route to alpha at 10 ms, moves it to beta at 20 ms.
-    fn routed() -> (Trace, ConfigSet, ConfigSet) {
-        let route = |upstream: &str| {
-            let condition = model::ConditionData {
-                param_type: "uri".to_owned(),
-                operator: "=".to_owned(),
-                param_name: "/".to_owned(),
-                param_value: "/conv/1/0".to_owned(),
-            };
-            ConfigSet {
-                plugins: vec![PluginData {
-                    name: "divide".to_owned(),
-                    enabled: true,
-                    ..PluginData::default()
-                }],
-                selectors: vec![SelectorData {
-                    id: "s0".to_owned(),
-                    plugin_name: "divide".to_owned(),
-                    enabled: true,
-                    handle: Some(crate::lower::divide_handle(&format!("{upstream}:8080"))),
-                    condition_list: vec![condition.clone()],
-                    ..SelectorData::default()
-                }],
-                rules: vec![model::RuleData {
-                    id: "r0".to_owned(),
-                    selector_id: "s0".to_owned(),
-                    plugin_name: "divide".to_owned(),
-                    enabled: true,
-                    condition_data_list: vec![condition],
-                    ..model::RuleData::default()
-                }],
-                ..ConfigSet::default()
-            }
-        };
-        let (alpha, beta) = (route("alpha"), route("beta"));
+    fn routed() -> Trace {
         let mut t = Trace::default();
         t.started(ms(0), 0, 0);
-        t.applied(ms(10), 0, 0, &alpha);
-        t.applied(ms(20), 0, 0, &beta);
-        (t, alpha, beta)
+        t.applied(ms(10), 0, 0, &routing::tests::set("alpha", true));
+        t.applied(ms(20), 0, 0, &routing::tests::set("beta", true));
+        t
     }
 
     fn asked(t: &mut Trace, sent: u64, received: u64, upstream: Option<&str>) {
@@ -386,7 +353,7 @@ mod tests {
 
     #[test]
     fn answers_of_a_config_held_in_flight_pass_the_routing_checker() {
-        let (mut t, ..) = routed();
+        let mut t = routed();
         asked(&mut t, 1, 2, None);
         asked(&mut t, 12, 14, Some("alpha"));
         // In flight across the swap: either config.
@@ -398,13 +365,13 @@ mod tests {
 
     #[test]
     fn an_answer_of_a_config_already_replaced_fails_the_routing_checker() {
-        let (mut t, ..) = routed();
+        let mut t = routed();
         asked(&mut t, 25, 26, Some("alpha"));
         let v = routing(&t).unwrap_err();
         assert_eq!(v.checker, "routing");
         assert!(v.detail.contains("200 by beta"), "{v}");
         // Before any route: the empty config of a fresh process says -106.
-        let (mut t, ..) = routed();
+        let mut t = routed();
         asked(&mut t, 2, 3, Some("alpha"));
         assert!(routing(&t).is_err());
     }

@@ -362,12 +362,14 @@ impl Held {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::lower::divide_handle;
     use model::{ConditionData, PluginData, RuleData, SelectorData};
 
-    fn set(upstream: &str, divide_on: bool) -> ConfigSet {
+    /// A config with route `/conv/1/0` (selector `s0`, rule `r0`) to `upstream`, the divide
+    /// plugin on or off.
+    pub(in crate::sim) fn set(upstream: &str, divide_on: bool) -> ConfigSet {
         let condition = ConditionData {
             param_type: "uri".to_owned(),
             operator: "=".to_owned(),
