@@ -308,7 +308,7 @@ impl Polling {
 }
 
 #[tokio::test]
-async fn fetch_then_listener_changes_routes_and_stale_data_is_refused() {
+async fn fetch_then_listener_changes_routes_and_follows_the_admin_when_its_clock_goes_back() {
     let up = upstream("up").await;
     let admin = Admin::new(config("/a", up));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -330,21 +330,16 @@ async fn fetch_then_listener_changes_routes_and_stale_data_is_refused() {
     assert_eq!(gw.get("/a/x").await.0, 404);
     assert_eq!(gw.health().await["sync"]["fullSyncs"], 6);
 
-    // A different md5 with an older lastModifyTime is fetched but not accepted; the
-    // gateway keeps asking (with back-off) and keeps the config.
-    let mut stale = group(3, selectors("/c", up));
-    stale.last_modify_time = 1_000;
-    let fetches = admin.fetches.load(Ordering::SeqCst);
-    admin.set("SELECTOR", stale);
-    eventually("stale data fetched twice", || async {
-        (admin.fetches.load(Ordering::SeqCst) >= fetches + 2).then_some(())
-    })
-    .await;
-    assert_eq!(gw.get("/c/x").await.0, 404);
-    gw.wait_routed("/b/x", "up").await;
-    assert_eq!(gw.health().await["sync"]["fullSyncs"], 6);
+    // A different md5 with an older lastModifyTime from the admin whose data is held: its
+    // clock went back (one admin's answers never do), so it is taken (ShenYu refuses it).
+    let mut earlier = group(3, selectors("/c", up));
+    earlier.last_modify_time = 1_000;
+    admin.set("SELECTOR", earlier);
+    gw.wait_routed("/c/x", "up").await;
+    assert_eq!(gw.get("/b/x").await.0, 404);
+    assert_eq!(gw.health().await["sync"]["fullSyncs"], 7);
 
-    // Newer data is accepted again.
+    // Newer data is accepted too.
     admin.set("SELECTOR", group(4, selectors("/d", up)));
     gw.wait_routed("/d/x", "up").await;
 
@@ -372,14 +367,53 @@ async fn fetch_then_listener_changes_routes_and_stale_data_is_refused() {
         "gantry_gateway_config_info{{digest=\"{}\"}} 1",
         digest["digest"].as_str().unwrap()
     )));
-    assert_eq!(value("gantry_gateway_config_version "), 7);
+    assert_eq!(value("gantry_gateway_config_version "), 8);
     assert_eq!(
         value("gantry_gateway_sync_events_total{mode=\"http\",result=\"applied\"} "),
-        7
+        8
     );
     assert!(value("gantry_gateway_requests_total{outcome=\"routed\"} ") >= 5);
     assert!(value("gantry_gateway_requests_total{outcome=\"-107\"} ") >= 2);
     assert!(value("gantry_gateway_upstream_latency_seconds_count ") >= 5);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_stale_admin_does_not_roll_the_config_back() {
+    let up = upstream("up").await;
+    let (fresh, stale) = (Admin::new(config("/a", up)), Admin::new(config("/a", up)));
+    let mut urls = Vec::new();
+    let mut servers = Vec::new();
+    for admin in [&fresh, &stale] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/", listener.local_addr().unwrap()));
+        servers.push(serve_admin(Arc::clone(admin), listener));
+    }
+    let gw = Polling::start(urls).await;
+    gw.wait_routed("/a/x", "up").await;
+
+    // One admin has a newer commit: taken from it.
+    fresh.set("SELECTOR", group(2, selectors("/b", up)));
+    gw.wait_routed("/b/x", "up").await;
+
+    // The other, behind, offers other data with an older time: fetched, refused, asked
+    // again with back-off; the config stays.
+    let mut behind = group(3, selectors("/c", up));
+    behind.last_modify_time = 1_000;
+    let fetches = stale.fetches.load(Ordering::SeqCst);
+    stale.set("SELECTOR", behind);
+    eventually("the stale admin's data fetched twice", || async {
+        (stale.fetches.load(Ordering::SeqCst) >= fetches + 2).then_some(())
+    })
+    .await;
+    assert_eq!(gw.get("/c/x").await.0, 404);
+    gw.wait_routed("/b/x", "up").await;
+
+    // The admin whose data is held is followed even when its clock went back.
+    let mut back = group(4, selectors("/d", up));
+    back.last_modify_time = 1_001;
+    fresh.set("SELECTOR", back);
+    gw.wait_routed("/d/x", "up").await;
     gw.stop().await;
 }
 
