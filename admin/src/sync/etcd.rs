@@ -1,9 +1,8 @@
 //! etcd publisher (`--sync etcd --etcd-url http://host:port`): keeps ShenYu 2.6.0's keys
 //! (the ZooKeeper paths of [`model::keyspace`], leading `/` included) equal to the database,
 //! values being the item's JSON. The loop is [`super::keyspace::run`]; a request that fails
-//! (etcd down) makes it reconnect and write everything again.
+//! (etcd down) makes it reconnect and bring every key up to the database again.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use model::SyncMode;
 use model::keyspace;
 
 use super::Publisher;
-use super::keyspace::NodeStore;
+use super::keyspace::{Entries, NodeStore};
 use crate::AppState;
 use crate::service::Admin;
 
@@ -101,24 +100,24 @@ impl EtcdStore {
 }
 
 impl NodeStore for EtcdStore {
-    async fn keys(&mut self) -> anyhow::Result<BTreeSet<String>> {
-        let options = etcd::GetOptions::new().with_prefix().with_keys_only();
+    async fn entries(&mut self) -> anyhow::Result<Entries> {
+        let options = etcd::GetOptions::new().with_prefix();
         let root = format!("{}/", keyspace::ROOT);
         let response = request(
-            || format!("listing {root}"),
+            || format!("reading {root}"),
             self.client.get(root.as_str(), Some(options)),
         )
         .await?;
         Ok(response
             .kvs()
             .iter()
-            .filter_map(|kv| kv.key_str().ok())
-            .filter(|key| {
+            .filter_map(|kv| Some((kv.key_str().ok()?, kv.value())))
+            .filter(|(key, _)| {
                 keyspace::PARENTS
                     .iter()
                     .any(|p| key.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
             })
-            .map(str::to_owned)
+            .map(|(key, value)| (key.to_owned(), value.to_vec()))
             .collect())
     }
 

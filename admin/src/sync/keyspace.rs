@@ -12,8 +12,14 @@
 //! session expired, the dispatcher lagged) starts over with a new connection and a full
 //! write, which is idempotent, so the store always converges to the database. The loop holds
 //! the admin weakly and ends once the admin is gone.
+//!
+//! Several admins on one database all write the store. A full write therefore reads the store
+//! *before* the snapshot and writes only the keys whose value differs: a value another admin
+//! wrote was committed before it was written, so the snapshot is at least as new, and a
+//! (re)starting admin does not put back an older value over a newer one another admin has just
+//! written (it did, for the whole length of its full write, before this was so).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Weak;
 
 use anyhow::Context;
@@ -26,8 +32,8 @@ use crate::service::{Admin, Snapshot};
 /// A key-value store holding the ShenYu layout (ZooKeeper or etcd).
 pub(crate) trait NodeStore: Send {
     /// Every key under the five group parents (not the parents themselves), intermediate
-    /// ZooKeeper nodes included.
-    fn keys(&mut self) -> impl Future<Output = anyhow::Result<BTreeSet<String>>> + Send;
+    /// ZooKeeper nodes included, with its value.
+    fn entries(&mut self) -> impl Future<Output = anyhow::Result<Entries>> + Send;
     /// Creates or replaces `path` (creating missing parents).
     fn put(&mut self, path: &str, value: &[u8]) -> impl Future<Output = anyhow::Result<()>> + Send;
     /// Deletes `path`; an absent key is not an error.
@@ -38,6 +44,9 @@ pub(crate) trait NodeStore: Send {
     /// or reconnected); the reason is logged and everything is written again.
     fn lost(&mut self) -> impl Future<Output = String> + Send;
 }
+
+/// The store's keys and values, as [`NodeStore::entries`] reads them.
+pub(crate) type Entries = BTreeMap<String, Vec<u8>>;
 
 /// Runs a publisher until the admin is gone: `connect` opens a store session.
 pub(crate) async fn run<S, C, F>(mode: SyncMode, admin: Weak<Admin>, mut connect: C)
@@ -54,6 +63,8 @@ where
         };
         let session = async {
             let mut store = connect().await?;
+            // Before the snapshot, so the snapshot is at least as new as every value read.
+            let existing = store.entries().await?;
             let Some(current) = admin.upgrade() else {
                 return Ok(());
             };
@@ -62,8 +73,8 @@ where
                 .await
                 .context("reading the committed config")?;
             drop(current);
-            let written = full_write(&mut store, &snapshot).await?;
-            tracing::info!(%mode, items = written, "sync store written in full");
+            let written = full_write(&mut store, existing, &snapshot).await?;
+            tracing::info!(%mode, items = written.items, puts = written.puts, deletes = written.deletes, "sync store brought up to the database");
             backoff.reset();
             loop {
                 tokio::select! {
@@ -88,30 +99,50 @@ where
     }
 }
 
-/// Writes every item and deletes every key that holds no committed item. Returns the number
-/// of items written.
-async fn full_write<S: NodeStore>(store: &mut S, snapshot: &Snapshot) -> anyhow::Result<usize> {
+/// What a [`replace`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Written {
+    /// Items the store holds afterwards.
+    items: usize,
+    /// Keys written because their value differed or was missing.
+    puts: usize,
+    /// Stale keys deleted.
+    deletes: usize,
+}
+
+/// Brings the store to `snapshot`: every item whose value in `existing` (read before the
+/// snapshot) differs is written, and every key that holds no committed item is deleted.
+async fn full_write<S: NodeStore>(
+    store: &mut S,
+    existing: Entries,
+    snapshot: &Snapshot,
+) -> anyhow::Result<Written> {
     let events = DataEvent::full_sync(
         DataEventType::Refresh,
         snapshot.config.clone(),
         snapshot.app_auth.clone(),
     );
     let nodes: Vec<(NodeKey, Vec<u8>)> = events.iter().flat_map(keyspace::item_nodes).collect();
-    replace(store, &nodes, &keyspace::PARENTS).await?;
-    Ok(nodes.len())
+    replace(store, &existing, &nodes, &keyspace::PARENTS).await
 }
 
-/// Puts `nodes`, then deletes the keys under `parents` that are neither one of them nor an
-/// ancestor of one (children before their parents).
+/// Puts those of `nodes` whose value in `existing` differs, then deletes the keys of
+/// `existing` under `parents` that are neither one of them nor an ancestor of one (children
+/// before their parents).
 async fn replace<S: NodeStore>(
     store: &mut S,
+    existing: &Entries,
     nodes: &[(NodeKey, Vec<u8>)],
     parents: &[&str],
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Written> {
     let mut keep = BTreeSet::new();
+    let mut puts = 0;
     for (key, value) in nodes {
         let path = key.path();
-        store.put(&path, value).await?;
+        if existing.get(&path) != Some(value) {
+            store.put(&path, value).await?;
+            puts += 1;
+        }
         let mut ancestor = path.as_str();
         while let Some((parent, _)) = ancestor.rsplit_once('/') {
             keep.insert(parent.to_owned());
@@ -119,22 +150,22 @@ async fn replace<S: NodeStore>(
         }
         keep.insert(path);
     }
-    let stale = stale_keys(&store.keys().await?, &keep, parents);
-    for path in stale {
+    let stale = stale_keys(existing, &keep, parents);
+    for path in &stale {
         tracing::debug!(%path, "deleting a stale key");
-        store.delete(&path).await?;
+        store.delete(path).await?;
     }
-    Ok(())
+    Ok(Written {
+        items: nodes.len(),
+        puts,
+        deletes: stale.len(),
+    })
 }
 
 /// The keys under `parents` not in `keep`, deepest first.
-fn stale_keys(
-    existing: &BTreeSet<String>,
-    keep: &BTreeSet<String>,
-    parents: &[&str],
-) -> Vec<String> {
+fn stale_keys(existing: &Entries, keep: &BTreeSet<String>, parents: &[&str]) -> Vec<String> {
     existing
-        .iter()
+        .keys()
         .rev()
         .filter(|path| {
             !keep.contains(*path)
@@ -156,7 +187,9 @@ async fn write_event<S: NodeStore>(store: &mut S, event: &DataEvent) -> anyhow::
         kind if kind.is_full() => {
             let parent =
                 keyspace::group_parent(event.group()).expect("modelled groups have a parent");
-            replace(store, &keyspace::item_nodes(event), &[parent]).await
+            let existing = store.entries().await?;
+            replace(store, &existing, &keyspace::item_nodes(event), &[parent]).await?;
+            Ok(())
         }
         DataEventType::Delete => {
             for key in keyspace::item_keys(event) {
@@ -201,16 +234,16 @@ mod tests {
     struct Tree(BTreeMap<String, Vec<u8>>);
 
     impl NodeStore for Tree {
-        async fn keys(&mut self) -> anyhow::Result<BTreeSet<String>> {
+        async fn entries(&mut self) -> anyhow::Result<Entries> {
             Ok(self
                 .0
-                .keys()
-                .filter(|k| {
+                .iter()
+                .filter(|(k, _)| {
                     keyspace::PARENTS
                         .iter()
                         .any(|p| k.starts_with(&format!("{p}/")))
                 })
-                .cloned()
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect())
         }
 
@@ -293,7 +326,17 @@ mod tests {
             .await
             .unwrap();
         let snap = snapshot(vec![selector("1")], vec![rule("2", "1")]);
-        assert_eq!(full_write(&mut tree, &snap).await.unwrap(), 3);
+        let existing = tree.entries().await.unwrap();
+        let written = full_write(&mut tree, existing, &snap).await.unwrap();
+        assert_eq!(
+            written,
+            Written {
+                items: 3,
+                puts: 3,
+                // selector/waf/9, its parent selector/waf, rule/divide/1-8
+                deletes: 3
+            }
+        );
         assert_eq!(
             paths(&tree),
             [
@@ -314,6 +357,36 @@ mod tests {
         let value = &tree.0["/shenyu/selector/divide/1"];
         let parsed: SelectorData = serde_json::from_slice(value).unwrap();
         assert_eq!(parsed, selector("1"));
+    }
+
+    /// Admin A restarts while admin B publishes a newer commit: A read the store, then its
+    /// snapshot, and B wrote its newer value after both. A's full write must leave B's value
+    /// alone (it once put every item back, so gateways went back to the older config until A's
+    /// own event for the commit arrived).
+    #[tokio::test]
+    async fn a_full_write_does_not_put_back_an_older_value_another_admin_replaced() {
+        let older = SelectorData {
+            name: "to gamma".to_owned(),
+            ..selector("1")
+        };
+        let newer = SelectorData {
+            name: "to alpha".to_owned(),
+            ..selector("1")
+        };
+        let snap = snapshot(vec![older], Vec::new());
+        let mut tree = Tree::default();
+        let all = tree.entries().await.unwrap();
+        full_write(&mut tree, all, &snap).await.unwrap();
+
+        let existing = tree.entries().await.unwrap();
+        let path = "/shenyu/selector/divide/1";
+        tree.put(path, &serde_json::to_vec(&newer).unwrap())
+            .await
+            .unwrap();
+        let written = full_write(&mut tree, existing, &snap).await.unwrap();
+        assert_eq!(written.puts, 0, "nothing differed when the store was read");
+        let held: SelectorData = serde_json::from_slice(&tree.0[path]).unwrap();
+        assert_eq!(held, newer, "the newer value was put back to the older one");
     }
 
     #[tokio::test]

@@ -2,10 +2,9 @@
 //! znodes (`/shenyu/plugin/{name}`, `/shenyu/selector/{plugin}/{id}`, ...; see
 //! [`model::keyspace`]) equal to the database. Nodes are PERSISTENT, values are the item's
 //! JSON, missing parents are created with empty data. The loop is [`super::keyspace::run`];
-//! a session that disconnects or expires is replaced by a new one that writes everything
-//! again.
+//! a session that disconnects or expires is replaced by a new one that brings every node up to
+//! the database again.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use model::keyspace;
 use zookeeper_client as zk;
 
 use super::Publisher;
-use super::keyspace::NodeStore;
+use super::keyspace::{Entries, NodeStore};
 use crate::AppState;
 use crate::service::Admin;
 
@@ -104,8 +103,8 @@ impl ZkStore {
 }
 
 impl NodeStore for ZkStore {
-    async fn keys(&mut self) -> anyhow::Result<BTreeSet<String>> {
-        let mut keys = BTreeSet::new();
+    async fn entries(&mut self) -> anyhow::Result<Entries> {
+        let mut entries = Entries::new();
         let mut stack: Vec<String> = keyspace::PARENTS.iter().map(|p| (*p).to_owned()).collect();
         while let Some(path) = stack.pop() {
             match request(
@@ -117,7 +116,16 @@ impl NodeStore for ZkStore {
                 Ok(children) => {
                     for child in children {
                         let child = format!("{path}/{child}");
-                        keys.insert(child.clone());
+                        match request(|| format!("reading {child}"), self.client.get_data(&child))
+                            .await?
+                        {
+                            Ok((value, _)) => {
+                                entries.insert(child.clone(), value);
+                            }
+                            // Deleted since the listing: it is not there.
+                            Err(zk::Error::NoNode) => continue,
+                            Err(e) => return Err(e).with_context(|| format!("reading {child}")),
+                        }
                         stack.push(child);
                     }
                 }
@@ -125,7 +133,7 @@ impl NodeStore for ZkStore {
                 Err(e) => return Err(e).with_context(|| format!("listing {path}")),
             }
         }
-        Ok(keys)
+        Ok(entries)
     }
 
     async fn put(&mut self, path: &str, value: &[u8]) -> anyhow::Result<()> {
