@@ -55,7 +55,7 @@ mod snapshot;
 mod state;
 mod sync;
 
-pub use crate::app::{app, serve, serve_on};
+pub use crate::app::{app, serve, serve_on, serve_workers};
 pub use crate::config::{Config, EmulatedBug, OnApply, SyncTimeouts};
 pub use crate::plugin::rate_limiter::{BadCidr, TrustedProxies};
 pub use crate::sync::Follower;

@@ -1,9 +1,11 @@
 //! `gantry-gateway`: the reference gateway binary. Parses flags, starts tracing on stderr,
-//! binds, prints `listening on http://ip:port` and runs [`gateway::serve`] until SIGINT,
-//! SIGTERM or (with `--exit-on-stdin-eof`) the end of stdin.
+//! binds, prints `listening on http://ip:port` and runs [`gateway::serve_workers`] (one
+//! single-threaded runtime per worker thread; the sync subscriber on the main thread's) until
+//! SIGINT, SIGTERM or (with `--exit-on-stdin-eof`) the end of stdin.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -102,9 +104,15 @@ struct Args {
     /// gateway. Empty (the default): every client is keyed on its socket address.
     #[arg(long, env = "GANTRY_GATEWAY_TRUSTED_PROXIES", default_value = "")]
     trusted_proxies: gateway::TrustedProxies,
+    /// Worker threads serving requests, each with a runtime of its own (default: the CPUs
+    /// this process may run on).
+    #[arg(long, env = "GANTRY_GATEWAY_WORKERS")]
+    workers: Option<NonZeroUsize>,
 }
 
-#[tokio::main]
+// The main thread's runtime runs the sync subscriber only; requests are served by the
+// workers' own runtimes.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     tracing_subscriber::fmt()
@@ -150,8 +158,12 @@ async fn main() -> anyhow::Result<()> {
         writeln!(stdout, "listening on http://{addr}")?;
         stdout.flush()?;
     }
-    gateway::serve(
-        listener,
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+    gateway::serve_workers(
+        listener.into_std()?,
+        workers,
         config,
         netserve::shutdown_signal(args.exit_on_stdin_eof),
     )

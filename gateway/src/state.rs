@@ -1,5 +1,6 @@
 //! The state one gateway serves requests from: its own plugins, config snapshot, proxy and
-//! metrics.
+//! metrics. A gateway with several workers ([`crate::serve_workers`]) gives each its own
+//! [`App::for_worker`]: all shared but the proxy's connection pool.
 
 use std::sync::Arc;
 
@@ -25,8 +26,11 @@ pub(crate) struct App<C = netserve::Tokio> {
     pub(crate) plugins: Arc<Registry>,
     pub(crate) sync: Arc<SyncState>,
     pub(crate) chain: Chain,
+    /// This worker's upstream connections.
     pub(crate) proxy: Proxy<C>,
-    pub(crate) metrics: Metrics,
+    pub(crate) metrics: Arc<Metrics>,
+    /// The network the proxy opens its connections through.
+    net: C,
 }
 
 impl App {
@@ -50,8 +54,25 @@ impl<C: Connect> App<C> {
             plugins,
             sync: Arc::new(sync),
             chain: Chain::standard().emulating(config.emulate_bug),
-            proxy: Proxy::over(net),
-            metrics: Metrics::default(),
+            proxy: Proxy::over(net.clone()),
+            metrics: Arc::default(),
+            net,
+        }
+    }
+
+    /// The same gateway for another worker: config, plugins, balancers and metrics shared,
+    /// and a connection pool of its own, so each upstream connection is driven by the runtime
+    /// of the worker whose requests use it (no wake-up crosses threads).
+    pub(crate) fn for_worker(&self) -> App<C> {
+        App {
+            hide_extras: self.hide_extras,
+            trusted_proxies: self.trusted_proxies.clone(),
+            plugins: Arc::clone(&self.plugins),
+            sync: Arc::clone(&self.sync),
+            chain: self.chain.clone(),
+            proxy: Proxy::over(self.net.clone()),
+            metrics: Arc::clone(&self.metrics),
+            net: self.net.clone(),
         }
     }
 }

@@ -345,7 +345,7 @@ pub(crate) struct PathRewrite {
 
 /// The chain: runs a snapshot's active plugins, which emulate the bug of their gateway
 /// (per gateway: several gateways can run in one process).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Chain {
     bug: Option<EmulatedBug>,
 }

@@ -92,6 +92,23 @@ impl Gateway {
         }
     }
 
+    /// [`Gateway::start`] through `gateway::serve_workers` (the binary's way): `workers`
+    /// threads with a single-threaded runtime each.
+    pub(crate) async fn start_workers(config: gateway::Config, workers: usize) -> Gateway {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let workers = std::num::NonZeroUsize::new(workers).expect("at least one worker");
+        let task = tokio::spawn(gateway::serve_workers(listener, workers, config, async {
+            let _ = stopped.await;
+        }));
+        Gateway {
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
     /// `http://<addr><path>`.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)

@@ -11,3 +11,4 @@ mod shenyu_data;
 mod sync;
 mod sync_token;
 mod sync_user;
+mod workers;

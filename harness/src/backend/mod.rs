@@ -427,6 +427,14 @@ impl Service {
         }
     }
 
+    /// Its process id on this machine while it runs (host backend only).
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Service::Host(s) => s.pid(),
+            Service::Docker(_) | Service::External { .. } => None,
+        }
+    }
+
     /// Whether it ended on its own (see [`host::Service::exited`]); `None` when the backend
     /// cannot tell (docker).
     pub fn exited(&self) -> Option<bool> {

@@ -166,6 +166,11 @@ impl Nginx {
         self.addr
     }
 
+    /// The watchdog's pid: nginx's master and workers are its descendants.
+    pub(crate) fn root_pid(&self) -> u32 {
+        self.watchdog.id()
+    }
+
     async fn await_ready(&self) -> anyhow::Result<()> {
         let http = reqwest::Client::builder()
             .no_proxy()

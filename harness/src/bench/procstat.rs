@@ -1,5 +1,6 @@
-//! CPU time and memory of a process from `/proc/<pid>/stat` and `/proc/<pid>/status`, and
-//! finding this process's child by name (the admin the fanout bench started).
+//! CPU time and memory of a process from `/proc/<pid>/stat` and `/proc/<pid>/status`, the
+//! CPU time and context switches of a process tree ([`usage`]), and finding this process's
+//! child by name (the admin the fanout bench started).
 
 use std::path::Path;
 
@@ -47,6 +48,11 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
 
 /// A `Key:   123 kB` value of `/proc/<pid>/status` (or /proc/meminfo), in KiB.
 pub(crate) fn status_kib(text: &str, key: &str) -> Option<u64> {
+    status_number(text, key)
+}
+
+/// The number a `Key:   123` line of `/proc/<pid>/status` starts its value with.
+fn status_number(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         if k.trim() != key {
@@ -78,6 +84,85 @@ pub(crate) fn sample_self() -> Option<Sample> {
     sample(std::process::id())
 }
 
+/// What a process tree has used so far, every thread of every process counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Usage {
+    /// User + system CPU time, µs (clock-tick resolution).
+    pub cpu_us: u64,
+    /// Context switches, voluntary (the thread blocked: `epoll_wait`, a futex) and not (it
+    /// was preempted).
+    pub switches: u64,
+}
+
+impl Usage {
+    /// What was used between `before` and this reading (a process gone meanwhile counts
+    /// nothing).
+    pub(crate) fn since(self, before: Usage) -> Usage {
+        Usage {
+            cpu_us: self.cpu_us.saturating_sub(before.cpu_us),
+            switches: self.switches.saturating_sub(before.switches),
+        }
+    }
+}
+
+/// What `root` and its descendants (nginx's master and workers under its watchdog) have
+/// used; `None` when `root` is gone.
+pub(crate) fn usage(root: u32) -> Option<Usage> {
+    let table = process_table();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while let Some(&pid) = tree.get(i) {
+        tree.extend(
+            table
+                .iter()
+                .filter(|(_, stat)| stat.ppid == pid)
+                .map(|(child, _)| *child),
+        );
+        i += 1;
+    }
+    let mut total = Usage::default();
+    for pid in tree {
+        let stat = match table.iter().find(|(p, _)| *p == pid) {
+            Some((_, stat)) => stat,
+            None if pid == root => return None,
+            None => continue,
+        };
+        total.cpu_us += (stat.utime + stat.stime) * 1_000_000 / ticks_per_second();
+        total.switches += switches(pid);
+    }
+    Some(total)
+}
+
+/// Every process's stat.
+fn process_table() -> Vec<(u32, Stat)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            Some((pid, parse_stat(&text)?))
+        })
+        .collect()
+}
+
+/// The context switches of every thread of `pid` (each thread's `status` counts its own).
+fn switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .map(|status| {
+            status_number(&status, "voluntary_ctxt_switches").unwrap_or(0)
+                + status_number(&status, "nonvoluntary_ctxt_switches").unwrap_or(0)
+        })
+        .sum()
+}
+
 /// The pids of this process's children whose `comm` is `name` (e.g. `gantry-admin`).
 pub(crate) fn children_named(name: &str) -> Vec<u32> {
     let me = std::process::id();
@@ -100,6 +185,8 @@ pub(crate) fn children_named(name: &str) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::process::CommandExt;
+
     use super::*;
 
     #[test]
@@ -124,6 +211,40 @@ mod tests {
         assert_eq!(status_kib(status, "VmRSS"), Some(10240));
         assert_eq!(status_kib(status, "VmHWM"), Some(20480));
         assert_eq!(status_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn a_tree_counts_its_descendants() {
+        let me = usage(std::process::id()).expect("this process is readable");
+        assert!(me.switches > 0, "{me:?}");
+        // A shell that only waits for its busy child: the CPU time is all the child's.
+        let mut wrapper = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("sh -c 'i=0; while [ $i -lt 5000000 ]; do i=$((i+1)); done' & wait")
+            .process_group(0)
+            .spawn()
+            .expect("sh runs");
+        let root = wrapper.id();
+        let start = usage(root).expect("the wrapper runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut used = Usage::default();
+        while std::time::Instant::now() < deadline && used.cpu_us < 50_000 {
+            match usage(root) {
+                Some(now) => used = now.since(start),
+                None => break,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // The whole group, the busy child with it.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{root}")])
+            .status();
+        let _ = wrapper.wait();
+        assert!(
+            used.cpu_us >= 50_000,
+            "the busy child's CPU time was not counted in its parent's tree: {used:?}"
+        );
+        assert_eq!(usage(u32::MAX), None);
     }
 
     #[test]

@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use super::super::load::{self, Pass, Summary, Target};
 use super::super::nginx::{self, Nginx};
+use super::super::procstat::{self, Usage};
 use super::super::upstream::{KIND_HEADER, Upstreams};
 use super::super::{Header, ms};
 use super::options::ProxyOptions;
-use super::report::{ProxyReport, Settings, UpstreamUse};
+use super::report::{Cost, ProxyReport, Settings, UpstreamUse};
 use super::setup::{PATH, socket_addr, start_gantry, temp_dir};
 use super::summary::{summarise, upstream_use};
 use crate::backend::Backend;
@@ -19,6 +20,9 @@ struct Measured {
     target: Target,
     listener: usize,
     selectors: Option<usize>,
+    /// The root of its processes, whose CPU and context switches are read (none for direct,
+    /// whose server runs in this process).
+    pid: Option<u32>,
 }
 
 /// Runs the bench; `progress` gets a line per pass.
@@ -50,6 +54,7 @@ pub(crate) async fn run(
         target: target("direct", ups.addr(0)),
         listener: 0,
         selectors: None,
+        pid: None,
     }];
     let nginx_dir = temp_dir(opts.keep)?;
     let mut nginx = None;
@@ -66,6 +71,7 @@ pub(crate) async fn run(
             target: target("nginx", n.addr()),
             listener: listeners - 1,
             selectors: None,
+            pid: Some(n.root_pid()),
         });
         nginx = Some(n);
     }
@@ -89,6 +95,7 @@ pub(crate) async fn run(
             target: target(&format!("gantry-{size}"), socket_addr(g.gateway.url())?),
             listener: 1 + k,
             selectors: Some(size),
+            pid: g.gateway.pid(),
         });
         setup.push(s);
         gantries.push(g);
@@ -126,13 +133,20 @@ pub(crate) async fn run(
             .iter()
             .map(|m| ups.counters(m.listener).read())
             .collect();
-        // rounds[target][round][pass]
+        // rounds[target][round][pass], costs[target][round] (the closed pass's)
         let mut rounds: Vec<Vec<Vec<Summary>>> = vec![Vec::new(); measured.len()];
+        let mut costs: Vec<Vec<Cost>> = vec![Vec::new(); measured.len()];
         for round in 0..opts.rounds {
             for (t, m) in measured.iter().enumerate() {
                 let mut figures = Vec::new();
                 for pass in &passes {
+                    let before = m.pid.and_then(procstat::usage);
                     let s = load::run(&m.target, *pass).await.summary();
+                    if matches!(pass, Pass::Closed { .. })
+                        && let Some(cost) = cost(before, m.pid.and_then(procstat::usage), &s)
+                    {
+                        costs[t].push(cost);
+                    }
                     progress(format!(
                         "[{}] round {}/{} {:<13} {:<11} {:>9.0} rps  p50 {} ms  p99 {} ms  p99.9 {} ms{}",
                         kind.name(),
@@ -173,7 +187,7 @@ pub(crate) async fn run(
             .iter()
             .map(|m| (m.target.name.clone(), m.selectors))
             .collect();
-        let k = summarise(kind, &names, &passes, &rounds, uses);
+        let k = summarise(kind, &names, &passes, &rounds, &costs, uses);
         for s in &k.stalls {
             progress(format!("warning: {s}"));
         }
@@ -199,6 +213,16 @@ pub(crate) async fn run(
         notes,
         setup,
         results,
+    })
+}
+
+/// Per answered request, what a target's processes used between two readings.
+pub(super) fn cost(before: Option<Usage>, after: Option<Usage>, pass: &Summary) -> Option<Cost> {
+    let used = after?.since(before?);
+    let requests = pass.ok as f64;
+    (requests > 0.0).then(|| Cost {
+        cpu_us_per_request: used.cpu_us as f64 / requests,
+        switches_per_100: used.switches as f64 * 100.0 / requests,
     })
 }
 

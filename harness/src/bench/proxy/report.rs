@@ -141,6 +141,16 @@ pub(crate) struct UpstreamUse {
     pub warning: Option<String>,
 }
 
+/// What a target's processes spent per answered request in the closed pass, medians over
+/// the rounds (from `/proc`: every process and thread of the target).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Cost {
+    /// User + system CPU time per request, µs.
+    pub cpu_us_per_request: f64,
+    /// Context switches per 100 requests.
+    pub switches_per_100: f64,
+}
+
 /// One target's results for one upstream kind.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct TargetResult {
@@ -156,6 +166,9 @@ pub(crate) struct TargetResult {
     pub added: Vec<Added>,
     /// Upstream connection reuse.
     pub upstream: UpstreamUse,
+    /// CPU and context switches per request (absent for direct, whose server runs in the
+    /// bench's own process, and for a target whose process cannot be read).
+    pub cost: Option<Cost>,
     /// Every round's figures: the closed pass, then each rate.
     pub rounds: Vec<Vec<Summary>>,
 }
@@ -169,6 +182,8 @@ pub(crate) struct Ratio {
     pub throughput: f64,
     /// gantry's added p50 over nginx's, per pass.
     pub added_latency: Vec<AddedRatio>,
+    /// gantry's CPU time per request over nginx's (`null` when either was not measured).
+    pub cpu_per_request: Option<f64>,
 }
 
 /// The report as terminal tables.
@@ -195,6 +210,8 @@ pub(crate) fn render(report: &ProxyReport) -> String {
             "p50".to_owned(),
             "p99".to_owned(),
             "+p50".to_owned(),
+            "CPU µs/req".to_owned(),
+            "cs/100 req".to_owned(),
         ];
         for r in &report.settings.rates {
             head.extend([
@@ -219,6 +236,12 @@ pub(crate) fn render(report: &ProxyReport) -> String {
                 ms(t.closed.p50_ms),
                 ms(t.closed.p99_ms),
                 added(PassName::Closed),
+                t.cost.map_or_else(
+                    || "-".to_owned(),
+                    |c| format!("{:.1}", c.cpu_us_per_request),
+                ),
+                t.cost
+                    .map_or_else(|| "-".to_owned(), |c| format!("{:.1}", c.switches_per_100)),
             ];
             for o in &t.open {
                 row.extend([
@@ -256,8 +279,11 @@ pub(crate) fn render(report: &ProxyReport) -> String {
                         .map_or_else(|| format!("{p} n/a"), |v| format!("{p} {v:.2}×"))
                 })
                 .collect();
+            let cpu = r
+                .cpu_per_request
+                .map_or_else(String::new, |v| format!(", CPU per request {v:.2}×"));
             out += &format!(
-                "gantry-{} / nginx: throughput {:.2}×, added p50 {}\n",
+                "gantry-{} / nginx: throughput {:.2}×, added p50 {}{cpu}\n",
                 r.selectors,
                 r.throughput,
                 lat.join(", ")
@@ -270,7 +296,8 @@ pub(crate) fn render(report: &ProxyReport) -> String {
         }
     }
     out += "(latencies in ms; +p50: added over direct; open-loop latency from each request's \
-            scheduled send time)\n";
+            scheduled send time; CPU and context switches (cs) of the target's processes in the \
+            closed pass, per answered request)\n";
     for n in &report.notes {
         out += &format!("note: {n}\n");
     }

@@ -5,7 +5,7 @@ use super::super::load::{Pass, Summary};
 use super::super::median;
 use super::super::upstream::UpstreamKind;
 use super::report::{
-    Added, AddedRatio, KindResult, Open, PassName, Ratio, TargetResult, UpstreamUse,
+    Added, AddedRatio, Cost, KindResult, Open, PassName, Ratio, TargetResult, UpstreamUse,
 };
 
 fn pass_name(pass: Pass) -> PassName {
@@ -55,12 +55,23 @@ pub(crate) fn median_summary(rounds: &[Summary]) -> Summary {
     }
 }
 
-/// Medians, added latency and ratios from `rounds[target][round][pass]`; target 0 is direct.
+/// The medians of the rounds' costs; `None` when none was measured.
+pub(crate) fn median_cost(rounds: &[Cost]) -> Option<Cost> {
+    let m = |f: fn(&Cost) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>());
+    Some(Cost {
+        cpu_us_per_request: m(|c| c.cpu_us_per_request)?,
+        switches_per_100: m(|c| c.switches_per_100)?,
+    })
+}
+
+/// Medians, added latency and ratios from `rounds[target][round][pass]` and the closed
+/// passes' `costs[target][round]`; target 0 is direct.
 pub(crate) fn summarise(
     kind: UpstreamKind,
     targets: &[(String, Option<usize>)],
     passes: &[Pass],
     rounds: &[Vec<Vec<Summary>>],
+    costs: &[Vec<Cost>],
     uses: Vec<UpstreamUse>,
 ) -> KindResult {
     let per_pass =
@@ -106,6 +117,7 @@ pub(crate) fn summarise(
             open,
             added,
             upstream,
+            cost: costs.get(t).and_then(|c| median_cost(c)),
             rounds: rounds[t].clone(),
         });
     }
@@ -131,6 +143,10 @@ pub(crate) fn summarise(
                             ratio: (n.p50_ms > 0.0).then(|| g.p50_ms / n.p50_ms),
                         })
                         .collect(),
+                    cpu_per_request: t.cost.zip(nginx.cost).and_then(|(g, n)| {
+                        (n.cpu_us_per_request > 0.0)
+                            .then(|| g.cpu_us_per_request / n.cpu_us_per_request)
+                    }),
                 })
             })
             .collect(),

@@ -2,8 +2,10 @@ use std::time::Duration;
 
 use super::super::Header;
 use super::super::load::{Pass, Summary};
+use super::super::procstat::Usage;
 use super::super::upstream::UpstreamKind;
-use super::report::{AddedRatio, GatewaySetup, KindResult, PassName, ProxyReport, Settings};
+use super::drive::cost;
+use super::report::{AddedRatio, Cost, GatewaySetup, KindResult, PassName, ProxyReport, Settings};
 use super::setup::PATH;
 use super::summary::{stalls, summarise, upstream_use};
 use super::*;
@@ -57,7 +59,49 @@ fn result() -> KindResult {
         upstream_use("nginx", 16, 1000, 16),
         upstream_use("gantry-1", 900, 1000, 900),
     ];
-    summarise(UpstreamKind::Split, &targets, &passes(), &rounds, uses)
+    let cost = |cpu, cs| Cost {
+        cpu_us_per_request: cpu,
+        switches_per_100: cs,
+    };
+    // costs[target][round]: none for direct; each field's median on its own.
+    let costs = vec![
+        Vec::new(),
+        vec![cost(10.0, 5.0), cost(20.0, 6.0), cost(12.0, 50.0)],
+        vec![cost(24.0, 100.0); 3],
+    ];
+    summarise(
+        UpstreamKind::Split,
+        &targets,
+        &passes(),
+        &rounds,
+        &costs,
+        uses,
+    )
+}
+
+#[test]
+fn cost_per_request_from_two_readings() {
+    let before = Usage {
+        cpu_us: 1_000,
+        switches: 10,
+    };
+    let after = Usage {
+        cpu_us: 31_000,
+        switches: 60,
+    };
+    let mut pass = s(1000.0, 0.1);
+    pass.ok = 1_000;
+    assert_eq!(
+        cost(Some(before), Some(after), &pass),
+        Some(Cost {
+            cpu_us_per_request: 30.0,
+            switches_per_100: 5.0
+        })
+    );
+    assert_eq!(cost(None, Some(after), &pass), None, "no first reading");
+    assert_eq!(cost(Some(before), None, &pass), None, "the process is gone");
+    pass.ok = 0;
+    assert_eq!(cost(Some(before), Some(after), &pass), None, "no request");
 }
 
 #[test]
@@ -154,9 +198,27 @@ fn the_report_renders_as_tables() {
         "{text}"
     );
     assert!(
-        text.contains("gantry-1 / nginx: throughput 0.50×, added p50 closed 2.00×, @100 2.00×"),
+        text.contains(
+            "gantry-1 / nginx: throughput 0.50×, added p50 closed 2.00×, @100 2.00×, \
+             CPU per request 2.00×"
+        ),
         "{text}"
     );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("nginx") && l.contains(" 12.0 ") && l.contains(" 6.0 ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("direct") && l.contains(" - ")),
+        "{text}"
+    );
+    assert_eq!(
+        json_cost(&report, 2),
+        serde_json::json!({"cpu_us_per_request": 24.0, "switches_per_100": 100.0})
+    );
+    assert_eq!(json_cost(&report, 0), serde_json::Value::Null);
     assert!(text.contains("note: a note"), "{text}");
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["bench"], "proxy");
@@ -173,4 +235,8 @@ fn the_report_renders_as_tables() {
     );
     assert_eq!(json["results"][0]["targets"][1]["open"][0]["rate"], 100);
     assert_eq!(json["results"][0]["targets"][1]["open"][0]["p50_ms"], 0.15);
+}
+
+fn json_cost(report: &ProxyReport, target: usize) -> serde_json::Value {
+    serde_json::to_value(report).unwrap()["results"][0]["targets"][target]["cost"].clone()
 }
