@@ -58,12 +58,24 @@ pub fn default_bin_dir(env_bin_dir: Option<PathBuf>) -> Result<PathBuf, BackendE
 /// Runs `cargo build --workspace --bins` (plus `--release` for a release harness) in
 /// `workspace`. Returns `Ok(false)` when cargo is not installed.
 pub(crate) fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
+    build_binaries_into(workspace, None)
+}
+
+/// [`build_binaries`] with cargo's target directory at `target_dir` when given (a baseline
+/// revision's worktree builds into a directory of its own).
+pub(crate) fn build_binaries_into(
+    workspace: &Path,
+    target_dir: Option<&Path>,
+) -> Result<bool, BackendError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(workspace)
         .args(["build", "--workspace", "--bins"]);
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
+    }
+    if let Some(dir) = target_dir {
+        cmd.env("CARGO_TARGET_DIR", dir);
     }
     let out = match cmd.stdin(Stdio::null()).output() {
         Ok(out) => out,

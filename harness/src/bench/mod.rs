@@ -19,6 +19,7 @@
 //! Every report starts with the same header ([`Header`]): gantry version, bench, build profile
 //! of the harness (and so of the binaries it runs) and the machine.
 
+pub(crate) mod baseline;
 pub(crate) mod fanout;
 pub(crate) mod load;
 pub(crate) mod nginx;

@@ -375,6 +375,26 @@ pub(crate) struct ProxyBenchArgs {
     /// Concurrent admin writers loading the selectors.
     #[arg(long, default_value_t = 8)]
     pub(crate) writers: usize,
+    /// Also measure the gateway and admin of this git revision (built in a worktree under
+    /// `target/gantry-baseline/`), as `baseline-<selectors>` in the same rounds; prints the
+    /// current build's ratios to it and exits 1 when a throughput ratio is below
+    /// `--baseline-threshold`.
+    #[arg(long, value_name = "REV")]
+    pub(crate) baseline: Option<String>,
+    /// The throughput ratio to the baseline below which the bench fails.
+    #[arg(long, default_value_t = crate::bench::proxy::DEFAULT_BASELINE_THRESHOLD,
+          value_parser = parse_threshold)]
+    pub(crate) baseline_threshold: f64,
+}
+
+/// A ratio in (0, 10].
+fn parse_threshold(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 10.0 => Ok(v),
+        _ => Err(format!(
+            "`{text}` is not a ratio between 0 (excluded) and 10"
+        )),
+    }
 }
 
 impl ProxyBenchArgs {
@@ -392,6 +412,9 @@ impl ProxyBenchArgs {
             upstream_nodelay: self.upstream_nodelay,
             writers: self.writers,
             keep,
+            // Built by the command, which knows the workspace.
+            baseline: None,
+            baseline_threshold: self.baseline_threshold,
         }
     }
 }

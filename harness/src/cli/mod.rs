@@ -96,8 +96,9 @@ fn check(args: &args::CheckArgs) -> ExitCode {
 }
 
 /// `gantry bench proxy|sync|fanout`: progress on stderr, the table on stdout, the JSON report
-/// when asked; exit 1 when it could not run (or a sync mode failed), 130 when interrupted
-/// (everything it started is stopped on the way out).
+/// when asked; exit 1 when a sync mode failed or the proxy bench fell below its
+/// `--baseline-threshold`, 2 when it could not run, 130 when interrupted (everything it
+/// started is stopped on the way out).
 async fn bench(which: args::Bench) -> ExitCode {
     use crate::bench::{fanout, proxy, sync, write_json};
     let common = which.common();
@@ -107,11 +108,30 @@ async fn bench(which: args::Bench) -> ExitCode {
         let backend = crate::bench::prepare(&opts).await?;
         Ok::<_, anyhow::Error>(match &which {
             args::Bench::Proxy(a) => {
-                let r = proxy::run(&backend, &a.options(opts.keep), &progress).await?;
+                let mut options = a.options(opts.keep);
+                if let Some(rev) = a.baseline.clone() {
+                    let workspace = std::path::Path::new(crate::WORKSPACE_DIR);
+                    options.baseline = Some(
+                        tokio::task::spawn_blocking(move || {
+                            crate::bench::baseline::build(workspace, &rev, &|line| {
+                                eprintln!("{line}")
+                            })
+                        })
+                        .await??,
+                    );
+                }
+                let r = proxy::run(&backend, &options, &progress).await?;
                 if let Some(path) = &common.report_json {
                     write_json(path, &r)?;
                 }
-                (proxy::render(&r), true)
+                let mut table = proxy::render(&r);
+                let regressions = r.settings.baseline.as_ref().map_or_else(Vec::new, |b| {
+                    proxy::regressions(&r.results, &b.rev, b.threshold)
+                });
+                for line in &regressions {
+                    table += &format!("regression: {line}\n");
+                }
+                (table, regressions.is_empty())
             }
             args::Bench::Sync(a) => {
                 let r = sync::run(&backend, &a.options(opts.keep), &progress).await?;

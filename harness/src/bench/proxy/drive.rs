@@ -10,10 +10,10 @@ use super::super::procstat::{self, Usage};
 use super::super::upstream::{KIND_HEADER, Upstreams};
 use super::super::{Header, ms};
 use super::options::ProxyOptions;
-use super::report::{Cost, ProxyReport, Settings, UpstreamUse};
+use super::report::{BaselineRev, Cost, ProxyReport, Settings, UpstreamUse};
 use super::setup::{PATH, socket_addr, start_gantry, temp_dir};
-use super::summary::{summarise, upstream_use};
-use crate::backend::Backend;
+use super::summary::{BASELINE, GANTRY, summarise, upstream_use};
+use crate::backend::{Backend, BackendKind};
 
 /// A target and the upstream listener it reaches.
 struct Measured {
@@ -47,8 +47,14 @@ pub(crate) async fn run(
         notes.push(note.to_owned());
         None
     };
-    // Listener 0: direct; 1..=n: one per gateway; last: nginx.
-    let listeners = 1 + opts.selectors.len() + usize::from(nginx_bin.is_some());
+    let baseline = match &opts.baseline {
+        Some(b) => Some((b, Backend::new(BackendKind::Host, b.bin_dir.clone())?)),
+        None => None,
+    };
+    let n = opts.selectors.len();
+    let n_base = if baseline.is_some() { n } else { 0 };
+    // Listener 0: direct; 1..=n: one per gateway; then one per baseline gateway; last: nginx.
+    let listeners = 1 + n + n_base + usize::from(nginx_bin.is_some());
     let ups = Upstreams::start(listeners, opts.upstream_nodelay)?;
     let mut measured = vec![Measured {
         target: target("direct", ups.addr(0)),
@@ -77,28 +83,34 @@ pub(crate) async fn run(
     }
     let mut gantries = Vec::new();
     let mut setup = Vec::new();
-    for (k, &size) in opts.selectors.iter().enumerate() {
-        progress(format!("loading a gateway with {size} selectors"));
-        let (g, s) = start_gantry(
-            backend,
-            size.max(1),
-            ups.addr(1 + k),
-            opts.writers,
-            opts.keep,
-        )
-        .await?;
-        progress(format!(
-            "  {size} selectors: created in {:.0} ms, gateway synced in {:.0} ms",
-            s.load_ms, s.sync_ms
-        ));
-        measured.push(Measured {
-            target: target(&format!("gantry-{size}"), socket_addr(g.gateway.url())?),
-            listener: 1 + k,
-            selectors: Some(size),
-            pid: g.gateway.pid(),
-        });
-        setup.push(s);
-        gantries.push(g);
+    let builds = std::iter::once((GANTRY, backend, 1))
+        .chain(baseline.as_ref().map(|(_, base)| (BASELINE, base, 1 + n)));
+    for (prefix, backend, first_listener) in builds {
+        for (k, &size) in opts.selectors.iter().enumerate() {
+            progress(format!("loading a {prefix}gateway with {size} selectors"));
+            let (g, s) = start_gantry(
+                backend,
+                size.max(1),
+                ups.addr(first_listener + k),
+                opts.writers,
+                opts.keep,
+            )
+            .await?;
+            progress(format!(
+                "  {size} selectors: created in {:.0} ms, gateway synced in {:.0} ms",
+                s.load_ms, s.sync_ms
+            ));
+            measured.push(Measured {
+                target: target(&format!("{prefix}{size}"), socket_addr(g.gateway.url())?),
+                listener: first_listener + k,
+                selectors: Some(size),
+                pid: g.gateway.pid(),
+            });
+            if prefix == GANTRY {
+                setup.push(s);
+            }
+            gantries.push(g);
+        }
     }
     let mut passes = vec![Pass::Closed {
         connections: opts.connections,
@@ -209,6 +221,11 @@ pub(crate) async fn run(
             nginx: nginx_bin.map(|b| b.display().to_string()),
             upstream_nodelay: opts.upstream_nodelay,
             path: PATH,
+            baseline: baseline.map(|(b, _)| BaselineRev {
+                rev: b.rev.clone(),
+                commit: b.commit.clone(),
+                threshold: opts.baseline_threshold,
+            }),
         },
         notes,
         setup,

@@ -32,5 +32,6 @@ mod summary;
 mod tests;
 
 pub(crate) use drive::run;
-pub(crate) use options::ProxyOptions;
+pub(crate) use options::{DEFAULT_BASELINE_THRESHOLD, ProxyOptions};
 pub(crate) use report::render;
+pub(crate) use summary::regressions;

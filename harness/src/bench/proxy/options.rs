@@ -2,10 +2,15 @@
 
 use std::time::Duration;
 
+use super::super::baseline::Baseline;
 use super::super::upstream::UpstreamKind;
 
+/// The default `--baseline-threshold`: what the bench's run-to-run spread on a quiet
+/// 2-core machine stays above (two consecutive runs of one build agree within ~10%).
+pub(crate) const DEFAULT_BASELINE_THRESHOLD: f64 = 0.9;
+
 /// What to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ProxyOptions {
     /// Load-generator connections per pass.
     pub connections: usize,
@@ -29,6 +34,10 @@ pub(crate) struct ProxyOptions {
     pub writers: usize,
     /// Keep the temp dirs (`GANTRY_KEEP=1`).
     pub keep: bool,
+    /// Another revision's binaries, measured as `baseline-<selectors>` in the same rounds.
+    pub baseline: Option<Baseline>,
+    /// Below this throughput ratio to the baseline the bench fails.
+    pub baseline_threshold: f64,
 }
 
 impl Default for ProxyOptions {
@@ -45,6 +54,8 @@ impl Default for ProxyOptions {
             upstream_nodelay: true,
             writers: 8,
             keep: false,
+            baseline: None,
+            baseline_threshold: DEFAULT_BASELINE_THRESHOLD,
         }
     }
 }

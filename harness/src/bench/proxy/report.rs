@@ -32,6 +32,19 @@ pub(crate) struct Settings {
     pub upstream_nodelay: bool,
     /// The request path.
     pub path: &'static str,
+    /// The `--baseline` revision and its commit.
+    pub baseline: Option<BaselineRev>,
+}
+
+/// The revision measured as `baseline-<selectors>`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct BaselineRev {
+    /// As asked.
+    pub rev: String,
+    /// The commit.
+    pub commit: String,
+    /// Throughput ratios below this fail the bench.
+    pub threshold: f64,
 }
 
 /// One gateway's set-up.
@@ -70,6 +83,8 @@ pub(crate) struct KindResult {
     pub targets: Vec<TargetResult>,
     /// gantry against nginx, per selector count (when nginx ran).
     pub ratios: Vec<Ratio>,
+    /// gantry against the `--baseline` revision's gateway, per selector count.
+    pub baseline_ratios: Vec<Ratio>,
     /// Targets whose open-loop p99 looks like a ~40 ms delayed-ACK stall.
     pub stalls: Vec<String>,
 }
@@ -173,16 +188,18 @@ pub(crate) struct TargetResult {
     pub rounds: Vec<Vec<Summary>>,
 }
 
-/// gantry against nginx for one selector count.
+/// gantry against a reference (nginx, or the baseline revision's gateway with as many
+/// selectors) for one selector count.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Ratio {
     /// The gateway's selector count.
     pub selectors: usize,
-    /// gantry's closed-loop rps over nginx's.
+    /// gantry's closed-loop rps over the reference's.
     pub throughput: f64,
-    /// gantry's added p50 over nginx's, per pass.
+    /// gantry's added p50 over the reference's, per pass.
     pub added_latency: Vec<AddedRatio>,
-    /// gantry's CPU time per request over nginx's (`null` when either was not measured).
+    /// gantry's CPU time per request over the reference's (`null` when either was not
+    /// measured).
     pub cpu_per_request: Option<f64>,
 }
 
@@ -288,6 +305,25 @@ pub(crate) fn render(report: &ProxyReport) -> String {
                 r.throughput,
                 lat.join(", ")
             );
+        }
+        if let Some(b) = &report.settings.baseline {
+            for r in &k.baseline_ratios {
+                let cpu = r
+                    .cpu_per_request
+                    .map_or_else(String::new, |v| format!(", CPU per request {v:.2}×"));
+                let closed = r
+                    .added_latency
+                    .first()
+                    .and_then(|a| a.ratio)
+                    .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}×"));
+                out += &format!(
+                    "gantry-{} / {} ({}): throughput {:.2}×, added p50 closed {closed}{cpu}\n",
+                    r.selectors,
+                    b.rev,
+                    &b.commit[..b.commit.len().min(12)],
+                    r.throughput
+                );
+            }
         }
     }
     for k in &report.results {

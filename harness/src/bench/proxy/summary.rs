@@ -122,41 +122,73 @@ pub(crate) fn summarise(
         });
     }
     let stalls = stalls(kind, &out);
+    let gantries = || out.iter().filter(|t| t.target.starts_with(GANTRY));
     let ratios = match out.iter().find(|t| t.target == "nginx") {
         None => Vec::new(),
-        Some(nginx) => out
-            .iter()
-            .filter_map(|t| {
-                Some(Ratio {
-                    selectors: t.selectors?,
-                    throughput: if nginx.closed.rps > 0.0 {
-                        t.closed.rps / nginx.closed.rps
-                    } else {
-                        0.0
-                    },
-                    added_latency: t
-                        .added
-                        .iter()
-                        .zip(&nginx.added)
-                        .map(|(g, n)| AddedRatio {
-                            pass: g.pass,
-                            ratio: (n.p50_ms > 0.0).then(|| g.p50_ms / n.p50_ms),
-                        })
-                        .collect(),
-                    cpu_per_request: t.cost.zip(nginx.cost).and_then(|(g, n)| {
-                        (n.cpu_us_per_request > 0.0)
-                            .then(|| g.cpu_us_per_request / n.cpu_us_per_request)
-                    }),
-                })
-            })
-            .collect(),
+        Some(nginx) => gantries().filter_map(|t| ratio(t, nginx)).collect(),
     };
+    let baseline_ratios = gantries()
+        .filter_map(|t| {
+            let name = format!("{BASELINE}{}", t.selectors?);
+            ratio(t, out.iter().find(|b| b.target == name)?)
+        })
+        .collect();
     KindResult {
         kind,
         targets: out,
         ratios,
+        baseline_ratios,
         stalls,
     }
+}
+
+/// The current build's targets are `gantry-<selectors>`…
+pub(crate) const GANTRY: &str = "gantry-";
+/// …and the baseline revision's `baseline-<selectors>`.
+pub(crate) const BASELINE: &str = "baseline-";
+
+/// `t` over `base` (nginx, or the baseline's gateway with as many selectors).
+fn ratio(t: &TargetResult, base: &TargetResult) -> Option<Ratio> {
+    Some(Ratio {
+        selectors: t.selectors?,
+        throughput: if base.closed.rps > 0.0 {
+            t.closed.rps / base.closed.rps
+        } else {
+            0.0
+        },
+        added_latency: t
+            .added
+            .iter()
+            .zip(&base.added)
+            .map(|(g, n)| AddedRatio {
+                pass: g.pass,
+                ratio: (n.p50_ms > 0.0).then(|| g.p50_ms / n.p50_ms),
+            })
+            .collect(),
+        cpu_per_request: t.cost.zip(base.cost).and_then(|(g, n)| {
+            (n.cpu_us_per_request > 0.0).then(|| g.cpu_us_per_request / n.cpu_us_per_request)
+        }),
+    })
+}
+
+/// The baseline ratios whose throughput is below `threshold`, as lines naming them.
+pub(crate) fn regressions(results: &[KindResult], rev: &str, threshold: f64) -> Vec<String> {
+    results
+        .iter()
+        .flat_map(|k| {
+            k.baseline_ratios
+                .iter()
+                .filter(|r| r.throughput < threshold)
+                .map(move |r| {
+                    format!(
+                        "[{}] gantry-{} at {:.2}× the throughput of {rev}'s (threshold {threshold:.2}×)",
+                        k.kind.name(),
+                        r.selectors,
+                        r.throughput
+                    )
+                })
+        })
+        .collect()
 }
 
 /// Open-loop passes whose p99 sits in the 35–60 ms band while direct's is under 10 ms: the

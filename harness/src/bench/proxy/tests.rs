@@ -7,7 +7,7 @@ use super::super::upstream::UpstreamKind;
 use super::drive::cost;
 use super::report::{AddedRatio, Cost, GatewaySetup, KindResult, PassName, ProxyReport, Settings};
 use super::setup::PATH;
-use super::summary::{stalls, summarise, upstream_use};
+use super::summary::{regressions, stalls, summarise, upstream_use};
 use super::*;
 
 fn s(rps: f64, p50: f64) -> Summary {
@@ -181,6 +181,7 @@ fn the_report_renders_as_tables() {
             nginx: Some("/usr/sbin/nginx".into()),
             upstream_nodelay: true,
             path: PATH,
+            baseline: None,
         },
         notes: vec!["a note".into()],
         setup: vec![GatewaySetup {
@@ -239,4 +240,78 @@ fn the_report_renders_as_tables() {
 
 fn json_cost(report: &ProxyReport, target: usize) -> serde_json::Value {
     serde_json::to_value(report).unwrap()["results"][0]["targets"][target]["cost"].clone()
+}
+
+/// direct, nginx, gantry-1 and baseline-1 (the `--baseline` revision's gateway): gantry-1
+/// does 250 rps against the baseline's `baseline_rps`.
+fn with_baseline(baseline_rps: f64) -> KindResult {
+    let targets = vec![
+        ("direct".to_owned(), None),
+        ("nginx".to_owned(), None),
+        ("gantry-1".to_owned(), Some(1)),
+        ("baseline-1".to_owned(), Some(1)),
+    ];
+    let rounds = vec![
+        vec![vec![s(1000.0, 0.10), s(100.0, 0.10)]; 3],
+        vec![vec![s(500.0, 0.20), s(100.0, 0.15)]; 3],
+        vec![vec![s(250.0, 0.30), s(100.0, 0.20)]; 3],
+        vec![vec![s(baseline_rps, 0.50), s(100.0, 0.20)]; 3],
+    ];
+    let cost = |cpu| Cost {
+        cpu_us_per_request: cpu,
+        switches_per_100: 1.0,
+    };
+    let costs = vec![
+        Vec::new(),
+        vec![cost(10.0); 3],
+        vec![cost(20.0); 3],
+        vec![cost(40.0); 3],
+    ];
+    let uses = ["direct", "nginx", "gantry-1", "baseline-1"]
+        .iter()
+        .map(|t| upstream_use(t, 16, 1000, 16))
+        .collect();
+    summarise(
+        UpstreamKind::Whole,
+        &targets,
+        &passes(),
+        &rounds,
+        &costs,
+        uses,
+    )
+}
+
+#[test]
+fn the_baseline_is_a_reference_not_a_gantry() {
+    let k = with_baseline(200.0);
+    assert_eq!(
+        k.ratios.len(),
+        1,
+        "only gantry-1 is set against nginx: {:?}",
+        k.ratios
+    );
+    let r = &k.baseline_ratios[0];
+    assert_eq!((r.selectors, r.throughput), (1, 1.25));
+    assert_eq!(r.cpu_per_request, Some(0.5));
+    // Added p50 in the closed pass: 0.20 against the baseline's 0.40.
+    assert!(
+        (r.added_latency[0].ratio.unwrap() - 0.5).abs() < 1e-9,
+        "{r:?}"
+    );
+    assert!(regressions(&[k], "main", 0.9).is_empty());
+}
+
+#[test]
+fn a_throughput_below_the_threshold_is_a_regression() {
+    let k = with_baseline(300.0);
+    let lines = regressions(&[k], "main", 0.9);
+    assert_eq!(
+        lines,
+        ["[whole] gantry-1 at 0.83× the throughput of main's (threshold 0.90×)"]
+    );
+    let k = with_baseline(300.0);
+    assert!(
+        regressions(&[k], "main", 0.8).is_empty(),
+        "0.83× is above 0.80×"
+    );
 }
