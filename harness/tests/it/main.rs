@@ -10,9 +10,10 @@
 //! (`gantry run --backend external` against a hand-started admin and gateway), `-- port_race::`
 //! (a middleware server started on a taken port moves to a fresh one), `-- selector_choice`
 //! (the gateway's choice among selectors and rules against the reference model), `-- sim_cli`
-//! (`gantry sim`'s lines, exit codes and replays).
+//! (`gantry sim`'s lines, exit codes and replays), `-- bench_cli` (`gantry bench` on debug binaries).
 
 mod admin_cluster;
+mod bench_cli;
 mod convergence;
 mod docker;
 mod external;
@@ -42,6 +43,7 @@ fn main() {
     trials.extend(redis::trials());
     trials.extend(selector_choice::trials());
     trials.extend(sim_cli::trials());
+    trials.extend(bench_cli::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 

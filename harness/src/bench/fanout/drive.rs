@@ -12,7 +12,8 @@ use super::fd_limit::{FD_MARGIN, raise_fd_limit};
 use super::options::{FanoutKind, FanoutOptions};
 use super::report::{ChangeResult, FanoutReport, RunResult, Settings, verdict};
 use super::subscribers::{MARKER, Note, long_poll_subscriber, websocket_subscriber};
-use crate::backend::Backend;
+use crate::backend::host::AdminLaunch;
+use crate::backend::{Backend, Run, Service};
 
 /// Runs the bench; `progress` gets a line per step.
 pub(crate) async fn run(
@@ -81,6 +82,18 @@ pub(crate) async fn run(
     })
 }
 
+/// The admin's limits against hostile clients, lifted for the bench's own `size`
+/// subscribers: sessions (default 256) to `size` and some, full syncs over all sessions
+/// (default 10/s, which would make the connect phase take `size`/10 s) unrated.
+fn admin_limits(size: usize) -> Vec<String> {
+    vec![
+        "--max-websocket-sessions".into(),
+        (size + 64).to_string(),
+        "--full-sync-rate".into(),
+        "0".into(),
+    ]
+}
+
 async fn one_run(
     backend: &Backend,
     kind: FanoutKind,
@@ -92,7 +105,20 @@ async fn one_run(
     dir.disable_cleanup(opts.keep);
     let run = backend.begin(kind.mode(), opts.keep).await?;
     let before: Vec<u32> = procstat::children_named("gantry-admin");
-    let admin = run.start_admin(kind.mode(), None, dir.path()).await?;
+    let db = dir.path().join("admin.db").display().to_string();
+    let launch = AdminLaunch {
+        args: admin_limits(size),
+        ..AdminLaunch::on(&db)
+    };
+    let admin = match &run {
+        Run::Host(host) => Service::Host(
+            host.start_admin_with(kind.mode(), None, dir.path(), &launch)
+                .await?,
+        ),
+        Run::Docker(_) | Run::External(_) => {
+            anyhow::bail!("the benches run on the host backend only")
+        }
+    };
     let pid = procstat::children_named("gantry-admin")
         .into_iter()
         .find(|p| !before.contains(p))
