@@ -38,6 +38,14 @@ fn passes() -> Vec<Pass> {
     ]
 }
 
+/// A closed pass's cost: `cpu` µs and `cs` context switches per 100 requests.
+fn per_request(cpu: f64, cs: f64) -> Cost {
+    Cost {
+        cpu_us_per_request: cpu,
+        switches_per_100: cs,
+    }
+}
+
 fn result() -> KindResult {
     let targets = vec![
         ("direct".to_owned(), None),
@@ -59,15 +67,15 @@ fn result() -> KindResult {
         upstream_use("nginx", 16, 1000, 16),
         upstream_use("gantry-1", 900, 1000, 900),
     ];
-    let cost = |cpu, cs| Cost {
-        cpu_us_per_request: cpu,
-        switches_per_100: cs,
-    };
     // costs[target][round]: none for direct; each field's median on its own.
     let costs = vec![
         Vec::new(),
-        vec![cost(10.0, 5.0), cost(20.0, 6.0), cost(12.0, 50.0)],
-        vec![cost(24.0, 100.0); 3],
+        vec![
+            per_request(10.0, 5.0),
+            per_request(20.0, 6.0),
+            per_request(12.0, 50.0),
+        ],
+        vec![per_request(24.0, 100.0); 3],
     ];
     summarise(
         UpstreamKind::Split,
@@ -257,15 +265,11 @@ fn with_baseline(baseline_rps: f64) -> KindResult {
         vec![vec![s(250.0, 0.30), s(100.0, 0.20)]; 3],
         vec![vec![s(baseline_rps, 0.50), s(100.0, 0.20)]; 3],
     ];
-    let cost = |cpu| Cost {
-        cpu_us_per_request: cpu,
-        switches_per_100: 1.0,
-    };
     let costs = vec![
         Vec::new(),
-        vec![cost(10.0); 3],
-        vec![cost(20.0); 3],
-        vec![cost(40.0); 3],
+        vec![per_request(10.0, 1.0); 3],
+        vec![per_request(20.0, 1.0); 3],
+        vec![per_request(40.0, 1.0); 3],
     ];
     let uses = ["direct", "nginx", "gantry-1", "baseline-1"]
         .iter()
