@@ -33,6 +33,7 @@ pub use store::StoreError;
 
 use crate::auth::Auth;
 use crate::service::Admin;
+pub use crate::service::SharedEvent;
 use crate::sync::Publisher;
 
 /// ShenYu's well-known default password; using it is logged loudly.
@@ -366,7 +367,7 @@ impl AppState {
     }
 
     /// A subscription to every committed change, as the publishers see them.
-    pub fn subscribe(&self) -> broadcast::Receiver<DataEvent> {
+    pub fn subscribe(&self) -> broadcast::Receiver<SharedEvent> {
         self.admin.subscribe()
     }
 

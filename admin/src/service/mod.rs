@@ -16,6 +16,7 @@ mod plugin_handle;
 mod register;
 mod rule;
 mod selector;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,6 +34,7 @@ pub(crate) use self::peers::spawn_watch;
 use self::plugin::plugin_data;
 use self::rule::rule_data;
 use self::selector::selector_data;
+pub use self::shared::SharedEvent;
 use crate::id::IdGenerator;
 use crate::store::{Store, StoreError};
 use model::time::now;
@@ -47,7 +49,7 @@ const OPTIMISTIC_READS: usize = 3;
 #[derive(Debug)]
 pub(crate) struct Admin {
     store: Arc<Store>,
-    events: broadcast::Sender<DataEvent>,
+    events: broadcast::Sender<SharedEvent>,
     /// Held across every write and its publish, so events leave in commit order. Taken only
     /// through [`Admin::write_lock`].
     write: Mutex<()>,
@@ -110,7 +112,7 @@ impl Admin {
     }
 
     /// A new subscription to every committed change.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<DataEvent> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<SharedEvent> {
         self.events.subscribe()
     }
 
@@ -131,7 +133,7 @@ impl Admin {
     fn send(&self, event: DataEvent) {
         tracing::debug!(group = %event.group(), kind = %event.event_type, items = event.len(), "publish");
         // No subscriber is not an error: nobody is listening yet.
-        let _ = self.events.send(event);
+        let _ = self.events.send(SharedEvent::new(event));
     }
 
     async fn plugin_names(&self) -> Result<HashMap<String, String>, StoreError> {
@@ -232,7 +234,7 @@ impl Admin {
     /// is neither. After [`OPTIMISTIC_READS`] reads spoiled by writes, one read takes the lock.
     pub(crate) async fn snapshot_for(
         &self,
-        events: &mut broadcast::Receiver<DataEvent>,
+        events: &mut broadcast::Receiver<SharedEvent>,
     ) -> Result<Snapshot, StoreError> {
         self.consistent_snapshot(|| {
             while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
@@ -338,7 +340,7 @@ mod tests {
         );
         let third = admin.create_selector(selector("/third")).await.unwrap();
         let event = events.try_recv().expect("a later write is queued");
-        let EventPayload::Selector(data) = event.payload else {
+        let EventPayload::Selector(data) = &event.payload else {
             panic!("a selector event");
         };
         assert_eq!(data[0].id, third);

@@ -19,7 +19,7 @@ use model::{
 };
 use tokio::sync::broadcast;
 
-use super::{Admin, Snapshot};
+use super::{Admin, SharedEvent, Snapshot};
 use crate::store::StoreError;
 
 /// How often the database is compared with what was published even when no change was
@@ -319,7 +319,7 @@ pub(crate) async fn watch(admin: Weak<Admin>, poll: Option<Duration>) {
 }
 
 /// Completes once the admin's event channel closes (the admin is dropped).
-async fn admin_gone(events: &mut broadcast::Receiver<DataEvent>) {
+async fn admin_gone(events: &mut broadcast::Receiver<SharedEvent>) {
     while !matches!(
         events.recv().await,
         Err(broadcast::error::RecvError::Closed)
@@ -441,10 +441,10 @@ mod tests {
     /// events, not show their absence. Every event received (that one included) is added to
     /// `seen`.
     async fn selector_event(
-        events: &mut broadcast::Receiver<DataEvent>,
+        events: &mut broadcast::Receiver<SharedEvent>,
         id: &str,
-        seen: &mut Vec<DataEvent>,
-    ) -> Option<DataEvent> {
+        seen: &mut Vec<SharedEvent>,
+    ) -> Option<SharedEvent> {
         let deadline = Instant::now() + BOUND;
         loop {
             let received = tokio::time::timeout_at(deadline, events.recv())
@@ -466,7 +466,7 @@ mod tests {
     #[tokio::test]
     #[should_panic(expected = "the event channel failed before the bound (channel closed)")]
     async fn a_closed_channel_is_no_silence() {
-        let (sender, mut events) = broadcast::channel::<DataEvent>(1);
+        let (sender, mut events) = broadcast::channel::<SharedEvent>(1);
         drop(sender);
         selector_event(&mut events, "1", &mut Vec::new()).await;
     }

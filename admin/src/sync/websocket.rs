@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -34,7 +34,7 @@ use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::secrets_equal;
 use crate::error::ApiError;
-use crate::service::{Admin, Snapshot};
+use crate::service::{Admin, SharedEvent, Snapshot};
 
 /// The header carrying ShenYu's websocket sync token.
 const SYNC_TOKEN_HEADER: &str = "X-Shenyu-Sync-Token";
@@ -245,7 +245,7 @@ impl FullSyncs {
 async fn full_sync(
     socket: &mut WebSocket,
     admin: &Admin,
-    events: &mut broadcast::Receiver<DataEvent>,
+    events: &mut broadcast::Receiver<SharedEvent>,
     full_syncs: &mut FullSyncs,
 ) -> Result<bool, axum::Error> {
     full_syncs.sent(Instant::now());
@@ -265,7 +265,7 @@ async fn full_sync(
 async fn session(
     mut socket: WebSocket,
     admin: &Admin,
-    mut events: broadcast::Receiver<DataEvent>,
+    mut events: broadcast::Receiver<SharedEvent>,
     mut closing: watch::Receiver<bool>,
     mut full_syncs: FullSyncs,
     faults: Option<&SyncFaults>,
@@ -305,7 +305,7 @@ async fn session(
             },
             event = events.recv() => match event {
                 Ok(event) => {
-                    if !push(&mut socket, event.to_websocket_text(), faults, &mut held).await? {
+                    if !push(&mut socket, event.websocket_text(), faults, &mut held).await? {
                         tracing::warn!("test-only closeMidPush: the session ends instead of pushing");
                         return Ok(());
                     }
@@ -337,9 +337,9 @@ async fn session(
 /// must end at once, without a close frame.
 async fn push(
     socket: &mut WebSocket,
-    frame: String,
+    frame: Utf8Bytes,
     faults: Option<&SyncFaults>,
-    held: &mut Option<String>,
+    held: &mut Option<Utf8Bytes>,
 ) -> Result<bool, axum::Error> {
     match fault::take(faults, SyncMode::Websocket).map(|(kind, _)| kind) {
         Some(SyncFaultKind::Drop) => {}

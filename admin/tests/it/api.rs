@@ -1,6 +1,7 @@
 //! The REST API in process: `app()` on an in-memory store, driven with `oneshot`.
 
 use crate::common::{rule_body, selector_body};
+use admin::SharedEvent;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
@@ -130,8 +131,8 @@ fn assert_bad_request(status: StatusCode, body: &Value, message_start: &str) {
     );
 }
 
-fn next_event(events: &mut broadcast::Receiver<DataEvent>) -> DataEvent {
-    events.try_recv().expect("an event was published")
+fn next_event(events: &mut broadcast::Receiver<SharedEvent>) -> DataEvent {
+    (*events.try_recv().expect("an event was published")).clone()
 }
 
 #[tokio::test]
@@ -672,7 +673,7 @@ async fn rejected_requests_store_and_publish_nothing() {
 
 /// The one event expected next, with its group and type.
 fn expect_event(
-    events: &mut broadcast::Receiver<DataEvent>,
+    events: &mut broadcast::Receiver<SharedEvent>,
     group: ConfigGroup,
     event_type: DataEventType,
 ) -> DataEvent {
@@ -685,7 +686,7 @@ fn expect_event(
     event
 }
 
-fn assert_quiet(events: &mut broadcast::Receiver<DataEvent>) {
+fn assert_quiet(events: &mut broadcast::Receiver<SharedEvent>) {
     assert!(matches!(events.try_recv(), Err(TryRecvError::Empty)));
 }
 

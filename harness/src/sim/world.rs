@@ -449,8 +449,8 @@ async fn admin_up(shared: &Shared) -> (u32, admin::AppState) {
 }
 
 /// Feeds every event published so far to the follower.
-fn drain(events: &mut broadcast::Receiver<model::DataEvent>, follower: &gateway::Follower) {
+fn drain(events: &mut broadcast::Receiver<admin::SharedEvent>, follower: &gateway::Follower) {
     while let Ok(event) = events.try_recv() {
-        follower.apply(event);
+        follower.apply((*event).clone());
     }
 }
