@@ -102,16 +102,25 @@ impl<C: Connect> Proxy<C> {
                 Ok(body) => body,
                 Err(response) => return Forwarded::failed(response, Duration::ZERO),
             };
-        let mut tried = vec![lease.index()];
+        // The upstreams tried, filled in only by a failover (no allocation otherwise).
+        let first = lease.index();
+        let mut tried = Vec::new();
         let mut attempt = 0;
         let budget = Budget::new(Duration::from_millis(timeout_ms));
         let mut upstream_time = Duration::ZERO;
         let mut responded = false;
         let mut response = loop {
             let upstream = lease.upstream();
+            // The last attempt (the only one, most often) takes the headers; an attempt that
+            // may be retried sends a copy.
+            let last = attempt >= retry || !body.replayable();
             let mut req = Request::new(body.next());
             *req.method_mut() = parts.method.clone();
-            *req.headers_mut() = parts.headers.clone();
+            *req.headers_mut() = if last {
+                std::mem::take(&mut parts.headers)
+            } else {
+                parts.headers.clone()
+            };
             req.headers_mut()
                 .insert(header::HOST, upstream.host.clone());
             let started = Instant::now();
@@ -139,6 +148,9 @@ impl<C: Connect> Proxy<C> {
             tokio::time::sleep(wait).await;
             attempt += 1;
             if retry_strategy == RetryStrategy::Failover {
+                if tried.is_empty() {
+                    tried.push(first);
+                }
                 let Some(next) = lease.pool().failover(&tried, now_ms()) else {
                     break retry::no_upstream_left();
                 };
