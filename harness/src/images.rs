@@ -1,30 +1,27 @@
-//! Container images without a registry: the workspace binaries, built static
-//! (`+crt-static`, glibc), each in a `FROM scratch` image labelled with the SHA-256 of its
-//! binary (`gantry.content-hash`), and ZooKeeper, etcd and Redis from the host's Debian packages
-//! (see [`middleware`], labelled with the hash of all their inputs). [`ensure`] rebuilds only the images whose label differs
-//! from the binary on disk; [`preflight`] checks that every image a topology needs exists
+//! Container images without a registry: the workspace binaries of the release build (the one
+//! `gantry run` and the main job use, so no second build) with the libraries they link and the
+//! dynamic loader, and ZooKeeper, etcd and Redis from the host's Debian packages, each in a
+//! `FROM scratch` image labelled with the SHA-256 of all its inputs (`gantry.content-hash`; see
+//! [`rootfs`]). [`ensure`] rebuilds only the images whose label differs from their inputs on
+//! disk; [`preflight`] checks that every image a topology needs exists
 //! locally. Nothing here ever pulls: `FROM scratch` has no base to fetch, and builds use the
 //! engine's classic builder (`/build` without BuildKit), which Docker 20.10 has.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use bollard::Docker;
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures_util::StreamExt;
-use sha2::{Digest, Sha256};
 
 use crate::error::BackendError;
 
-pub(crate) mod middleware;
+pub(crate) mod rootfs;
 
 /// The image label holding the SHA-256 of the binary inside.
 pub(crate) const HASH_LABEL: &str = "gantry.content-hash";
 /// The command that builds every image.
 pub(crate) const IMAGES_COMMAND: &str = "gantry images";
-/// The target triple of the static build.
-pub(crate) const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// One image gantry runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +37,8 @@ pub(crate) struct ImageSpec {
 /// How an image is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ImageSource {
-    /// A workspace binary from the static build, copied into `FROM scratch` as `/<binary>`,
-    /// with `entrypoint` as the image's entrypoint.
+    /// A workspace binary of the release build, copied into `FROM scratch` as `/<binary>`
+    /// with the libraries `ldd` lists, with `entrypoint` as the image's entrypoint.
     WorkspaceBinary {
         /// The binary's name in the target directory.
         binary: &'static str,
@@ -128,7 +125,7 @@ pub(crate) fn needed(mode: model::SyncMode) -> Option<Vec<ImageSpec>> {
 pub(crate) struct ImageStatus {
     /// The tag.
     pub tag: &'static str,
-    /// The content hash (SHA-256 hex of the binary).
+    /// The content hash (SHA-256 hex of every input: binary, libraries, Dockerfile).
     pub hash: String,
     /// Whether it was (re)built; `false` when the existing image already had this hash.
     pub built: bool,
@@ -138,54 +135,29 @@ pub(crate) struct ImageStatus {
     pub skipped: Option<String>,
 }
 
-/// The static build command, as shown to users.
-pub(crate) fn static_build_command() -> String {
-    format!(
-        "RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --workspace --bins \
-         --target {STATIC_TARGET} --target-dir target/static"
-    )
+/// The release build the workspace images (and `gantry run`) take their binaries from.
+pub(crate) const RELEASE_BUILD_COMMAND: &str = "cargo build --release --workspace --bins";
+
+/// Where the release build puts the binaries: `target/release`, beside the directory of the
+/// running harness (`target/debug` under `cargo test`).
+pub(crate) fn release_bin_dir() -> Result<PathBuf, BackendError> {
+    let here = crate::backend::host::default_bin_dir(None)?;
+    Ok(match here.parent() {
+        Some(target) => target.join("release"),
+        None => here,
+    })
 }
 
-/// Where the static build puts the binaries of `workspace`.
-pub(crate) fn static_bin_dir(workspace: &Path) -> PathBuf {
-    workspace
-        .join("target/static")
-        .join(STATIC_TARGET)
-        .join("release")
-}
-
-/// Runs the static release build of every workspace binary; returns the binary directory.
-pub(crate) fn build_static(workspace: &Path) -> Result<PathBuf, BackendError> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(workspace)
-        .env("RUSTFLAGS", "-C target-feature=+crt-static")
-        .args(["build", "--release", "--workspace", "--bins", "--target"])
-        .arg(STATIC_TARGET)
-        .args(["--target-dir", "target/static"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| BackendError::Io {
-            what: format!("running {}", static_build_command()),
-            source,
-        })?;
-    if !out.status.success() {
-        return Err(BackendError::BuildFailed {
-            command: static_build_command(),
-            status: out.status.to_string(),
-            stderr_tail: crate::backend::process::tail(&String::from_utf8_lossy(&out.stderr), 40),
+/// Runs the release build of every workspace binary; returns the binary directory.
+pub(crate) fn build_release(workspace: &Path) -> Result<PathBuf, BackendError> {
+    use crate::backend::host::{Profile, build_binaries_into};
+    if !build_binaries_into(workspace, None, Profile::Release)? {
+        return Err(BackendError::MissingBinary {
+            path: release_bin_dir()?,
+            build: format!("{RELEASE_BUILD_COMMAND} (cargo is not installed here)"),
         });
     }
-    Ok(static_bin_dir(workspace))
-}
-
-/// SHA-256 hex of the file at `path`.
-pub(crate) fn content_hash(path: &Path) -> Result<String, BackendError> {
-    let bytes = std::fs::read(path).map_err(|source| BackendError::Io {
-        what: format!("reading {}", path.display()),
-        source,
-    })?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    release_bin_dir()
 }
 
 /// The `gantry.content-hash` label of the local image `tag`; `None` when the image is missing
@@ -208,48 +180,42 @@ pub(crate) async fn ensure(
     let mut statuses = Vec::new();
     for spec in specs {
         let started = std::time::Instant::now();
-        let (hash, built, skipped) = match spec.source {
-            ImageSource::WorkspaceBinary { binary, entrypoint } => {
-                let path = bin_dir.join(binary);
-                if !path.is_file() {
-                    return Err(BackendError::MissingBinary {
-                        path,
-                        build: static_build_command(),
-                    });
-                }
-                let hash = content_hash(&path)?;
-                let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
-                if built {
-                    build_scratch_image(docker, spec.tag, &path, binary, entrypoint, &hash).await?;
-                }
-                (hash, built, None)
+        if let ImageSource::WorkspaceBinary { binary, .. } = spec.source {
+            // A workspace binary must be there: the caller built it or asked for it.
+            let path = bin_dir.join(binary);
+            if !path.is_file() {
+                return Err(BackendError::MissingBinary {
+                    path,
+                    build: RELEASE_BUILD_COMMAND.to_owned(),
+                });
             }
-            ImageSource::Etcd | ImageSource::Zookeeper | ImageSource::Redis => {
-                let rootfs = match middleware::inputs(spec.source) {
-                    Ok(r) => r,
-                    Err(why) => {
-                        tracing::warn!("not building {}: {why}", spec.tag);
-                        statuses.push(ImageStatus {
-                            tag: spec.tag,
-                            hash: String::new(),
-                            built: false,
-                            took: std::time::Duration::ZERO,
-                            skipped: Some(why),
-                        });
-                        continue;
-                    }
-                };
-                let hash = rootfs.hash();
-                let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
-                if built {
-                    let context = tokio::task::spawn_blocking(move || rootfs.context())
-                        .await
-                        .map_err(|e| build_failed(spec.tag, &e.to_string()))??;
-                    build_context(docker, spec.tag, &hash, context).await?;
-                }
-                (hash, built, None)
+        }
+        let rootfs = match rootfs::inputs(spec.source, bin_dir) {
+            Ok(rootfs) => rootfs,
+            Err(why) if matches!(spec.source, ImageSource::WorkspaceBinary { .. }) => {
+                return Err(build_failed(spec.tag, &why));
+            }
+            Err(why) => {
+                tracing::warn!("not building {}: {why}", spec.tag);
+                statuses.push(ImageStatus {
+                    tag: spec.tag,
+                    hash: String::new(),
+                    built: false,
+                    took: std::time::Duration::ZERO,
+                    skipped: Some(why),
+                });
+                continue;
             }
         };
+        let hash = rootfs.hash();
+        let built = force || local_hash(docker, spec.tag).await.as_deref() != Some(&hash);
+        if built {
+            let context = tokio::task::spawn_blocking(move || rootfs.context())
+                .await
+                .map_err(|e| build_failed(spec.tag, &e.to_string()))??;
+            build_context(docker, spec.tag, &hash, context).await?;
+        }
+        let skipped = None;
         statuses.push(ImageStatus {
             tag: spec.tag,
             hash,
@@ -263,49 +229,6 @@ pub(crate) async fn ensure(
         });
     }
     Ok(statuses)
-}
-
-/// The Dockerfile of a scratch image holding `/<binary>`.
-fn dockerfile(binary: &str, entrypoint: &[&str], hash: &str) -> String {
-    let entrypoint = serde_json::to_string(entrypoint).expect("strings serialise");
-    format!(
-        "FROM scratch\nCOPY {binary} /{binary}\nLABEL {HASH_LABEL}=\"{hash}\"\nENTRYPOINT {entrypoint}\n"
-    )
-}
-
-async fn build_scratch_image(
-    docker: &Docker,
-    tag: &str,
-    path: &Path,
-    binary: &str,
-    entrypoint: &[&str],
-    hash: &str,
-) -> Result<(), BackendError> {
-    let io = |what: String| move |source| BackendError::Io { what, source };
-    let mut context = tar::Builder::new(Vec::new());
-    let file = dockerfile(binary, entrypoint, hash);
-    let mut header = tar::Header::new_ustar();
-    header.set_size(file.len() as u64);
-    header.set_mode(0o644);
-    header.set_cksum();
-    context
-        .append_data(&mut header, "Dockerfile", file.as_bytes())
-        .map_err(io("writing the build context".into()))?;
-    let bin = std::fs::read(path).map_err(io(format!("reading {}", path.display())))?;
-    let mut header = tar::Header::new_ustar();
-    header.set_size(bin.len() as u64);
-    header.set_mode(0o755);
-    header.set_cksum();
-    context
-        .append_data(&mut header, binary, bin.as_slice())
-        .map_err(io(format!(
-            "adding {} to the build context",
-            path.display()
-        )))?;
-    let context = context
-        .into_inner()
-        .map_err(io("finishing the build context".into()))?;
-    build_context(docker, tag, hash, context).await
 }
 
 /// Builds the tar build `context` as `tag`, labelled with `hash`.
@@ -374,15 +297,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dockerfile_is_scratch_with_label_and_entrypoint() {
-        assert_eq!(
-            dockerfile("gantry", &["/gantry", "upstream"], "ab12"),
-            "FROM scratch\nCOPY gantry /gantry\nLABEL gantry.content-hash=\"ab12\"\n\
-             ENTRYPOINT [\"/gantry\",\"upstream\"]\n"
-        );
-    }
-
-    #[test]
     fn push_modes_need_the_three_workspace_images_and_store_modes_their_store() {
         for mode in [model::SyncMode::Websocket, model::SyncMode::Http] {
             let tags: Vec<_> = needed(mode).unwrap().iter().map(|s| s.tag).collect();
@@ -398,16 +312,5 @@ mod tests {
         let last = |m| needed(m).unwrap().last().unwrap().tag;
         assert_eq!(last(model::SyncMode::Zookeeper), "gantry/zookeeper:dev");
         assert_eq!(last(model::SyncMode::Etcd), "gantry/etcd:dev");
-    }
-
-    #[test]
-    fn content_hash_is_sha256_hex() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("x");
-        std::fs::write(&f, b"abc").unwrap();
-        assert_eq!(
-            content_hash(&f).unwrap(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

@@ -17,7 +17,7 @@ use crate::{WORKSPACE_DIR, images, target};
 /// Builds the binaries when asked (falling back to locating them when cargo is missing) and
 /// returns a backend that runs them.
 ///
-/// Docker: with `build`, runs the static build and rebuilds the images whose binary changed;
+/// Docker: with `build`, runs the release build and rebuilds the images whose inputs changed;
 /// without, only checks that the images exist (`gantry images` builds them).
 pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
     Ok(prepare_backend(opts)?.with_gateway_args(opts.gateway_args.clone()))
@@ -26,7 +26,7 @@ pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
 fn prepare_backend(opts: &RunOptions) -> Result<Backend, BackendError> {
     if opts.backend == BackendKind::Docker {
         return if opts.build {
-            let dir = images::build_static(Path::new(WORKSPACE_DIR))?;
+            let dir = images::build_release(Path::new(WORKSPACE_DIR))?;
             Backend::new(BackendKind::Docker, dir)
         } else {
             backend::DockerBackend::open(None).map(Backend::Docker)

@@ -20,9 +20,9 @@ pub(crate) fn shared() -> Arc<Shared> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    // The images come from a static build in target/static, which the engine runs (a no-op
-    // when nothing changed), rebuilding only images whose binary changed; with GANTRY_BIN_DIR
-    // set it only checks that they exist.
+    // The images come from the release build in target/release, which the engine runs (a
+    // no-op when nothing changed), rebuilding only images whose inputs changed; with
+    // GANTRY_BIN_DIR set it only checks that they exist.
     Shared::new(
         RunOptions {
             backend: BackendKind::Docker,

@@ -55,23 +55,33 @@ pub fn default_bin_dir(env_bin_dir: Option<PathBuf>) -> Result<PathBuf, BackendE
     Ok(dir)
 }
 
+/// Which cargo profile a build uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Profile {
+    /// The running harness's own: binaries land beside it.
+    Harness,
+    /// `--release`, whatever the harness is (the images take release binaries).
+    Release,
+}
+
 /// Runs `cargo build --workspace --bins` (plus `--release` for a release harness) in
 /// `workspace`. Returns `Ok(false)` when cargo is not installed.
 pub(crate) fn build_binaries(workspace: &Path) -> Result<bool, BackendError> {
-    build_binaries_into(workspace, None)
+    build_binaries_into(workspace, None, Profile::Harness)
 }
 
-/// [`build_binaries`] with cargo's target directory at `target_dir` when given (a baseline
-/// revision's worktree builds into a directory of its own).
+/// [`build_binaries`] in `profile`, with cargo's target directory at `target_dir` when given
+/// (a baseline revision's worktree builds into a directory of its own).
 pub(crate) fn build_binaries_into(
     workspace: &Path,
     target_dir: Option<&Path>,
+    profile: Profile,
 ) -> Result<bool, BackendError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(workspace)
         .args(["build", "--workspace", "--bins"]);
-    if !cfg!(debug_assertions) {
+    if profile == Profile::Release || !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
     if let Some(dir) = target_dir {

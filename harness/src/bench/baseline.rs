@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::backend::host::build_binaries_into;
+use crate::backend::host::{Profile, build_binaries_into};
 
 /// A revision's binaries, built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,7 @@ pub(crate) fn build(
         target.display()
     ));
     anyhow::ensure!(
-        build_binaries_into(&tree, Some(&target))?,
+        build_binaries_into(&tree, Some(&target), Profile::Harness)?,
         "--baseline needs cargo on PATH to build {rev}"
     );
     let profile = if cfg!(debug_assertions) {

@@ -23,7 +23,7 @@ pub(crate) enum Command {
     /// List every scenario × mode × backend `run` with the same arguments would report, and
     /// why a case would be skipped.
     List(RunArgs),
-    /// Build the static binaries and the `gantry/*:dev` images (only those that changed).
+    /// Build the release binaries and the `gantry/*:dev` images (only those that changed).
     Images(ImagesArgs),
     /// Serve one echo upstream (what the `gantry/upstream:dev` image runs).
     Upstream(UpstreamArgs),
@@ -123,7 +123,7 @@ pub(crate) struct ImagesArgs {
     /// Rebuild every image even when its content hash is unchanged.
     #[arg(long)]
     pub(crate) force: bool,
-    /// Use the static binaries already in this directory instead of running the static build.
+    /// Use the binaries already in this directory instead of running the release build.
     #[arg(long, env = "GANTRY_STATIC_BIN_DIR")]
     pub(crate) bin_dir: Option<PathBuf>,
 }

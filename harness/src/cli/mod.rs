@@ -172,22 +172,22 @@ async fn bench(which: args::Bench) -> ExitCode {
     }
 }
 
-/// `gantry images`: static build (unless `--bin-dir`), then build the changed images.
+/// `gantry images`: release build (unless `--bin-dir`), then build the changed images.
 async fn images(args: args::ImagesArgs) -> ExitCode {
     let started = Instant::now();
     let dir = match args.bin_dir {
         Some(dir) => dir,
         None => {
-            eprintln!("building: {}", images::static_build_command());
+            eprintln!("building: {}", images::RELEASE_BUILD_COMMAND);
             let workspace = Path::new(crate::WORKSPACE_DIR);
-            match tokio::task::spawn_blocking(move || images::build_static(workspace)).await {
+            match tokio::task::spawn_blocking(move || images::build_release(workspace)).await {
                 Ok(Ok(dir)) => dir,
                 Ok(Err(e)) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(exit_code::BACKEND);
                 }
                 Err(e) => {
-                    eprintln!("error: the static build panicked: {e}");
+                    eprintln!("error: the release build panicked: {e}");
                     return ExitCode::from(exit_code::BACKEND);
                 }
             }

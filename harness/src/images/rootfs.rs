@@ -370,8 +370,8 @@ mod tests {
     /// `/bin/sh` stands for the binary here too.
     #[test]
     fn a_workspace_image_holds_its_binary_at_the_root_with_its_libraries() {
-        let rootfs = workspace_binary(Path::new("/bin/sh"), "gantry", &["/gantry", "upstream"])
-            .unwrap();
+        let rootfs =
+            workspace_binary(Path::new("/bin/sh"), "gantry", &["/gantry", "upstream"]).unwrap();
         let paths: Vec<&str> = rootfs.files.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths[0], "/gantry");
         assert!(paths.iter().any(|p| p.contains("ld-linux")), "{paths:?}");
@@ -381,8 +381,8 @@ mod tests {
             rootfs.dockerfile,
             "FROM scratch\nCOPY rootfs/ /\nENTRYPOINT [\"/gantry\",\"upstream\"]\n"
         );
-        let why = workspace_binary(Path::new("/no/such/gantry-admin"), "gantry-admin", &[])
-            .unwrap_err();
+        let why =
+            workspace_binary(Path::new("/no/such/gantry-admin"), "gantry-admin", &[]).unwrap_err();
         assert_eq!(
             why,
             "/no/such/gantry-admin does not exist (build it with `cargo build --release --workspace --bins`)"
