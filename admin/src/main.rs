@@ -8,6 +8,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 
+/// mimalloc instead of glibc malloc: allocation showed in the profiles of both hot paths
+/// (requests, sync fan-out), and mimalloc's per-thread free lists avoid glibc's arena work.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// gantry's reference admin: ShenYu-compatible REST API, SQLite storage, sync publishers.
 #[derive(Debug, Parser)]
 #[command(name = "gantry-admin", version)]

@@ -12,6 +12,11 @@ use anyhow::Context;
 use clap::Parser;
 use model::SyncMode;
 
+/// mimalloc instead of glibc malloc: allocation showed in the profiles of both hot paths
+/// (requests, sync fan-out), and mimalloc's per-thread free lists avoid glibc's arena work.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// gantry's reference gateway (ShenYu-compatible divide routing).
 #[derive(Debug, Parser)]
 #[command(name = "gantry-gateway", version)]
