@@ -30,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use md5::{Digest, Md5};
 use model::{AdminResult, ConfigGroup, DataEvent, SyncFaultKind, SyncMode};
+use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use self::groups::Groups;
@@ -150,13 +151,34 @@ impl Keeper {
         Some(Ok(()))
     }
 
-    /// Applies one change event to the groups, re-serialising only those it touches; `false`
-    /// when nothing is loaded yet to apply it to.
+    /// Applies `event`, and every event already queued behind it, to the groups, then
+    /// re-serialises each group they touched once: a burst of N changes to a group costs one
+    /// serialisation of it, not N. `false` when nothing is loaded yet to apply them to, or
+    /// when the queue overflowed meanwhile: a rebuild must take them in.
     fn apply(&mut self, event: &DataEvent) -> bool {
         let Some(groups) = self.groups.as_mut() else {
             return false;
         };
-        let touched = groups.apply(event);
+        let mut touched = groups.apply(event);
+        loop {
+            match self.events.try_recv() {
+                Ok(next) => {
+                    for group in groups.apply(&next) {
+                        if !touched.contains(&group) {
+                            touched.push(group);
+                        }
+                    }
+                }
+                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                Err(TryRecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "the long-polling cache missed changes; rebuilding it"
+                    );
+                    return false;
+                }
+            }
+        }
         self.poll
             .install(touched.into_iter().map(|group| (group, groups.json(group))));
         true
@@ -181,7 +203,8 @@ async fn keep_current(mut keeper: Keeper, mut reloads: mpsc::Receiver<Reload>, r
                     if keeper.apply(&event) {
                         continue;
                     }
-                    // Nothing loaded to apply it to: loading now takes the event in.
+                    // Nothing loaded to apply it to, or events missed: loading now takes them
+                    // in.
                     keeper.rebuild().await
                 }
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
@@ -861,6 +884,39 @@ mod tests {
             .await
             .expect("the keeper stops once the events end")
             .unwrap();
+    }
+
+    /// A burst is applied as one: the events queued behind the first are taken in with it and
+    /// the group is serialised (and its listeners woken) once, not once per event (1,000
+    /// selector creates took 1.6 s to reach a gateway when each event re-serialised the group).
+    #[tokio::test]
+    async fn a_burst_of_queued_events_is_installed_once() {
+        let store = crate::store::open(":memory:").await.unwrap();
+        let admin = Arc::new(Admin::new(store).await.unwrap());
+        let (poll, _reloads) = LongPoll::new(Duration::ZERO, None);
+        let poll = Arc::new(poll);
+        let mut keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(&admin), admin.subscribe());
+        keeper.rebuild().await.unwrap().unwrap();
+        let mut changes = poll.changes.subscribe();
+        for i in 0..20 {
+            admin
+                .create_selector(selector_dto("5", &format!("/burst/{i}"), i))
+                .await
+                .unwrap();
+        }
+        let first = keeper.events.recv().await.unwrap();
+        assert!(keeper.apply(&first));
+        assert!(
+            matches!(keeper.events.try_recv(), Err(TryRecvError::Empty)),
+            "the queued events were applied with the first"
+        );
+        assert_eq!(changes.try_recv().unwrap(), ConfigGroup::Selector);
+        assert!(
+            matches!(changes.try_recv(), Err(TryRecvError::Empty)),
+            "one install for the burst"
+        );
+        let expected = rebuilt_json(&admin.snapshot().await.unwrap(), ConfigGroup::Selector);
+        assert_eq!(poll.entry(ConfigGroup::Selector).json, expected.as_bytes());
     }
 
     /// A lagged receiver rebuilds from the database, so the missed changes are in: applying
