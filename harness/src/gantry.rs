@@ -120,8 +120,7 @@ impl GantryBuilder {
             // The images `gantry images` built (from static binaries), only checked here.
             BackendKind::Docker => Backend::Docker(DockerBackend::open(None)?),
             BackendKind::Host => {
-                let bin_dir = std::env::var_os("GANTRY_BIN_DIR").map(Into::into);
-                let dir = crate::backend::host::default_bin_dir(bin_dir)?;
+                let dir = crate::backend::host::bin_dir_from_env()?;
                 Backend::new(BackendKind::Host, dir)?
             }
             BackendKind::External => {

@@ -32,7 +32,9 @@ pub mod backend {
 
     /// The host backend.
     pub mod host {
-        pub use crate::backend::host::{AdminLaunch, HostBackend, Service, default_bin_dir};
+        pub use crate::backend::host::{
+            AdminLaunch, HostBackend, Service, bin_dir_from_env, default_bin_dir,
+        };
     }
 
     /// Child processes.

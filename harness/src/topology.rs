@@ -10,17 +10,18 @@
 
 use model::lock::MutexExt;
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use std::net::SocketAddr;
 
+use futures_util::future::{join_all, try_join_all};
 use model::SyncMode;
 
 use crate::backend::host::AdminLaunch;
 use crate::backend::{
-    Backend, ComponentService, HostServer, Run, ServerKind, Service, StoreKind, UpstreamService,
+    Backend, ComponentService, Container, HostServer, Run, ServerKind, Service, StoreKind,
+    UpstreamService,
 };
 use crate::error::BackendError;
 use crate::fault::{FaultProxy, Mode as ProxyMode};
@@ -49,6 +50,135 @@ pub struct Topology {
     keep: bool,
     /// Dropped last: removes what the services share (the docker network).
     run: Run,
+}
+
+/// What [`start_control`] starts: the store, the admins' PostgreSQL, the admins, the
+/// gateways and the proxy on the gateway's sync connection.
+type Control = (
+    Option<ComponentService>,
+    Option<HostServer>,
+    Vec<Service>,
+    Vec<Service>,
+    Option<FaultProxy>,
+);
+
+/// Starts the upstreams named in `upstreams` and each of `components` once, all at once.
+async fn start_serving(
+    run: &Run,
+    upstreams: &[UpstreamDecl],
+    components: &[Component],
+    dir: &Path,
+) -> Result<
+    (
+        BTreeMap<String, UpstreamService>,
+        BTreeMap<Component, ComponentService>,
+    ),
+    BackendError,
+> {
+    let ups = try_join_all(upstreams.iter().map(|u| async {
+        let service = run.start_upstream(&u.name, &u.behave).await?;
+        Ok::<_, BackendError>((u.name.clone(), service))
+    }));
+    let mut wanted = components.to_vec();
+    wanted.sort();
+    wanted.dedup();
+    let started = try_join_all(wanted.into_iter().map(|component| async move {
+        let service = run
+            .start_component(component, &dir.join(component.name()))
+            .await?;
+        Ok::<_, BackendError>((component, service))
+    }));
+    let (ups, started) = tokio::try_join!(ups, started)?;
+    Ok((ups.into_iter().collect(), started.into_iter().collect()))
+}
+
+/// Starts the store server `mode` needs, then the admins, then the gateways of `shape`.
+async fn start_control(
+    run: &Run,
+    mode: SyncMode,
+    dir: &Path,
+    keep: bool,
+    shape: &Shape,
+) -> Result<Control, BackendError> {
+    let Shape {
+        spec,
+        sync_proxy,
+        sync_faults,
+    } = shape;
+    let store = match StoreKind::for_mode(mode) {
+        // The target syncs its own way.
+        Some(_) if run.external().is_some() => None,
+        Some(kind) => Some(run.start_store(kind, &dir.join(kind.name())).await?),
+        None => None,
+    };
+    // What the host backend's admins and gateways take.
+    let host_store = store.as_ref().and_then(ComponentService::host);
+    let mut postgres = None;
+    let (admins, gateways, proxy) = match (run, *sync_proxy) {
+        (Run::External(_), _) if *sync_proxy || *sync_faults || !spec.is_default() => {
+            return Err(BackendError::External {
+                what: "starting the topology".into(),
+                detail: "faults and topologies need processes of gantry's own".into(),
+            });
+        }
+
+        (Run::Docker(_), _) if *sync_faults => {
+            return Err(BackendError::FaultUnsupported {
+                action: "syncFault",
+                target: Target::Admin(None),
+                backend: "docker",
+            });
+        }
+        (Run::Docker(_), _) if !spec.is_default() => {
+            return Err(BackendError::TopologyUnsupported { backend: "docker" });
+        }
+        // Docker runs partition on the run's sync network (`Topology::partition`).
+        // The external target's admin and gateway run already.
+        (Run::Docker(_) | Run::External(_), _) => {
+            let admin = run.start_admin(mode, store.as_ref(), dir).await?;
+            let gateway = run.start_gateway(mode, &admin, store.as_ref(), dir).await?;
+            (vec![admin], vec![gateway], None)
+        }
+        (Run::Host(host), _) => {
+            let db = match spec.storage {
+                Storage::Sqlite => dir.join("admin.db").display().to_string(),
+                Storage::Postgres => postgres
+                    .insert(HostServer::start_postgres(keep).await?)
+                    .url(),
+            };
+            let mut launch = AdminLaunch::on(&db);
+            if *sync_faults {
+                launch.args.push("--test-only-sync-faults".to_owned());
+            }
+            let mut admins = Vec::new();
+            for i in 0..spec.admins {
+                let name = numbered("admin", i, spec.admins);
+                let admin = host
+                    .start_admin_as(&name, mode, host_store, dir, &launch)
+                    .await?;
+                admins.push(Service::Host(admin));
+            }
+            let (source, proxy) = if *sync_proxy {
+                let (proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
+                (source, Some(proxy))
+            } else {
+                (gateway_source(&admins, host_store), None)
+            };
+            let mut gateways = Vec::new();
+            for i in 0..spec.gateways {
+                let name = numbered("gateway", i, spec.gateways);
+                let gateway = if spec.late.contains(&i) {
+                    host.unstarted_gateway(&name, mode, source.clone(), dir)?
+                } else {
+                    host.start_gateway_as(&name, mode, source.clone(), dir)
+                        .await?
+                };
+                gateways.push(Service::Host(gateway));
+            }
+            (admins, gateways, proxy)
+        }
+    };
+    Ok((store, postgres, admins, gateways, proxy))
 }
 
 /// How a case's topology differs from the default (one admin on SQLite, one gateway, their
@@ -97,11 +227,6 @@ impl Topology {
         keep: bool,
         shape: &Shape,
     ) -> Result<Self, BackendError> {
-        let Shape {
-            spec,
-            sync_proxy,
-            sync_faults,
-        } = shape;
         let mut dir = tempfile::Builder::new()
             .prefix("gantry-")
             .tempdir()
@@ -111,95 +236,12 @@ impl Topology {
             })?;
         dir.disable_cleanup(keep);
         let run = backend.begin(mode, keep).await?;
-        let mut ups = BTreeMap::new();
-        for u in upstreams {
-            ups.insert(
-                u.name.clone(),
-                run.start_upstream(&u.name, &u.behave).await?,
-            );
-        }
-        let mut started = BTreeMap::new();
-        for &component in components {
-            if let Entry::Vacant(slot) = started.entry(component) {
-                let dir = dir.path().join(component.name());
-                slot.insert(run.start_component(component, &dir).await?);
-            }
-        }
-        let store = match StoreKind::for_mode(mode) {
-            // The target syncs its own way.
-            Some(_) if run.external().is_some() => None,
-            Some(kind) => Some(run.start_store(kind, &dir.path().join(kind.name())).await?),
-            None => None,
-        };
-        // What the host backend's admins and gateways take.
-        let host_store = store.as_ref().and_then(ComponentService::host);
-        let mut postgres = None;
-        let (admins, gateways, proxy) = match (&run, *sync_proxy) {
-            (Run::External(_), _) if *sync_proxy || *sync_faults || !spec.is_default() => {
-                return Err(BackendError::External {
-                    what: "starting the topology".into(),
-                    detail: "faults and topologies need processes of gantry's own".into(),
-                });
-            }
-
-            (Run::Docker(_), _) if *sync_faults => {
-                return Err(BackendError::FaultUnsupported {
-                    action: "syncFault",
-                    target: Target::Admin(None),
-                    backend: "docker",
-                });
-            }
-            (Run::Docker(_), _) if !spec.is_default() => {
-                return Err(BackendError::TopologyUnsupported { backend: "docker" });
-            }
-            // Docker runs partition on the run's sync network (`Topology::partition`).
-            // The external target's admin and gateway run already.
-            (Run::Docker(_) | Run::External(_), _) => {
-                let admin = run.start_admin(mode, store.as_ref(), dir.path()).await?;
-                let gateway = run
-                    .start_gateway(mode, &admin, store.as_ref(), dir.path())
-                    .await?;
-                (vec![admin], vec![gateway], None)
-            }
-            (Run::Host(host), _) => {
-                let db = match spec.storage {
-                    Storage::Sqlite => dir.path().join("admin.db").display().to_string(),
-                    Storage::Postgres => postgres
-                        .insert(HostServer::start_postgres(keep).await?)
-                        .url(),
-                };
-                let mut launch = AdminLaunch::on(&db);
-                if *sync_faults {
-                    launch.args.push("--test-only-sync-faults".to_owned());
-                }
-                let mut admins = Vec::new();
-                for i in 0..spec.admins {
-                    let name = numbered("admin", i, spec.admins);
-                    let admin = host
-                        .start_admin_as(&name, mode, host_store, dir.path(), &launch)
-                        .await?;
-                    admins.push(Service::Host(admin));
-                }
-                let (source, proxy) = if *sync_proxy {
-                    let (proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
-                    (source, Some(proxy))
-                } else {
-                    (gateway_source(&admins, host_store), None)
-                };
-                let mut gateways = Vec::new();
-                for i in 0..spec.gateways {
-                    let name = numbered("gateway", i, spec.gateways);
-                    let gateway = if spec.late.contains(&i) {
-                        host.unstarted_gateway(&name, mode, source.clone(), dir.path())?
-                    } else {
-                        host.start_gateway_as(&name, mode, source.clone(), dir.path())
-                            .await?
-                    };
-                    gateways.push(Service::Host(gateway));
-                }
-                (admins, gateways, proxy)
-            }
-        };
+        // The upstreams and components need nothing else; the store, the admins and the
+        // gateways need each other in that order: the two chains start side by side.
+        let serving = start_serving(&run, upstreams, components, dir.path());
+        let control = start_control(&run, mode, dir.path(), keep, shape);
+        let ((ups, started), (store, postgres, admins, gateways, proxy)) =
+            tokio::try_join!(serving, control)?;
         Ok(Self {
             gateways,
             admins,
@@ -212,6 +254,57 @@ impl Topology {
             keep,
             run,
         })
+    }
+
+    /// Stops everything, as dropping does, except that a docker run's containers are removed
+    /// all at once instead of one after another (a failure is logged, as on drop).
+    pub async fn close(self) {
+        if !matches!(self.run, Run::Docker(_)) {
+            return;
+        }
+        let Topology {
+            gateways,
+            admins,
+            store,
+            components,
+            upstreams,
+            run,
+            ..
+        } = self;
+        let services = gateways.into_iter().chain(admins).map(|s| match s {
+            Service::Docker(c) => Some(c),
+            _ => None,
+        });
+        let components = store
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .into_iter()
+            .chain(
+                components
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .into_values(),
+            )
+            .map(|c| match c {
+                ComponentService::Docker { container, .. } => Some(container),
+                ComponentService::Host(_) => None,
+            });
+        let upstreams = upstreams.into_values().map(|u| match u {
+            UpstreamService::Docker(c) => Some(c),
+            _ => None,
+        });
+        let removals = services
+            .chain(components)
+            .chain(upstreams)
+            .flatten()
+            .map(Container::remove);
+        for result in join_all(removals).await {
+            if let Err(e) = result {
+                tracing::error!("closing the topology: {e}");
+            }
+        }
+        // Last: the run's networks.
+        drop(run);
     }
 
     /// The first admin.

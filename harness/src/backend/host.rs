@@ -34,6 +34,11 @@ pub struct HostBackend {
     sync_token: SyncToken,
 }
 
+/// [`default_bin_dir`] of this process's `GANTRY_BIN_DIR`.
+pub fn bin_dir_from_env() -> Result<PathBuf, BackendError> {
+    default_bin_dir(std::env::var_os("GANTRY_BIN_DIR").map(Into::into))
+}
+
 /// The directory holding the binaries: `GANTRY_BIN_DIR` if given, else the directory of the
 /// running executable (its parent when that is `deps` or `examples`, as for test executables
 /// and examples).

@@ -20,6 +20,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::ImageSource;
+use crate::backend::component::zookeeper;
 use crate::backend::process::find_on_path;
 use crate::error::BackendError;
 
@@ -130,8 +131,8 @@ fn with_libraries(source: &Path, dest: &str, entrypoint: &[&str]) -> Result<Root
 }
 
 fn zookeeper() -> Result<Rootfs, String> {
-    let zk = crate::backend::component::zookeeper::ZOOKEEPER_JAR;
-    let slf4j = crate::backend::component::zookeeper::SLF4J_SIMPLE_JAR;
+    let zk = zookeeper::ZOOKEEPER_JAR;
+    let slf4j = zookeeper::SLF4J_SIMPLE_JAR;
     for (path, pkg) in [(zk, "zookeeper"), (slf4j, "libslf4j-java")] {
         if !Path::new(path).is_file() {
             return Err(format!(
@@ -176,15 +177,19 @@ fn zookeeper() -> Result<Rootfs, String> {
     let classpath = format!("{zk}:{slf4j}");
     Ok(Rootfs {
         files,
-        dockerfile: dockerfile(&[
-            "/jre/bin/java",
-            "-Xmx256m",
-            "-XX:-UsePerfData",
-            "-cp",
-            &classpath,
-            "org.apache.zookeeper.server.ZooKeeperServerMain",
-            "/conf/zoo.cfg",
-        ]),
+        dockerfile: dockerfile(
+            &[
+                &["/jre/bin/java"],
+                zookeeper::JVM_OPTIONS,
+                &[
+                    "-cp",
+                    &classpath,
+                    "org.apache.zookeeper.server.ZooKeeperServerMain",
+                    "/conf/zoo.cfg",
+                ],
+            ]
+            .concat(),
+        ),
         jdk: Some(jdk),
     })
 }

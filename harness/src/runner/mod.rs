@@ -170,10 +170,12 @@ pub async fn run_case(
         }
     }
     let record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
-    match result {
+    let result = match result {
         Ok(()) => Ok(record),
         Err((step, kind)) => Err(fail(step, kind, failure_logs(&topo, step, opts), record)),
-    }
+    };
+    topo.close().await;
+    result
 }
 
 /// Removes what an external run made (its prefix's selectors): an error when there was

@@ -156,7 +156,7 @@ impl Cluster {
         let dir = tempfile::Builder::new()
             .prefix("gantry-cluster-")
             .tempdir()?;
-        let backend = HostBackend::new(harness::internals::backend::host::default_bin_dir(None)?)?;
+        let backend = HostBackend::new(harness::internals::backend::host::bin_dir_from_env()?)?;
         let (db_url, schema) = match db {
             Db::Sqlite => (dir.path().join("shared.db").display().to_string(), None),
             Db::Postgres => {

@@ -23,7 +23,7 @@ use crate::properties::seed_for;
 fn run(mode: SyncMode, trial: &str, gateway_args: &[&str]) -> Result<Outcome, Failed> {
     let seed = seed_for(trial);
     eprintln!("{trial}: seed {seed} (GANTRY_PROPTEST_SEED={seed} reruns it)");
-    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::bin_dir_from_env()?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?
         .with_gateway_args(gateway_args.iter().map(|a| (*a).to_owned()).collect());
     let outcome = check(&backend, &Options::new(mode, seed))?;
@@ -81,7 +81,7 @@ fn planted_bug() -> Result<(), Failed> {
 /// deleted it: the isolation check between histories must record that, naming the digests.
 fn isolation_planted_bug() -> Result<(), Failed> {
     let trial = "convergence_isolation_planted_bug@websocket";
-    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::bin_dir_from_env()?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?
         .with_gateway_args(vec!["--emulate-bug".to_owned(), "drop-deletes".to_owned()]);
     let bound = Options::new(SyncMode::Websocket, 0).bound;

@@ -160,9 +160,7 @@ fn start_pair(
     mode: SyncMode,
     gateway_args: &[&str],
 ) -> Result<Pair, Failed> {
-    let bin = harness::internals::backend::host::default_bin_dir(
-        std::env::var_os("GANTRY_BIN_DIR").map(Into::into),
-    )?;
+    let bin = harness::internals::backend::host::bin_dir_from_env()?;
     let dir = tempfile::tempdir()?;
     let (admin_port, gateway_port) = (free_port()?, free_port()?);
     let admin_url = format!("http://127.0.0.1:{admin_port}");

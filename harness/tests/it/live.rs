@@ -38,7 +38,7 @@ pub(crate) struct DivideTopology {
 impl DivideTopology {
     /// Starts it under `mode` and waits until the gateway serves the admin's config.
     pub(crate) async fn start(mode: SyncMode) -> Result<DivideTopology, Failed> {
-        let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
+        let bin_dir = harness::internals::backend::host::bin_dir_from_env()?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let topo =
             Topology::start(&backend, mode, &[UpstreamDecl::echo("alpha")], &[], false).await?;

@@ -42,7 +42,7 @@ impl Setup {
         let dir = tempfile::Builder::new()
             .prefix("gantry-faults-")
             .tempdir()?;
-        let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
+        let bin_dir = harness::internals::backend::host::bin_dir_from_env()?;
         let backend = Backend::new(BackendKind::Host, bin_dir)?;
         let run = backend.begin(mode, false).await?;
         let store = run.start_store(kind, &dir.path().join(kind.name())).await?;

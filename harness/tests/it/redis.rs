@@ -90,7 +90,7 @@ fn start_and_stop() -> Result<(), Failed> {
 /// A topology asked for Redis fills `${redis.url}` with `127.0.0.1:<port>` of a server that
 /// answers, and stops it with the topology.
 fn topology_fills_redis_url() -> Result<(), Failed> {
-    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::bin_dir_from_env()?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?;
     let rt = runtime()?;
     let topo = rt.block_on(Topology::start(
@@ -123,7 +123,7 @@ fn case_with_redis_runs() -> Result<(), Failed> {
     if scenario.components != [Component::Redis] {
         return Err(format!("components {:?}", scenario.components).into());
     }
-    let bin_dir = harness::internals::backend::host::default_bin_dir(None)?;
+    let bin_dir = harness::internals::backend::host::bin_dir_from_env()?;
     let backend = Backend::new(BackendKind::Host, bin_dir)?;
     let opts = RunOptions {
         backend: BackendKind::Host,

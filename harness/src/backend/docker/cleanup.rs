@@ -10,6 +10,7 @@ use bollard::Docker;
 use bollard::query_parameters::{
     ListContainersOptionsBuilder, ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
 };
+use futures_util::future::try_join_all;
 
 use super::error::docker_err;
 use crate::error::BackendError;
@@ -93,25 +94,27 @@ pub struct Labelled {
     pub labels: HashMap<String, String>,
 }
 
-/// Force-removes the containers, then the networks, labelled `filter` for which `pick` holds.
+/// Force-removes the containers, then the networks, labelled `filter` for which `pick` holds
+/// (each kind all at once).
 async fn remove_labelled(
     docker: &Docker,
     filter: &str,
     pick: impl Fn(&Labelled) -> bool,
 ) -> Result<(), BackendError> {
     let (containers, networks) = labelled(docker, filter).await?;
-    for c in containers.iter().filter(|c| pick(c)) {
-        remove_container(docker, &c.name).await?;
-    }
-    for n in networks.iter().filter(|n| pick(n)) {
+    let containers = containers.iter().filter(|c| pick(c));
+    try_join_all(containers.map(|c| remove_container(docker, &c.name))).await?;
+    let networks = networks.iter().filter(|n| pick(n));
+    try_join_all(networks.map(|n| async move {
         match docker.remove_network(&n.name).await {
-            Ok(()) => {}
-            Err(bollard::errors::Error::DockerResponseServerError {
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
-            }) => {}
-            Err(e) => return Err(docker_err(format!("removing network {}", n.name))(e)),
+            }) => Ok(()),
+            Err(e) => Err(docker_err(format!("removing network {}", n.name))(e)),
         }
-    }
+    }))
+    .await?;
     Ok(())
 }
 

@@ -304,6 +304,26 @@ async fn follow_logs(docker: Docker, name: String, logs: Arc<Mutex<String>>, sin
     }
 }
 
+impl Container {
+    /// Removes the container now (unless its run is kept), as dropping it would, but without
+    /// blocking: testcontainers removes dropped containers one at a time on one worker
+    /// thread, while a run's containers awaited together go at once ([`crate::Topology::close`]).
+    pub(crate) async fn remove(mut self) -> Result<(), BackendError> {
+        self.follower().abort();
+        match self.inner.take() {
+            Some(inner) if !self.keep => inner
+                .rm()
+                .await
+                .map_err(docker_err(format!("removing container {}", self.name))),
+            // Kept: dropping it forgets the handle.
+            inner => {
+                self.inner = inner;
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Drop for Container {
     fn drop(&mut self) {
         self.follower().abort();
