@@ -784,6 +784,40 @@ mod tests {
         }
     }
 
+    /// A fresh admin on an in-memory database and an empty long-poll cache.
+    async fn admin_and_cache() -> (Arc<Admin>, Arc<LongPoll>, mpsc::Receiver<Reload>) {
+        let store = crate::store::open(":memory:").await.unwrap();
+        let admin = Arc::new(Admin::new(store).await.unwrap());
+        let (poll, reloads) = LongPoll::new(Duration::ZERO, None);
+        (admin, Arc::new(poll), reloads)
+    }
+
+    /// A keeper of `poll` for `admin`, taking `events`, with the cache loaded.
+    async fn loaded_keeper(
+        poll: &Arc<LongPoll>,
+        admin: &Arc<Admin>,
+        events: broadcast::Receiver<SharedEvent>,
+    ) -> Keeper {
+        let mut keeper = Keeper::new(Arc::clone(poll), Arc::downgrade(admin), events);
+        keeper.rebuild().await.unwrap().unwrap();
+        keeper
+    }
+
+    /// [`keep_current`] of `poll` for `admin`, taking `events`, running once the cache loaded.
+    async fn keeping(
+        poll: &Arc<LongPoll>,
+        admin: &Arc<Admin>,
+        events: broadcast::Receiver<SharedEvent>,
+        reloads: mpsc::Receiver<Reload>,
+    ) -> tokio::task::JoinHandle<()> {
+        let keeper = Keeper::new(Arc::clone(poll), Arc::downgrade(admin), events);
+        let keeping = tokio::spawn(keep_current(keeper, reloads, Duration::from_secs(3600)));
+        tokio::time::timeout(Duration::from_secs(10), poll.wait_ready())
+            .await
+            .expect("the cache loads");
+        keeping
+    }
+
     /// Runs `ops` random writes (from `seed`) on a fresh admin while a keeper applies their
     /// events one by one (DELETEs left out when `skip_deletes`, a planted bug); answers how
     /// the kept cache differs from one rebuilt from the database, and the DELETEs skipped.
@@ -792,12 +826,8 @@ mod tests {
         ops: usize,
         skip_deletes: bool,
     ) -> (Vec<ConfigGroup>, usize) {
-        let store = crate::store::open(":memory:").await.unwrap();
-        let admin = Arc::new(Admin::new(store).await.unwrap());
-        let (poll, _reloads) = LongPoll::new(Duration::ZERO, None);
-        let poll = Arc::new(poll);
-        let mut keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(&admin), admin.subscribe());
-        keeper.rebuild().await.unwrap().unwrap();
+        let (admin, poll, _reloads) = admin_and_cache().await;
+        let mut keeper = loaded_keeper(&poll, &admin, admin.subscribe()).await;
         let mut rng = StdRng::seed_from_u64(seed);
         let mut skipped = 0;
         for n in 0..ops {
@@ -843,18 +873,11 @@ mod tests {
     /// per change.
     #[tokio::test]
     async fn a_change_event_is_applied_without_reading_the_database() {
-        let store = crate::store::open(":memory:").await.unwrap();
-        let admin = Arc::new(Admin::new(store).await.unwrap());
+        let (admin, poll, reloads) = admin_and_cache().await;
         let mut committed = admin.subscribe();
         // The keeper's events come from the test, so they can be sent once the admin is gone.
         let (events, received) = broadcast::channel(16);
-        let (poll, reloads) = LongPoll::new(Duration::ZERO, None);
-        let poll = Arc::new(poll);
-        let keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(&admin), received);
-        let keeping = tokio::spawn(keep_current(keeper, reloads, Duration::from_secs(3600)));
-        tokio::time::timeout(Duration::from_secs(10), poll.wait_ready())
-            .await
-            .expect("the cache loads");
+        let keeping = keeping(&poll, &admin, received, reloads).await;
         let loaded = poll.entry(ConfigGroup::Selector);
 
         admin
@@ -891,12 +914,8 @@ mod tests {
     /// selector creates took 1.6 s to reach a gateway when each event re-serialised the group).
     #[tokio::test]
     async fn a_burst_of_queued_events_is_installed_once() {
-        let store = crate::store::open(":memory:").await.unwrap();
-        let admin = Arc::new(Admin::new(store).await.unwrap());
-        let (poll, _reloads) = LongPoll::new(Duration::ZERO, None);
-        let poll = Arc::new(poll);
-        let mut keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(&admin), admin.subscribe());
-        keeper.rebuild().await.unwrap().unwrap();
+        let (admin, poll, _reloads) = admin_and_cache().await;
+        let mut keeper = loaded_keeper(&poll, &admin, admin.subscribe()).await;
         let mut changes = poll.changes.subscribe();
         for i in 0..20 {
             admin
@@ -923,18 +942,11 @@ mod tests {
     /// just the events still queued would lose the first selector.
     #[tokio::test]
     async fn missed_events_rebuild_the_cache() {
-        let store = crate::store::open(":memory:").await.unwrap();
-        let admin = Arc::new(Admin::new(store).await.unwrap());
+        let (admin, poll, reloads) = admin_and_cache().await;
         let mut committed = admin.subscribe();
         // A queue of one, fed by the test.
         let (events, received) = broadcast::channel(1);
-        let (poll, reloads) = LongPoll::new(Duration::ZERO, None);
-        let poll = Arc::new(poll);
-        let keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(&admin), received);
-        tokio::spawn(keep_current(keeper, reloads, Duration::from_secs(3600)));
-        tokio::time::timeout(Duration::from_secs(10), poll.wait_ready())
-            .await
-            .expect("the cache loads");
+        keeping(&poll, &admin, received, reloads).await;
         let mut changes = poll.changes.subscribe();
         for name in ["/missed", "/queued"] {
             admin
