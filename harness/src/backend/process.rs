@@ -46,10 +46,13 @@ pub(crate) fn free_port() -> Result<u16, BackendError> {
 
 /// Whether a server's log (or docker's answer to a container start) says its port was taken
 /// before it could bind it (ZooKeeper's `BindException`, etcd's, Redis's, PostgreSQL's and
-/// docker's userland proxy's `bind: address already in use`): the harness's port pick lost a
-/// race, so starting again on a fresh port is no hidden failure.
+/// docker's userland proxy's `bind: address already in use`, or docker's own `port is already
+/// allocated`: a port another container publishes through the firewall alone, which no host
+/// socket holds, so [`free_port`] can pick it): the harness's port pick lost a race, so
+/// starting again on a fresh port is no hidden failure.
 pub(crate) fn lost_port_race(log: &str) -> bool {
-    log.to_ascii_lowercase().contains("address already in use")
+    let log = log.to_ascii_lowercase();
+    log.contains("address already in use") || log.contains("port is already allocated")
 }
 
 /// Moves a failed start's log aside (`<log>.<attempt>`, kept for a post-mortem) so that the
@@ -198,6 +201,7 @@ mod tests {
             "2026-12-02 19:33:29.446898 C | etcdmain: listen tcp 127.0.0.1:36415: bind: address already in use",
             "# Warning: Could not create server TCP listening socket 127.0.0.1:36415: bind: Address already in use",
             "Error response from daemon: driver failed programming external connectivity on endpoint porttest (640edea7): Error starting userland proxy: listen tcp4 127.0.0.1:49181: bind: address already in use",
+            "failed to start a container: Docker responded with status code 500: driver failed programming external connectivity on endpoint gantry-1caf698844-upstream-gamma (0e75b91c): Bind for 127.0.0.1:32817 failed: port is already allocated",
         ] {
             assert!(lost_port_race(lost), "{lost}");
         }
