@@ -59,7 +59,8 @@ const CONVERGE: WaitPolicy = WaitPolicy {
 /// A running topology for one sync mode; dropping it stops and removes everything.
 #[derive(Debug)]
 pub struct Gantry {
-    // Dropped first: the services, then the backend they ran on.
+    // Dropped first: the external target's sweep, the services, then the backend they ran on.
+    sweep: Option<Sweep>,
     topology: Topology,
     backend: Backend,
 }
@@ -138,7 +139,14 @@ impl GantryBuilder {
             .map(|n| UpstreamDecl::echo(n))
             .collect();
         let topology = Topology::start(&backend, self.mode, &upstreams, &[], self.keep).await?;
-        Ok(Gantry { topology, backend })
+        let sweep = topology
+            .external()
+            .map(|external| Sweep(external.target.clone()));
+        Ok(Gantry {
+            sweep,
+            topology,
+            backend,
+        })
     }
 }
 
@@ -189,6 +197,16 @@ impl Gantry {
     /// The docker run's networks (upstream, sync), on the docker backend.
     pub fn docker_networks(&self) -> Option<(String, String)> {
         self.topology.docker_networks()
+    }
+
+    /// Stops and removes everything, as dropping does, but a docker topology's containers
+    /// are removed all at once (dropping removes them one after another).
+    pub async fn close(self) {
+        let Gantry {
+            sweep, topology, ..
+        } = self;
+        drop(sweep);
+        topology.close().await;
     }
 
     /// The running topology: its services, and the faults a case file's steps inject
@@ -303,14 +321,14 @@ impl Gantry {
     }
 }
 
-impl Drop for Gantry {
-    /// On an external target, deletes the selectors the run made (its prefix's), from a
-    /// thread of its own (a drop cannot await); a failure is logged.
+/// On an external target, deletes the selectors the run made (its prefix's) when dropped,
+/// from a thread of its own (a drop cannot await); a failure is logged.
+#[derive(Debug)]
+struct Sweep(ExternalTarget);
+
+impl Drop for Sweep {
     fn drop(&mut self) {
-        let Some(external) = self.topology.external() else {
-            return;
-        };
-        let target = external.target.clone();
+        let target = self.0.clone();
         let swept = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -52,15 +52,17 @@ pub struct Topology {
     run: Run,
 }
 
-/// What [`start_control`] starts: the store, the admins' PostgreSQL, the admins, the
-/// gateways and the proxy on the gateway's sync connection.
-type Control = (
-    Option<ComponentService>,
-    Option<HostServer>,
-    Vec<Service>,
-    Vec<Service>,
-    Option<FaultProxy>,
-);
+/// What [`start_control`] starts.
+struct Control {
+    /// The ZooKeeper or etcd server of the zookeeper and etcd modes.
+    store: Option<ComponentService>,
+    /// The admins' PostgreSQL cluster (`topology.storage: postgres`).
+    postgres: Option<HostServer>,
+    admins: Vec<Service>,
+    gateways: Vec<Service>,
+    /// The proxy on the gateway's sync connection, when asked for.
+    proxy: Option<FaultProxy>,
+}
 
 /// Starts the upstreams named in `upstreams` and each of `components` once, all at once.
 async fn start_serving(
@@ -178,7 +180,13 @@ async fn start_control(
             (admins, gateways, proxy)
         }
     };
-    Ok((store, postgres, admins, gateways, proxy))
+    Ok(Control {
+        store,
+        postgres,
+        admins,
+        gateways,
+        proxy,
+    })
 }
 
 /// How a case's topology differs from the default (one admin on SQLite, one gateway, their
@@ -240,8 +248,16 @@ impl Topology {
         // gateways need each other in that order: the two chains start side by side.
         let serving = start_serving(&run, upstreams, components, dir.path());
         let control = start_control(&run, mode, dir.path(), keep, shape);
-        let ((ups, started), (store, postgres, admins, gateways, proxy)) =
-            tokio::try_join!(serving, control)?;
+        let (
+            (ups, started),
+            Control {
+                store,
+                postgres,
+                admins,
+                gateways,
+                proxy,
+            },
+        ) = tokio::try_join!(serving, control)?;
         Ok(Self {
             gateways,
             admins,

@@ -206,6 +206,7 @@ async fn one_mode(
     if result.is_err() {
         progress(topo.log_tails(20));
     }
+    topo.close().await;
     result
 }
 

@@ -354,7 +354,7 @@ fn partition_keeps_the_published_port() -> Result<(), Failed> {
 /// The library as a user's own docker test uses it: a [`harness::Gantry`] on docker, a
 /// container of the user's own started with the re-exported testcontainers on the run's
 /// upstream network, a route to it by container name; the gateway answers from it, and
-/// nothing of the run is left once both are dropped.
+/// nothing of the run is left once theirs is dropped and gantry closed.
 fn a_container_of_your_own_sits_beside_gantry() -> Result<(), Failed> {
     use harness::testcontainers::core::IntoContainerPort;
     use harness::testcontainers::runners::AsyncRunner;
@@ -403,7 +403,7 @@ fn a_container_of_your_own_sits_beside_gantry() -> Result<(), Failed> {
             )));
         }
         drop(theirs);
-        drop(gantry);
+        gantry.close().await;
         Ok::<_, Failed>(id)
     })?;
     assert_gone(&run_label(&id))
