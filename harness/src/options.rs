@@ -55,6 +55,8 @@ pub struct RunOptions {
     pub gateway_args: Vec<String>,
     /// Only scenarios whose name contains this (`--filter`).
     pub filter: Option<String>,
+    /// Only this shard of the plan (`--partition`).
+    pub partition: Option<crate::Partition>,
     /// Show the service logs of every failure, not only when a process died (`--verbose`).
     pub verbose: bool,
     /// The admin and gateway of `--backend external`.
@@ -81,6 +83,7 @@ impl RunOptions {
                 .unwrap_or_else(rand::random),
             gateway_args: Vec::new(),
             filter: None,
+            partition: None,
             verbose: false,
             external: None,
         }

@@ -35,13 +35,37 @@ impl Planned<'_> {
             Planned::Case { mode, .. } => mode.to_string(),
         }
     }
+
+    /// `<case>@<mode>@<backend>` (`<file stem>@parse@<backend>` for a broken file): what
+    /// `gantry list` prints, the test's name, and what `--partition hash:K/N` hashes.
+    pub fn name(&self, backend: BackendKind) -> String {
+        match self {
+            Planned::Broken(file, _) => format!("{}@parse@{backend}", file.stem()),
+            Planned::Case { scenario, mode, .. } => format!("{}@{mode}@{backend}", scenario.name),
+        }
+    }
 }
 
 /// What `run_paths` reports for `files` under `opts`, in order: every scenario whose name
 /// contains `opts.filter` (every one without a filter) under every requested mode, and every
-/// file that does not parse (whose stem contains the filter). The single enumeration the CLI's
-/// `run`, `list` and progress totals use.
+/// file that does not parse (whose stem contains the filter); of those, only the shard
+/// `opts.partition` names, when it names one. The single enumeration the CLI's `run`, `list`
+/// and progress totals use.
 pub fn plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> {
+    let whole = whole_plan(files, opts);
+    match opts.partition {
+        None => whole,
+        Some(partition) => whole
+            .into_iter()
+            .enumerate()
+            .filter(|(i, p)| partition.takes(*i, &p.name(opts.backend)))
+            .map(|(_, p)| p)
+            .collect(),
+    }
+}
+
+/// [`plan`] before the partition.
+fn whole_plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> {
     let wanted = |name: &str| opts.filter.as_deref().is_none_or(|f| name.contains(f));
     let mut out = Vec::new();
     for file in files {
@@ -211,5 +235,40 @@ checks:
         );
         opts.filter = Some("nothing".into());
         assert!(plan(&files, &opts).is_empty());
+    }
+
+    /// The workspace's scenarios under every mode, on each backend, split 4 ways: every
+    /// entry of the whole plan is in exactly one shard, and each shard keeps the plan's order.
+    #[rstest::rstest]
+    fn shards_of_the_workspace_plan_are_disjoint_and_whole(
+        #[values(BackendKind::Host, BackendKind::Docker)] backend: BackendKind,
+        #[values("hash:{}/4", "count:{}/4")] split: &str,
+    ) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases/scenarios");
+        let files = crate::discover(&[dir]).unwrap();
+        let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        opts.backend = backend;
+        opts.modes = SyncMode::ALL.to_vec();
+        let whole: Vec<String> = plan(&files, &opts)
+            .iter()
+            .map(|p| p.name(backend))
+            .collect();
+        assert!(whole.len() > 100, "{} entries", whole.len());
+        let mut seen: Vec<String> = Vec::new();
+        for k in 1..=4 {
+            opts.partition = Some(split.replace("{}", &k.to_string()).parse().unwrap());
+            let shard: Vec<String> = plan(&files, &opts)
+                .iter()
+                .map(|p| p.name(backend))
+                .collect();
+            assert!(!shard.is_empty(), "shard {k} is empty");
+            let in_order: Vec<&String> = whole.iter().filter(|n| shard.contains(n)).collect();
+            assert_eq!(in_order, shard.iter().collect::<Vec<_>>(), "shard {k} out of order");
+            seen.extend(shard);
+        }
+        seen.sort();
+        let mut expected = whole;
+        expected.sort();
+        assert_eq!(seen, expected, "the shards together are not the whole plan");
     }
 }

@@ -29,6 +29,11 @@ pub(crate) enum Command {
     Upstream(UpstreamArgs),
     /// Print the compose file for a sync mode (`compose/<mode>.yml` is this output).
     Compose(ComposeArgs),
+    /// Print Kubernetes manifests for a sync mode (`deploy/k8s/<mode>.yaml` is this output).
+    K8s(K8sArgs),
+    /// Reports of runs made elsewhere: `merge` joins the shards of one run.
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// Print the scenario files' JSON Schema (docs/scenario.schema.json is this output).
     Schema,
     /// Check scenario files without running them: every problem, each at its line and column.
@@ -167,6 +172,52 @@ pub(crate) struct ComposeArgs {
     pub(crate) sync: SyncMode,
 }
 
+/// `gantry k8s` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct K8sArgs {
+    /// The sync mode.
+    #[arg(long, default_value = "websocket")]
+    pub(crate) sync: SyncMode,
+    /// Gateway pods.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) gateways: u32,
+    /// Shards of the scenario Job (its completions and parallelism).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) shards: u32,
+}
+
+/// The reports a run (or a merge of runs) writes.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportOutputs {
+    /// Also write a JSON report here.
+    #[arg(long)]
+    pub(crate) report_json: Option<PathBuf>,
+    /// Write a JUnit XML report (one testsuite per mode × backend) to this file.
+    #[arg(long)]
+    pub(crate) report_junit: Option<PathBuf>,
+    /// Write an HTML report (a self-contained `index.html` with plots) into this directory.
+    #[arg(long)]
+    pub(crate) report_html: Option<PathBuf>,
+}
+
+/// `gantry report` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReportCommand {
+    /// Join the JSON reports of the shards of one run (`gantry run --partition K/N`) and
+    /// write the reports one unsharded run would: exit 1 when a case failed, 5 when none ran.
+    Merge(MergeArgs),
+}
+
+/// `gantry report merge` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MergeArgs {
+    /// The shards' JSON reports (`--report-json` of each `gantry run --partition`).
+    #[arg(required = true)]
+    pub(crate) shards: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) reports: ReportOutputs,
+}
+
 /// `gantry validate` arguments.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ValidateArgs {
@@ -203,21 +254,19 @@ pub(crate) struct RunArgs {
     /// Where the services run.
     #[arg(long, value_enum, default_value_t = BackendArg::Host)]
     pub(crate) backend: BackendArg,
-    /// Also write a JSON report here.
-    #[arg(long)]
-    pub(crate) report_json: Option<PathBuf>,
-    /// Write a JUnit XML report (one testsuite per mode × backend) to this file.
-    #[arg(long)]
-    pub(crate) report_junit: Option<PathBuf>,
-    /// Write an HTML report (a self-contained `index.html` with plots) into this directory.
-    #[arg(long)]
-    pub(crate) report_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) reports: ReportOutputs,
     /// Do not run `cargo build --workspace --bins` first.
     #[arg(long)]
     pub(crate) no_build: bool,
     /// Only scenarios whose name contains this text.
     #[arg(long)]
     pub(crate) filter: Option<String>,
+    /// Only one shard of the cases, for N runners that each run one (then `gantry report
+    /// merge` joins their JSON reports): `hash:K/N` (or `K/N`) by a hash of each case's name,
+    /// `count:K/N` every N-th; every shard must get the same other arguments.
+    #[arg(long, value_name = "SPLIT:K/N")]
+    pub(crate) partition: Option<crate::Partition>,
     /// An extra argument for every gateway started (repeat it; e.g.
     /// `--gateway-arg=--emulate-bug --gateway-arg=drop-deletes`).
     #[arg(long = "gateway-arg", allow_hyphen_values = true)]
@@ -543,6 +592,7 @@ impl RunArgs {
         opts.build &= !self.no_build;
         opts.gateway_args.clone_from(&self.gateway_args);
         opts.filter.clone_from(&self.filter);
+        opts.partition = self.partition;
         opts.verbose = self.verbose;
         if let Some(seed) = self.seed {
             opts.seed = seed;

@@ -40,6 +40,14 @@ pub fn main() -> ExitCode {
             print!("{}", crate::compose::render(args.sync));
             ExitCode::SUCCESS
         }
+        args::Command::K8s(args) => {
+            print!(
+                "{}",
+                crate::k8s::render(args.sync, args.gateways, args.shards)
+            );
+            ExitCode::SUCCESS
+        }
+        args::Command::Report(args::ReportCommand::Merge(args)) => merge(&args),
         args::Command::Schema => {
             print!("{}", crate::scenario::schema::schema_json());
             ExitCode::SUCCESS
@@ -263,7 +271,7 @@ async fn upstream(args: args::UpstreamArgs) -> ExitCode {
 }
 
 /// Writes the reports `args` asks for (creating their directories).
-fn write_reports(args: &args::RunArgs, results: &[crate::CaseResult]) -> Result<(), String> {
+fn write_reports(args: &args::ReportOutputs, results: &[crate::CaseResult]) -> Result<(), String> {
     let parent = |path: &std::path::Path| match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
         _ => Ok(()),
@@ -330,16 +338,63 @@ fn list(args: &args::RunArgs) -> ExitCode {
             }
         }
     }
+    let shard = opts
+        .partition
+        .map_or_else(String::new, |p| format!(" in shard {p}"));
     if external {
         println!(
-            "{runs} of {} would run ({only_with_extras} of them only on a target with gantry's \
-             extras: the run probes for them first)",
+            "{runs} of {}{shard} would run ({only_with_extras} of them only on a target with \
+             gantry's extras: the run probes for them first)",
             plan.len()
         );
     } else {
-        println!("{runs} of {} would run", plan.len());
+        println!("{runs} of {}{shard} would run", plan.len());
     }
     ExitCode::SUCCESS
+}
+
+/// `gantry report merge`: the shards' results joined, summarised as a run's, and written.
+fn merge(args: &args::MergeArgs) -> ExitCode {
+    let mut reports = Vec::with_capacity(args.shards.len());
+    for path in &args.shards {
+        match crate::report::json::read(path) {
+            Ok(report) => reports.push((path.clone(), report)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(exit_code::SETUP);
+            }
+        }
+    }
+    let results = match crate::report::merge(reports) {
+        Ok(results) => results,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit_code::SETUP);
+        }
+    };
+    print!("{}", terminal::failure_details(&results));
+    println!("{}", terminal::summary_table(&results));
+    if let Err(e) = write_reports(&args.reports, &results) {
+        eprintln!("error: {e}");
+        return ExitCode::from(exit_code::REPORT);
+    }
+    verdict(&results)
+}
+
+/// A finished run's exit code: 1 when a case failed, 5 when none ran (a CI job that tests
+/// nothing must not pass), else 0.
+fn verdict(results: &[crate::CaseResult]) -> ExitCode {
+    if results.iter().any(crate::CaseResult::failed) {
+        ExitCode::from(exit_code::FAILED)
+    } else if results.iter().all(|r| r.outcome.skipped().is_some()) {
+        eprintln!(
+            "error: no case ran ({} skipped): check --sync, --backend and --filter against the scenarios' modes and backends",
+            results.len()
+        );
+        ExitCode::from(exit_code::NOTHING_RAN)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// `gantry run`.
@@ -386,21 +441,25 @@ async fn run(args: &args::RunArgs) -> ExitCode {
                     print!("{}", terminal::case_details(&results));
                 }
                 println!("{}", terminal::summary_table(&results));
-                if let Err(e) = write_reports(args, &results) {
+                if let Err(e) = write_reports(&args.reports, &results) {
                     eprintln!("error: {e}");
                     return ExitCode::from(exit_code::REPORT);
                 }
-                if results.iter().any(crate::CaseResult::failed) {
-                    ExitCode::from(exit_code::FAILED)
-                } else if results.iter().all(|r| r.outcome.skipped().is_some()) {
-                    // A CI job that tests nothing must not pass.
-                    eprintln!(
-                        "error: no case ran ({} skipped): check --sync, --backend and --filter against the scenarios' modes and backends",
-                        results.len()
-                    );
-                    ExitCode::from(exit_code::NOTHING_RAN)
-                } else {
-                    ExitCode::SUCCESS
+                match opts.partition {
+                    // One of several shards may hold nothing that runs here; the merge of
+                    // the shards' reports fails when none ran anything.
+                    Some(partition)
+                        if !results.iter().any(crate::CaseResult::failed)
+                            && results.iter().all(|r| r.outcome.skipped().is_some()) =>
+                    {
+                        eprintln!(
+                            "note: shard {partition} ran no case ({} skipped); `gantry report \
+                             merge` fails when the merged shards ran none",
+                            results.len()
+                        );
+                        ExitCode::SUCCESS
+                    }
+                    _ => verdict(&results),
                 }
             }
         }

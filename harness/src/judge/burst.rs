@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, de};
 
 use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ObserveCx, ValidateCx};
 use super::{Judge, Measurements, Verdict};
@@ -35,14 +35,29 @@ pub(crate) struct BurstJudge<'a> {
 }
 
 /// What a burst got.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     /// Requests sent.
     pub sent: u32,
     /// Answers per HTTP status.
+    #[serde(deserialize_with = "statuses")]
     pub statuses: BTreeMap<u16, u32>,
     /// Requests without an answer.
     pub failed: u32,
+}
+
+/// Reads [`Stats::statuses`] from a JSON report, whose object keys are strings: inside the
+/// internally tagged [`Measurements`] serde hands them over as strings, which it does not read
+/// as numbers.
+fn statuses<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u16, u32>, D::Error> {
+    (BTreeMap::<String, u32>::deserialize(d)?.into_iter())
+        .map(|(status, n)| match status.parse() {
+            Ok(status) => Ok((status, n)),
+            Err(_) => Err(de::Error::custom(format!(
+                "`{status}` is not an HTTP status"
+            ))),
+        })
+        .collect()
 }
 
 impl Judge for BurstJudge<'_> {

@@ -174,7 +174,7 @@ pub(crate) struct ChurnJudge {
 }
 
 /// One phase's numbers, for the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct PhaseStats {
     /// Requests sent on the stable route.
@@ -186,7 +186,7 @@ pub struct PhaseStats {
 }
 
 /// What the churn check measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Stats {
     /// The stable route without churn.

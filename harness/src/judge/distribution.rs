@@ -99,7 +99,7 @@ impl DistributionJudge {
 }
 
 /// What the distribution check measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Stats {
     /// Requests answered.

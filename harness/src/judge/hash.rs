@@ -87,7 +87,7 @@ pub(crate) struct HashJudge {
 }
 
 /// What the hash check measured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Stats {
     /// Client addresses used.

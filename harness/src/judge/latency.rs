@@ -97,7 +97,7 @@ pub(crate) struct ChangeLatency {
 }
 
 /// Quantiles of a latency series, in ms.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Quantiles {
     /// Median.
     pub p50: f64,
@@ -138,7 +138,7 @@ pub(crate) struct LatencyJudge {
 }
 
 /// What the latency check measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Stats {
     /// Changes measured.
@@ -156,7 +156,7 @@ pub struct Stats {
 }
 
 /// [`LatencyLimits`] in ms, for the report.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     /// On the median.
     pub p50: Option<f64>,

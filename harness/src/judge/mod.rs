@@ -112,7 +112,7 @@ macro_rules! check_kinds {
         pub(crate) const JUDGE_KEYS: &[&str] = &[$( $key ),*];
 
         /// What a check measured, by kind (in the event stream and the JSON report).
-        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind", rename_all = "camelCase")]
         pub enum Measurements {
             /// A probe: how many answers passed of how many sent.

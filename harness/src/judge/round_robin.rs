@@ -70,7 +70,7 @@ pub(crate) struct CycleJudge {
 }
 
 /// What the round-robin check measured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Stats {
     /// One period of the expected cycle.

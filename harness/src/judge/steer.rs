@@ -67,7 +67,7 @@ pub(crate) struct SteerJudge {
 }
 
 /// What the steer check measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Stats {
     /// Requests answered.

@@ -4,11 +4,11 @@
 
 use std::fmt;
 
-use serde::Serialize;
 use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::Step;
-use crate::judge::Measurements;
+use crate::judge::{JUDGE_KEYS, Measurements};
 
 /// Something that happened during a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +37,7 @@ pub enum Event {
 }
 
 /// How a check ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "result", content = "detail")]
 pub enum CheckOutcome {
     /// The judge found nothing wrong.
@@ -48,8 +48,13 @@ pub enum CheckOutcome {
     Skipped(String),
 }
 
+/// A check kind's name. An alias only so that serde's derive does not take the field for a
+/// string borrowed from the input (it does so for every field written `&str`, which would
+/// make `CheckReport` readable only from `'static` input); [`known_kind`] reads it.
+type KindName = &'static str;
+
 /// One check's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct CheckReport {
     /// The check's name.
@@ -58,8 +63,10 @@ pub struct CheckReport {
     pub path: String,
     /// The scenario step it belongs to (none: the top-level checks).
     pub step: Option<String>,
-    /// `probe`, `distribution`, `roundRobin`, `hash`, `steer` or `latency`.
-    pub kind: &'static str,
+    /// `probe`, a judge's key (`distribution`, `roundRobin`, ...), or `digest` or `isolation`
+    /// (the runner's own checks); reading a report back fails on any other.
+    #[serde(deserialize_with = "known_kind")]
+    pub kind: KindName,
     /// How it ended.
     pub outcome: CheckOutcome,
     /// Time spent observing and judging, ms.
@@ -69,7 +76,7 @@ pub struct CheckReport {
 }
 
 /// One admin change's times, ms after the admin's 2xx.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct ChangeTiming {
     /// `setup`, `step <name>` or `teardown`.
@@ -84,12 +91,37 @@ pub struct ChangeTiming {
 }
 
 /// The digests admin and gateway last agreed on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinalDigests {
     /// The admin's.
     pub admin: String,
     /// The gateway's.
     pub gateway: String,
+}
+
+/// The kind of the runner's own digest-equality check (skipped on a target without a config
+/// digest).
+pub(crate) const DIGEST_CHECK: &str = "digest";
+/// The kind of the runner's own check of a step's `isolated`.
+pub(crate) const ISOLATION_CHECK: &str = "isolation";
+/// The kinds of the checks the runner reports for itself, beside the probe and the judges.
+const RUNNER_CHECK_KINDS: &[&str] = &[DIGEST_CHECK, ISOLATION_CHECK];
+
+/// Every kind a [`CheckReport`] can have: `probe`, the judges' keys, the runner's own.
+fn check_kinds() -> impl Iterator<Item = &'static str> {
+    std::iter::once("probe").chain(JUDGE_KEYS.iter().chain(RUNNER_CHECK_KINDS).copied())
+}
+
+/// Reads [`CheckReport::kind`] as the `&'static` name of a known kind; fails on any other.
+fn known_kind<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let name = String::deserialize(d)?;
+    check_kinds().find(|k| *k == name).ok_or_else(|| {
+        let known: Vec<&str> = check_kinds().collect();
+        serde::de::Error::custom(format!(
+            "unknown check kind `{name}` (known: {})",
+            known.join(", ")
+        ))
+    })
 }
 
 /// What a case run recorded, passed or failed.
@@ -183,8 +215,10 @@ impl CaseOutcome {
 /// The result of one case, or of one scenario file that does not parse (mode `parse`).
 ///
 /// In the JSON report the id and outcome are written flat, as they always were: `case`,
-/// `mode`, `passed`, `error` (null unless failed) and `skipped` (only when skipped).
-#[derive(Debug, Clone, PartialEq)]
+/// `mode`, `passed`, `error` (null unless failed) and `skipped` (only when skipped); reading
+/// it back takes exactly one of passed, an error and a skip reason.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "FlatResult")]
 pub struct CaseResult {
     /// Which case.
     pub id: CaseId,
@@ -260,5 +294,54 @@ impl Serialize for CaseResult {
         st.serialize_field("timings", &self.timings)?;
         st.serialize_field("digests", &self.digests)?;
         st.end()
+    }
+}
+
+/// A [`CaseResult`] as the JSON report writes it: id and outcome flat.
+#[derive(Deserialize)]
+struct FlatResult {
+    case: String,
+    mode: String,
+    file: String,
+    backend: String,
+    seed: u64,
+    passed: bool,
+    duration_ms: f64,
+    converge_ms: Option<u64>,
+    error: Option<String>,
+    skipped: Option<String>,
+    checks: Vec<CheckReport>,
+    timings: Vec<ChangeTiming>,
+    digests: Option<FinalDigests>,
+}
+
+impl TryFrom<FlatResult> for CaseResult {
+    type Error = String;
+
+    fn try_from(r: FlatResult) -> Result<Self, String> {
+        let id = CaseId::new(r.case, r.mode);
+        let outcome = match (r.passed, r.error, r.skipped) {
+            (true, None, None) => CaseOutcome::Passed,
+            (false, Some(error), None) => CaseOutcome::Failed(error),
+            (false, None, Some(why)) => CaseOutcome::Skipped(why),
+            (passed, error, skipped) => {
+                return Err(format!(
+                    "case `{id}`: `passed: {passed}` with error {error:?} and skipped {skipped:?} \
+                     (a result is passed, or has an error, or is skipped)"
+                ));
+            }
+        };
+        Ok(Self {
+            id,
+            file: r.file,
+            backend: r.backend,
+            seed: r.seed,
+            outcome,
+            duration_ms: r.duration_ms,
+            converge_ms: r.converge_ms,
+            checks: r.checks,
+            timings: r.timings,
+            digests: r.digests,
+        })
     }
 }

@@ -1,10 +1,11 @@
 //! Reporting: [`events`] is the contract between the runner and the reporters
-//! ([`terminal`], [`json`]).
+//! ([`terminal`], [`json`]); [`merge`](mod@merge) joins the JSON reports of a run's shards.
 
 pub mod events;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod merge;
 pub mod plots;
 pub mod terminal;
 
@@ -12,3 +13,5 @@ pub use events::{
     CaseId, CaseOutcome, CaseRecord, CaseResult, ChangeTiming, CheckOutcome, CheckReport, Event,
     FinalDigests,
 };
+pub use json::{ReadError, Report};
+pub use merge::{MergeError, merge};

@@ -260,7 +260,7 @@ impl Case<'_> {
                     name: "digest equality".into(),
                     path: "(every change)".into(),
                     step: None,
-                    kind: "digest",
+                    kind: crate::report::events::DIGEST_CHECK,
                     outcome: CheckOutcome::Skipped(NO_DIGEST.into()),
                     elapsed_ms: 0.0,
                     measurements: Measurements::None,

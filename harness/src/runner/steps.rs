@@ -188,7 +188,7 @@ impl Case<'_> {
             name: format!("step `{}` kept from the gateway", st.name),
             path: format!("steps[{index}].isolated"),
             step: Some(st.name.clone()),
-            kind: "isolation",
+            kind: crate::report::events::ISOLATION_CHECK,
             outcome,
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
             measurements: Measurements::Probe {

@@ -17,7 +17,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 fn fanout_past_the_session_limit() -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let report = dir.path().join("fanout.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_gantry"))
+    let out = Command::new(crate::gantry_exe())
         .args(["bench", "fanout", "--no-build", "--kinds", "websocket"])
         .args(["--subscribers", "300", "--changes", "2", "--report-json"])
         .arg(&report)

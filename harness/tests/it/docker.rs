@@ -192,7 +192,7 @@ fn after_ctrl_c() -> Result<(), Failed> {
         env!("CARGO_MANIFEST_DIR"),
         "/../cases/scenarios/divide/uri_equal.yaml"
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
+    let mut child = Command::new(crate::gantry_exe())
         .args(["run", "--backend", "docker", "--no-build", scenario])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -253,7 +253,7 @@ async fn snapshot(admin: &AdminClient) -> Result<BTreeMap<String, String>, Faile
 
 /// `gantry run --backend external` against `pair` for `mode`, with `extra` arguments.
 fn gantry_run(pair: &Endpoints, mode: SyncMode, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gantry"));
+    let mut cmd = Command::new(crate::gantry_exe());
     cmd.args(["run", "--backend", "external", "--sync", &mode.to_string()])
         .args([
             "--admin-url",
@@ -402,7 +402,7 @@ fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
 /// `gantry list --backend external --sync <mode>`'s footer: how many cases would run, and
 /// how many of those only on a target with gantry's extras.
 fn listed(mode: SyncMode) -> Result<(usize, usize), Failed> {
-    let out = Command::new(env!("CARGO_BIN_EXE_gantry"))
+    let out = Command::new(crate::gantry_exe())
         .args(["list", "--backend", "external", "--sync", &mode.to_string()])
         .output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -714,7 +714,7 @@ pub(crate) fn from_compose() -> Result<(), Failed> {
     }
     let rt = runtime();
     let mode = SyncMode::Websocket;
-    let yaml = Command::new(env!("CARGO_BIN_EXE_gantry"))
+    let yaml = Command::new(crate::gantry_exe())
         .args(["compose", "--sync", "websocket"])
         .output()?;
     let (admin_port, gateway_port) = (free_port()?, free_port()?);

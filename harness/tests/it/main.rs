@@ -10,7 +10,8 @@
 //! (`gantry run --backend external` against a hand-started admin and gateway), `-- port_race::`
 //! (a middleware server started on a taken port moves to a fresh one), `-- selector_choice`
 //! (the gateway's choice among selectors and rules against the reference model), `-- sim_cli`
-//! (`gantry sim`'s lines, exit codes and replays), `-- bench_cli` (`gantry bench` on debug binaries).
+//! (`gantry sim`'s lines, exit codes and replays), `-- bench_cli` (`gantry bench` on debug binaries),
+//! `-- shard_cli` (`gantry run --partition` and `gantry report merge`).
 
 mod admin_cluster;
 mod bench_cli;
@@ -24,6 +25,7 @@ mod port_race;
 mod properties;
 mod redis;
 mod selector_choice;
+mod shard_cli;
 mod sim_cli;
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -43,8 +45,16 @@ fn main() {
     trials.extend(redis::trials());
     trials.extend(selector_choice::trials());
     trials.extend(sim_cli::trials());
+    trials.extend(shard_cli::trials());
     trials.extend(bench_cli::trials());
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// The `gantry` binary: where `cargo nextest run --archive-file` extracted it
+/// (`NEXTEST_BIN_EXE_gantry`, on a CI runner that did not build it), else where cargo built it.
+fn gantry_exe() -> std::path::PathBuf {
+    std::env::var_os("NEXTEST_BIN_EXE_gantry")
+        .map_or_else(|| env!("CARGO_BIN_EXE_gantry").into(), Into::into)
 }
 
 /// `<name>@<mode>` for every sync mode, each running `test(mode)`; a mode whose server is not

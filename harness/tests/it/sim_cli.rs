@@ -30,7 +30,7 @@ pub(crate) fn trials() -> Vec<Trial> {
 }
 
 fn sim(args: &[&str]) -> Result<Output, Failed> {
-    Ok(Command::new(env!("CARGO_BIN_EXE_gantry"))
+    Ok(Command::new(crate::gantry_exe())
         .arg("sim")
         .args(args)
         .output()?)
