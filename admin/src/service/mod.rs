@@ -296,6 +296,60 @@ mod tests {
         }
     }
 
+    /// A selector moved to another plugin is published as deleted from the old one (with
+    /// its rules), then as new under the new one, its rules named with the new plugin; an
+    /// update that keeps the plugin publishes SELECTOR/UPDATE only.
+    #[tokio::test]
+    async fn a_selector_moved_to_another_plugin_leaves_the_old_one() {
+        let store = crate::store::open(":memory:").await.unwrap();
+        let admin = Admin::new(store).await.unwrap();
+        let id = admin.create_selector(selector("/moved")).await.unwrap();
+        admin
+            .create_rule(model::RuleDto {
+                selector_id: Some(id.clone()),
+                name: Some("r".to_owned()),
+                sort: Some(1),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut events = admin.subscribe();
+        let summary = |events: &mut broadcast::Receiver<SharedEvent>| {
+            let mut seen = Vec::new();
+            while let Ok(e) = events.try_recv() {
+                let plugins: Vec<String> = match &e.payload {
+                    EventPayload::Selector(items) => {
+                        items.iter().map(|s| s.plugin_name.clone()).collect()
+                    }
+                    EventPayload::Rule(items) => {
+                        items.iter().map(|r| r.plugin_name.clone()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                seen.push(format!("{} {} {plugins:?}", e.group(), e.event_type));
+            }
+            seen
+        };
+
+        let mut kept = selector("/moved");
+        kept.sort = Some(2);
+        admin.update_selector(&id, kept).await.unwrap();
+        assert_eq!(summary(&mut events), [r#"SELECTOR UPDATE ["divide"]"#]);
+
+        let mut moved = selector("/moved");
+        moved.plugin_id = Some("14".to_owned());
+        admin.update_selector(&id, moved).await.unwrap();
+        assert_eq!(
+            summary(&mut events),
+            [
+                r#"SELECTOR DELETE ["divide"]"#,
+                r#"RULE DELETE ["divide"]"#,
+                r#"SELECTOR UPDATE ["contextPath"]"#,
+                r#"RULE UPDATE ["contextPath"]"#,
+            ]
+        );
+    }
+
     fn selector_ids(snapshot: &Snapshot) -> Vec<&str> {
         snapshot
             .config

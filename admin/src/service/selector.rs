@@ -114,7 +114,11 @@ impl Admin {
     }
 
     /// Replaces selector `id`; publishes SELECTOR/UPDATE with the old conditions as
-    /// `beforeConditionList`.
+    /// `beforeConditionList`. A selector moved to another plugin is first published as
+    /// deleted from the old one (SELECTOR/DELETE, then RULE/DELETE for its rules), then as
+    /// new (SELECTOR/UPDATE, then RULE/UPDATE for its rules, now named with the new plugin):
+    /// ZooKeeper and etcd keep a selector and its rules under the plugin's path, and a
+    /// gateway's rules carry their plugin's name.
     pub(crate) async fn update_selector(
         &self,
         id: &str,
@@ -138,13 +142,26 @@ impl Admin {
         let plugin = self.plugin_for(&dto).await?;
         let plugin = validate::selector_plugin(dto.plugin_id.as_deref(), plugin.as_ref())?;
         let mut record = validate::selector(dto, plugin)?;
-        record.id = old.id;
-        record.date_created = old.date_created;
+        record.id.clone_from(&old.id);
+        record.date_created.clone_from(&old.date_created);
         record.date_updated = now();
         self.store.put_selector(&record).await?;
+        let moved = old.plugin_id != record.plugin_id;
+        let rules = if moved {
+            let rules = self.store.selector_rules(&record.id).await?;
+            let names = self.plugin_names().await?;
+            self.publish_deleted_selectors(std::slice::from_ref(&old), &rules, &names);
+            rules
+        } else {
+            Vec::new()
+        };
         let mut data = selector_data(&record, &plugin.name);
         data.before_condition_list = old.conditions;
         self.publish(DataEventType::Update, EventPayload::Selector(vec![data]));
+        if !rules.is_empty() {
+            let data = rules.iter().map(|r| rule_data(r, &plugin.name)).collect();
+            self.publish(DataEventType::Update, EventPayload::Rule(data));
+        }
         Ok(())
     }
 

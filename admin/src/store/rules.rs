@@ -108,6 +108,19 @@ impl Store {
         records(rows)
     }
 
+    /// The rules of selector `selector_id`, ordered by sort, then id.
+    pub(crate) async fn selector_rules(
+        &self,
+        selector_id: &str,
+    ) -> Result<Vec<RuleRecord>, StoreError> {
+        let pool = match &self.backend {
+            Backend::Memory(memory) => return Ok(memory.selector_rules(selector_id)),
+            Backend::Sql { pool, .. } => pool,
+        };
+        let mut conn = pool.acquire().await?;
+        rules_of(&mut conn, selector_id).await
+    }
+
     /// One rule.
     pub(crate) async fn rule(&self, id: &str) -> Result<Option<RuleRecord>, StoreError> {
         let pool = match &self.backend {

@@ -295,8 +295,23 @@ impl Case<'_> {
                 Ok(())
             }
             AdminChange::UpdateSelector(u) => {
+                let plugin_id = match &u.plugin {
+                    Some(name) => Some(
+                        admin
+                            .plugin_id(name)
+                            .await
+                            .map_err(at(Step::Steps))?
+                            .ok_or_else(|| {
+                                (Step::Steps, RunErrorKind::PluginNotFound(name.clone()))
+                            })?,
+                    ),
+                    None => None,
+                };
                 let sel = made.selector(&u.name)?;
                 lower::update_selector(&mut sel.dto, &sel.id, u, &self.addrs);
+                if plugin_id.is_some() {
+                    sel.dto.plugin_id = plugin_id;
+                }
                 if let Some(ups) = &u.upstreams {
                     sel.upstreams.clone_from(ups);
                 }

@@ -154,6 +154,11 @@ impl Memory {
         sorted(self.tables().rules.values(), rule_order)
     }
 
+    /// [`Store::selector_rules`](crate::store::Store::selector_rules): by sort, then id.
+    pub(in crate::store) fn selector_rules(&self, selector_id: &str) -> Vec<RuleRecord> {
+        self.tables().rules_of(selector_id)
+    }
+
     /// [`Store::rule`](crate::store::Store::rule).
     pub(in crate::store) fn rule(&self, id: &str) -> Option<RuleRecord> {
         self.tables().rules.get(id).cloned()

@@ -494,6 +494,8 @@ pub struct UpdateSelector {
     /// New selector type.
     #[serde(rename = "type")]
     pub kind: Option<SelectorKind>,
+    /// Another plugin (by name) the selector moves to, with its rules (`pluginId`).
+    pub plugin: Option<String>,
 }
 
 /// Fields of a rule to replace; the ones not given keep their values.

@@ -157,6 +157,9 @@ impl<'s> Validator<'s> {
                 if let Some(cs) = &u.conditions {
                     self.conditions(cs, &format!("{at}.conditions"));
                 }
+                if let Some(plugin) = &u.plugin {
+                    self.plugin_name(plugin, format!("{at}.plugin"));
+                }
             }
             AdminChange::UpdateRule(u) => {
                 let at = format!("{at}.updateRule");
