@@ -9,6 +9,7 @@
 mod app_auth;
 mod digest;
 mod error;
+pub(crate) mod groups;
 mod meta;
 mod peers;
 mod plugin;

@@ -1,24 +1,22 @@
 //! Commits other admins make to the shared database (ShenYu's admin-cluster problem, protocol
 //! §4.5, which ShenYu's admins only solve at a gateway's next poll or the 5-minute refresh).
 //!
-//! The admin keeps what it has published ([`Published`]: every group's items by key, updated
-//! by each event it sends). When the database may have changed, [`Admin::reconcile`] reads a
-//! snapshot under the write lock and publishes the difference as UPDATE and DELETE events; so
+//! The admin keeps what it has published ([`Published`]: every group's items, updated by each
+//! event it sends, in the model of `service::groups`). When the database may have changed,
+//! [`Admin::reconcile`] reads a snapshot under the write lock and publishes the difference as
+//! UPDATE and DELETE events; so
 //! every publisher (websocket sessions, the long-poll cache, ZooKeeper, etcd) passes on
 //! another admin's commit as if it were this admin's own. [`watch`] runs it after every
 //! change the store's feed ([`Store::change_feed`](crate::store::Store::change_feed)) reports, and every
 //! [`FALLBACK`] in any case.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use model::{
-    AppAuthData, DataEvent, DataEventType, EventPayload, MetaData, PluginData, RuleData,
-    SelectorData,
-};
+use model::{DataEvent, DataEventType, EventPayload};
 use tokio::sync::broadcast;
 
+use super::groups::ConfigGroups;
 use super::{Admin, SharedEvent, Snapshot};
 use crate::store::StoreError;
 
@@ -29,153 +27,20 @@ pub(crate) const FALLBACK: Duration = Duration::from_secs(60);
 /// How long to wait before opening a failed change feed again.
 const REOPEN_DELAY: Duration = Duration::from_secs(1);
 
-/// An item's identity within its group.
-trait Keyed {
-    fn key(&self) -> &str;
-}
-
-impl Keyed for PluginData {
-    fn key(&self) -> &str {
-        &self.id
-    }
-}
-
-impl Keyed for SelectorData {
-    fn key(&self) -> &str {
-        &self.id
-    }
-}
-
-impl Keyed for RuleData {
-    fn key(&self) -> &str {
-        &self.id
-    }
-}
-
-impl Keyed for MetaData {
-    fn key(&self) -> &str {
-        &self.id
-    }
-}
-
-impl Keyed for AppAuthData {
-    fn key(&self) -> &str {
-        &self.app_key
-    }
-}
-
-/// One group as published: its items by key.
-#[derive(Debug)]
-struct Group<T>(HashMap<String, T>);
-
-impl<T> Default for Group<T> {
-    fn default() -> Self {
-        Self(HashMap::new())
-    }
-}
-
-impl<T: Keyed + Clone + PartialEq> Group<T> {
-    fn of(items: &[T]) -> Self {
-        Self(
-            items
-                .iter()
-                .map(|i| (i.key().to_owned(), i.clone()))
-                .collect(),
-        )
-    }
-
-    /// Takes in one event's items.
-    fn apply(&mut self, event_type: DataEventType, items: &[T]) {
-        match event_type {
-            DataEventType::Delete => {
-                for item in items {
-                    self.0.remove(item.key());
-                }
-            }
-            DataEventType::Refresh | DataEventType::Myself => *self = Self::of(items),
-            // Not a data change; never published.
-            DataEventType::RunningMode => {}
-            DataEventType::Create | DataEventType::Update => {
-                for item in items {
-                    self.0.insert(item.key().to_owned(), item.clone());
-                }
-            }
-        }
-    }
-
-    /// Moves to `now`, answering the items of `now` that are new or differ (in `now`'s order)
-    /// and the published items `now` lacks.
-    fn advance(&mut self, now: &[T]) -> (Vec<T>, Vec<T>) {
-        let changed = now
-            .iter()
-            .filter(|i| self.0.get(i.key()) != Some(*i))
-            .cloned()
-            .collect();
-        let keys: HashSet<&str> = now.iter().map(Keyed::key).collect();
-        let mut gone: Vec<T> = self
-            .0
-            .values()
-            .filter(|i| !keys.contains(i.key()))
-            .cloned()
-            .collect();
-        gone.sort_by(|a, b| a.key().cmp(b.key()));
-        *self = Self::of(now);
-        (changed, gone)
-    }
-}
-
 /// What an admin has published: what its gateways hold once every event has reached them.
 #[derive(Debug, Default)]
-pub(crate) struct Published {
-    plugins: Group<PluginData>,
-    selectors: Group<SelectorData>,
-    rules: Group<RuleData>,
-    meta_data: Group<MetaData>,
-    app_auth: Group<AppAuthData>,
-}
+pub(crate) struct Published(ConfigGroups);
 
 impl Published {
     /// Everything in `snapshot` published.
     pub(crate) fn new(snapshot: &Snapshot) -> Self {
-        Self {
-            plugins: Group::of(&snapshot.config.plugins),
-            selectors: Group::of(&snapshot.config.selectors),
-            rules: Group::of(&snapshot.config.rules),
-            meta_data: Group::of(&snapshot.config.meta_data),
-            app_auth: Group::of(&snapshot.app_auth),
-        }
+        Self(ConfigGroups::from_snapshot(snapshot.clone()))
     }
 
-    /// Takes in one published event. An update's `before…` condition lists describe the
-    /// previous version, which the database does not hold: they are left out, or every update
-    /// would look like another admin's commit and go out twice.
+    /// Takes in one published event (kept as stored: without an update's `before…` lists,
+    /// or every update would look like another admin's commit and go out twice).
     pub(crate) fn apply(&mut self, event: &DataEvent) {
-        let kind = event.event_type;
-        match &event.payload {
-            EventPayload::Plugin(items) => self.plugins.apply(kind, items),
-            EventPayload::Selector(items) => {
-                let items: Vec<SelectorData> = items
-                    .iter()
-                    .map(|s| SelectorData {
-                        before_condition_list: Vec::new(),
-                        ..s.clone()
-                    })
-                    .collect();
-                self.selectors.apply(kind, &items);
-            }
-            EventPayload::Rule(items) => {
-                let items: Vec<RuleData> = items
-                    .iter()
-                    .map(|r| RuleData {
-                        before_condition_data_list: Vec::new(),
-                        ..r.clone()
-                    })
-                    .collect();
-                self.rules.apply(kind, &items);
-            }
-            EventPayload::MetaData(items) => self.meta_data.apply(kind, items),
-            EventPayload::AppAuth(items) => self.app_auth.apply(kind, items),
-        }
+        self.0.apply(event);
     }
 
     /// Moves to `snapshot`, answering the events that take gateways there: UPDATE of the new
@@ -183,11 +48,12 @@ impl Published {
     /// reverse (rules before their selectors before their plugins). Empty groups give no
     /// event.
     pub(crate) fn advance(&mut self, snapshot: &Snapshot) -> Vec<DataEvent> {
-        let (plugins, gone_plugins) = self.plugins.advance(&snapshot.config.plugins);
-        let (selectors, gone_selectors) = self.selectors.advance(&snapshot.config.selectors);
-        let (rules, gone_rules) = self.rules.advance(&snapshot.config.rules);
-        let (meta, gone_meta) = self.meta_data.advance(&snapshot.config.meta_data);
-        let (auth, gone_auth) = self.app_auth.advance(&snapshot.app_auth);
+        let groups = &mut self.0;
+        let (plugins, gone_plugins) = groups.plugins.advance(&snapshot.config.plugins);
+        let (selectors, gone_selectors) = groups.selectors.advance(&snapshot.config.selectors);
+        let (rules, gone_rules) = groups.rules.advance(&snapshot.config.rules);
+        let (meta, gone_meta) = groups.meta_data.advance(&snapshot.config.meta_data);
+        let (auth, gone_auth) = groups.app_auth.advance(&snapshot.app_auth);
         let update = |payload| DataEvent::new(DataEventType::Update, payload);
         let delete = |payload| DataEvent::new(DataEventType::Delete, payload);
         [
@@ -334,6 +200,8 @@ pub(crate) fn spawn_watch(admin: &Arc<Admin>, poll: Option<Duration>) {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use model::SelectorData;
 
     use tokio::time::{Instant, timeout};
 

@@ -1,245 +1,58 @@
-//! [`Groups`]: the items of the five synced groups as the database holds them, kept by
-//! applying the admin's change events, and each group's JSON exactly as a rebuild from the
-//! database writes it.
-//!
-//! A rebuild serialises [`Snapshot`]'s lists, which are in the store's query order
-//! (`admin/src/store`; the in-memory store sorts the same way):
-//! - PLUGIN, SELECTOR and RULE: `ORDER BY sort, id`;
-//! - META_DATA: `ORDER BY id`; APP_AUTH: `ORDER BY app_key`;
-//!
-//! with text compared byte by byte (SQLite's BINARY collation, as Rust compares `str`). A
-//! PostgreSQL database whose collation is not `C` may sort ids and app keys differently; the
-//! numeric ids sort the same either way, app keys with mixed case or punctuation may not.
-//!
-//! Each group is kept in that order, so a change costs one map update plus one serialisation
-//! of the group it touches; other groups are not looked at (but for RULE when a selector
-//! moves to another plugin: [`Groups::apply`]).
+//! [`Groups`]: the long-poll cache's view of the five synced groups ([`ConfigGroups`], in the
+//! store's order, kept by applying the admin's change events), and each group's JSON exactly
+//! as a rebuild from the database writes it. A change costs one map update plus one
+//! serialisation of the group it touches; other groups are not looked at (but for RULE when a
+//! selector moves to another plugin: [`Groups::apply`]).
 
-use std::collections::{BTreeMap, HashMap};
-
-use model::{
-    AppAuthData, ConfigGroup, DataEvent, DataEventType, EventPayload, MetaData, PluginData,
-    RuleData, SelectorData,
-};
-use serde::{Serialize, Serializer};
+use model::{ConfigGroup, DataEvent, DataEventType, EventPayload, RuleData};
 
 use crate::service::Snapshot;
+use crate::service::groups::ConfigGroups;
 
-/// An item of a group.
-trait Row: Clone + Serialize {
-    /// Where the store's query puts the item: its `ORDER BY`, ending in a unique column.
-    type Order: Ord + Clone;
-    /// The item's identity in its group (what a DELETE names).
-    fn key(&self) -> &str;
-    fn order(&self) -> Self::Order;
-    /// The item as the database gives it back: an update event also carries the previous
-    /// version's conditions (`before…`), which are not stored.
-    fn stored(self) -> Self {
-        self
-    }
-}
-
-impl Row for PluginData {
-    type Order = (i32, String);
-    fn key(&self) -> &str {
-        &self.id
-    }
-    fn order(&self) -> Self::Order {
-        (self.sort, self.id.clone())
-    }
-}
-
-impl Row for SelectorData {
-    type Order = (i32, String);
-    fn key(&self) -> &str {
-        &self.id
-    }
-    fn order(&self) -> Self::Order {
-        (self.sort, self.id.clone())
-    }
-    fn stored(self) -> Self {
-        Self {
-            before_condition_list: Vec::new(),
-            ..self
-        }
-    }
-}
-
-impl Row for RuleData {
-    type Order = (i32, String);
-    fn key(&self) -> &str {
-        &self.id
-    }
-    fn order(&self) -> Self::Order {
-        (self.sort, self.id.clone())
-    }
-    fn stored(self) -> Self {
-        Self {
-            before_condition_data_list: Vec::new(),
-            ..self
-        }
-    }
-}
-
-impl Row for MetaData {
-    type Order = String;
-    fn key(&self) -> &str {
-        &self.id
-    }
-    fn order(&self) -> Self::Order {
-        self.id.clone()
-    }
-}
-
-impl Row for AppAuthData {
-    type Order = String;
-    fn key(&self) -> &str {
-        &self.app_key
-    }
-    fn order(&self) -> Self::Order {
-        self.app_key.clone()
-    }
-}
-
-/// One group's items, in the store's order, found by key.
+/// The five synced groups as the database holds them, each group's JSON at hand.
 #[derive(Debug)]
-struct Group<T: Row> {
-    items: BTreeMap<T::Order, T>,
-    order_of: HashMap<String, T::Order>,
-}
-
-impl<T: Row> Group<T> {
-    fn of(items: Vec<T>) -> Self {
-        let mut group = Self {
-            items: BTreeMap::new(),
-            order_of: HashMap::with_capacity(items.len()),
-        };
-        for item in items {
-            group.upsert(item);
-        }
-        group
-    }
-
-    fn get(&self, key: &str) -> Option<&T> {
-        self.order_of.get(key).and_then(|o| self.items.get(o))
-    }
-
-    /// Puts `item` in (as stored), answering the version it replaces.
-    fn upsert(&mut self, item: T) -> Option<T> {
-        let item = item.stored();
-        let order = item.order();
-        let previous = self
-            .order_of
-            .insert(item.key().to_owned(), order.clone())
-            .and_then(|old| self.items.remove(&old));
-        self.items.insert(order, item);
-        previous
-    }
-
-    fn remove(&mut self, key: &str) {
-        if let Some(order) = self.order_of.remove(key) {
-            self.items.remove(&order);
-        }
-    }
-
-    /// Takes in one event's items; answers whether the group may have changed.
-    fn apply(&mut self, event_type: DataEventType, items: &[T]) -> bool {
-        match event_type {
-            DataEventType::Create | DataEventType::Update => {
-                for item in items {
-                    self.upsert(item.clone());
-                }
-                !items.is_empty()
-            }
-            DataEventType::Delete => {
-                for item in items {
-                    self.remove(item.key());
-                }
-                !items.is_empty()
-            }
-            DataEventType::Refresh | DataEventType::Myself => {
-                *self = Self::of(items.to_vec());
-                true
-            }
-            // A websocket control message, no data.
-            DataEventType::RunningMode => false,
-        }
-    }
-
-    /// The JSON array of the items, as `serde_json::to_string` writes the query's list.
-    fn json(&self) -> String {
-        serde_json::to_string(self).expect("model types always serialise")
-    }
-}
-
-impl<T: Row> Serialize for Group<T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.items.values())
-    }
-}
-
-/// The five synced groups as the database holds them.
-#[derive(Debug)]
-pub(super) struct Groups {
-    plugins: Group<PluginData>,
-    selectors: Group<SelectorData>,
-    rules: Group<RuleData>,
-    meta_data: Group<MetaData>,
-    app_auth: Group<AppAuthData>,
-}
+pub(super) struct Groups(ConfigGroups);
 
 impl Groups {
     /// The groups of `snapshot`.
     pub(super) fn from_snapshot(snapshot: Snapshot) -> Self {
-        let config = snapshot.config;
-        Self {
-            plugins: Group::of(config.plugins),
-            selectors: Group::of(config.selectors),
-            rules: Group::of(config.rules),
-            meta_data: Group::of(config.meta_data),
-            app_auth: Group::of(snapshot.app_auth),
-        }
+        Self(ConfigGroups::from_snapshot(snapshot))
     }
 
     /// Takes in one change event; answers the groups whose JSON may have changed.
     ///
     /// A rule's `pluginName` is its selector's plugin's name, which the database joins in: a
-    /// selector moved to another plugin changes its rules too, though no RULE event says so.
+    /// selector moved to another plugin changes its rules too (this admin says so with RULE
+    /// events; a full SELECTOR event does not).
     pub(super) fn apply(&mut self, event: &DataEvent) -> Vec<ConfigGroup> {
+        let groups = &mut self.0;
         let kind = event.event_type;
-        let touched = match &event.payload {
-            EventPayload::Plugin(items) => self.plugins.apply(kind, items),
-            EventPayload::Selector(items) => {
-                let moved: Vec<&str> = match kind {
-                    DataEventType::Create | DataEventType::Update => items
-                        .iter()
-                        .filter(|s| {
-                            self.selectors
-                                .get(&s.id)
-                                .is_some_and(|old| old.plugin_name != s.plugin_name)
-                        })
-                        .map(|s| s.id.as_str())
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let touched = self.selectors.apply(kind, items);
-                let rules_moved = if kind.is_full() {
-                    self.join_rule_plugins(|_| true)
-                } else if !moved.is_empty() {
-                    self.join_rule_plugins(|rule| moved.contains(&rule.selector_id.as_str()))
-                } else {
-                    false
-                };
-                if rules_moved {
-                    return vec![ConfigGroup::Selector, ConfigGroup::Rule];
-                }
-                touched
+        let moved: Vec<String> = match (&event.payload, kind) {
+            (EventPayload::Selector(items), DataEventType::Create | DataEventType::Update) => {
+                items
+                    .iter()
+                    .filter(|s| {
+                        groups
+                            .selectors
+                            .get(&s.id)
+                            .is_some_and(|old| old.plugin_name != s.plugin_name)
+                    })
+                    .map(|s| s.id.clone())
+                    .collect()
             }
-            EventPayload::Rule(items) => self.rules.apply(kind, items),
-            EventPayload::MetaData(items) => self.meta_data.apply(kind, items),
-            EventPayload::AppAuth(items) => self.app_auth.apply(kind, items),
+            _ => Vec::new(),
         };
-        if touched {
+        let touched = groups.apply(event);
+        let rules_moved = match &event.payload {
+            EventPayload::Selector(_) if kind.is_full() => self.join_rule_plugins(|_| true),
+            EventPayload::Selector(_) if !moved.is_empty() => {
+                self.join_rule_plugins(|rule| moved.contains(&rule.selector_id))
+            }
+            _ => false,
+        };
+        if rules_moved {
+            vec![ConfigGroup::Selector, ConfigGroup::Rule]
+        } else if touched {
             vec![event.group()]
         } else {
             Vec::new()
@@ -249,9 +62,12 @@ impl Groups {
     /// Sets the `pluginName` of the rules `which` selects to their selector's (left alone
     /// when the selector is unknown); answers whether one changed.
     fn join_rule_plugins(&mut self, which: impl Fn(&RuleData) -> bool) -> bool {
+        let ConfigGroups {
+            selectors, rules, ..
+        } = &mut self.0;
         let mut changed = false;
-        for rule in self.rules.items.values_mut().filter(|r| which(r)) {
-            if let Some(selector) = self.selectors.get(&rule.selector_id)
+        for rule in rules.values_mut().filter(|r| which(r)) {
+            if let Some(selector) = selectors.get(&rule.selector_id)
                 && selector.plugin_name != rule.plugin_name
             {
                 rule.plugin_name.clone_from(&selector.plugin_name);
@@ -263,12 +79,13 @@ impl Groups {
 
     /// The JSON text of `group`'s list; groups gantry does not model are `[]`.
     pub(super) fn json(&self, group: ConfigGroup) -> String {
+        let groups = &self.0;
         match group {
-            ConfigGroup::Plugin => self.plugins.json(),
-            ConfigGroup::Selector => self.selectors.json(),
-            ConfigGroup::Rule => self.rules.json(),
-            ConfigGroup::MetaData => self.meta_data.json(),
-            ConfigGroup::AppAuth => self.app_auth.json(),
+            ConfigGroup::Plugin => groups.plugins.json(),
+            ConfigGroup::Selector => groups.selectors.json(),
+            ConfigGroup::Rule => groups.rules.json(),
+            ConfigGroup::MetaData => groups.meta_data.json(),
+            ConfigGroup::AppAuth => groups.app_auth.json(),
             ConfigGroup::ProxySelector
             | ConfigGroup::AiProxyApiKey
             | ConfigGroup::DiscoverUpstream => "[]".to_owned(),
@@ -278,6 +95,8 @@ impl Groups {
 
 #[cfg(test)]
 mod tests {
+    use model::SelectorData;
+
     use super::*;
 
     fn selector(id: &str, sort: i32, plugin: &str) -> SelectorData {
