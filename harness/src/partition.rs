@@ -137,7 +137,9 @@ mod tests {
         #[values(Split::Hash, Split::Count)] split: Split,
         #[values(1, 2, 4, 7)] total: u32,
     ) {
-        let names: Vec<String> = (0..200).map(|i| format!("case-{i}@websocket@host")).collect();
+        let names: Vec<String> = (0..200)
+            .map(|i| format!("case-{i}@websocket@host"))
+            .collect();
         for (i, name) in names.iter().enumerate() {
             let holders = (1..=total)
                 .filter(|&shard| {
@@ -157,7 +159,9 @@ mod tests {
     /// holds 50 ± 20 (a fixed set of names, so this cannot flake).
     #[test]
     fn hash_shards_are_roughly_even() {
-        let names: Vec<String> = (0..200).map(|i| format!("case-{i}@websocket@host")).collect();
+        let names: Vec<String> = (0..200)
+            .map(|i| format!("case-{i}@websocket@host"))
+            .collect();
         for shard in 1..=4 {
             let p = Partition {
                 split: Split::Hash,

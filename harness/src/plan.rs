@@ -263,7 +263,11 @@ checks:
                 .collect();
             assert!(!shard.is_empty(), "shard {k} is empty");
             let in_order: Vec<&String> = whole.iter().filter(|n| shard.contains(n)).collect();
-            assert_eq!(in_order, shard.iter().collect::<Vec<_>>(), "shard {k} out of order");
+            assert_eq!(
+                in_order,
+                shard.iter().collect::<Vec<_>>(),
+                "shard {k} out of order"
+            );
             seen.extend(shard);
         }
         seen.sort();

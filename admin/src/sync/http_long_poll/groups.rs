@@ -28,18 +28,16 @@ impl Groups {
         let groups = &mut self.0;
         let kind = event.event_type;
         let moved: Vec<String> = match (&event.payload, kind) {
-            (EventPayload::Selector(items), DataEventType::Create | DataEventType::Update) => {
-                items
-                    .iter()
-                    .filter(|s| {
-                        groups
-                            .selectors
-                            .get(&s.id)
-                            .is_some_and(|old| old.plugin_name != s.plugin_name)
-                    })
-                    .map(|s| s.id.clone())
-                    .collect()
-            }
+            (EventPayload::Selector(items), DataEventType::Create | DataEventType::Update) => items
+                .iter()
+                .filter(|s| {
+                    groups
+                        .selectors
+                        .get(&s.id)
+                        .is_some_and(|old| old.plugin_name != s.plugin_name)
+                })
+                .map(|s| s.id.clone())
+                .collect(),
             _ => Vec::new(),
         };
         let touched = groups.apply(event);
