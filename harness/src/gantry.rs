@@ -120,6 +120,7 @@ impl GantryBuilder {
         let backend = match self.backend {
             // The images `gantry images` built (from static binaries), only checked here.
             BackendKind::Docker => Backend::Docker(DockerBackend::open(None)?),
+            BackendKind::Swarm => Backend::Docker(DockerBackend::open_swarm(None)?),
             BackendKind::Host => {
                 let dir = crate::backend::host::bin_dir_from_env()?;
                 Backend::new(BackendKind::Host, dir)?

@@ -1,8 +1,8 @@
 //! Container images without a registry: the workspace binaries of the release build (the one
 //! `gantry run` and the main job use, so no second build) with the libraries they link and the
-//! dynamic loader, and ZooKeeper, etcd and Redis from the host's Debian packages, each in a
-//! `FROM scratch` image labelled with the SHA-256 of all its inputs (`gantry.content-hash`; see
-//! [`rootfs`]). [`ensure`] rebuilds only the images whose label differs from their inputs on
+//! dynamic loader, and ZooKeeper, etcd, Redis and PostgreSQL from the host's Debian packages,
+//! each in a `FROM scratch` image labelled with the SHA-256 of all its inputs
+//! (`gantry.content-hash`; see [`rootfs`]). [`ensure`] rebuilds only the images whose label differs from their inputs on
 //! disk; [`preflight`] checks that every image a topology needs exists
 //! locally. Nothing here ever pulls: `FROM scratch` has no base to fetch, and builds use the
 //! engine's classic builder (`/build` without BuildKit), which Docker 20.10 has.
@@ -52,6 +52,10 @@ pub(crate) enum ImageSource {
     /// Redis from Debian's `redis-server`: `/usr/bin/redis-server` with the libraries `ldd`
     /// lists.
     Redis,
+    /// PostgreSQL from Debian's `postgresql` (its newest version): `initdb` and `postgres`,
+    /// its modules and share directory, `/bin/sh` for the entrypoint script that makes the
+    /// cluster on the first start, run as a non-root user.
+    Postgres,
 }
 
 /// `gantry/admin:dev`: `gantry-admin`.
@@ -105,8 +109,15 @@ pub(crate) const REDIS: ImageSpec = ImageSpec {
     source: ImageSource::Redis,
 };
 
+/// `gantry/postgres:dev`: Debian's PostgreSQL, `FROM scratch` (the database admins can share).
+pub(crate) const POSTGRES: ImageSpec = ImageSpec {
+    role: "postgres",
+    tag: "gantry/postgres:dev",
+    source: ImageSource::Postgres,
+};
+
 /// Every image gantry can build.
-pub(crate) const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER, REDIS];
+pub(crate) const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER, REDIS, POSTGRES];
 
 /// The images a topology under `mode` needs; `None` when the docker backend cannot run that
 /// mode.

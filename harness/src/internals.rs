@@ -26,7 +26,8 @@ pub mod backend {
     /// The docker backend's labels and engine.
     pub mod docker {
         pub use crate::backend::docker::{
-            EngineCheck, HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, connect, labelled, remove_run,
+            EngineCheck, HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, connect, labelled, leftovers,
+            remove_run, swarm_made_by_gantry,
         };
     }
 

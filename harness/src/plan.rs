@@ -146,8 +146,12 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
                     .flatten()
             })
             .map(NotRun::Unavailable),
-        BackendKind::Docker => (!backend::docker::supports(mode))
-            .then(|| NotRun::Unavailable(format!("the docker backend cannot run mode `{mode}`"))),
+        BackendKind::Docker | BackendKind::Swarm => (!backend::docker::supports(mode)).then(|| {
+            NotRun::Unavailable(format!(
+                "the {} backend cannot run mode `{mode}`",
+                opts.backend
+            ))
+        }),
         BackendKind::External => target::external::skip_reason(scenario).map(NotRun::Unavailable),
     }
 }

@@ -24,10 +24,12 @@ pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
 }
 
 fn prepare_backend(opts: &RunOptions) -> Result<Backend, BackendError> {
-    if opts.backend == BackendKind::Docker {
+    if opts.backend.containers() {
         return if opts.build {
             let dir = images::build_release(Path::new(WORKSPACE_DIR))?;
-            Backend::new(BackendKind::Docker, dir)
+            Backend::new(opts.backend, dir)
+        } else if opts.backend == BackendKind::Swarm {
+            backend::DockerBackend::open_swarm(None).map(Backend::Docker)
         } else {
             backend::DockerBackend::open(None).map(Backend::Docker)
         };

@@ -19,6 +19,7 @@ use futures_util::future::{join_all, try_join_all};
 use model::SyncMode;
 
 use crate::backend::host::AdminLaunch;
+use crate::backend::start_numbered_gateway;
 use crate::backend::{
     Backend, ComponentService, Container, HostServer, Run, ServerKind, Service, StoreKind,
     UpstreamService,
@@ -36,7 +37,7 @@ pub struct Topology {
     /// The admins, in index order.
     admins: Vec<Service>,
     /// The admins' PostgreSQL cluster (`topology.storage: postgres`), stopped after them.
-    postgres: Option<HostServer>,
+    postgres: Option<ComponentService>,
     /// The ZooKeeper or etcd server of the zookeeper and etcd modes; taken out while a step
     /// stops or starts it.
     store: Mutex<Option<ComponentService>>,
@@ -57,7 +58,7 @@ struct Control {
     /// The ZooKeeper or etcd server of the zookeeper and etcd modes.
     store: Option<ComponentService>,
     /// The admins' PostgreSQL cluster (`topology.storage: postgres`).
-    postgres: Option<HostServer>,
+    postgres: Option<ComponentService>,
     admins: Vec<Service>,
     gateways: Vec<Service>,
     /// The proxy on the gateway's sync connection, when asked for.
@@ -128,11 +129,33 @@ async fn start_control(
             return Err(BackendError::FaultUnsupported {
                 action: "syncFault",
                 target: Target::Admin(None),
-                backend: "docker",
+                backend: run.backend_name(),
             });
         }
+        // ShenYu #3900's shape: the admins one replicated service on PostgreSQL, behind one
+        // name, which is all each gateway is given.
+        (Run::Docker(d), false) if d.is_swarm() && !spec.is_default() && spec.late.is_empty() => {
+            let (admins, db) = run
+                .start_admin_replicas(mode, store.as_ref(), spec.admins)
+                .await?;
+            postgres = Some(db);
+            let mut gateways = Vec::new();
+            for i in 0..spec.gateways {
+                let gateway = match spec.gateways {
+                    1 => {
+                        run.start_gateway(mode, &admins[0], store.as_ref(), dir)
+                            .await?
+                    }
+                    _ => start_numbered_gateway(d, i, mode, &admins[0], store.as_ref()).await?,
+                };
+                gateways.push(gateway);
+            }
+            (admins, gateways, None)
+        }
         (Run::Docker(_), _) if !spec.is_default() => {
-            return Err(BackendError::TopologyUnsupported { backend: "docker" });
+            return Err(BackendError::TopologyUnsupported {
+                backend: run.backend_name(),
+            });
         }
         // Docker runs partition on the run's sync network (`Topology::partition`).
         // The external target's admin and gateway run already.
@@ -145,7 +168,11 @@ async fn start_control(
             let db = match spec.storage {
                 Storage::Sqlite => dir.join("admin.db").display().to_string(),
                 Storage::Postgres => postgres
-                    .insert(HostServer::start_postgres(keep).await?)
+                    .insert(ComponentService::Host(
+                        HostServer::start_postgres(keep).await?,
+                    ))
+                    .host()
+                    .expect("a host server")
                     .url(),
             };
             let mut launch = AdminLaunch::on(&db);
@@ -413,7 +440,7 @@ impl Topology {
             (Run::Docker(_), _) => Err(BackendError::FaultUnsupported {
                 action: "partition",
                 target: Target::Gateway(None),
-                backend: "docker",
+                backend: self.run.backend_name(),
             }),
             (Run::External(_), _) => Err(BackendError::FaultUnsupported {
                 action: "partition",
@@ -462,7 +489,7 @@ impl Topology {
                 return Err(BackendError::FaultUnsupported {
                     action: "expireSession",
                     target,
-                    backend: "docker",
+                    backend: self.run.backend_name(),
                 });
             }
             _ => {
@@ -487,7 +514,7 @@ impl Topology {
             Some(ComponentService::Docker { .. }) => Err(BackendError::FaultUnsupported {
                 action: "compact",
                 target: Target::Etcd,
-                backend: "docker",
+                backend: self.run.backend_name(),
             }),
             _ => Err(BackendError::NoSuchProcess {
                 target: Target::Etcd,
@@ -575,10 +602,9 @@ impl Topology {
             })
             .collect();
         if let Some(postgres) = &self.postgres {
-            let kept = if self.keep {
-                format!(", kept in {}", postgres.dir().display())
-            } else {
-                String::new()
+            let kept = match postgres.host() {
+                Some(host) if self.keep => format!(", kept in {}", host.dir().display()),
+                _ => String::new(),
             };
             tails += &format!(
                 "\n--- postgres log (last {n} lines{kept}) ---\n{}",

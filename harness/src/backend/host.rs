@@ -28,8 +28,9 @@ pub(crate) const BUILD_COMMAND: &str = "cargo build --workspace --bins";
 #[derive(Debug, Clone)]
 pub struct HostBackend {
     bin_dir: PathBuf,
-    /// Extra arguments for every gateway ([`super::Backend::with_gateway_args`]).
-    pub(crate) gateway_args: Vec<String>,
+    /// Extra arguments for every gateway and admin ([`super::Backend::with_gateway_args`],
+    /// [`super::Backend::with_admin_args`]).
+    pub(crate) extra: super::ExtraArgs,
     /// Given to every admin and gateway (fresh for each run, see [`HostBackend::for_run`]).
     sync_token: SyncToken,
 }
@@ -183,7 +184,7 @@ impl HostBackend {
     pub fn new(bin_dir: PathBuf) -> Result<Self, BackendError> {
         let backend = Self {
             bin_dir,
-            gateway_args: Vec::new(),
+            extra: super::ExtraArgs::default(),
             sync_token: SyncToken::random(),
         };
         for name in ["gantry-admin", "gantry-gateway"] {
@@ -259,6 +260,7 @@ impl HostBackend {
         ];
         args.extend(store.map(HostServer::store_flags).unwrap_or_default());
         args.extend(launch.args.iter().cloned());
+        args.extend(self.extra.admin.iter().cloned());
         let sync_user = self.sync_token.sync_user();
         let env = [
             ("GANTRY_ADMIN_SYNC_TOKEN", self.sync_token.as_str()),
@@ -340,7 +342,7 @@ impl HostBackend {
             "127.0.0.0/8,::1".into(),
         ];
         args.extend(source);
-        args.extend(self.gateway_args.iter().cloned());
+        args.extend(self.extra.gateway.iter().cloned());
         let token = self.sync_token.as_str();
         (
             args,

@@ -47,8 +47,18 @@ pub enum BackendKind {
     Host,
     /// Containers of the `gantry/*:dev` images.
     Docker,
+    /// Docker Swarm services of the same images, on the engine's swarm (a one-node swarm made
+    /// for the run when the engine is in none).
+    Swarm,
     /// An admin and a gateway someone else runs (`--admin-url`, `--gateway-url`).
     External,
+}
+
+impl BackendKind {
+    /// Whether it runs the services as containers of gantry's images (docker, swarm).
+    pub fn containers(self) -> bool {
+        matches!(self, BackendKind::Docker | BackendKind::Swarm)
+    }
 }
 
 impl std::fmt::Display for BackendKind {
@@ -56,6 +66,7 @@ impl std::fmt::Display for BackendKind {
         f.write_str(match self {
             BackendKind::Host => "host",
             BackendKind::Docker => "docker",
+            BackendKind::Swarm => "swarm",
             BackendKind::External => "external",
         })
     }
@@ -80,6 +91,7 @@ impl Backend {
         match kind {
             BackendKind::Host => HostBackend::new(bin_dir).map(Backend::Host),
             BackendKind::Docker => DockerBackend::open(Some(&bin_dir)).map(Backend::Docker),
+            BackendKind::Swarm => DockerBackend::open_swarm(Some(&bin_dir)).map(Backend::Docker),
             BackendKind::External => Err(BackendError::External {
                 what: "starting the external backend".into(),
                 detail: "it runs no binaries: connect to a target instead".into(),
@@ -99,18 +111,34 @@ impl Backend {
     /// The same backend, adding `args` to every gateway's command line (e.g.
     /// `--emulate-bug drop-deletes`, to see a scenario fail on a known ShenYu bug).
     pub fn with_gateway_args(mut self, args: Vec<String>) -> Self {
-        match &mut self {
-            Backend::Host(h) => h.gateway_args = args,
-            Backend::Docker(d) => d.gateway_args = args,
-            Backend::External(_) => {}
+        if let Some(extra) = self.extra_args() {
+            extra.gateway = args;
         }
         self
+    }
+
+    /// The same backend, adding `args` to every admin's command line (e.g.
+    /// `--peer-watch-ms 0`, to see a scenario fail on ShenYu #3900).
+    pub fn with_admin_args(mut self, args: Vec<String>) -> Self {
+        if let Some(extra) = self.extra_args() {
+            extra.admin = args;
+        }
+        self
+    }
+
+    fn extra_args(&mut self) -> Option<&mut ExtraArgs> {
+        match self {
+            Backend::Host(h) => Some(&mut h.extra),
+            Backend::Docker(d) => Some(&mut d.extra),
+            Backend::External(_) => None,
+        }
     }
 
     /// Which backend this is.
     pub fn kind(&self) -> BackendKind {
         match self {
             Backend::Host(_) => BackendKind::Host,
+            Backend::Docker(d) if d.is_swarm() => BackendKind::Swarm,
             Backend::Docker(_) => BackendKind::Docker,
             Backend::External(_) => BackendKind::External,
         }
@@ -128,6 +156,15 @@ impl Backend {
             Backend::External(e) => Ok(Run::External(Box::new(e.clone()))),
         }
     }
+}
+
+/// Extra command-line arguments for the admins and gateways a backend starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExtraArgs {
+    /// For every gateway.
+    pub gateway: Vec<String>,
+    /// For every admin.
+    pub admin: Vec<String>,
 }
 
 /// The name of the admins' sync user (`--sync-user`), whose password is the run's
@@ -188,6 +225,16 @@ impl Run {
             Run::Host(h) => Some(h.sync_token()),
             Run::Docker(d) => Some(d.sync_token()),
             Run::External(_) => None,
+        }
+    }
+
+    /// The backend's name in errors and reports: `host`, `docker`, `swarm` or `external`.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Run::Host(_) => "host",
+            Run::Docker(d) if d.is_swarm() => "swarm",
+            Run::Docker(_) => "docker",
+            Run::External(_) => "external",
         }
     }
 
@@ -298,20 +345,47 @@ impl Run {
                 .start_admin(mode, store.and_then(ComponentService::host), dir)
                 .await
                 .map(Service::Host),
-            Run::Docker(d) => {
-                let flags = store.map(ComponentService::store_flags).unwrap_or_default();
-                let mut spec = docker::admin_spec(&d.prefix(), mode, &flags);
-                spec.cmd
-                    .extend(["--sync-token".into(), d.sync_token().as_str().to_owned()]);
-                spec.cmd
-                    .extend(["--sync-user".into(), d.sync_token().sync_user()]);
-                d.start(&spec).await.map(Service::Docker)
-            }
+            Run::Docker(d) => d
+                .start(&docker_admin_spec(d, mode, store))
+                .await
+                .map(Service::Docker),
             Run::External(e) => Ok(Service::External {
                 name: "admin",
                 url: e.target.admin_url.clone(),
             }),
         }
+    }
+
+    /// Starts `count` admins publishing with `mode` on one PostgreSQL of the run, as the
+    /// swarm backend runs several: one Swarm service of `count` tasks behind its one name
+    /// (ShenYu #3900's shape: gateways given that name reach one of them), each task a
+    /// [`Service`] of its own. Returns the admins and the PostgreSQL server.
+    pub async fn start_admin_replicas(
+        &self,
+        mode: SyncMode,
+        store: Option<&ComponentService>,
+        count: u8,
+    ) -> Result<(Vec<Service>, ComponentService), BackendError> {
+        check_store(self, mode, store)?;
+        let Run::Docker(d) = self else {
+            return Err(BackendError::TopologyUnsupported {
+                backend: self.backend_name(),
+            });
+        };
+        let postgres = d.start_postgres().await?;
+        let mut spec = docker_admin_spec(d, mode, store);
+        let db = spec.cmd.iter().position(|a| a == "--db").map(|i| i + 1);
+        if let Some(db) = db.and_then(|i| spec.cmd.get_mut(i)) {
+            *db = docker::postgres_url(&d.prefix());
+        }
+        let admins = d.start_replicas(&spec, count).await?;
+        Ok((
+            admins.into_iter().map(Service::Docker).collect(),
+            ComponentService::Docker {
+                kind: ServerKind::Postgres,
+                container: postgres,
+            },
+        ))
     }
 
     /// Starts a gateway subscribing with `mode` to `admin` (or to `store`, this run's
@@ -334,26 +408,69 @@ impl Run {
                 )
                 .await
                 .map(Service::Host),
-            Run::Docker(d) => {
-                let flags = store.map(ComponentService::store_flags).unwrap_or_default();
-                let mut spec = docker::gateway_spec(&d.prefix(), mode, &admin.peer_url(), &flags);
-                let token = d.sync_token().as_str().to_owned();
-                spec.cmd.extend(["--sync-token".into(), token.clone()]);
-                spec.cmd.extend([
-                    "--username".into(),
-                    SYNC_USER.into(),
-                    "--password".into(),
-                    token,
-                ]);
-                spec.cmd.extend(d.gateway_args.iter().cloned());
-                d.start(&spec).await.map(Service::Docker)
-            }
+            Run::Docker(d) => d
+                .start(&docker_gateway_spec(d, mode, admin, store))
+                .await
+                .map(Service::Docker),
             Run::External(e) => Ok(Service::External {
                 name: "gateway",
                 url: e.target.gateway_url.clone(),
             }),
         }
     }
+}
+
+/// Starts gateway `index` of several (named `<prefix>gateway-<index>`) subscribing with
+/// `mode` to `admin` or `store`, on a docker or swarm run.
+pub(crate) async fn start_numbered_gateway(
+    run: &DockerRun,
+    index: u8,
+    mode: SyncMode,
+    admin: &Service,
+    store: Option<&ComponentService>,
+) -> Result<Service, BackendError> {
+    let mut spec = docker_gateway_spec(run, mode, admin, store);
+    spec.name = format!("{}-{index}", spec.name);
+    run.start(&spec).await.map(Service::Docker)
+}
+
+/// The admin of a docker or swarm run: publishing with `mode` (to `store`), requiring the
+/// run's sync token and sync user.
+fn docker_admin_spec(
+    run: &DockerRun,
+    mode: SyncMode,
+    store: Option<&ComponentService>,
+) -> docker::ContainerSpec {
+    let flags = store.map(ComponentService::store_flags).unwrap_or_default();
+    let mut spec = docker::admin_spec(&run.prefix(), mode, &flags);
+    spec.cmd
+        .extend(["--sync-token".into(), run.sync_token().as_str().to_owned()]);
+    spec.cmd
+        .extend(["--sync-user".into(), run.sync_token().sync_user()]);
+    spec.cmd.extend(run.extra.admin.iter().cloned());
+    spec
+}
+
+/// A gateway of a docker or swarm run: subscribing with `mode` to `admin` (or `store`),
+/// sending the run's sync token and sync user, with the run's extra gateway arguments.
+fn docker_gateway_spec(
+    run: &DockerRun,
+    mode: SyncMode,
+    admin: &Service,
+    store: Option<&ComponentService>,
+) -> docker::ContainerSpec {
+    let flags = store.map(ComponentService::store_flags).unwrap_or_default();
+    let mut spec = docker::gateway_spec(&run.prefix(), mode, &admin.peer_url(), &flags);
+    let token = run.sync_token().as_str().to_owned();
+    spec.cmd.extend(["--sync-token".into(), token.clone()]);
+    spec.cmd.extend([
+        "--username".into(),
+        SYNC_USER.into(),
+        "--password".into(),
+        token,
+    ]);
+    spec.cmd.extend(run.extra.gateway.iter().cloned());
+    spec
 }
 
 /// What an external run cannot do: start anything but upstreams.

@@ -1,7 +1,7 @@
 //! Readiness: polling a service that was just started (a host process, a container, a store
 //! server) until it answers, with a deadline. Every backend waits with [`ReadyWait`]; what
 //! "answers" means is one of the probes here ([`http_200`], [`etcd_health`],
-//! [`zookeeper_srvr`], [`redis_ping`]) or the caller's own.
+//! [`zookeeper_srvr`], [`redis_ping`], [`postgres_accepts`]) or the caller's own.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -172,6 +172,64 @@ fn ping(port: u16) -> Result<(), String> {
     }
 }
 
+/// PostgreSQL on loopback `port` lets the superuser `gantry` into the database `postgres`: a
+/// protocol 3.0 startup is answered with AuthenticationOk (`R`, code 0), not with an error
+/// (`E`, e.g. "the database system is starting up") or a request for a password.
+pub(crate) async fn postgres_accepts(port: u16) -> Result<(), String> {
+    tokio::task::spawn_blocking(move || startup(port))
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+}
+
+/// A PostgreSQL StartupMessage (protocol 3.0) for `user` into `database`.
+fn startup_message(user: &str, database: &str) -> Vec<u8> {
+    let mut body = 196_608_u32.to_be_bytes().to_vec();
+    for field in ["user", user, "database", database, ""] {
+        body.extend_from_slice(field.as_bytes());
+        body.push(0);
+    }
+    let len = u32::try_from(body.len() + 4).expect("a short message");
+    [len.to_be_bytes().to_vec(), body].concat()
+}
+
+/// Sends a startup to PostgreSQL on loopback `port`; `Ok` when it answers AuthenticationOk
+/// (then ends the session with Terminate), else what it answered.
+fn startup(port: u16) -> Result<(), String> {
+    let user = crate::backend::component::postgres::SUPERUSER;
+    let mut stream = send(port, &startup_message(user, "postgres"))?;
+    let mut head = [0u8; 5];
+    stream.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    // An error message is short; an answer this long is no PostgreSQL.
+    if !(4..=64 * 1024).contains(&len) {
+        return Err(format!("answered {:?} with length {len}", head[0] as char));
+    }
+    let mut body = vec![0u8; len - 4];
+    stream.read_exact(&mut body).map_err(|e| e.to_string())?;
+    match (head[0], body.as_slice()) {
+        (b'R', [0, 0, 0, 0]) => {
+            // Terminate, so that the server does not log a lost client; the answer is what
+            // counts, so a failure here changes nothing.
+            let _ = stream.write_all(b"X\0\0\0\x04");
+            Ok(())
+        }
+        (b'R', code) => Err(format!("asked for authentication (request {code:?})")),
+        (b'E', fields) => Err(error_text(fields)),
+        (tag, _) => Err(format!("answered the startup with {:?}", tag as char)),
+    }
+}
+
+/// The message (`M` field) of an ErrorResponse's `fields`, else all of them.
+fn error_text(fields: &[u8]) -> String {
+    let mut message = None;
+    for field in fields.split(|b| *b == 0) {
+        if let Some((b'M', text)) = field.split_first() {
+            message = Some(String::from_utf8_lossy(text).into_owned());
+        }
+    }
+    message.unwrap_or_else(|| String::from_utf8_lossy(fields).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +277,52 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "svc not healthy after 400 ms: HTTP 503 (5); log:\nboom"
+        );
+    }
+
+    /// A fake PostgreSQL on a loopback port that reads one startup per connection and answers
+    /// the `answers` in turn; returns its port and what it read.
+    fn fake_postgres(answers: Vec<Vec<u8>>) -> (u16, std::thread::JoinHandle<Vec<Vec<u8>>>) {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let mut startups = Vec::new();
+            for answer in answers {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut len = [0u8; 4];
+                conn.read_exact(&mut len).unwrap();
+                let mut startup = vec![0u8; u32::from_be_bytes(len) as usize - 4];
+                conn.read_exact(&mut startup).unwrap();
+                startups.push(startup);
+                conn.write_all(&answer).unwrap();
+            }
+            startups
+        });
+        (port, server)
+    }
+
+    #[tokio::test]
+    async fn postgres_is_ready_when_it_lets_gantry_in() {
+        let starting = b"SFATAL\0C57P03\0Mthe database system is starting up\0\0";
+        let mut error = vec![b'E'];
+        error.extend(u32::try_from(starting.len() + 4).unwrap().to_be_bytes());
+        error.extend(starting);
+        let password = b"R\0\0\0\x08\0\0\0\x03".to_vec();
+        let ok = b"R\0\0\0\x08\0\0\0\0".to_vec();
+        let (port, server) = fake_postgres(vec![error, password, ok]);
+        assert_eq!(
+            postgres_accepts(port).await,
+            Err("the database system is starting up".to_owned())
+        );
+        assert_eq!(
+            postgres_accepts(port).await,
+            Err("asked for authentication (request [0, 0, 0, 3])".to_owned())
+        );
+        assert_eq!(postgres_accepts(port).await, Ok(()));
+        let startups = server.join().unwrap();
+        assert_eq!(
+            startups[0],
+            b"\0\x03\0\0user\0gantry\0database\0postgres\0\0".to_vec()
         );
     }
 

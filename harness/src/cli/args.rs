@@ -560,6 +560,9 @@ pub(crate) enum BackendArg {
     Host,
     /// Containers of the `gantry/*:dev` images on a private network per case.
     Docker,
+    /// Docker Swarm services of the same images on overlay networks per case (on a
+    /// one-node swarm made for the run when the engine is in none).
+    Swarm,
     /// An admin and a gateway already running (`--admin-url`, `--gateway-url`): only the
     /// upstreams are started.
     External,
@@ -583,6 +586,7 @@ impl RunArgs {
         opts.backend = match self.backend {
             BackendArg::Host => BackendKind::Host,
             BackendArg::Docker => BackendKind::Docker,
+            BackendArg::Swarm => BackendKind::Swarm,
             BackendArg::External => BackendKind::External,
         };
         if opts.backend == BackendKind::External {

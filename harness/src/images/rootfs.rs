@@ -8,7 +8,12 @@
 //!   and the dynamic loader;
 //! - `gantry/zookeeper:dev`: a `jlink`-trimmed JRE under `/jre`, `zookeeper.jar` with every
 //!   jar of its manifest `Class-Path` (at the same absolute paths, so the manifest resolves)
-//!   and `slf4j-simple.jar`, the libraries `ldd` lists for the JRE, and `/conf/zoo.cfg`.
+//!   and `slf4j-simple.jar`, the libraries `ldd` lists for the JRE, and `/conf/zoo.cfg`;
+//! - `gantry/postgres:dev`: Debian's newest PostgreSQL at its own paths (`initdb`, `postgres`,
+//!   the modules of its `lib` but the JIT's, its share directory), `/bin/sh` (dash; `initdb`
+//!   runs `postgres` through it too), the libraries `ldd` lists for all of them, the `UTC`
+//!   zone, a `postgres` user (PostgreSQL refuses to run as root) and `/entrypoint.sh`
+//!   ([`postgres_entrypoint`]).
 //!
 //! The content hash covers every input (file contents, the JDK, the module list, the
 //! Dockerfile), so the image is rebuilt only when one of them changes; the JRE itself is made
@@ -20,7 +25,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::ImageSource;
-use crate::backend::component::zookeeper;
+use crate::backend::component::{postgres, zookeeper};
 use crate::backend::process::find_on_path;
 use crate::error::BackendError;
 
@@ -45,6 +50,16 @@ const GUI_LIBS: &[&str] = &[
     "libjavajpeg",
     "libmlib_image",
 ];
+
+/// Where PostgreSQL's cluster lives in the image: made by the entrypoint's `initdb` on the
+/// first start, inside the `/data` every user may write to (where the other images keep their
+/// state too, and where a volume mounted there keeps it).
+const PG_DATA: &str = "/data/postgres";
+/// The uid and gid (`postgres`) the PostgreSQL image runs as.
+const PG_UID: u32 = 999;
+/// The JIT's modules, left out of the PostgreSQL image (LLVM is not in it; the server runs
+/// with `jit=off`).
+const PG_JIT: &str = "llvmjit";
 
 /// A file of the image.
 #[derive(Debug)]
@@ -78,6 +93,7 @@ pub(crate) fn inputs(source: ImageSource, bin_dir: &Path) -> Result<Rootfs, Stri
             crate::backend::component::redis::REDIS_SERVER,
             "redis-server",
         ),
+        ImageSource::Postgres => postgres(),
         ImageSource::WorkspaceBinary { binary, entrypoint } => {
             workspace_binary(&bin_dir.join(binary), binary, entrypoint)
         }
@@ -85,8 +101,13 @@ pub(crate) fn inputs(source: ImageSource, bin_dir: &Path) -> Result<Rootfs, Stri
 }
 
 fn dockerfile(entrypoint: &[&str]) -> String {
+    dockerfile_with("", entrypoint)
+}
+
+/// The Dockerfile with `instructions` (whole lines) between the copy and the entrypoint.
+fn dockerfile_with(instructions: &str, entrypoint: &[&str]) -> String {
     let entrypoint = serde_json::to_string(entrypoint).expect("strings serialise");
-    format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT {entrypoint}\n")
+    format!("FROM scratch\nCOPY rootfs/ /\n{instructions}ENTRYPOINT {entrypoint}\n")
 }
 
 /// The host binary `bin` of the Debian package `package` at the same path, the libraries
@@ -192,6 +213,121 @@ fn zookeeper() -> Result<Rootfs, String> {
         ),
         jdk: Some(jdk),
     })
+}
+
+/// PostgreSQL from the newest version under `/usr/lib/postgresql` (as on the host,
+/// [`postgres::bin_dir`]): its binaries, modules and share directory at the same paths (so
+/// that `initdb` finds `postgres` and both find the share directory where they were built to
+/// look), `/bin/sh`, the libraries of all of these, the `UTC` zone (`TZ=UTC`: `initdb` writes
+/// it into the configuration instead of probing the zone database), the `postgres` user and
+/// group, and the entrypoint. It runs as that user; `STOPSIGNAL SIGINT` makes `docker stop` a
+/// fast shutdown (SIGTERM would wait for every client to disconnect).
+fn postgres() -> Result<Rootfs, String> {
+    let missing = |what: String| format!("{what} (install the Debian package postgresql)");
+    let bin = postgres::bin_dir().map_err(missing)?;
+    let home = bin
+        .parent()
+        .ok_or("no version directory above the bin directory")?;
+    let version = home
+        .file_name()
+        .ok_or("no version directory above the bin directory")?;
+    let share = Path::new("/usr/share/postgresql").join(version);
+    if !share.join("postgres.bki").is_file() {
+        return Err(missing(format!("{} has no postgres.bki", share.display())));
+    }
+    let lib = home.join("lib");
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .map_err(|e| format!("listing {}: {e}", lib.display()))?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|m| {
+            let name = m.file_name().unwrap_or_default().to_string_lossy();
+            name.ends_with(".so") && !name.starts_with(PG_JIT)
+        })
+        .collect();
+    objects.sort();
+    objects.splice(
+        0..0,
+        [bin.join("initdb"), bin.join("postgres"), "/bin/sh".into()],
+    );
+    let mut files: Vec<(String, Content)> = Vec::new();
+    let mut host = |path: &Path| {
+        files.push((path.display().to_string(), Content::Host(path.into())));
+    };
+    objects.iter().for_each(|o| host(o));
+    for lib in ldd(&objects, None)? {
+        host(Path::new(&lib));
+    }
+    // The manual pages are the only part of the share directory the server never reads.
+    let man = share.join("man");
+    for file in tree(&share)?.iter().filter(|f| !f.starts_with(&man)) {
+        host(file);
+    }
+    for zone in ["/usr/share/zoneinfo/UTC", "/usr/share/zoneinfo/Etc/UTC"] {
+        host(Path::new(zone));
+    }
+    let passwd = format!(
+        "root:x:0:0:root:/root:/sbin/nologin\n\
+         postgres:x:{PG_UID}:{PG_UID}:PostgreSQL:/data:/sbin/nologin\n"
+    );
+    let group = format!("root:x:0:\npostgres:x:{PG_UID}:\n");
+    let entrypoint = postgres_entrypoint(&bin);
+    files.extend([
+        ("/etc/passwd".into(), Content::Bytes(passwd.into_bytes())),
+        ("/etc/group".into(), Content::Bytes(group.into_bytes())),
+        (
+            "/entrypoint.sh".into(),
+            Content::Bytes(entrypoint.into_bytes()),
+        ),
+        ("/data".into(), Content::Dir),
+        ("/tmp".into(), Content::Dir),
+    ]);
+    let instructions = format!("ENV TZ=UTC\nUSER {PG_UID}:{PG_UID}\nSTOPSIGNAL SIGINT\n");
+    Ok(Rootfs {
+        files,
+        dockerfile: dockerfile_with(&instructions, &["/bin/sh", "/entrypoint.sh"]),
+        jdk: None,
+    })
+}
+
+/// The PostgreSQL image's entrypoint script (run by `/bin/sh`; `bin` holds `initdb` and
+/// `postgres`): on the first start (no `PG_VERSION` in [`PG_DATA`]) it makes the cluster as
+/// the host component does (superuser `gantry`, trust authentication, no locale, UTF-8) and
+/// lets every address in; then it execs the server (so it is PID 1 and gets `docker stop`'s
+/// signal), listening on every address, without a unix socket or the JIT, with the container's
+/// arguments (`-c name=value`) last.
+fn postgres_entrypoint(bin: &Path) -> String {
+    let bin = bin.display();
+    let user = postgres::SUPERUSER;
+    format!(
+        r#"set -e
+if [ ! -s {PG_DATA}/PG_VERSION ]; then
+  {bin}/initdb -D {PG_DATA} -A trust -U {user} --no-locale -E UTF8 --no-sync
+  echo 'host all all all trust' >> {PG_DATA}/pg_hba.conf
+fi
+exec {bin}/postgres -D {PG_DATA} -c 'listen_addresses=*' -c unix_socket_directories= \
+  -c jit=off "$@"
+"#
+    )
+}
+
+/// Every file under `dir` (recursively, symlinks followed), sorted.
+fn tree(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| format!("listing {}: {e}", d.display()))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// The absolute paths of the shared libraries (and loader) `objects` need, except those under
@@ -392,6 +528,66 @@ mod tests {
             why,
             "/no/such/gantry-admin does not exist (build it with `cargo build --release --workspace --bins`)"
         );
+    }
+
+    /// The PostgreSQL image holds `initdb` and `postgres` where Debian put them, what they
+    /// link and load (no JIT), the share directory, the `UTC` zone, a `postgres` user to run
+    /// as, and the script that makes the cluster; its hash depends on nothing made at build
+    /// time. Without the package it is skipped, naming the package.
+    #[test]
+    fn a_postgres_image_holds_the_server_initdb_and_a_user_to_run_them() {
+        let rootfs = match postgres() {
+            Ok(rootfs) => rootfs,
+            Err(why) => {
+                assert!(
+                    why.ends_with("(install the Debian package postgresql)"),
+                    "{why}"
+                );
+                return;
+            }
+        };
+        let bin = postgres::bin_dir().unwrap();
+        let paths: Vec<&str> = rootfs.files.iter().map(|(p, _)| p.as_str()).collect();
+        let has = |path: &str| paths.contains(&path);
+        for binary in ["initdb", "postgres"] {
+            let path = bin.join(binary).display().to_string();
+            assert!(has(&path), "{path} missing: {paths:?}");
+        }
+        for path in [
+            "/bin/sh",
+            "/etc/passwd",
+            "/etc/group",
+            "/entrypoint.sh",
+            "/usr/share/zoneinfo/UTC",
+            "/data",
+            "/tmp",
+        ] {
+            assert!(has(path), "{path} missing: {paths:?}");
+        }
+        let lib = bin.parent().unwrap().join("lib/plpgsql.so");
+        assert!(has(&lib.display().to_string()), "{paths:?}");
+        assert!(paths.iter().any(|p| p.ends_with("/postgres.bki")));
+        assert!(paths.iter().any(|p| p.contains("ld-linux")), "{paths:?}");
+        assert!(paths.iter().any(|p| p.contains("libpq.so")), "{paths:?}");
+        assert!(!paths.iter().any(|p| p.contains("llvmjit")), "{paths:?}");
+        assert!(!paths.iter().any(|p| p.contains("/man/")), "{paths:?}");
+        let bytes = |path: &str| match &rootfs.files.iter().find(|(p, _)| p == path).unwrap().1 {
+            Content::Bytes(b) => String::from_utf8(b.clone()).unwrap(),
+            other => panic!("{path} is {other:?}"),
+        };
+        assert!(bytes("/etc/passwd").contains("\npostgres:x:999:999:"));
+        let script = bytes("/entrypoint.sh");
+        assert!(
+            script.contains("/initdb -D /data/postgres -A trust -U gantry"),
+            "{script}"
+        );
+        assert!(script.contains("-c jit=off \"$@\"\n"), "{script}");
+        assert_eq!(
+            rootfs.dockerfile,
+            "FROM scratch\nCOPY rootfs/ /\nENV TZ=UTC\nUSER 999:999\nSTOPSIGNAL SIGINT\n\
+             ENTRYPOINT [\"/bin/sh\",\"/entrypoint.sh\"]\n"
+        );
+        assert_eq!(rootfs.hash(), postgres().unwrap().hash());
     }
 
     /// Without its package the image is skipped, saying which package to install.

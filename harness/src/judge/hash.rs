@@ -160,7 +160,7 @@ const MAX_HASH_CLIENTS: u32 = 1024;
 pub(crate) fn no_client_addresses(backend: BackendKind) -> Option<String> {
     match backend {
         BackendKind::Host => None,
-        BackendKind::Docker => Some(format!(
+        BackendKind::Docker | BackendKind::Swarm => Some(format!(
             "the hash judge needs distinct client addresses, but on the {backend} backend the \
              gateway sees the container network's address for every client"
         )),

@@ -33,8 +33,7 @@ pub(crate) fn unreadable_journals(backend: BackendKind) -> String {
 
 impl CheckSpec for ProbeCheck {
     fn skip_on(&self, backend: BackendKind) -> Option<String> {
-        (!self.attempts.is_empty() && backend == BackendKind::Docker)
-            .then(|| unreadable_journals(backend))
+        (!self.attempts.is_empty() && backend.containers()).then(|| unreadable_journals(backend))
     }
 
     fn request(&self) -> &RequestSpec {

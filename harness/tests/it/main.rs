@@ -11,12 +11,14 @@
 //! (a middleware server started on a taken port moves to a fresh one), `-- selector_choice`
 //! (the gateway's choice among selectors and rules against the reference model), `-- sim_cli`
 //! (`gantry sim`'s lines, exit codes and replays), `-- bench_cli` (`gantry bench` on debug binaries),
-//! `-- shard_cli` (`gantry run --partition` and `gantry report merge`).
+//! `-- shard_cli` (`gantry run --partition` and `gantry report merge`), `-- swarm::` (the swarm
+//! backend's services, faults and cleanup).
 
 mod admin_cluster;
 mod bench_cli;
 mod convergence;
 mod docker;
+mod docker_postgres;
 mod external;
 mod html_report;
 mod live;
@@ -27,6 +29,7 @@ mod redis;
 mod selector_choice;
 mod shard_cli;
 mod sim_cli;
+mod swarm;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
@@ -35,6 +38,7 @@ use model::SyncMode;
 fn main() {
     let args = Arguments::from_args();
     let mut trials = docker::trials();
+    trials.extend(docker_postgres::trials());
     trials.extend(admin_cluster::trials());
     trials.extend(convergence::trials());
     trials.extend(external::trials());
@@ -47,6 +51,7 @@ fn main() {
     trials.extend(sim_cli::trials());
     trials.extend(shard_cli::trials());
     trials.extend(bench_cli::trials());
+    trials.extend(swarm::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 

@@ -30,11 +30,11 @@ pub(crate) const POSTGRES_LIB: &str = "/usr/lib/postgresql";
 /// The user PostgreSQL runs as when the harness runs as root.
 const POSTGRES_USER: &str = "postgres";
 /// The superuser `initdb` makes; the admins connect as it.
-const SUPERUSER: &str = "gantry";
+pub(crate) const SUPERUSER: &str = "gantry";
 
 /// The newest `bin` directory under [`POSTGRES_LIB`] holding `initdb`, `postgres` and
 /// `pg_isready`, or what is missing.
-fn bin_dir() -> Result<PathBuf, String> {
+pub(crate) fn bin_dir() -> Result<PathBuf, String> {
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(POSTGRES_LIB)
         .map_err(|e| format!("{POSTGRES_LIB}: {e}"))?
         .flatten()
@@ -152,7 +152,7 @@ pub(super) async fn init(keep: bool) -> Result<tempfile::TempDir, BackendError> 
 }
 
 /// `postgres://gantry@<host_port>/postgres`: the URL admins take as `--db`.
-pub(super) fn address(host_port: &str) -> String {
+pub(crate) fn address(host_port: &str) -> String {
     format!("postgres://{SUPERUSER}@{host_port}/postgres")
 }
 

@@ -1,20 +1,25 @@
 //! The [`DockerBackend`]: an engine whose images are checked (or built), ready to begin runs.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use model::SyncMode;
 
 use super::cleanup::sweep_stale;
 use super::engine::{block_on_fresh, connect};
 use super::run::DockerRun;
+use super::swarm::Lease;
 use crate::error::BackendError;
 use crate::images::{self, ImageSpec};
 
 /// The docker backend: a reachable engine with the images present.
 #[derive(Debug, Clone)]
 pub struct DockerBackend {
-    /// Extra arguments for every gateway ([`crate::backend::Backend::with_gateway_args`]).
-    pub(crate) gateway_args: Vec<String>,
+    /// Extra arguments for every gateway and admin
+    /// ([`crate::backend::Backend::with_gateway_args`]).
+    pub(crate) extra: crate::backend::ExtraArgs,
+    /// The swarm its runs' services go on (`--backend swarm`); `None`: plain containers.
+    swarm: Option<Arc<Lease>>,
 }
 
 impl DockerBackend {
@@ -43,9 +48,28 @@ impl DockerBackend {
                 None => images::preflight(&docker, &needed).await,
             }
         })??;
+        // A swarm gantry made for runs killed since, whose services were swept just now.
+        super::swarm::sweep_stale()?;
         Ok(Self {
-            gateway_args: Vec::new(),
+            extra: crate::backend::ExtraArgs::default(),
+            swarm: None,
         })
+    }
+
+    /// [`DockerBackend::open`], running every service as a Swarm service: on the swarm the
+    /// engine is in, or on a one-node swarm made now and left by the last harness process
+    /// using it ([`Lease`]).
+    pub fn open_swarm(bin_dir: Option<&Path>) -> Result<Self, BackendError> {
+        let backend = Self::open(bin_dir)?;
+        Ok(Self {
+            swarm: Some(Arc::new(Lease::acquire()?)),
+            ..backend
+        })
+    }
+
+    /// Whether its runs go on a swarm.
+    pub fn is_swarm(&self) -> bool {
+        self.swarm.is_some()
     }
 
     /// Starts a run: a fresh id and its two private networks. `keep` leaves its containers and
@@ -57,6 +81,6 @@ impl DockerBackend {
         })?;
         let docker = connect().await?;
         images::preflight(&docker, &needed).await?;
-        DockerRun::create(docker, keep, self.gateway_args.clone()).await
+        DockerRun::create(docker, keep, self.extra.clone(), self.swarm.clone()).await
     }
 }

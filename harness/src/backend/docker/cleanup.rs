@@ -1,7 +1,9 @@
 //! Cleanup by label: the labels every object of a run carries ([`RUN_LABEL`], [`PID_LABEL`],
 //! [`HOST_LABEL`]), listing what carries a label ([`labelled`]), removing one run
 //! ([`remove_run`]) and sweeping the runs of harness processes that are gone
-//! ([`sweep_stale`]).
+//! ([`sweep_stale`]). Objects go in the order they depend on each other: Swarm services
+//! first (else Swarm would replace their tasks' containers), then containers, networks and
+//! volumes.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,7 +15,12 @@ use bollard::query_parameters::{
 use futures_util::future::try_join_all;
 
 use super::error::docker_err;
+use super::swarm;
 use crate::error::BackendError;
+
+/// How long removal waits for the engine to let go of a network or volume whose containers
+/// it is still removing (a Swarm task's, after its service went).
+const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Label: the run id.
 pub const RUN_LABEL: &str = "gantry.run";
@@ -94,28 +101,135 @@ pub struct Labelled {
     pub labels: HashMap<String, String>,
 }
 
-/// Force-removes the containers, then the networks, labelled `filter` for which `pick` holds
-/// (each kind all at once).
+/// The volumes labelled `filter`.
+pub(super) async fn labelled_volumes(
+    docker: &Docker,
+    filter: &str,
+) -> Result<Vec<Labelled>, BackendError> {
+    let filters = HashMap::from([("label", vec![filter])]);
+    Ok(docker
+        .list_volumes(Some(
+            bollard::query_parameters::ListVolumesOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(docker_err("listing volumes"))?
+        .volumes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| Labelled {
+            name: v.name,
+            labels: v.labels,
+        })
+        .collect())
+}
+
+/// Every object labelled `filter`, as `<kind> <name>`: services, containers, networks and
+/// volumes (what a run must not leave behind).
+pub async fn leftovers(docker: &Docker, filter: &str) -> Result<Vec<String>, BackendError> {
+    let services = swarm::labelled_services(docker, filter).await?;
+    let (containers, networks) = labelled(docker, filter).await?;
+    let volumes = labelled_volumes(docker, filter).await?;
+    Ok(services
+        .into_iter()
+        .map(|(name, _)| format!("service {name}"))
+        .chain(
+            containers
+                .into_iter()
+                .map(|c| format!("container {}", c.name)),
+        )
+        .chain(networks.into_iter().map(|n| format!("network {}", n.name)))
+        .chain(volumes.into_iter().map(|v| format!("volume {}", v.name)))
+        .collect())
+}
+
+/// Removes the Swarm services, then force-removes the containers, then the networks and the
+/// volumes, labelled `filter` for which `pick` holds (each kind all at once).
 async fn remove_labelled(
     docker: &Docker,
     filter: &str,
     pick: impl Fn(&Labelled) -> bool,
 ) -> Result<(), BackendError> {
+    let services = swarm::labelled_services(docker, filter).await?;
+    try_join_all(
+        services
+            .into_iter()
+            .filter(|(name, labels)| {
+                pick(&Labelled {
+                    name: name.clone(),
+                    labels: labels.clone(),
+                })
+            })
+            .map(|(name, _)| async move { swarm::Service { name }.remove(docker).await }),
+    )
+    .await?;
     let (containers, networks) = labelled(docker, filter).await?;
     let containers = containers.iter().filter(|c| pick(c));
     try_join_all(containers.map(|c| remove_container(docker, &c.name))).await?;
-    let networks = networks.iter().filter(|n| pick(n));
-    try_join_all(networks.map(|n| async move {
-        match docker.remove_network(&n.name).await {
-            Ok(())
-            | Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(()),
-            Err(e) => Err(docker_err(format!("removing network {}", n.name))(e)),
+    let networks: Vec<&Labelled> = networks.iter().filter(|n| pick(n)).collect();
+    try_join_all(
+        networks
+            .iter()
+            .map(|n| released(&n.name, "network", move || docker.remove_network(&n.name))),
+    )
+    .await?;
+    // A swarm's overlay network outlives its removal on this node for a moment.
+    let deadline = tokio::time::Instant::now() + RELEASE_TIMEOUT;
+    loop {
+        let (_, listed) = labelled(docker, filter).await?;
+        let left: Vec<&str> = listed
+            .iter()
+            .filter(|l| networks.iter().any(|n| n.name == l.name))
+            .map(|l| l.name.as_str())
+            .collect();
+        if left.is_empty() {
+            break;
         }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(BackendError::Docker {
+                what: format!("removing networks {}", left.join(", ")),
+                detail: format!("still listed {RELEASE_TIMEOUT:?} after their removal"),
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let volumes = labelled_volumes(docker, filter).await?;
+    let volumes = volumes.iter().filter(|v| pick(v));
+    try_join_all(volumes.map(|v| {
+        released(&v.name, "volume", move || {
+            docker.remove_volume(
+                &v.name,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+        })
     }))
     .await?;
     Ok(())
+}
+
+/// Runs `remove` until it succeeds or finds the object gone, while the engine answers that it
+/// is still in use (409: a container it is removing holds it), up to [`RELEASE_TIMEOUT`].
+async fn released<F>(name: &str, kind: &str, remove: impl Fn() -> F) -> Result<(), BackendError>
+where
+    F: std::future::Future<Output = Result<(), bollard::errors::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + RELEASE_TIMEOUT;
+    loop {
+        match remove().await {
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409 | 403,
+                ..
+            }) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(docker_err(format!("removing {kind} {name}"))(e)),
+        }
+    }
 }
 
 /// Force-removes container `name` with its anonymous volumes; one already gone is no error.
@@ -125,9 +239,11 @@ pub(super) async fn remove_container(docker: &Docker, name: &str) -> Result<(), 
         .v(true)
         .build();
     match docker.remove_container(name, Some(opts)).await {
+        // 409: already being removed (a Swarm task's container, after its service went).
         Ok(())
         | Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
+            status_code: 404 | 409,
+            ..
         }) => Ok(()),
         Err(e) => Err(docker_err(format!("removing container {name}"))(e)),
     }

@@ -5,7 +5,9 @@
 //!
 //! testcontainers creates, starts, stops, pauses and removes it (on drop, unless the run is
 //! kept); bollard does what testcontainers has no call for: SIGKILL, following the logs of
-//! each start, and joining or leaving a second network.
+//! each start, and joining or leaving a second network. On the swarm backend it is a Swarm
+//! service's task instead ([`swarm::Service`]): the service is named as the container would
+//! be, and its faults go through Swarm.
 
 use model::lock::MutexExt;
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,7 @@ use testcontainers::{ContainerAsync, GenericImage};
 
 use super::error::docker_err;
 use super::specs::{ContainerSpec, Probe};
+use super::swarm;
 use crate::backend::ready::{self, ReadyWait};
 use crate::error::BackendError;
 use crate::scenario::ast::FaultAction;
@@ -37,9 +40,8 @@ const LOG_LIMIT: usize = 256 * 1024;
 /// its run.
 #[derive(Debug)]
 pub struct Container {
-    /// The testcontainers handle (boxed: it holds its whole request); `None` only while
-    /// dropping.
-    inner: Option<Box<ContainerAsync<GenericImage>>>,
+    /// What runs it: a container or a Swarm service.
+    handle: Handle,
     docker: Docker,
     keep: bool,
     name: String,
@@ -50,6 +52,18 @@ pub struct Container {
     logs: Arc<Mutex<String>>,
     /// Follows the logs of the container's current start (replaced on each start).
     follower: Mutex<tokio::task::JoinHandle<()>>,
+}
+
+/// What a [`Container`] is on the engine.
+#[derive(Debug)]
+enum Handle {
+    /// A container testcontainers started (boxed: it holds its whole request); `None` only
+    /// while dropping.
+    Container(Option<Box<ContainerAsync<GenericImage>>>),
+    /// A Swarm service of one task, whose container changes when Swarm replaces the task.
+    Task(swarm::Service),
+    /// One task (this container) of a Swarm service of several, observed on its own.
+    Replica(swarm::Service, String),
 }
 
 impl Container {
@@ -72,7 +86,7 @@ impl Container {
             0,
         ));
         let container = Container {
-            inner: Some(Box::new(inner)),
+            handle: Handle::Container(Some(Box::new(inner))),
             docker: docker.clone(),
             keep,
             name: spec.name.clone(),
@@ -90,8 +104,148 @@ impl Container {
         Ok(container)
     }
 
+    /// The handle of Swarm service `service`, started from `spec` and published on
+    /// `host_port`: waits for its task, follows its logs, then waits until it is ready.
+    pub(super) async fn attach_task(
+        docker: &Docker,
+        service: swarm::Service,
+        spec: &ContainerSpec,
+        host_port: u16,
+        keep: bool,
+    ) -> Result<Self, BackendError> {
+        let task = service.running_task(docker).await?;
+        let logs = Arc::new(Mutex::new(String::new()));
+        let follower = tokio::spawn(follow_logs(docker.clone(), task, Arc::clone(&logs), 0));
+        let container = Container {
+            handle: Handle::Task(service),
+            docker: docker.clone(),
+            keep,
+            name: spec.name.clone(),
+            role: spec.role,
+            probe: spec.probe,
+            url: format!("http://127.0.0.1:{host_port}"),
+            peer: format!("{}:{}", spec.name, spec.port),
+            logs,
+            follower: Mutex::new(follower),
+        };
+        container.await_healthy(container.probe).await?;
+        Ok(container)
+    }
+
+    /// The handle of one task of Swarm service `service` of several (its container
+    /// `container`), started from `spec` as the task in `slot` and published on `host_port`:
+    /// follows its logs, then waits until it is ready.
+    pub(super) async fn attach_replica(
+        docker: &Docker,
+        service: swarm::Service,
+        container: String,
+        (spec, slot): (&ContainerSpec, u32),
+        host_port: u16,
+        keep: bool,
+    ) -> Result<Self, BackendError> {
+        let logs = Arc::new(Mutex::new(String::new()));
+        let follower = tokio::spawn(follow_logs(
+            docker.clone(),
+            container.clone(),
+            Arc::clone(&logs),
+            0,
+        ));
+        let replica = Container {
+            handle: Handle::Replica(service, container),
+            docker: docker.clone(),
+            keep,
+            name: format!("{}.{slot}", spec.name),
+            role: spec.role,
+            probe: spec.probe,
+            url: format!("http://127.0.0.1:{host_port}"),
+            peer: format!("{}:{}", spec.name, spec.port),
+            logs,
+            follower: Mutex::new(follower),
+        };
+        replica.await_healthy(replica.probe).await?;
+        Ok(replica)
+    }
+
     fn inner(&self) -> &ContainerAsync<GenericImage> {
-        self.inner.as_ref().expect("present until dropped")
+        match &self.handle {
+            Handle::Container(inner) => inner.as_ref().expect("present until dropped"),
+            Handle::Task(_) | Handle::Replica(..) => unreachable!("only called for containers"),
+        }
+    }
+
+    /// The engine's name for what runs now: the container, or the service's current task's
+    /// container.
+    async fn engine_name(&self) -> Result<String, BackendError> {
+        match &self.handle {
+            Handle::Container(_) => Ok(self.name.clone()),
+            Handle::Task(service) => service.running_task(&self.docker).await,
+            Handle::Replica(_, container) => Ok(container.clone()),
+        }
+    }
+
+    /// A fault on a Swarm service: `stop` scales it to zero and `start` back to one (waiting
+    /// for a task that is ready), `restart` is a rolling update, `kill` kills the task's
+    /// container (Swarm replaces it), `pause` and `resume` freeze and thaw the task's
+    /// container.
+    async fn task_fault(
+        &self,
+        service: &swarm::Service,
+        action: FaultAction,
+    ) -> Result<(), BackendError> {
+        let what = |verb: &str| docker_err(format!("{verb} the task of service {}", self.name));
+        match action {
+            FaultAction::Stop => service.scale(&self.docker, 0).await,
+            FaultAction::Kill => {
+                let task = service.running_task(&self.docker).await?;
+                self.docker
+                    .kill_container(
+                        &task,
+                        Some(
+                            KillContainerOptionsBuilder::default()
+                                .signal("SIGKILL")
+                                .build(),
+                        ),
+                    )
+                    .await
+                    .map_err(what("killing"))
+            }
+            FaultAction::Start | FaultAction::Restart => {
+                if action == FaultAction::Start {
+                    service.scale(&self.docker, 1).await?;
+                } else {
+                    service.force_update(&self.docker).await?;
+                }
+                let task = service.running_task(&self.docker).await?;
+                self.follow(task, 0);
+                self.await_healthy(self.probe).await
+            }
+            FaultAction::Pause => {
+                let task = service.running_task(&self.docker).await?;
+                self.docker
+                    .pause_container(&task)
+                    .await
+                    .map_err(what("pausing"))
+            }
+            FaultAction::Resume => {
+                let task = service.running_task(&self.docker).await?;
+                self.docker
+                    .unpause_container(&task)
+                    .await
+                    .map_err(what("resuming"))
+            }
+        }
+    }
+
+    /// Follows the logs of `container` (a name or id) from `since` (Unix seconds; 0: all),
+    /// instead of the container followed so far.
+    fn follow(&self, container: String, since: i32) {
+        let follower = tokio::spawn(follow_logs(
+            self.docker.clone(),
+            container,
+            Arc::clone(&self.logs),
+            since,
+        ));
+        std::mem::replace(&mut *self.follower(), follower).abort();
     }
 
     /// Applies a step's fault: `stop` (SIGTERM, then SIGKILL after a grace period), `kill`
@@ -100,6 +254,19 @@ impl Container {
     /// networks, addresses and published port across a stop, so peers and the harness reach it
     /// again where they did.
     pub async fn fault(&self, action: FaultAction) -> Result<(), BackendError> {
+        match &self.handle {
+            Handle::Task(service) => return self.task_fault(service, action).await,
+            // Swarm gives a replaced replica a new host port, where nothing looks for it.
+            Handle::Replica(..) => {
+                return Err(BackendError::Docker {
+                    what: format!("{} {}", action.name(), self.name),
+                    detail: "faults on one task of a replicated service are not supported \
+                             (its replacement would answer on another host port)"
+                        .into(),
+                });
+            }
+            Handle::Container(_) => {}
+        }
         let what = |verb: &str| docker_err(format!("{verb} container {}", self.name));
         match action {
             FaultAction::Stop => self.stop().await,
@@ -145,13 +312,7 @@ impl Container {
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX));
-        let follower = tokio::spawn(follow_logs(
-            self.docker.clone(),
-            self.name.clone(),
-            Arc::clone(&self.logs),
-            since,
-        ));
-        std::mem::replace(&mut *self.follower(), follower).abort();
+        self.follow(self.name.clone(), since);
         self.await_healthy(self.probe).await
     }
 
@@ -173,7 +334,7 @@ impl Container {
             .connect_network(
                 network,
                 NetworkConnectRequest {
-                    container: self.name.clone(),
+                    container: self.engine_name().await?,
                     endpoint_config: Some(endpoint),
                 },
             )
@@ -190,7 +351,7 @@ impl Container {
             .disconnect_network(
                 network,
                 NetworkDisconnectRequest {
-                    container: self.name.clone(),
+                    container: self.engine_name().await?,
                     force: Some(true),
                 },
             )
@@ -205,7 +366,7 @@ impl Container {
     pub(super) async fn address_on(&self, network: &str) -> Result<String, BackendError> {
         let what = format!("reading the address of {} on network {network}", self.name);
         self.docker
-            .inspect_container(&self.name, None)
+            .inspect_container(&self.engine_name().await?, None)
             .await
             .map_err(docker_err(what.clone()))?
             .network_settings
@@ -253,7 +414,7 @@ impl Container {
         let http = crate::client::http();
         let path = match probe {
             Probe::Http(path) => path,
-            Probe::Srvr | Probe::Ping => "",
+            Probe::Srvr | Probe::Ping | Probe::Postgres => "",
         };
         let url = format!("{}{path}", self.url);
         let port: u16 = self
@@ -271,6 +432,7 @@ impl Container {
             match probe {
                 Probe::Srvr => ready::zookeeper_srvr(port).await,
                 Probe::Ping => ready::redis_ping(port).await,
+                Probe::Postgres => ready::postgres_accepts(port).await,
                 Probe::Http(_) => ready::http_200(&http, &url).await,
             }
         })
@@ -310,14 +472,21 @@ impl Container {
     /// thread, while a run's containers awaited together go at once ([`crate::Topology::close`]).
     pub(crate) async fn remove(mut self) -> Result<(), BackendError> {
         self.follower().abort();
-        match self.inner.take() {
+        let inner = match &mut self.handle {
+            Handle::Task(service) | Handle::Replica(service, _) if !self.keep => {
+                return service.remove(&self.docker).await;
+            }
+            Handle::Task(_) | Handle::Replica(..) => return Ok(()),
+            Handle::Container(inner) => inner,
+        };
+        match inner.take() {
             Some(inner) if !self.keep => inner
                 .rm()
                 .await
                 .map_err(docker_err(format!("removing container {}", self.name))),
             // Kept: dropping it forgets the handle.
             inner => {
-                self.inner = inner;
+                self.handle = Handle::Container(inner);
                 Ok(())
             }
         }
@@ -327,7 +496,11 @@ impl Container {
 impl Drop for Container {
     fn drop(&mut self) {
         self.follower().abort();
-        let inner = self.inner.take();
+        // A service goes with its run.
+        let Handle::Container(inner) = &mut self.handle else {
+            return;
+        };
+        let inner = inner.take();
         // testcontainers removes a dropped container from inside a tokio runtime only; outside
         // one (or when kept) it is left to the run's own removal by label.
         if self.keep || tokio::runtime::Handle::try_current().is_err() {

@@ -28,6 +28,8 @@
 //!   stale runs;
 //! - `run`: one topology's networks, the containers started on them and the partition of the
 //!   gateway ([`DockerRun`]);
+//! - `swarm`: the engine's swarm held while runs use it, and one service per spec
+//!   (`--backend swarm`);
 //! - `container`: one running container ([`Container`]): its address, logs, readiness and
 //!   faults.
 
@@ -38,14 +40,16 @@ mod engine;
 mod error;
 mod run;
 mod specs;
+mod swarm;
 
 pub use backend::DockerBackend;
-pub use cleanup::{HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, labelled, remove_run};
+pub use cleanup::{HOST_LABEL, Labelled, PID_LABEL, RUN_LABEL, labelled, leftovers, remove_run};
 pub(crate) use container::Container;
 pub(crate) use engine::supports;
 pub use engine::{EngineCheck, connect};
 pub(crate) use run::DockerRun;
 pub(crate) use specs::{
     ADMIN_PORT, ContainerSpec, ENV, GATEWAY_PORT, UPSTREAM_PORT, admin_spec, gateway_spec,
-    store_spec, upstream_spec,
+    postgres_url, store_spec, upstream_spec,
 };
+pub use swarm::made_by_gantry as swarm_made_by_gantry;

@@ -21,11 +21,12 @@
 //!
 //! testcontainers creates and starts the containers ([`DockerRun::start`]); the networks are
 //! created here with bollard, because testcontainers can neither label a network nor choose its
-//! subnet.
+//! subnet. On the swarm backend the networks are attachable overlays and each service is a
+//! Swarm service on them instead of a container ([`super::swarm`]); the rest is the same.
 
 use model::lock::MutexExt;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bollard::Docker;
 use bollard::models::{HostConfig, Ipam, IpamConfig, NetworkCreateRequest};
@@ -39,6 +40,7 @@ use super::container::Container;
 use super::engine::{block_on_fresh, connect};
 use super::error::docker_err;
 use super::specs::{ContainerSpec, ENV, redis_spec, store_spec};
+use super::swarm::{self, Lease};
 use crate::backend::process::{PORT_ATTEMPTS, free_port, lost_port_race};
 use crate::backend::{StoreKind, SyncToken};
 use crate::error::BackendError;
@@ -68,6 +70,7 @@ impl Side {
             images::ADMIN.role,
             images::ZOOKEEPER.role,
             images::ETCD.role,
+            images::POSTGRES.role,
         ]
         .contains(&role)
         {
@@ -90,10 +93,12 @@ pub struct DockerRun {
     partitioned: Mutex<Vec<(String, String)>>,
     labels: HashMap<String, String>,
     keep: bool,
-    /// Extra arguments for every gateway.
-    pub(crate) gateway_args: Vec<String>,
+    /// Extra arguments for every gateway and admin.
+    pub(crate) extra: crate::backend::ExtraArgs,
     /// Given to the run's admin and gateways.
     sync_token: SyncToken,
+    /// The swarm its services run on (swarm backend); `None`: plain containers.
+    swarm: Option<Arc<Lease>>,
 }
 
 impl DockerRun {
@@ -102,7 +107,8 @@ impl DockerRun {
     pub(super) async fn create(
         docker: Docker,
         keep: bool,
-        gateway_args: Vec<String>,
+        extra: crate::backend::ExtraArgs,
+        swarm: Option<Arc<Lease>>,
     ) -> Result<Self, BackendError> {
         let id: String = {
             let mut rng = rand::rng();
@@ -118,13 +124,15 @@ impl DockerRun {
             id,
             network,
             keep,
-            gateway_args,
+            extra,
             sync_token: SyncToken::random(),
+            swarm,
         };
         run.docker
             .create_network(NetworkCreateRequest {
                 name: run.network.clone(),
-                driver: Some("bridge".into()),
+                driver: Some(run.network_driver().into()),
+                attachable: run.swarm.is_some().then_some(true),
                 labels: Some(run.labels.clone()),
                 ..Default::default()
             })
@@ -149,7 +157,8 @@ impl DockerRun {
             };
             let request = NetworkCreateRequest {
                 name: self.sync_network(),
-                driver: Some("bridge".into()),
+                driver: Some(self.network_driver().into()),
+                attachable: self.swarm.is_some().then_some(true),
                 labels: Some(self.labels.clone()),
                 ipam: Some(Ipam {
                     config: Some(vec![IpamConfig {
@@ -195,6 +204,20 @@ impl DockerRun {
             partitioned.swap_remove(at).1
         };
         container.join(&self.sync_network(), Some(&address)).await
+    }
+
+    /// Whether its services are Swarm services.
+    pub fn is_swarm(&self) -> bool {
+        self.swarm.is_some()
+    }
+
+    /// `overlay` on the swarm backend, else `bridge`.
+    fn network_driver(&self) -> &'static str {
+        if self.swarm.is_some() {
+            "overlay"
+        } else {
+            "bridge"
+        }
     }
 
     /// `gantry-<id>-sync`: the admin, the store and the gateway.
@@ -245,6 +268,9 @@ impl DockerRun {
     /// across restarts; picked again when another process took it before docker bound it),
     /// then waits until it is ready through that port.
     pub async fn start(&self, spec: &ContainerSpec) -> Result<Container, BackendError> {
+        if self.swarm.is_some() {
+            return self.start_service(spec).await;
+        }
         let side = Side::of(spec.role);
         let first = match side {
             Side::Sync | Side::Both => self.sync_network(),
@@ -285,6 +311,76 @@ impl DockerRun {
         };
         let join = (side == Side::Both).then_some(self.network.as_str());
         Container::attach(&self.docker, inner, spec, host_port, join, self.keep).await
+    }
+}
+
+impl DockerRun {
+    /// Creates `spec` as a Swarm service of one task on the run's networks its role belongs
+    /// to, publishing its port (host mode, every interface: Swarm cannot bind one) at a free
+    /// host port picked now and kept by every task after it, then waits until it is ready.
+    async fn start_service(&self, spec: &ContainerSpec) -> Result<Container, BackendError> {
+        let networks = match Side::of(spec.role) {
+            Side::Upstream => vec![self.network.clone()],
+            Side::Sync => vec![self.sync_network()],
+            Side::Both => vec![self.network.clone(), self.sync_network()],
+        };
+        let host_port = free_port()?;
+        let service = swarm::Service::create(
+            &self.docker,
+            swarm::service_spec(
+                spec,
+                &self.id,
+                &networks,
+                swarm::Publish::One(host_port),
+                &self.labels,
+            ),
+        )
+        .await?;
+        Container::attach_task(&self.docker, service, spec, host_port, self.keep).await
+    }
+
+    /// Starts `spec` (an admin) as one Swarm service of `count` tasks behind its one name (what
+    /// its gateways are given), each task published on a host port of the engine's choosing and
+    /// observed on its own: the handles, in slot order, are named `<name>.<slot>`.
+    pub async fn start_replicas(
+        &self,
+        spec: &ContainerSpec,
+        count: u8,
+    ) -> Result<Vec<Container>, BackendError> {
+        let service = swarm::Service::create(
+            &self.docker,
+            swarm::service_spec(
+                spec,
+                &self.id,
+                &[self.sync_network()],
+                swarm::Publish::Replicas(count),
+                &self.labels,
+            ),
+        )
+        .await?;
+        let tasks = service
+            .running_replicas(&self.docker, count, spec.port)
+            .await?;
+        let mut replicas = Vec::new();
+        for (slot, (container, host_port)) in (1..).zip(tasks) {
+            let replica = Container::attach_replica(
+                &self.docker,
+                service.clone(),
+                container,
+                (spec, slot),
+                host_port,
+                self.keep,
+            );
+            replicas.push(replica.await?);
+        }
+        Ok(replicas)
+    }
+
+    /// Starts the run's PostgreSQL (the admins' database of a topology of several admins).
+    pub async fn start_postgres(&self) -> Result<Container, BackendError> {
+        crate::images::preflight(&self.docker, &[crate::images::POSTGRES]).await?;
+        self.start(&super::specs::postgres_spec(&self.prefix()))
+            .await
     }
 }
 

@@ -1,5 +1,6 @@
 //! What each service is as a container: the [`ContainerSpec`] of the admin, the gateway, an
-//! echo upstream, the ZooKeeper or etcd server and the Redis component, with the ports and commands they run with.
+//! echo upstream, the ZooKeeper or etcd server, the Redis component and PostgreSQL, with the
+//! ports and commands they run with.
 //! The backend starts these, and [`crate::compose`] writes them into compose files.
 
 use model::SyncMode;
@@ -43,6 +44,9 @@ pub enum Probe {
     Srvr,
     /// Redis answers `PING` with `+PONG`.
     Ping,
+    /// PostgreSQL lets `gantry` into the database `postgres` (a startup answered with
+    /// AuthenticationOk, not "the database system is starting up").
+    Postgres,
 }
 
 /// The etcd client port inside its container.
@@ -78,6 +82,41 @@ pub(crate) fn redis_spec(prefix: &str) -> ContainerSpec {
         port: REDIS_PORT,
         probe: Probe::Ping,
     }
+}
+
+/// The PostgreSQL port inside its container.
+pub(crate) const POSTGRES_PORT: u16 = 5432;
+
+/// PostgreSQL, named `<prefix>postgres`: the image's entrypoint makes the cluster on its first
+/// start (superuser `gantry`, trusted from every address) and runs the server on
+/// [`POSTGRES_PORT`] without durability, as on the host (`crate::backend::component`,
+/// "Durability"). The admins reach it at [`postgres_url`].
+pub(crate) fn postgres_spec(prefix: &str) -> ContainerSpec {
+    let mut cmd = args(&["-c"]);
+    cmd.push(format!("port={POSTGRES_PORT}"));
+    for setting in [
+        "fsync=off",
+        "synchronous_commit=off",
+        "full_page_writes=off",
+    ] {
+        cmd.extend(args(&["-c", setting]));
+    }
+    ContainerSpec {
+        role: images::POSTGRES.role,
+        name: format!("{prefix}{}", images::POSTGRES.role),
+        image: images::POSTGRES.tag,
+        cmd,
+        port: POSTGRES_PORT,
+        probe: Probe::Postgres,
+    }
+}
+
+/// `postgres://gantry@<prefix>postgres:5432/postgres`: the `--db` of the admins of the run
+/// with `prefix` that share its [`postgres_spec`] container (the host component's URL, with
+/// the container's name and port).
+pub(crate) fn postgres_url(prefix: &str) -> String {
+    let spec = postgres_spec(prefix);
+    crate::backend::component::postgres::address(&format!("{}:{}", spec.name, spec.port))
 }
 
 /// The ZooKeeper or etcd server, named `<prefix><store>`.
@@ -289,6 +328,28 @@ mod tests {
                 .ends_with("--etcd-url http://gantry-abc-etcd:2379"),
             "{:?}",
             gateway.cmd
+        );
+    }
+
+    #[test]
+    fn postgres_runs_without_durability_and_is_reached_by_name() {
+        let pg = postgres_spec("gantry-abc-");
+        assert_eq!(
+            (pg.name.as_str(), pg.image, pg.port, pg.probe),
+            (
+                "gantry-abc-postgres",
+                "gantry/postgres:dev",
+                5432,
+                Probe::Postgres
+            )
+        );
+        assert_eq!(
+            pg.cmd.join(" "),
+            "-c port=5432 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        );
+        assert_eq!(
+            postgres_url("gantry-abc-"),
+            "postgres://gantry@gantry-abc-postgres:5432/postgres"
         );
     }
 

@@ -170,12 +170,12 @@ pub(crate) fn one_ms_text() -> &'static str {
 fn backends_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
-        "items": { "type": "string", "enum": ["host", "docker", "external"] },
+        "items": { "type": "string", "enum": ["host", "docker", "swarm", "external"] },
     })
 }
 
-fn every_backend_names() -> [&'static str; 3] {
-    ["host", "docker", "external"]
+fn every_backend_names() -> [&'static str; 4] {
+    ["host", "docker", "swarm", "external"]
 }
 
 pub(crate) fn opt_duration<'de, D: serde::Deserializer<'de>>(
@@ -202,6 +202,7 @@ fn every_backend() -> Vec<crate::BackendKind> {
     vec![
         crate::BackendKind::Host,
         crate::BackendKind::Docker,
+        crate::BackendKind::Swarm,
         crate::BackendKind::External,
     ]
 }

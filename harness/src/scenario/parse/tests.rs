@@ -80,6 +80,7 @@ fn omitted_keys_take_the_documented_defaults() {
         vec![
             crate::BackendKind::Host,
             crate::BackendKind::Docker,
+            crate::BackendKind::Swarm,
             crate::BackendKind::External
         ]
     );
@@ -1088,9 +1089,31 @@ fn topology_counts_late_gateways_and_backends_are_checked() {
             .replace("backends: [host]\n", ""),
     );
     assert!(
-            e.contains("topology: several admins or gateways, late gateways and PostgreSQL storage run on the host backend only so far: add `backends: [host]`"),
+            e.contains("topology: several admins or gateways, late gateways and PostgreSQL storage run on the host and swarm backends only so far: add `backends: [host]` or `backends: [host, swarm]`"),
             "{e}"
         );
+    // On the swarm backend several admins are one service on PostgreSQL, and no gateway is late.
+    let e = err(&topology_case(
+        "{ admins: 2, gateways: 2, late: [1] }",
+        &["start: gateway[1]"],
+    )
+    .replace("backends: [host]\n", "backends: [host, swarm]\n"));
+    assert!(
+        e.contains("topology.late: late gateways run on the host backend only so far"),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "topology.storage: on the swarm backend several admins are one replicated service"
+        ),
+        "{e}"
+    );
+    let swarm = topology_case(
+        "{ admins: 3, gateways: 2, storage: postgres }",
+        &["kill: gateway[1]"],
+    )
+    .replace("backends: [host]\n", "backends: [swarm]\n");
+    parse_str(Path::new("swarm.yaml"), &swarm).unwrap();
     let e = err(&topology_case(
         "{ storage: mysql }",
         &["kill: admin, start: admin"],

@@ -259,7 +259,7 @@ impl<'s> Validator<'s> {
                 }
                 if let Fault::Partition(how) = fault
                     && *how != PartitionHow::Blackhole
-                    && s.backends.contains(&crate::BackendKind::Docker)
+                    && s.backends.iter().any(|b| b.containers())
                 {
                     self.report(
                         at,
@@ -340,7 +340,7 @@ impl<'s> Validator<'s> {
                 ),
             );
         }
-        if s.backends.contains(&crate::BackendKind::Docker) {
+        if s.backends.iter().any(|b| b.containers()) {
             self.report(
                 at,
                 "protocol faults run on the host backend only so far: add `backends: [host]`",
@@ -378,7 +378,7 @@ impl<'s> Validator<'s> {
                 "`compact: etcd` means something in the etcd mode only: give `modes: [etcd]`",
             );
         }
-        if s.backends.contains(&crate::BackendKind::Docker) {
+        if s.backends.iter().any(|b| b.containers()) {
             self.report(
                 at,
                 "`compact: etcd` runs on the host backend only so far: add `backends: [host]`",
@@ -410,7 +410,7 @@ impl<'s> Validator<'s> {
                  `modes: [zookeeper]`",
             );
         }
-        if s.backends.contains(&crate::BackendKind::Docker) {
+        if s.backends.iter().any(|b| b.containers()) {
             self.report(
                 at,
                 "`expireSession` runs on the host backend only so far (it asks ZooKeeper's \

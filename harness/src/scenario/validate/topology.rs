@@ -48,7 +48,24 @@ impl<'s> Validator<'s> {
             self.report(
                 "topology",
                 "several admins or gateways, late gateways and PostgreSQL storage run on the \
-                 host backend only so far: add `backends: [host]`",
+                 host and swarm backends only so far: add `backends: [host]` or \
+                 `backends: [host, swarm]`",
+            );
+        }
+        let swarm = self.s.backends.contains(&crate::BackendKind::Swarm);
+        if swarm && !t.late.is_empty() {
+            self.report(
+                "topology.late",
+                "late gateways run on the host backend only so far: leave `swarm` out of \
+                 `backends`",
+            );
+        }
+        if swarm && t.admins > 1 && t.storage != crate::scenario::ast::Storage::Postgres {
+            self.report(
+                "topology.storage",
+                "on the swarm backend several admins are one replicated service, whose tasks \
+                 share no SQLite file: use `storage: postgres` or leave `swarm` out of \
+                 `backends`",
             );
         }
     }
