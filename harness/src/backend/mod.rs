@@ -420,6 +420,19 @@ impl Run {
     }
 }
 
+/// Starts `count` gateways subscribing with `mode` to `admin` as one Swarm service of that
+/// many tasks, each a [`Service`] of its own (`gantry bench fanout --backend swarm`).
+pub(crate) async fn start_gateway_replicas(
+    run: &DockerRun,
+    mode: SyncMode,
+    admin: &Service,
+    count: u8,
+) -> Result<Vec<Service>, BackendError> {
+    let spec = docker_gateway_spec(run, mode, admin, None);
+    let tasks = run.start_replicas(&spec, count).await?;
+    Ok(tasks.into_iter().map(Service::Docker).collect())
+}
+
 /// Starts gateway `index` of several (named `<prefix>gateway-<index>`) subscribing with
 /// `mode` to `admin` or `store`, on a docker or swarm run.
 pub(crate) async fn start_numbered_gateway(

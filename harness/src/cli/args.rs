@@ -532,6 +532,23 @@ pub(crate) struct FanoutBenchArgs {
     /// Deadline for everyone to connect, and for everyone to hold one change.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub(crate) timeout: Duration,
+    /// `host`: simulated subscribers in this process on one admin; `swarm`: real gateways,
+    /// the tasks of one Swarm service, per `--shapes` (the images must exist: `gantry
+    /// images`).
+    #[arg(long, value_enum, default_value = "host")]
+    pub(crate) backend: FanoutBackend,
+    /// With `--backend swarm`: admins × gateway tasks per run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1x20,3x10")]
+    pub(crate) shapes: Vec<crate::bench::fanout::tasks::Shape>,
+}
+
+/// `gantry bench fanout --backend` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FanoutBackend {
+    /// Simulated subscribers in this process.
+    Host,
+    /// Real gateways as Swarm tasks.
+    Swarm,
 }
 
 impl FanoutBenchArgs {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::backend::Capabilities;
+use crate::backend::{Backend, Capabilities};
 use crate::report::{json, terminal};
 use crate::target::external::capability_skip_reason;
 use crate::{ProcessEnv, RunSetupError, images};
@@ -113,6 +113,20 @@ async fn bench(which: args::Bench) -> ExitCode {
     let opts = common.options(&ProcessEnv);
     let progress = |line: String| eprintln!("{line}");
     let work = async {
+        if let args::Bench::Fanout(a) = &which
+            && a.backend == args::FanoutBackend::Swarm
+        {
+            let backend = tokio::task::spawn_blocking(|| {
+                crate::backend::DockerBackend::open_swarm(None).map(Backend::Docker)
+            })
+            .await??;
+            let r = fanout::tasks::run(&backend, &a.kinds, &a.shapes, a.changes, &progress).await?;
+            if let Some(path) = &common.report_json {
+                write_json(path, &r)?;
+            }
+            let ok = r.runs.iter().all(|r| r.error.is_none());
+            return Ok((fanout::tasks::render(&r), ok));
+        }
         let backend = crate::bench::prepare(&opts).await?;
         Ok::<_, anyhow::Error>(match &which {
             args::Bench::Proxy(a) => {

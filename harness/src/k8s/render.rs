@@ -85,7 +85,7 @@ mod tests {
         let text = render(SyncMode::Zookeeper, 2, 4);
         assert!(
             text.contains(
-                "kind load docker-image gantry/zookeeper:dev gantry/admin:dev \
+                "kind load docker-image gantry/postgres:dev gantry/zookeeper:dev gantry/admin:dev \
                  gantry/gateway:dev gantry/upstream:dev gantry/harness:dev\n"
             ),
             "{text}"

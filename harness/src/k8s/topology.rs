@@ -1,7 +1,8 @@
 //! Which objects the topology of a sync mode is made of, in the order they are applied:
 //!
-//! - PostgreSQL (`postgres:16`, trust authentication, its data in the pod), which the admins
-//!   share (they see each other's changes through its notifications);
+//! - PostgreSQL (`gantry/postgres:dev`, the docker backend's, built from Debian's package:
+//!   trust authentication, its data in the pod), which the admins share (each watches it for
+//!   the others' commits);
 //! - for ZooKeeper and etcd, that server, as the docker backend runs it;
 //! - the admins: the StatefulSet `admin` of [`ADMINS`] pods behind the headless Service
 //!   `admin`, so every pod has a DNS name (`admin-0.admin`, ...), and the Service `admin-api`
@@ -32,14 +33,6 @@ use crate::compose::UPSTREAMS;
 pub(super) const ADMINS: u32 = 3;
 /// The Service users and the scenario Job reach some admin through.
 const ADMIN_API: &str = "admin-api";
-/// PostgreSQL's StatefulSet and Service.
-const POSTGRES: &str = "postgres";
-/// PostgreSQL's image.
-const POSTGRES_IMAGE: &str = "postgres:16";
-/// PostgreSQL's port.
-const POSTGRES_PORT: u16 = 5432;
-/// The PostgreSQL user (trusted: no password) and its database, which the admins use.
-const POSTGRES_USER: &str = "gantry";
 /// The scenario Job.
 const JOB: &str = "gantry-scenarios";
 /// The scenario Job's image: the user's to build; gantry builds no such image.
@@ -78,8 +71,7 @@ pub(super) fn objects(mode: SyncMode, gateways: u32, shards: u32) -> Vec<Value> 
         .iter()
         .position(|arg| arg == "--db")
         .expect("the admin's spec names its database");
-    admin.cmd[db + 1] =
-        format!("postgres://{POSTGRES_USER}@{POSTGRES}:{POSTGRES_PORT}/{POSTGRES_USER}");
+    admin.cmd[db + 1] = docker::postgres_url("");
     let health = "/actuator/health";
     all.push(service(&admin.name, &admin.name, admin.port, true));
     all.push(service(ADMIN_API, &admin.name, admin.port, false));
@@ -132,28 +124,19 @@ pub(super) fn objects(mode: SyncMode, gateways: u32, shards: u32) -> Vec<Value> 
     all
 }
 
-/// PostgreSQL's Service and StatefulSet: one pod, the user and database [`POSTGRES_USER`],
-/// trusted; ready once it accepts TCP connections (not merely during its first start's
-/// socket-only initialisation).
+/// PostgreSQL's Service and StatefulSet `postgres`: one pod of the docker backend's
+/// container, ready once it accepts TCP connections (its first start's `initdb` listens on
+/// none).
 fn postgres() -> Vec<Value> {
-    let pod = json!({
-        "name": POSTGRES,
-        "image": POSTGRES_IMAGE,
-        "imagePullPolicy": "IfNotPresent",
-        "env": [
-            { "name": "POSTGRES_USER", "value": POSTGRES_USER },
-            { "name": "POSTGRES_DB", "value": POSTGRES_USER },
-            { "name": "POSTGRES_HOST_AUTH_METHOD", "value": "trust" },
-        ],
-        "ports": [{ "containerPort": POSTGRES_PORT }],
-        "readinessProbe": {
-            "exec": { "command": ["pg_isready", "-h", "127.0.0.1", "-U", POSTGRES_USER] },
-            "periodSeconds": 2,
-        },
-    });
+    let spec = docker::postgres_spec("");
     vec![
-        service(POSTGRES, POSTGRES, POSTGRES_PORT, false),
-        stateful_set(POSTGRES, POSTGRES, 1, &pod),
+        service(&spec.name, &spec.name, spec.port, false),
+        stateful_set(
+            &spec.name,
+            &spec.name,
+            1,
+            &container(&spec, &tcp_probe(spec.port)),
+        ),
     ]
 }
 

@@ -3,12 +3,15 @@
 //! port, a stop scales the service to zero, a restart is a rolling update), and nothing is left
 //! behind: no service, container, network or volume of the run, and the engine's swarm state
 //! as it was found (an engine in no swarm is made one for the run and leaves it after). The
-//! ShenYu #3900 scenario fails on admins that pass on no other admin's commits.
+//! ShenYu #3900 scenario fails on admins that pass on no other admin's commits. A run killed
+//! with SIGKILL is swept by the next backend to open, its swarm left; `gantry bench fanout
+//! --backend swarm` times every gateway task.
 //!
 //! One trial, so nothing else in this binary holds the swarm meanwhile. Needs a Docker engine
 //! (ignored without one, failing with `GANTRY_REQUIRE_DOCKER=1`) and the images.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use harness::internals::backend::docker::{self, EngineCheck};
 use harness::internals::topology::Topology;
@@ -148,6 +151,102 @@ fn services_volumes_and_the_swarm_as_found() -> Result<(), Failed> {
     if after != before {
         return Err(Failed::from(format!(
             "the engine's swarm state was `{before}` and is `{after}` ({label})"
+        )));
+    }
+    a_killed_run_is_swept(&before, &rt)?;
+    bench_fanout_times_every_gateway_task(&before)
+}
+
+/// `gantry bench fanout --backend swarm` on a small shape: every change is timed on every
+/// gateway task, and the swarm is left as found.
+fn bench_fanout_times_every_gateway_task(before: &str) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let report = dir.path().join("fanout.json");
+    let out = Command::new(crate::gantry_exe())
+        .args([
+            "bench",
+            "fanout",
+            "--backend",
+            "swarm",
+            "--kinds",
+            "websocket",
+        ])
+        .args(["--shapes", "1x3", "--changes", "4", "--report-json"])
+        .arg(&report)
+        .stdin(Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(Failed::from(format!("the bench failed: {stderr}")));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
+    let run = &json["runs"][0];
+    if run["error"] != serde_json::Value::Null
+        || run["shape"] != serde_json::json!({ "admins": 1, "gateways": 3 })
+        || !run["all_hold"]["p50"].is_number()
+        || !run["each_holds"]["max"].is_number()
+    {
+        return Err(Failed::from(format!(
+            "the report's run: {run}
+{stderr}"
+        )));
+    }
+    let after = swarm_state()?;
+    if after != before {
+        return Err(Failed::from(format!(
+            "after the bench the engine's swarm state is `{after}`, was `{before}`"
+        )));
+    }
+    Ok(())
+}
+
+/// A `gantry run --backend swarm` killed with SIGKILL leaves its services and the swarm it
+/// made; the next backend to open (here a docker one) removes the services of the dead process
+/// and leaves the swarm nobody holds.
+fn a_killed_run_is_swept(before: &str, rt: &tokio::runtime::Runtime) -> Result<(), Failed> {
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cases/scenarios/divide/uri_equal.yaml"
+    );
+    let mut child = Command::new(crate::gantry_exe())
+        .args(["run", "--backend", "swarm", "--no-build", scenario])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = format!("{}={}", docker::PID_LABEL, child.id());
+    let engine = rt.block_on(docker::connect())?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let objects = rt.block_on(docker::leftovers(&engine, &pid))?;
+        if objects
+            .iter()
+            .any(|o| o.starts_with("service ") && o.ends_with("-gateway"))
+        {
+            break;
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("gantry run never had its gateway service up".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill()?;
+    child.wait()?;
+    let left = rt.block_on(docker::leftovers(&engine, &pid))?;
+    if left.is_empty() || swarm_state()? != "active" {
+        return Err("the killed run left nothing to sweep: the check would prove nothing".into());
+    }
+    harness::internals::backend::DockerBackend::open(None)?;
+    let left = rt.block_on(docker::leftovers(&engine, &pid))?;
+    if !left.is_empty() {
+        return Err(Failed::from(format!("the sweep left {left:?}")));
+    }
+    let after = swarm_state()?;
+    if after != before {
+        return Err(Failed::from(format!(
+            "after the sweep the engine's swarm state is `{after}`, was `{before}`"
         )));
     }
     Ok(())

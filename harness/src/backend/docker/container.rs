@@ -78,25 +78,9 @@ impl Container {
         join: Option<&str>,
         keep: bool,
     ) -> Result<Self, BackendError> {
-        let logs = Arc::new(Mutex::new(String::new()));
-        let follower = tokio::spawn(follow_logs(
-            docker.clone(),
-            spec.name.clone(),
-            Arc::clone(&logs),
-            0,
-        ));
-        let container = Container {
-            handle: Handle::Container(Some(Box::new(inner))),
-            docker: docker.clone(),
-            keep,
-            name: spec.name.clone(),
-            role: spec.role,
-            probe: spec.probe,
-            url: format!("http://127.0.0.1:{host_port}"),
-            peer: format!("{}:{}", spec.name, spec.port),
-            logs,
-            follower: Mutex::new(follower),
-        };
+        let handle = Handle::Container(Some(Box::new(inner)));
+        let container = Self::new(docker, handle, (spec, spec.name.clone()), host_port, keep);
+        container.follow(spec.name.clone(), 0);
         if let Some(network) = join {
             container.join(network, None).await?;
         }
@@ -114,20 +98,9 @@ impl Container {
         keep: bool,
     ) -> Result<Self, BackendError> {
         let task = service.running_task(docker).await?;
-        let logs = Arc::new(Mutex::new(String::new()));
-        let follower = tokio::spawn(follow_logs(docker.clone(), task, Arc::clone(&logs), 0));
-        let container = Container {
-            handle: Handle::Task(service),
-            docker: docker.clone(),
-            keep,
-            name: spec.name.clone(),
-            role: spec.role,
-            probe: spec.probe,
-            url: format!("http://127.0.0.1:{host_port}"),
-            peer: format!("{}:{}", spec.name, spec.port),
-            logs,
-            follower: Mutex::new(follower),
-        };
+        let handle = Handle::Task(service);
+        let container = Self::new(docker, handle, (spec, spec.name.clone()), host_port, keep);
+        container.follow(task, 0);
         container.await_healthy(container.probe).await?;
         Ok(container)
     }
@@ -143,27 +116,35 @@ impl Container {
         host_port: u16,
         keep: bool,
     ) -> Result<Self, BackendError> {
-        let logs = Arc::new(Mutex::new(String::new()));
-        let follower = tokio::spawn(follow_logs(
-            docker.clone(),
-            container.clone(),
-            Arc::clone(&logs),
-            0,
-        ));
-        let replica = Container {
-            handle: Handle::Replica(service, container),
+        let handle = Handle::Replica(service, container.clone());
+        let name = format!("{}.{slot}", spec.name);
+        let replica = Self::new(docker, handle, (spec, name), host_port, keep);
+        replica.follow(container, 0);
+        replica.await_healthy(replica.probe).await?;
+        Ok(replica)
+    }
+
+    /// The handle of `handle`, started from `spec` as `name` and published on `host_port`,
+    /// its logs not followed yet.
+    fn new(
+        docker: &Docker,
+        handle: Handle,
+        (spec, name): (&ContainerSpec, String),
+        host_port: u16,
+        keep: bool,
+    ) -> Self {
+        Container {
+            handle,
             docker: docker.clone(),
             keep,
-            name: format!("{}.{slot}", spec.name),
+            name,
             role: spec.role,
             probe: spec.probe,
             url: format!("http://127.0.0.1:{host_port}"),
             peer: format!("{}:{}", spec.name, spec.port),
-            logs,
-            follower: Mutex::new(follower),
-        };
-        replica.await_healthy(replica.probe).await?;
-        Ok(replica)
+            logs: Arc::new(Mutex::new(String::new())),
+            follower: Mutex::new(tokio::spawn(async {})),
+        }
     }
 
     fn inner(&self) -> &ContainerAsync<GenericImage> {

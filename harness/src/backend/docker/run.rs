@@ -319,11 +319,7 @@ impl DockerRun {
     /// to, publishing its port (host mode, every interface: Swarm cannot bind one) at a free
     /// host port picked now and kept by every task after it, then waits until it is ready.
     async fn start_service(&self, spec: &ContainerSpec) -> Result<Container, BackendError> {
-        let networks = match Side::of(spec.role) {
-            Side::Upstream => vec![self.network.clone()],
-            Side::Sync => vec![self.sync_network()],
-            Side::Both => vec![self.network.clone(), self.sync_network()],
-        };
+        let networks = self.networks_of(spec.role);
         let host_port = free_port()?;
         let service = swarm::Service::create(
             &self.docker,
@@ -339,9 +335,10 @@ impl DockerRun {
         Container::attach_task(&self.docker, service, spec, host_port, self.keep).await
     }
 
-    /// Starts `spec` (an admin) as one Swarm service of `count` tasks behind its one name (what
-    /// its gateways are given), each task published on a host port of the engine's choosing and
-    /// observed on its own: the handles, in slot order, are named `<name>.<slot>`.
+    /// Starts `spec` as one Swarm service of `count` tasks behind its one name (what an admin's
+    /// gateways are given), on the networks of its role, each task published on a host port of
+    /// the engine's choosing and observed on its own: the handles, in slot order, are named
+    /// `<name>.<slot>`.
     pub async fn start_replicas(
         &self,
         spec: &ContainerSpec,
@@ -352,7 +349,7 @@ impl DockerRun {
             swarm::service_spec(
                 spec,
                 &self.id,
-                &[self.sync_network()],
+                &self.networks_of(spec.role),
                 swarm::Publish::Replicas(count),
                 &self.labels,
             ),
@@ -374,6 +371,15 @@ impl DockerRun {
             replicas.push(replica.await?);
         }
         Ok(replicas)
+    }
+
+    /// The run's networks a service of `role` is on.
+    fn networks_of(&self, role: &str) -> Vec<String> {
+        match Side::of(role) {
+            Side::Upstream => vec![self.network.clone()],
+            Side::Sync => vec![self.sync_network()],
+            Side::Both => vec![self.network.clone(), self.sync_network()],
+        }
     }
 
     /// Starts the run's PostgreSQL (the admins' database of a topology of several admins).

@@ -25,13 +25,15 @@
 //!
 //! The bench's parts: what to run ([`options`]), the descriptor limit ([`fd_limit`]), the
 //! simulated subscribers ([`subscribers`]), driving the runs and timing the changes
-//! ([`drive`]), and the report with its verdict and table ([`report`]).
+//! ([`drive`]), and the report with its verdict and table ([`report`]). With `--backend
+//! swarm` the subscribers are real gateways instead, as tasks of a Swarm service ([`tasks`]).
 
 mod drive;
 mod fd_limit;
 mod options;
 mod report;
 mod subscribers;
+pub(crate) mod tasks;
 #[cfg(test)]
 mod tests;
 
