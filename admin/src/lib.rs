@@ -9,6 +9,7 @@ mod api;
 mod audit;
 mod auth;
 mod dto;
+mod emulate;
 mod error;
 mod id;
 mod login_throttle;
@@ -28,6 +29,7 @@ use model::{DataEvent, SyncMode};
 use tokio::sync::{broadcast, watch};
 
 pub use auth::{PasswordError, PasswordWork, SyncUser};
+pub use emulate::EmulatedBug;
 pub use login_throttle::LoginThrottle;
 pub use store::StoreError;
 
@@ -51,6 +53,9 @@ pub const FULL_SYNC_RATE: u32 = 10;
 /// The default [`Config::max_websocket_sessions`]: far more gateways than one admin serves,
 /// far fewer sockets than its file descriptor limit.
 pub const MAX_WEBSOCKET_SESSIONS: usize = 256;
+
+/// The default [`Config::sync_stale_after`].
+pub const SYNC_STALE_AFTER: Duration = sync::status::DEFAULT_STALE_AFTER;
 
 /// How the admin runs.
 #[derive(Clone)]
@@ -104,6 +109,12 @@ pub struct Config {
     /// How much work password hashes take and where they are computed:
     /// [`PasswordWork::Standard`] unless `gantry sim` runs the admin.
     pub password_work: PasswordWork,
+    /// `GET /gantry/sync-status`: how long after the admin sent its current config to a
+    /// gateway that has not confirmed it the gateway is STALE ([`SYNC_STALE_AFTER`]).
+    pub sync_stale_after: Duration,
+    /// A known admin bug to behave like (none normally; tests only): lets a named regression
+    /// prove that its case fails when the bug is back.
+    pub emulate_bug: Option<EmulatedBug>,
 }
 
 impl fmt::Debug for Config {
@@ -132,11 +143,18 @@ impl fmt::Debug for Config {
             .field("login_throttle", &self.login_throttle)
             .field("test_sync_faults", &self.test_sync_faults)
             .field("password_work", &self.password_work)
+            .field("sync_stale_after", &self.sync_stale_after)
+            .field("emulate_bug", &self.emulate_bug)
             .finish()
     }
 }
 
 impl Config {
+    /// Whether the admin emulates `bug`.
+    pub fn emulates(&self, bug: EmulatedBug) -> bool {
+        self.emulate_bug == Some(bug)
+    }
+
     /// Defaults (websocket sync, user `admin` keeping its stored password, or `123456` when
     /// new, one-day tokens, 60 s long-poll hold, 5 min long-poll refresh, one full sync per
     /// second per websocket session, other admins' commits noticed within 100 ms,
@@ -165,6 +183,8 @@ impl Config {
             login_throttle: LoginThrottle::default(),
             test_sync_faults: false,
             password_work: PasswordWork::Standard,
+            sync_stale_after: SYNC_STALE_AFTER,
+            emulate_bug: None,
         }
     }
 }
@@ -233,6 +253,8 @@ pub struct AppState {
     publishers: Arc<[Box<dyn Publisher>]>,
     /// The test-only protocol fault hook, when on.
     sync_faults: Option<Arc<sync::fault::SyncFaults>>,
+    /// The gateways synced, for `GET /gantry/sync-status`.
+    sync_status: Arc<sync::status::SyncStatus>,
     closing: Arc<watch::Sender<bool>>,
 }
 
@@ -311,13 +333,17 @@ impl AppState {
         Self::check(config)?;
         let admin = Arc::new(Admin::new(Arc::clone(&db.0)).await?);
         // Off: no feed, so only the periodic comparison remains.
-        service::spawn_watch(&admin, config.peer_watch);
+        let peer_watch = config.peer_watch;
+        let peer_watch = peer_watch.filter(|_| !config.emulates(EmulatedBug::NoPeerWatch));
+        service::spawn_watch(&admin, peer_watch);
         let sync_faults = config.test_sync_faults.then(|| {
             tracing::warn!(
                 "test-only sync fault hook on (--test-only-sync-faults): never in production"
             );
             Arc::new(sync::fault::SyncFaults::default())
         });
+        let sync_status =
+            sync::status::SyncStatus::start(config.sync_stale_after, admin.subscribe());
         let mut publishers: Vec<Box<dyn Publisher>> = Vec::new();
         for mode in &config.sync {
             if !publishers.iter().any(|p| p.mode() == *mode) {
@@ -326,6 +352,7 @@ impl AppState {
                     &admin,
                     config,
                     sync_faults.as_ref(),
+                    &sync_status,
                 )?);
             }
         }
@@ -335,6 +362,7 @@ impl AppState {
             auth: login.0,
             publishers: publishers.into(),
             sync_faults,
+            sync_status,
             closing: Arc::new(closing),
         })
     }

@@ -121,6 +121,18 @@ struct Cli {
     /// arms protocol faults on the sync channel (dropped, duplicated, reordered increments...).
     #[arg(long, hide = true)]
     test_only_sync_faults: bool,
+    /// Tests only (no environment variable): behave like a known admin bug (e.g.
+    /// `no-peer-watch`, ShenYu #3900), so that a named regression can show its case fails on it.
+    #[arg(long, value_enum)]
+    emulate_bug: Option<admin::EmulatedBug>,
+    /// `GET /gantry/sync-status`: a gateway the admin sent its current config to is STALE
+    /// when it has not confirmed it within this many milliseconds (SENT until then).
+    #[arg(
+        long,
+        env = "GANTRY_ADMIN_SYNC_STALE_AFTER_MS",
+        default_value_t = admin::SYNC_STALE_AFTER.as_millis() as u64
+    )]
+    sync_stale_after_ms: u64,
     /// Shut down gracefully when stdin reaches EOF (for supervised children).
     #[arg(long, env = "GANTRY_ADMIN_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -192,6 +204,8 @@ async fn main() -> anyhow::Result<()> {
         },
         test_sync_faults: cli.test_only_sync_faults,
         password_work: admin::PasswordWork::Standard,
+        sync_stale_after: Duration::from_millis(cli.sync_stale_after_ms),
+        emulate_bug: cli.emulate_bug,
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(cli.bind, cli.port))
         .await

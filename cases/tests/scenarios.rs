@@ -8,8 +8,13 @@
 //! that stopped reporting a failure is seen failing; a first line `# gateway-args: …` starts
 //! the gateway with those arguments (e.g. `--emulate-bug drop-deletes`), and such a case must
 //! pass without them (`failing::<name>::without-bug`). A case whose server is missing is
-//! ignored with the reason, unless `GANTRY_REQUIRE` names it. With a Docker engine, every
-//! scenario × mode also runs on containers as `<name>@<mode>@docker`.
+//! ignored with the reason, unless `GANTRY_REQUIRE` names it. Files under `cases/regressions/`
+//! are named regressions (docs/regressions.md): each must fail in every mode it declares with
+//! the bug of its `regression.emulateBug` switched on (`regression::<name>`, every line of its
+//! `.err` in the error) and pass without it (`regression::<name>::without-bug`);
+//! `regression::docs` keeps docs/regressions.md equal to the table the files make
+//! (`GANTRY_BLESS=1` rewrites it). With a Docker engine, every scenario × mode also runs on
+//! containers as `<name>@<mode>@docker`.
 
 mod docker;
 
@@ -18,6 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 use harness::EngineCheck;
 use harness::report::CheckOutcome;
+use harness::scenario::ast::BugSwitch;
 use harness::{Backend, ExpectedSkip, NotRun, Planned, ProcessEnv, RunOptions, Scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
@@ -25,6 +31,8 @@ use model::SyncMode;
 const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
 const INVALID: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/invalid");
 const FAILING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/failing");
+const REGRESSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/regressions");
+const REGRESSIONS_DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/regressions.md");
 
 /// One backend's options, prepared (binaries located, images built) once, on first use.
 #[derive(Debug)]
@@ -195,39 +203,107 @@ fn fixtures(dir: &str, extension: &str) -> Vec<PathBuf> {
     files
 }
 
-/// A `cases/failing/` file read for its trials.
-struct FailingCase {
+/// A case that must fail when run with a planted bug: a `cases/failing/` file (its first mode;
+/// the bug, if any, from a `# gateway-args:` first line) or a `cases/regressions/` file (every
+/// mode it declares; the bug from its `regression.emulateBug`).
+struct PlantedCase {
     path: PathBuf,
     scenario: Scenario,
-    /// The mode it runs in: its first.
-    mode: SyncMode,
-    /// Its `# gateway-args:` line's arguments (the planted bug's switch), if any.
-    gateway_args: Vec<String>,
-    /// Every line of its `.err` file that is not blank.
+    /// The modes it runs in.
+    modes: Vec<SyncMode>,
+    /// The switch that plants the bug (none: the case fails as written).
+    bug: BugArgs,
+    /// Every line of its `.err` file that is not blank: each must be in the error.
     expected: Vec<String>,
 }
 
-impl FailingCase {
-    fn read(path: &Path) -> Result<FailingCase, Failed> {
+/// Extra command-line arguments that plant a bug.
+#[derive(Debug, Clone, Default)]
+struct BugArgs {
+    gateway: Vec<String>,
+    admin: Vec<String>,
+}
+
+impl BugArgs {
+    fn is_empty(&self) -> bool {
+        self.gateway.is_empty() && self.admin.is_empty()
+    }
+}
+
+impl std::fmt::Display for BugArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if !self.admin.is_empty() {
+            parts.push(format!("admin {}", self.admin.join(" ")));
+        }
+        if !self.gateway.is_empty() {
+            parts.push(format!("gateway {}", self.gateway.join(" ")));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// Which directory a [`PlantedCase`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Planted {
+    /// `cases/failing/`: the harness's own tests of its failure reports.
+    Failing,
+    /// `cases/regressions/`: named regressions of known gateway bugs.
+    Regression,
+}
+
+impl Planted {
+    /// The directory and the trials' name prefix.
+    fn dir_and_prefix(self) -> (&'static str, &'static str) {
+        match self {
+            Planted::Failing => (FAILING, "failing"),
+            Planted::Regression => (REGRESSIONS, "regression"),
+        }
+    }
+}
+
+impl PlantedCase {
+    fn read(path: &Path, planted: Planted) -> Result<PlantedCase, Failed> {
         let src = std::fs::read_to_string(path)?;
         let err = std::fs::read_to_string(path.with_extension("err"))
             .map_err(|e| format!("{}: {e}", path.with_extension("err").display()))?;
         let scenario = harness::scenario::parse_str(path, &src)?;
-        let gateway_args = src
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("# gateway-args:"))
-            .map(|a| a.split_whitespace().map(str::to_owned).collect())
-            .unwrap_or_default();
-        Ok(FailingCase {
+        let (modes, bug) = match planted {
+            Planted::Failing => {
+                let gateway = src
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("# gateway-args:"))
+                    .map(|a| a.split_whitespace().map(str::to_owned).collect())
+                    .unwrap_or_default();
+                let first = scenario.modes.first().copied();
+                let bug = BugArgs {
+                    gateway,
+                    admin: Vec::new(),
+                };
+                (vec![first.unwrap_or(SyncMode::Websocket)], bug)
+            }
+            Planted::Regression => {
+                let regression = scenario.regression.as_ref().ok_or_else(|| {
+                    format!(
+                        "{}: a regression case needs a `regression:` block",
+                        path.display()
+                    )
+                })?;
+                let mut bug = BugArgs::default();
+                let args = regression.emulate_bug.args();
+                match regression.emulate_bug {
+                    BugSwitch::Gateway(_) => bug.gateway = args,
+                    BugSwitch::Admin(_) => bug.admin = args,
+                }
+                (scenario.modes.clone(), bug)
+            }
+        };
+        Ok(PlantedCase {
             path: path.to_owned(),
-            mode: scenario
-                .modes
-                .first()
-                .copied()
-                .unwrap_or(SyncMode::Websocket),
+            modes,
             scenario,
-            gateway_args,
+            bug,
             expected: err
                 .lines()
                 .filter(|l| !l.trim().is_empty())
@@ -236,21 +312,24 @@ impl FailingCase {
         })
     }
 
-    /// Runs it on the host backend, the gateway started with `gateway_args`: the run's
-    /// error, if any (the outer error: the backend could not start it).
+    /// Runs it under `mode` on the host backend, with `bug` planted: the run's error, if any
+    /// (the outer error: the backend could not start it).
     fn run(
         &self,
         shared: &Shared,
-        gateway_args: Vec<String>,
+        mode: SyncMode,
+        bug: &BugArgs,
     ) -> Result<Result<(), String>, Failed> {
-        let backend = shared.backend()?.clone().with_gateway_args(gateway_args);
+        let backend = (shared.backend()?.clone())
+            .with_gateway_args(bug.gateway.clone())
+            .with_admin_args(bug.admin.clone());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         Ok(rt
             .block_on(harness::run_case(
                 &self.scenario,
-                self.mode,
+                mode,
                 &backend,
                 &shared.opts,
                 &|_| {},
@@ -258,19 +337,64 @@ impl FailingCase {
             .map(drop)
             .map_err(|e| e.to_string()))
     }
+
+    /// Without its bug, it must pass in each of `modes`.
+    fn passes_without_bug(&self, shared: &Shared, modes: &[SyncMode]) -> Result<(), Failed> {
+        for &mode in modes {
+            self.run(shared, mode, &BugArgs::default())?.map_err(|e| {
+                format!(
+                    "without `{}` the case must pass, but it failed ({mode}):\n{e}",
+                    self.bug
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// With its bug, it must fail in each of `modes`, every expected line in the error.
+    fn fails_with_bug(&self, shared: &Shared, modes: &[SyncMode]) -> Result<(), Failed> {
+        for &mode in modes {
+            let error = match self.run(shared, mode, &self.bug)? {
+                Ok(()) => {
+                    return Err(format!(
+                        "the scenario passed ({mode}, with `{}`), but it must fail",
+                        self.bug
+                    )
+                    .into());
+                }
+                Err(e) => e,
+            };
+            let missing: Vec<&str> = (self.expected.iter())
+                .map(String::as_str)
+                .filter(|l| !error.contains(l))
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "{} ({mode}): the failure does not say:\n{}\nit says:\n{error}",
+                    self.path.display(),
+                    missing.join("\n")
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `cases/failing/<name>.yaml` must fail when run, with every line of `<name>.err` in its
 /// error (`failing::<name>`); one that plants its bug with a `# gateway-args:` switch must
-/// pass without it (`failing::<name>::without-bug`), so that it is the bug it fails on. A
-/// case whose mode's server (or component) is missing is ignored, with the reason on stderr,
-/// unless `GANTRY_REQUIRE` names it.
-fn failing_trials(shared: &Arc<Shared>) -> Vec<Trial> {
+/// pass without it (`failing::<name>::without-bug`), so that it is the bug it fails on.
+/// `cases/regressions/<name>.yaml` likewise, in every mode it declares, its bug planted by
+/// its `regression.emulateBug` (`regression::<name>`, `regression::<name>::without-bug`). A
+/// mode whose server (or component) is missing is left out, with the reason on stderr, unless
+/// `GANTRY_REQUIRE` names it; a case with no mode left is ignored.
+fn planted_trials(shared: &Arc<Shared>, planted: Planted) -> Vec<Trial> {
+    let (dir, prefix) = planted.dir_and_prefix();
     let mut trials = Vec::new();
-    for path in fixtures(FAILING, "yaml") {
+    for path in fixtures(dir, "yaml") {
         let stem = path.file_stem().unwrap_or_default().display().to_string();
-        let name = format!("failing::{stem}");
-        let case = match FailingCase::read(&path) {
+        let name = format!("{prefix}::{stem}");
+        let case = match PlantedCase::read(&path, planted) {
             Ok(case) => Arc::new(case),
             Err(e) => {
                 let e = format!("{}: {e:?}", path.display());
@@ -278,55 +402,83 @@ fn failing_trials(shared: &Arc<Shared>) -> Vec<Trial> {
                 continue;
             }
         };
-        let skip = harness::not_run(&case.scenario, case.mode, &shared.opts);
-        if let Some(why) = &skip {
-            eprintln!("note: ignored ({why}): {name}");
+        let mut modes = Vec::new();
+        for &mode in &case.modes {
+            match harness::not_run(&case.scenario, mode, &shared.opts) {
+                Some(why) => eprintln!("note: ignored ({why}): {name} in {mode}"),
+                None => modes.push(mode),
+            }
         }
-        if !case.gateway_args.is_empty() {
-            let (case, shared) = (Arc::clone(&case), Arc::clone(shared));
+        let (ignored, modes) = (modes.is_empty(), Arc::new(modes));
+        if !case.bug.is_empty() {
+            let (case, shared, modes) = (Arc::clone(&case), Arc::clone(shared), Arc::clone(&modes));
             trials.push(
                 Trial::test(format!("{name}::without-bug"), move || {
-                    case.run(&shared, Vec::new())?.map_err(|e| {
-                        format!(
-                            "without `{}` the case must pass, but it failed:\n{e}",
-                            case.gateway_args.join(" ")
-                        )
-                        .into()
-                    })
+                    case.passes_without_bug(&shared, &modes)
                 })
-                .with_ignored_flag(skip.is_some()),
+                .with_ignored_flag(ignored),
             );
         }
         let shared = Arc::clone(shared);
         trials.push(
-            Trial::test(name, move || check_failing(&shared, &case))
-                .with_ignored_flag(skip.is_some()),
+            Trial::test(name, move || case.fails_with_bug(&shared, &modes))
+                .with_ignored_flag(ignored),
         );
     }
     trials
 }
 
-fn check_failing(shared: &Shared, case: &FailingCase) -> Result<(), Failed> {
-    let error = match case.run(shared, case.gateway_args.clone())? {
-        Ok(()) => return Err("the scenario passed, but it must fail".into()),
-        Err(e) => e,
-    };
-    let missing: Vec<&str> = case
-        .expected
-        .iter()
-        .map(String::as_str)
-        .filter(|l| !error.contains(l))
-        .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
+/// The generated part of docs/regressions.md: everything after this line is the table of
+/// `cases/regressions/`.
+const REGRESSIONS_MARKER: &str = "<!-- generated from cases/regressions/*.yaml by \
+cases/tests/scenarios.rs (`regression::docs`); rewrite with GANTRY_BLESS=1 -->";
+
+/// docs/regressions.md, as the files in `cases/regressions/` make it: its text up to
+/// [`REGRESSIONS_MARKER`], then the table.
+fn regressions_doc(committed: &str) -> Result<String, Failed> {
+    let head = committed
+        .find(REGRESSIONS_MARKER)
+        .map(|at| &committed[..at])
+        .ok_or_else(|| format!("{REGRESSIONS_DOC} lacks the line {REGRESSIONS_MARKER}"))?;
+    let mut cases = Vec::new();
+    for path in fixtures(REGRESSIONS, "yaml") {
+        let src = std::fs::read_to_string(&path)?;
+        let scenario = harness::scenario::parse_str(&path, &src)?;
+        let stem = path.file_stem().unwrap_or_default().display().to_string();
+        cases.push((stem, scenario));
+    }
+    let mut rows = Vec::new();
+    for (stem, scenario) in &cases {
+        let regression = (scenario.regression.as_ref())
+            .ok_or_else(|| format!("cases/regressions/{stem}.yaml has no `regression:` block"))?;
+        rows.push((stem.as_str(), scenario.modes.as_slice(), regression));
+    }
+    Ok(format!(
+        "{head}{REGRESSIONS_MARKER}\n\n{}",
+        harness::scenario::ast::regressions_table(rows)
+    ))
+}
+
+/// `regression::docs`: docs/regressions.md is generated from the files; `GANTRY_BLESS=1`
+/// rewrites it.
+fn regressions_doc_trial() -> Trial {
+    Trial::test("regression::docs", || {
+        let committed = std::fs::read_to_string(REGRESSIONS_DOC)
+            .map_err(|e| format!("{REGRESSIONS_DOC}: {e}"))?;
+        let want = regressions_doc(&committed)?;
+        if want == committed {
+            return Ok(());
+        }
+        if std::env::var_os("GANTRY_BLESS").is_some() {
+            std::fs::write(REGRESSIONS_DOC, want)?;
+            return Ok(());
+        }
         Err(format!(
-            "{}: the failure does not say:\n{}\nit says:\n{error}",
-            case.path.display(),
-            missing.join("\n")
+            "{REGRESSIONS_DOC} differs from what cases/regressions/ makes it; rewrite it with \
+             GANTRY_BLESS=1 target/debug/deps/scenarios-* regression::docs\nwant:\n{want}"
         )
         .into())
-    }
+    })
 }
 
 /// `cases/invalid/<name>.yaml` must fail with the text of `<name>.err`.
@@ -368,6 +520,8 @@ fn main() {
     let mut trials = scenario_trials(&shared, "", true);
     trials.extend(scenario_trials(&docker::shared(), "@docker", false));
     trials.extend(invalid_trials());
-    trials.extend(failing_trials(&shared));
+    trials.extend(planted_trials(&shared, Planted::Failing));
+    trials.extend(planted_trials(&shared, Planted::Regression));
+    trials.push(regressions_doc_trial());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use http::HeaderValue;
-use model::SyncMode;
+use model::{SyncMode, SyncStyle};
 
 use crate::TrustedProxies;
 
@@ -17,6 +17,9 @@ use crate::TrustedProxies;
 pub struct Config {
     /// How config arrives: [`SyncMode::Websocket`] or [`SyncMode::Http`] (long polling).
     pub sync: SyncMode,
+    /// Whether a change is applied as the increment it is or taken as a signal to resync in
+    /// full ([`SyncStyle::Full`]: the conformance matrix's incremental-off axis).
+    pub sync_style: SyncStyle,
     /// Admin base URLs (`http://host:port`). Websocket: the first is used, the next ones
     /// after failures. HTTP long polling: every one is polled.
     pub admin_urls: Vec<String>,
@@ -117,6 +120,28 @@ pub enum EmulatedBug {
     /// gateway, #6611) and full syncs are merged into what it holds instead of replacing it
     /// (ShenYu #6731), so deleted routes keep serving.
     DropDeletes,
+    /// Full syncs are merged into what the gateway holds instead of replacing it (ShenYu
+    /// #6731, #6831), DELETE events applied: only what was deleted while the gateway missed
+    /// the event (a reconnect, a restarted store session) survives, as a ghost.
+    MergeFullSync,
+    /// Once its sync session has been replaced (a reconnect, a new ZooKeeper session: a group
+    /// taken in full a second time), the gateway applies that session's full sync and then
+    /// silently drops every increment, counted as applied and still reporting itself
+    /// connected, while gateways that kept their session move on (NGINX Gateway Fabric
+    /// #5330: after its agent reconnected, a replica's later updates failed with "connection
+    /// not found" and it kept proxying to a stale upstream address).
+    StaleAfterResubscribe,
+    /// The gateway's compiled matcher of a selector (ShenYu's match cache) is not
+    /// invalidated when one of its rules is disabled or deleted and nothing else about it
+    /// changes: the rule keeps matching until a restart or a full sync, while the gateway
+    /// reports the new config (ShenYu #4378, #6797).
+    StaleMatchCache,
+    /// A rule increment whose selector the gateway does not hold yet is dropped instead of
+    /// kept until its selector arrives: when a rule reaches the gateway before its selector
+    /// (reordered delivery), the new route never gets its rule and answers -102 (Envoy
+    /// #13910: a route applied before the cluster it names exists fails instead of waiting
+    /// for it, make-before-break).
+    DropOrphanRules,
     /// A full sync (websocket MYSELF/REFRESH, a long-poll group, a ZooKeeper/etcd full read)
     /// first swaps in its groups emptied and refills them only after a window (250 ms), so
     /// requests miss routes meanwhile (ShenYu #7034, #5580: the cache is cleared, then
@@ -157,6 +182,19 @@ pub enum EmulatedBug {
     /// keeps forwarding to the old one while the gateway reports the new config, until a full
     /// sync recompiles everything.
     HandleChangeIgnored,
+    /// The websocket subscriber reads messages of at most 10240 bytes (ShenYu's shipped
+    /// `messageMaxSize`, ShenYu #2891): a full sync larger than that breaks every session, so
+    /// a restarted gateway never gets its config.
+    WebsocketMessageCap,
+    /// The sync subscriber has no keepalive (no websocket ping or silence bound, no etcd
+    /// HTTP/2 keep-alive): a stream that dies silently is never noticed, and the changes
+    /// made meanwhile never arrive (APISIX #13721, #13067).
+    NoSyncKeepalive,
+    /// The long-polling subscriber records the md5 and lastModifyTime of a group it
+    /// rejected (unreadable data) as held, so the admin's next answer of that same group, the
+    /// fix, looks like the version it has and is never fetched (Envoy #12592: a rejected
+    /// update's version recorded as applied).
+    RecordRejectedVersion,
 }
 
 impl Config {
@@ -164,6 +202,7 @@ impl Config {
     pub fn new(sync: SyncMode, admin_urls: Vec<String>) -> Config {
         Config {
             sync,
+            sync_style: SyncStyle::Incremental,
             admin_urls,
             username: "admin".to_owned(),
             password: "123456".to_owned(),
@@ -210,6 +249,7 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("sync", &self.sync)
+            .field("sync_style", &self.sync_style)
             .field("admin_urls", &self.admin_urls)
             .field("username", &self.username)
             .field("password", &"<redacted>")

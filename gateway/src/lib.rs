@@ -59,3 +59,4 @@ pub use crate::app::{app, serve, serve_on, serve_workers};
 pub use crate::config::{Config, EmulatedBug, OnApply, SyncTimeouts};
 pub use crate::plugin::rate_limiter::{BadCidr, TrustedProxies};
 pub use crate::sync::Follower;
+pub use crate::sync::confirm_sync;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use model::SyncMode;
+use model::{SyncMode, SyncStyle};
 
 /// mimalloc instead of glibc malloc: allocation showed in the profiles of both hot paths
 /// (requests, sync fan-out), and mimalloc's per-thread free lists avoid glibc's arena work.
@@ -30,6 +30,12 @@ struct Args {
     /// Sync mode: websocket, http (long polling), zookeeper or etcd.
     #[arg(long, env = "GANTRY_GATEWAY_SYNC", default_value = "websocket")]
     sync: SyncMode,
+    /// How a change is taken: `incremental` (applied as it arrives, ShenYu's way) or `full`
+    /// (a signal to read the whole config again: websocket sends `MYSELF`, long polling
+    /// fetches every group, ZooKeeper and etcd read the tree), the conformance matrix's
+    /// incremental-off axis.
+    #[arg(long, env = "GANTRY_GATEWAY_SYNC_STYLE", default_value = "incremental")]
+    sync_style: SyncStyle,
     /// Admin base URLs, comma-separated.
     #[arg(
         long,
@@ -65,6 +71,11 @@ struct Args {
     /// error bodies with HTTP 200 (to test gantry's fallbacks for external targets).
     #[arg(long, env = "GANTRY_GATEWAY_HIDE_EXTRAS")]
     hide_extras: bool,
+    /// The proxy address (`host:port`) the gateway's sync confirmations advertise to the
+    /// admin's `GET /gantry/sync-status` (default: the address it listens on). None is sent
+    /// with `--hide-extras`.
+    #[arg(long, env = "GANTRY_GATEWAY_ADVERTISE")]
+    advertise: Option<String>,
     /// Shut down gracefully when stdin reaches EOF or fails.
     #[arg(long, env = "GANTRY_GATEWAY_EXIT_ON_STDIN_EOF")]
     exit_on_stdin_eof: bool,
@@ -130,6 +141,7 @@ async fn main() -> anyhow::Result<()> {
 
     let config = gateway::Config {
         sync: args.sync,
+        sync_style: args.sync_style,
         admin_urls: args
             .admin_url
             .into_iter()
@@ -158,6 +170,9 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot bind {}:{}", args.bind, args.port))?;
     let addr = listener.local_addr()?;
+    if !args.hide_extras {
+        gateway::confirm_sync(args.advertise.clone().unwrap_or_else(|| addr.to_string()));
+    }
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on http://{addr}")?;

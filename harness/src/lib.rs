@@ -17,6 +17,7 @@
 // ([`judge`]). Everything else is `pub(crate)`; a handful of engine types stay reachable
 // through these handles (a `Backend`'s run, a `Topology`'s services) without being named.
 pub mod client;
+pub mod conformance;
 pub mod error;
 pub mod judge;
 pub mod reference;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use model::SyncMode;
+use model::{SyncMode, SyncStyle};
 
 use crate::backend::{self, BackendKind};
 use crate::error::BackendError;
@@ -53,6 +53,9 @@ pub struct RunOptions {
     pub seed: u64,
     /// Extra arguments for every gateway started (`--gateway-arg`).
     pub gateway_args: Vec<String>,
+    /// How the gateways take a change (`--sync-style`): [`SyncStyle::Full`] starts every
+    /// gateway with `--sync-style full`.
+    pub sync_style: SyncStyle,
     /// Only scenarios whose name contains this (`--filter`).
     pub filter: Option<String>,
     /// Only this shard of the plan (`--partition`).
@@ -61,11 +64,14 @@ pub struct RunOptions {
     pub verbose: bool,
     /// The admin and gateway of `--backend external`.
     pub external: Option<backend::ExternalTarget>,
+    /// Which cases the run takes by their features (`--profile`, `--supported-features`,
+    /// `--exempt-features`).
+    pub features: crate::conformance::FeatureSelection,
 }
 
 impl RunOptions {
-    /// Defaults (host backend, websocket, build first) adjusted by `GANTRY_BIN_DIR`,
-    /// `GANTRY_KEEP` and `GANTRY_SEED`.
+    /// Defaults (host backend, websocket, incremental sync, build first) adjusted by
+    /// `GANTRY_BIN_DIR`, `GANTRY_KEEP`, `GANTRY_SEED` and `GANTRY_SYNC_STYLE`.
     pub fn from_env(env: &dyn Env) -> Self {
         let bin_dir = env
             .var("GANTRY_BIN_DIR")
@@ -82,10 +88,40 @@ impl RunOptions {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or_else(rand::random),
             gateway_args: Vec::new(),
+            sync_style: env
+                .var("GANTRY_SYNC_STYLE")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(SyncStyle::Incremental),
             filter: None,
             partition: None,
             verbose: false,
             external: None,
+            features: crate::conformance::FeatureSelection::default(),
+        }
+    }
+}
+
+impl RunOptions {
+    /// The arguments every gateway gets besides its own: `--gateway-arg`s, then
+    /// `--sync-style full` when [`RunOptions::sync_style`] asks for it.
+    pub fn gateway_command_args(&self) -> Vec<String> {
+        let mut args = self.gateway_args.clone();
+        if self.sync_style == SyncStyle::Full {
+            args.extend(["--sync-style".to_owned(), SyncStyle::Full.to_string()]);
+        }
+        args
+    }
+
+    /// The arguments every admin gets besides its own: under [`SyncStyle::Full`], no limit on
+    /// websocket full syncs (`--full-sync-interval-ms 0 --full-sync-rate 0`), since every
+    /// change then asks for one and the limit (a guard against `MYSELF` storms) would add up
+    /// to its interval to every change.
+    pub fn admin_command_args(&self) -> Vec<String> {
+        match self.sync_style {
+            SyncStyle::Incremental => Vec::new(),
+            SyncStyle::Full => ["--full-sync-interval-ms", "0", "--full-sync-rate", "0"]
+                .map(str::to_owned)
+                .to_vec(),
         }
     }
 }

@@ -64,7 +64,8 @@ pub fn plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> {
     }
 }
 
-/// [`plan`] before the partition.
+/// [`plan`] before the partition: the scenarios the filter and the profile (`--profile`: every
+/// feature a scenario names is in it) take.
 fn whole_plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> {
     let wanted = |name: &str| opts.filter.as_deref().is_none_or(|f| name.contains(f));
     let mut out = Vec::new();
@@ -72,7 +73,7 @@ fn whole_plan<'a>(files: &'a [CaseFile], opts: &RunOptions) -> Vec<Planned<'a>> 
         match &file.scenario {
             Err(e) if wanted(&file.stem()) => out.push(Planned::Broken(file, e)),
             Err(_) => {}
-            Ok(s) if wanted(&s.name) => {
+            Ok(s) if wanted(&s.name) && opts.features.in_profile(&s.features) => {
                 for mode in &opts.modes {
                     out.push(Planned::Case {
                         file,
@@ -108,6 +109,11 @@ pub enum NotRun {
         /// The modes the scenario declares, comma-separated.
         declared: String,
     },
+    /// The case needs features the run does not test (`--supported-features`,
+    /// `--exempt-features`); the reason names them
+    /// ([`crate::conformance::unsupported_reason`]).
+    #[error("{0}")]
+    Features(String),
     /// The backend cannot run the case here (the mode's server or a component it asks for is
     /// missing and not required).
     #[error("{0}")]
@@ -115,9 +121,9 @@ pub enum NotRun {
 }
 
 /// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
-/// or the mode, or the backend cannot run the mode here (on the host backend, the mode's
-/// server or a component the case asks for is missing and `GANTRY_REQUIRE` does not name it).
-/// `None` when it runs.
+/// or the mode, it needs a feature the run does not test, or the backend cannot run the mode
+/// here (on the host backend, the mode's server or a component the case asks for is missing
+/// and `GANTRY_REQUIRE` does not name it). `None` when it runs.
 pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<NotRun> {
     let list = |items: Vec<String>| items.join(", ");
     if !scenario.backends.contains(&opts.backend) {
@@ -131,6 +137,9 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
             mode,
             declared: list(scenario.modes.iter().map(ToString::to_string).collect()),
         });
+    }
+    if let Some(why) = opts.features.skip_reason(&scenario.features) {
+        return Some(NotRun::Features(why));
     }
     match opts.backend {
         BackendKind::Host => backend::component::skip_reason(&ProcessEnv, mode)
@@ -239,6 +248,43 @@ checks:
         );
         opts.filter = Some("nothing".into());
         assert!(plan(&files, &opts).is_empty());
+    }
+
+    /// `--profile` leaves out the cases with a feature outside it; `--exempt-features` and
+    /// `--supported-features` skip those needing another, naming it.
+    #[test]
+    fn features_select_and_skip_cases() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases/scenarios");
+        let files = crate::discover(&[dir]).unwrap();
+        let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        let names = |opts: &RunOptions| -> Vec<String> {
+            plan(&files, opts)
+                .iter()
+                .map(|p| p.name(opts.backend))
+                .collect()
+        };
+        let all = names(&opts);
+        opts.features.profile = Some("core".parse().unwrap());
+        let core = names(&opts);
+        assert!(core.len() < all.len() && core.contains(&"starts_with@websocket@host".into()));
+        assert!(!core.iter().any(|n| n.starts_with("fault_")), "{core:?}");
+        opts.features.exempt = ["routing.methods".to_owned()].into();
+        let skipped = (plan(&files, &opts).into_iter())
+            .filter_map(|p| match p {
+                Planned::Case {
+                    scenario,
+                    skip: Some(NotRun::Features(why)),
+                    ..
+                } => Some((scenario.name.clone(), why)),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
+        assert!(
+            skipped.iter().any(|(n, why)| n == "method_get"
+                && crate::conformance::missing_features(why) == ["routing.methods"]),
+            "{skipped:?}"
+        );
+        assert!(!skipped.iter().any(|(n, _)| n == "starts_with"));
     }
 
     /// The workspace's scenarios under every mode, on each backend, split 4 ways: every

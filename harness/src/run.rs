@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use model::SyncMode;
+use model::{SyncMode, SyncStyle};
 
 use crate::backend::{self, Backend, BackendKind};
 use crate::error::{self, BackendError, RunError, ScenarioError};
@@ -20,7 +20,17 @@ use crate::{WORKSPACE_DIR, images, target};
 /// Docker: with `build`, runs the release build and rebuilds the images whose inputs changed;
 /// without, only checks that the images exist (`gantry images` builds them).
 pub fn prepare(opts: &RunOptions) -> Result<Backend, BackendError> {
-    Ok(prepare_backend(opts)?.with_gateway_args(opts.gateway_args.clone()))
+    if opts.sync_style == SyncStyle::Full && opts.backend == BackendKind::External {
+        return Err(BackendError::External {
+            what: "choosing the sync style".into(),
+            detail: "--sync-style full starts gateways with `--sync-style full`: it needs \
+                     gateways of gantry's own (--backend host, docker or swarm)"
+                .into(),
+        });
+    }
+    Ok(prepare_backend(opts)?
+        .with_gateway_args(opts.gateway_command_args())
+        .with_admin_args(opts.admin_command_args()))
 }
 
 fn prepare_backend(opts: &RunOptions) -> Result<Backend, BackendError> {
@@ -75,6 +85,7 @@ pub fn case_result(
         opts.seed,
         outcome,
     );
+    r.sync_style = opts.sync_style;
     r.converge_ms = record.converge_ms;
     r.checks = record.checks;
     r.timings = record.timings;

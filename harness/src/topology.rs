@@ -476,6 +476,30 @@ impl Topology {
         crate::fault::etcd::compact_at_least(&self.etcd_url()?, least).await
     }
 
+    /// Wipes the store `target` (a step's `wipe`, host backend): ends it, empties its data
+    /// and starts it again on the same address, fresh (etcd's revisions start over).
+    pub async fn wipe_store(&self, target: Target) -> Result<(), BackendError> {
+        let mut host = match self.stores().take() {
+            Some(ComponentService::Host(s)) if s.kind().name() == target.name() => s,
+            other => {
+                let docker = matches!(other, Some(ComponentService::Docker { .. }));
+                *self.stores() = other;
+                return Err(if docker {
+                    BackendError::FaultUnsupported {
+                        action: "wipe",
+                        target,
+                        backend: self.run.backend_name(),
+                    }
+                } else {
+                    BackendError::NoSuchProcess { target }
+                });
+            }
+        };
+        let done = host.wipe().await;
+        *self.stores() = Some(ComponentService::Host(host));
+        done
+    }
+
     /// Pauses gateway `target` until ZooKeeper has expired its session (a step's
     /// `expireSession`, zookeeper mode, host backend); returns how long that took. It stays
     /// paused.

@@ -31,6 +31,8 @@ mod rule;
 mod selector;
 mod sync_fault;
 mod sync_mode;
+mod sync_status;
+mod sync_style;
 pub mod time;
 pub mod url_codec;
 mod wire_enum;
@@ -61,6 +63,11 @@ pub use rule::RuleData;
 pub use selector::{MatchMode, SelectorData, SelectorType};
 pub use sync_fault::{SyncFaultKind, SyncFaultRequest};
 pub use sync_mode::SyncMode;
+pub use sync_status::{
+    GatewaySyncState, GatewaySyncStatus, SYNC_CONFIRM_HEADER, SYNC_STATUS_PREFIX, SyncConfirmation,
+    SyncStatusReport,
+};
+pub use sync_style::SyncStyle;
 pub use wire_enum::UnknownName;
 
 /// ShenYu's default namespace id (`SYS_DEFAULT_NAMESPACE_ID`). gantry follows ShenYu 2.6.0 and

@@ -23,6 +23,14 @@ pub enum SyncFaultKind {
     EmptyAnswer,
     /// http: a listener answer naming changed groups waits `delay` first.
     LateAnswer,
+    /// http: a `/configs/fetch` answer carries its first group's real `md5` and
+    /// `lastModifyTime` with data the gateway cannot read (a corrupted delivery), so the
+    /// gateway rejects it; the next fetch is sound.
+    CorruptGroup,
+    /// http: the admin's clock steps back `delay` when the fault is armed, for good: the
+    /// `lastModifyTime` of the groups changed afterwards is stamped that much earlier (a
+    /// clock stepped back by NTP or by hand). Not consumed by pushes.
+    ClockBack,
 }
 
 impl SyncFaultKind {
@@ -35,13 +43,24 @@ impl SyncFaultKind {
             SyncFaultKind::CloseMidPush => "closeMidPush",
             SyncFaultKind::EmptyAnswer => "emptyAnswer",
             SyncFaultKind::LateAnswer => "lateAnswer",
+            SyncFaultKind::CorruptGroup => "corruptGroup",
+            SyncFaultKind::ClockBack => "clockBack",
         }
+    }
+
+    /// Whether it hits a `/configs/fetch` answer (http) rather than a push or a listener
+    /// answer.
+    pub fn on_fetch(self) -> bool {
+        self == SyncFaultKind::CorruptGroup
     }
 
     /// The one sync mode whose channel it applies to.
     pub fn mode(self) -> SyncMode {
         match self {
-            SyncFaultKind::EmptyAnswer | SyncFaultKind::LateAnswer => SyncMode::Http,
+            SyncFaultKind::EmptyAnswer
+            | SyncFaultKind::LateAnswer
+            | SyncFaultKind::CorruptGroup
+            | SyncFaultKind::ClockBack => SyncMode::Http,
             _ => SyncMode::Websocket,
         }
     }
@@ -57,7 +76,8 @@ pub struct SyncFaultRequest {
     /// How many pushes it applies to (absent: 1).
     #[serde(default = "one")]
     pub count: u32,
-    /// `lateAnswer`: how long each answer waits, in milliseconds.
+    /// `lateAnswer`: how long each answer waits; `clockBack`: how far the clock steps back;
+    /// in milliseconds.
     #[serde(default)]
     pub delay_ms: u64,
 }

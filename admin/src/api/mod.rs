@@ -13,6 +13,7 @@ pub(crate) mod register;
 pub(crate) mod resource;
 pub(crate) mod rule;
 pub(crate) mod selector;
+pub(crate) mod sync_status;
 
 use axum::routing::{delete, get, post};
 use axum::{Router, middleware};
@@ -107,6 +108,7 @@ pub(crate) fn routes(state: AppState) -> Router {
         )
         .route("/actuator/health", get(actuator::health))
         .route("/actuator/digest", get(actuator::digest))
+        .route("/gantry/sync-status", get(sync_status::sync_status))
         .route("/v3/api-docs", get(crate::openapi::api_docs));
     for publisher in state.publishers.iter() {
         tracing::debug!(mode = %publisher.mode(), "sync publisher enabled");

@@ -6,7 +6,7 @@
 use model::{
     AdminResult, BatchEnabled, BatchIds, CommonPager, ConfigGroup, DigestReport, LoginRequest,
     LoginResponse, MetaDataRegister, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo,
-    UriRegister, WebsocketData,
+    SyncStatusReport, UriRegister, WebsocketData,
 };
 
 use super::schema::doc::{ApiDocument, FetchData, Health, IdList, ListenerForm, RegisterAnswer};
@@ -205,6 +205,15 @@ pub(crate) const OPERATIONS: &[Operation] = &[
         Open,
         Nothing,
         answers::<DigestReport>(),
+    ),
+    op(
+        "GET",
+        "/gantry/sync-status",
+        "gantry",
+        "Sync status of every gateway (SYNCED, NOT SENT, SENT, STALE, UNKNOWN)",
+        Open,
+        Nothing,
+        answers::<SyncStatusReport>(),
     ),
     op(
         "GET",

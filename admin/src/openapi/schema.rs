@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use model::{
-    AdminResult, BatchEnabled, BatchIds, CommonPager, ConfigGroup, DigestReport, LoginRequest,
-    LoginResponse, MetaDataRegister, PluginVo, RuleDto, RuleVo, SelectorDto, SelectorVo,
-    UriRegister, WebsocketData,
+    AdminResult, BatchEnabled, BatchIds, CommonPager, ConfigGroup, DigestReport, GatewaySyncState,
+    GatewaySyncStatus, LoginRequest, LoginResponse, MetaDataRegister, PluginVo, RuleDto, RuleVo,
+    SelectorDto, SelectorVo, SyncStatusReport, UriRegister, WebsocketData,
 };
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Ref, Schema, Type};
@@ -104,6 +104,9 @@ component!(
     AppAuthDto,
     AppAuthVo,
     DigestReport,
+    SyncStatusReport,
+    GatewaySyncStatus,
+    GatewaySyncState,
     ConfigGroup,
     WebsocketData,
     Health,

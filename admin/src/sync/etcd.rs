@@ -31,18 +31,29 @@ pub(crate) struct EtcdPublisher {
 impl EtcdPublisher {
     /// Starts writing `admin`'s config to the endpoints in `url`
     /// (`http://host:port[,http://host:port]`).
-    pub(crate) fn start(admin: &Arc<Admin>, url: &str) -> Self {
+    pub(crate) fn start(
+        admin: &Arc<Admin>,
+        url: &str,
+        status: &Arc<super::status::SyncStatus>,
+    ) -> Self {
+        // Beside the writes: the gateways' confirmations, read back from the store.
+        let confirmations =
+            super::status::read_store(SyncMode::Etcd, url.to_owned(), Arc::downgrade(status));
         let endpoints: Vec<String> = url
             .split(',')
             .map(str::trim)
             .filter(|e| !e.is_empty())
             .map(str::to_owned)
             .collect();
-        let task = tokio::spawn(super::keyspace::run(
+        let publish = super::keyspace::run(
             SyncMode::Etcd,
             Arc::downgrade(admin),
             move || EtcdStore::connect(endpoints.clone()),
-        ));
+            Arc::clone(status),
+        );
+        let task = tokio::spawn(async move {
+            tokio::join!(publish, confirmations);
+        });
         Self {
             task: task.abort_handle(),
         }
@@ -65,10 +76,17 @@ impl Publisher for EtcdPublisher {
     }
 }
 
-/// One etcd client.
+/// One etcd client, and a watch that only ends with its connection.
 struct EtcdStore {
     client: etcd::Client,
+    /// A watch on [`LIVENESS_KEY`], which nobody writes: it ends when the connection breaks
+    /// (etcd stopped, killed or wiped), which [`NodeStore::lost`] reports even while the
+    /// admin writes nothing.
+    liveness: etcd::WatchStream,
 }
+
+/// The key the liveness watch names: outside ShenYu's layout, never written.
+const LIVENESS_KEY: &str = "/gantry/admin-liveness";
 
 impl std::fmt::Debug for EtcdStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,9 +111,14 @@ impl EtcdStore {
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_keep_alive(Duration::from_secs(5), Duration::from_secs(5));
         let what = || format!("connecting to etcd at {}", endpoints.join(","));
-        let client = request(what, etcd::Client::connect(&endpoints, Some(options))).await?;
+        let mut client = request(what, etcd::Client::connect(&endpoints, Some(options))).await?;
+        let liveness = request(
+            || format!("watching {LIVENESS_KEY}"),
+            client.watch(LIVENESS_KEY, None),
+        )
+        .await?;
         tracing::info!(endpoints = %endpoints.join(","), "etcd publisher connected");
-        Ok(EtcdStore { client })
+        Ok(EtcdStore { client, liveness })
     }
 }
 
@@ -150,7 +173,14 @@ impl NodeStore for EtcdStore {
     }
 
     async fn lost(&mut self) -> String {
-        // etcd has no session: a broken connection shows as a failed request.
-        std::future::pending().await
+        // etcd has no session: a broken connection shows as a failed request, or as the end
+        // of the liveness watch when nothing is written (a wiped etcd must be written again).
+        loop {
+            match self.liveness.message().await {
+                Ok(Some(_)) => {}
+                Ok(None) => return "the etcd connection ended".to_owned(),
+                Err(e) => return format!("the etcd connection broke: {e}"),
+            }
+        }
     }
 }

@@ -12,11 +12,14 @@
 //! | `closeMidPush` | websocket | the session ends (no close frame) instead of sending it |
 //! | `emptyAnswer` | http | a listener answer naming changed groups names none |
 //! | `lateAnswer` | http | a listener answer naming changed groups waits `delayMs` first |
+//! | `clockBack` | http | when armed, the clock stamping `lastModifyTime` steps back `delayMs` for good (never queued) |
+//! | `corruptGroup` | http | a `/configs/fetch` answer's first group carries its real md5 and time with data no gateway can read |
 //!
 //! Faults armed one after another queue up: the first is consumed (`count` times) before the
 //! next applies, and a fault of another mode's kind is never consumed.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,22 +36,49 @@ use crate::AppState;
 #[derive(Debug, Default)]
 pub(crate) struct SyncFaults {
     armed: Mutex<VecDeque<SyncFaultRequest>>,
+    /// How far `clockBack` faults stepped the admin's long-poll clock back, in milliseconds.
+    clock_back_ms: AtomicU64,
 }
 
 impl SyncFaults {
     /// Arms `request` after those already armed.
     fn arm(&self, request: SyncFaultRequest) {
         tracing::warn!(?request, "test-only sync fault armed");
+        if request.kind == SyncFaultKind::ClockBack {
+            // A step of the clock, not a fault of the next pushes: at once, for good.
+            self.clock_back_ms
+                .fetch_add(request.delay_ms, Ordering::SeqCst);
+            return;
+        }
         if request.count > 0 {
             self.lock().push_back(request);
         }
     }
 
-    /// Consumes one use of the first armed fault if it is one of `mode`'s channel: the kind
-    /// and its delay.
+    /// Consumes one use of the first armed fault if it is one of `mode`'s channel (a push
+    /// or a listener answer, not a fetch answer): the kind and its delay.
     pub(crate) fn take(&self, mode: SyncMode) -> Option<(SyncFaultKind, Duration)> {
+        self.take_where(|kind| kind.mode() == mode && !kind.on_fetch())
+    }
+
+    /// How far `clockBack` faults stepped the clock stamping `lastModifyTime` back.
+    pub(crate) fn clock_back(&self) -> Duration {
+        Duration::from_millis(self.clock_back_ms.load(Ordering::SeqCst))
+    }
+
+    /// Consumes one use of the first armed fault if it hits a `/configs/fetch` answer.
+    pub(crate) fn take_fetch(&self) -> Option<SyncFaultKind> {
+        self.take_where(SyncFaultKind::on_fetch)
+            .map(|(kind, _)| kind)
+    }
+
+    /// Consumes one use of the first armed fault if its kind is `wanted`.
+    fn take_where(
+        &self,
+        wanted: impl Fn(SyncFaultKind) -> bool,
+    ) -> Option<(SyncFaultKind, Duration)> {
         let mut armed = self.lock();
-        let request = armed.front_mut().filter(|r| r.kind.mode() == mode)?;
+        let request = armed.front_mut().filter(|r| wanted(r.kind))?;
         let taken = (request.kind, Duration::from_millis(request.delay_ms));
         request.count -= 1;
         if request.count == 0 {
@@ -121,5 +151,26 @@ mod tests {
             faults.take(SyncMode::Websocket),
             Some((SyncFaultKind::Drop, Duration::ZERO))
         );
+    }
+
+    #[test]
+    fn a_clock_step_adds_up_at_once_and_is_never_taken() {
+        let faults = SyncFaults::default();
+        assert_eq!(faults.clock_back(), Duration::ZERO);
+        faults.arm(serde_json::from_str(r#"{"kind":"clockBack","delayMs":60000}"#).unwrap());
+        faults.arm(serde_json::from_str(r#"{"kind":"clockBack","delayMs":500}"#).unwrap());
+        assert_eq!(faults.clock_back(), Duration::from_millis(60_500));
+        assert_eq!(faults.take(SyncMode::Http), None, "not queued");
+    }
+
+    #[test]
+    fn a_fetch_fault_is_consumed_by_fetch_answers_only() {
+        let faults = SyncFaults::default();
+        faults.arm(serde_json::from_str(r#"{"kind":"corruptGroup"}"#).unwrap());
+        assert_eq!(faults.take(SyncMode::Http), None, "not a listener answer's");
+        assert_eq!(faults.take_fetch(), Some(SyncFaultKind::CorruptGroup));
+        assert_eq!(faults.take_fetch(), None, "used up");
+        faults.arm(serde_json::from_str(r#"{"kind":"emptyAnswer"}"#).unwrap());
+        assert_eq!(faults.take_fetch(), None, "a listener answer's");
     }
 }

@@ -16,6 +16,7 @@ mod groups;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -35,6 +36,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use self::groups::Groups;
 use super::fault::{self, SyncFaults};
+use super::status::{Confirming, Peer, SyncStatus};
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::Authorized;
@@ -72,12 +74,33 @@ pub(crate) struct LongPoll {
     hold: Duration,
     /// The test-only protocol fault hook, when on.
     faults: Option<Arc<SyncFaults>>,
+    /// [`crate::EmulatedBug::CompareLastModifyTime`]: stamps follow the clock as it is and
+    /// a client is stale only when its `lastModifyTime` is older than the admin's.
+    compare_times: AtomicBool,
+}
+
+impl LongPoll {
+    /// How far the test-only `clockBack` faults stepped the stamping clock back, in ms.
+    fn clock_back_ms(&self) -> i64 {
+        let back = self
+            .faults
+            .as_deref()
+            .map_or(Duration::ZERO, SyncFaults::clock_back);
+        i64::try_from(back.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Whether the admin emulates [`crate::EmulatedBug::CompareLastModifyTime`].
+    fn compares_times(&self) -> bool {
+        self.compare_times.load(Ordering::Relaxed)
+    }
 }
 
 /// Serves `/configs/fetch` and `/configs/listener`.
 #[derive(Debug)]
 pub(crate) struct HttpLongPollPublisher {
     poll: Arc<LongPoll>,
+    /// What each gateway was sent and confirmed.
+    status: Arc<SyncStatus>,
 }
 
 fn millis_now() -> i64 {
@@ -88,20 +111,28 @@ impl HttpLongPollPublisher {
     /// Starts serving `admin`'s committed data: listeners are held up to `hold`, and the cache
     /// is loaded now (in the background), then kept current with every change and rebuilt at
     /// least every `refresh`, until the admin is dropped; with the test-only protocol `faults`
-    /// hook when given.
+    /// hook when given; sends and confirmations are recorded in `status`.
     pub(crate) fn start(
         admin: &Arc<Admin>,
         hold: Duration,
         refresh: Duration,
         faults: Option<Arc<SyncFaults>>,
+        status: Arc<SyncStatus>,
     ) -> Self {
         let (poll, reloads) = LongPoll::new(hold, faults);
         let poll = Arc::new(poll);
         // Subscribed now, so no change committed from here on can be missed.
         let events = admin.subscribe();
-        let keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(admin), events);
+        let mut keeper = Keeper::new(Arc::clone(&poll), Arc::downgrade(admin), events);
+        keeper.status = Some(Arc::clone(&status));
         tokio::spawn(keep_current(keeper, reloads, refresh));
-        Self { poll }
+        Self { poll, status }
+    }
+
+    /// With `on`, emulates [`crate::EmulatedBug::CompareLastModifyTime`] (tests only).
+    pub(crate) fn comparing_times(self, on: bool) -> Self {
+        self.poll.compare_times.store(on, Ordering::Relaxed);
+        self
     }
 }
 
@@ -114,6 +145,9 @@ struct Keeper {
     events: broadcast::Receiver<SharedEvent>,
     /// `None` until loaded, and after a failed rebuild.
     groups: Option<Groups>,
+    /// Notes each change before the cache holds it, so an answer never counts as sending a
+    /// change the registry has not numbered.
+    status: Option<Arc<SyncStatus>>,
 }
 
 impl Keeper {
@@ -127,6 +161,7 @@ impl Keeper {
             admin,
             events,
             groups: None,
+            status: None,
         }
     }
 
@@ -200,6 +235,9 @@ async fn keep_current(mut keeper: Keeper, mut reloads: mpsc::Receiver<Reload>, r
         let rebuilt = tokio::select! {
             event = keeper.events.recv() => match event {
                 Ok(event) => {
+                    if let Some(status) = &keeper.status {
+                        status.note(&event);
+                    }
                     if keeper.apply(&event) {
                         continue;
                     }
@@ -244,6 +282,7 @@ impl LongPoll {
             ready,
             hold,
             faults,
+            compare_times: AtomicBool::new(false),
         };
         (poll, requests)
     }
@@ -282,8 +321,11 @@ impl LongPoll {
                 if previous.is_some_and(|p| p.md5 == md5) {
                     continue;
                 }
-                let last_modify_time =
-                    previous.map_or(millis_now(), |p| millis_now().max(p.last_modify_time + 1));
+                let now = millis_now() - self.clock_back_ms();
+                let last_modify_time = match previous {
+                    Some(p) if !self.compares_times() => now.max(p.last_modify_time + 1),
+                    _ => now,
+                };
                 if previous.is_some() {
                     changed.push(group);
                 }
@@ -324,6 +366,10 @@ impl LongPoll {
         client_ts: i64,
     ) -> Result<bool, StoreError> {
         let seen = self.entry(group);
+        if self.compares_times() {
+            // The emulated bug: the times alone decide, so a clock gone back hides a change.
+            return Ok(seen.last_modify_time > client_ts);
+        }
         if client_md5 == seen.md5 {
             return Ok(false);
         }
@@ -369,6 +415,7 @@ impl Publisher for HttpLongPollPublisher {
             .route("/configs/fetch", get(fetch))
             .route("/configs/listener", post(listener))
             .layer(Extension(Arc::clone(&self.poll)))
+            .layer(Extension(Arc::clone(&self.status)))
     }
 }
 
@@ -382,8 +429,14 @@ fn pairs(text: &[u8]) -> Result<Vec<(String, String)>, ApiError> {
 async fn fetch(
     _: Authorized,
     Extension(poll): Extension<Arc<LongPoll>>,
+    (Extension(status), Peer(peer), Confirming(confirmation)): (
+        Extension<Arc<SyncStatus>>,
+        Peer,
+        Confirming,
+    ),
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
+    let link = status.poll(confirmation, peer);
     let mut groups = Vec::new();
     for (name, value) in pairs(query.unwrap_or_default().as_bytes())? {
         if name != "groupKeys" {
@@ -400,10 +453,16 @@ async fn fetch(
         return Err(ApiError::field("groupKeys", "must name at least one group"));
     }
     poll.wait_ready().await;
-    let entries: BTreeMap<&'static str, Arc<Entry>> = groups
+    let mut entries: BTreeMap<&'static str, Arc<Entry>> = groups
         .into_iter()
         .map(|group| (group.as_str(), poll.entry(group)))
         .collect();
+    if let Some(SyncFaultKind::CorruptGroup) =
+        poll.faults.as_deref().and_then(SyncFaults::take_fetch)
+    {
+        corrupt_first(&mut entries);
+    }
+    link.sent();
     Ok((
         [(header::CONTENT_TYPE, "application/json")],
         fetch_body(&entries),
@@ -439,6 +498,18 @@ fn fetch_body(entries: &BTreeMap<&'static str, Arc<Entry>>) -> Vec<u8> {
     }
     body.extend_from_slice(b"}}");
     body
+}
+
+/// The test-only `corruptGroup` fault: the first group of a fetch answer keeps its md5 and
+/// lastModifyTime but carries an item no gateway can read (a `sort` that is not a number).
+fn corrupt_first(entries: &mut BTreeMap<&'static str, Arc<Entry>>) {
+    if let Some(entry) = entries.values_mut().next() {
+        *entry = Arc::new(Entry {
+            json: Bytes::from_static(br#"[{"id":"corrupt","sort":"not a number"}]"#),
+            md5: entry.md5.clone(),
+            last_modify_time: entry.last_modify_time,
+        });
+    }
 }
 
 /// Parses the listener's `GROUP=md5,lastModifyTime` parameters; other names (such as
@@ -502,9 +573,15 @@ async fn listener(
     _: Authorized,
     State(state): State<AppState>,
     Extension(poll): Extension<Arc<LongPoll>>,
+    (Extension(status), Peer(peer), Confirming(confirmation)): (
+        Extension<Arc<SyncStatus>>,
+        Peer,
+        Confirming,
+    ),
     RawQuery(query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let link = status.poll(confirmation, peer);
     let body = body?;
     let mut params = pairs(query.unwrap_or_default().as_bytes())?;
     params.extend(pairs(&body)?);
@@ -516,6 +593,7 @@ async fn listener(
     let admin = &state.admin;
     let stale = poll.stale_groups(admin, &wanted).await?;
     if !stale.is_empty() {
+        link.sent();
         return Ok(poll.answer(&stale).await);
     }
     let deadline = tokio::time::Instant::now() + poll.hold;
@@ -527,15 +605,26 @@ async fn listener(
             () = closed(&mut closing) => None,
         };
         let Some(group) = woken else {
-            return Ok(listener_response(&poll.stale_groups(admin, &wanted).await?));
+            let stale = poll.stale_groups(admin, &wanted).await?;
+            if !stale.is_empty() {
+                link.sent();
+            }
+            return Ok(listener_response(&stale));
         };
         // A change the client already has (it came from another admin and this one just
         // reloaded it) is no news to it; any other change of a group is.
         let current = poll.entry(group);
-        let has_it = wanted
-            .iter()
-            .any(|(g, md5, _)| *g == group && *md5 == current.md5);
+        let has_it = wanted.iter().any(|(g, md5, ts)| {
+            *g == group
+                && if poll.compares_times() {
+                    // The emulated bug: a change stamped no later than the client's is none.
+                    current.last_modify_time <= *ts
+                } else {
+                    *md5 == current.md5
+                }
+        });
         if !has_it {
+            link.sent();
             return Ok(poll.answer(&[group]).await);
         }
     }

@@ -48,9 +48,14 @@ pub(crate) trait NodeStore: Send {
 /// The store's keys and values, as [`NodeStore::entries`] reads them.
 pub(crate) type Entries = BTreeMap<String, Vec<u8>>;
 
-/// Runs a publisher until the admin is gone: `connect` opens a store session.
-pub(crate) async fn run<S, C, F>(mode: SyncMode, admin: Weak<Admin>, mut connect: C)
-where
+/// Runs a publisher until the admin is gone: `connect` opens a store session. What it wrote
+/// is marked in `status` (the store is "sent" to every gateway of `mode`).
+pub(crate) async fn run<S, C, F>(
+    mode: SyncMode,
+    admin: Weak<Admin>,
+    mut connect: C,
+    status: std::sync::Arc<super::status::SyncStatus>,
+) where
     S: NodeStore,
     C: FnMut() -> F + Send,
     F: Future<Output = anyhow::Result<S>> + Send,
@@ -73,13 +78,19 @@ where
                 .await
                 .context("reading the committed config")?;
             drop(current);
+            let seq = status.current();
             let written = full_write(&mut store, existing, &snapshot).await?;
+            status.written(mode, seq);
             tracing::info!(%mode, items = written.items, puts = written.puts, deletes = written.deletes, "sync store brought up to the database");
             backoff.reset();
             loop {
                 tokio::select! {
                     event = events.recv() => match event {
-                        Ok(event) => write_event(&mut store, &event).await?,
+                        Ok(event) => {
+                            let seq = status.note(&event);
+                            write_event(&mut store, &event).await?;
+                            status.written(mode, seq);
+                        }
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
                             anyhow::bail!("fell {missed} events behind");
                         }

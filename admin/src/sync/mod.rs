@@ -7,6 +7,7 @@ pub(crate) mod fault;
 mod full_sync_rate;
 pub(crate) mod http_long_poll;
 pub(crate) mod keyspace;
+pub(crate) mod status;
 pub(crate) mod websocket;
 pub(crate) mod zookeeper;
 
@@ -46,6 +47,7 @@ pub(crate) fn publisher(
     admin: &Arc<Admin>,
     config: &Config,
     faults: Option<&Arc<fault::SyncFaults>>,
+    status: &Arc<status::SyncStatus>,
 ) -> Result<Box<dyn Publisher>, StartError> {
     check_supported(mode, config)?;
     Ok(match mode {
@@ -55,13 +57,18 @@ pub(crate) fn publisher(
             config.full_sync_rate,
             config.max_websocket_sessions,
             faults.cloned(),
+            Arc::clone(status),
         )),
-        SyncMode::Http => Box::new(http_long_poll::HttpLongPollPublisher::start(
-            admin,
-            config.long_poll_hold,
-            config.long_poll_refresh,
-            faults.cloned(),
-        )),
+        SyncMode::Http => Box::new(
+            http_long_poll::HttpLongPollPublisher::start(
+                admin,
+                config.long_poll_hold,
+                config.long_poll_refresh,
+                faults.cloned(),
+                Arc::clone(status),
+            )
+            .comparing_times(config.emulates(crate::EmulatedBug::CompareLastModifyTime)),
+        ),
         SyncMode::Zookeeper => {
             let url = config
                 .zookeeper_url
@@ -70,7 +77,7 @@ pub(crate) fn publisher(
                     mode,
                     flag: "--zookeeper-url",
                 })?;
-            Box::new(zookeeper::ZookeeperPublisher::start(admin, url))
+            Box::new(zookeeper::ZookeeperPublisher::start(admin, url, status))
         }
         SyncMode::Etcd => {
             let url = config
@@ -80,7 +87,7 @@ pub(crate) fn publisher(
                     mode,
                     flag: "--etcd-url",
                 })?;
-            Box::new(etcd::EtcdPublisher::start(admin, url))
+            Box::new(etcd::EtcdPublisher::start(admin, url, status))
         }
     })
 }

@@ -24,12 +24,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use model::{AdminResult, DataEvent, DataEventType, SyncFaultKind, SyncMode};
+use model::{AdminResult, DataEvent, DataEventType, SyncConfirmation, SyncFaultKind, SyncMode};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::time::Instant;
 
 use super::fault::{self, SyncFaults};
 use super::full_sync_rate::FullSyncRate;
+use super::status::{Peer, SyncStatus};
 use super::{Publisher, closed};
 use crate::AppState;
 use crate::auth::secrets_equal;
@@ -66,6 +67,8 @@ pub(crate) struct WebsocketPublisher {
     sessions: Arc<Semaphore>,
     /// The test-only protocol fault hook, when on.
     faults: Option<Arc<SyncFaults>>,
+    /// What each session sent and what its gateway confirmed.
+    status: Arc<SyncStatus>,
 }
 
 /// The sync token a websocket upgrade must carry, if any (ShenYu 2.6 has none: open).
@@ -83,13 +86,15 @@ impl WebsocketPublisher {
     /// A publisher requiring `sync_token` on upgrades when it is set, answering at most one
     /// `MYSELF` per `full_sync_interval` on each session and `full_sync_rate` per second
     /// over all ([`FullSyncRate::new`]), serving at most `max_sessions` sessions at once,
-    /// with the test-only protocol `faults` hook when given.
+    /// with the test-only protocol `faults` hook when given, recording sends and
+    /// confirmations in `status`.
     pub(crate) fn new(
         sync_token: Option<&str>,
         full_sync_interval: Duration,
         full_sync_rate: u32,
         max_sessions: usize,
         faults: Option<Arc<SyncFaults>>,
+        status: Arc<SyncStatus>,
     ) -> Self {
         Self {
             sync_token: SyncToken(sync_token.map(Arc::from)),
@@ -97,6 +102,7 @@ impl WebsocketPublisher {
             full_sync_rate: Arc::new(FullSyncRate::new(full_sync_rate)),
             sessions: Arc::new(Semaphore::new(max_sessions.min(Semaphore::MAX_PERMITS))),
             faults,
+            status,
         }
     }
 }
@@ -117,6 +123,7 @@ async fn upgrade(
     State(state): State<AppState>,
     Extension(publisher): Extension<WebsocketPublisher>,
     headers: HeaderMap,
+    Peer(peer): Peer,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     if let SyncToken(Some(expected)) = &publisher.sync_token {
@@ -158,10 +165,19 @@ async fn upgrade(
             Arc::clone(&publisher.full_sync_rate),
         );
         let faults = publisher.faults.as_deref();
-        match session(socket, &admin, events, closing, full_syncs, faults).await {
+        let mut link = Link {
+            status: &publisher.status,
+            key: publisher.status.session_opened(peer),
+        };
+        match session(
+            socket, &admin, events, closing, full_syncs, faults, &mut link,
+        )
+        .await
+        {
             Ok(()) => tracing::info!("websocket sync session closed"),
             Err(e) => tracing::warn!(error = %e, "websocket sync session failed"),
         }
+        publisher.status.session_closed(&link.key);
     })
 }
 
@@ -241,14 +257,24 @@ impl FullSyncs {
     }
 }
 
+/// A session as the sync status registry knows it: its key (the gateway's id once it
+/// confirmed).
+struct Link<'a> {
+    status: &'a SyncStatus,
+    key: String,
+}
+
 /// Sends a full sync; `Ok(false)` when the config cannot be read (the session must end).
 async fn full_sync(
     socket: &mut WebSocket,
     admin: &Admin,
     events: &mut broadcast::Receiver<SharedEvent>,
     full_syncs: &mut FullSyncs,
+    link: &Link<'_>,
 ) -> Result<bool, axum::Error> {
     full_syncs.sent(Instant::now());
+    // Noted before the snapshot: it holds at least the changes up to this one.
+    let seq = link.status.current();
     let snapshot = match admin.snapshot_for(events).await {
         Ok(snapshot) => snapshot,
         Err(e) => {
@@ -259,6 +285,7 @@ async fn full_sync(
     for frame in full_sync_frames(snapshot) {
         socket.send(Message::text(frame)).await?;
     }
+    link.status.sent(&link.key, seq);
     Ok(true)
 }
 
@@ -269,6 +296,7 @@ async fn session(
     mut closing: watch::Receiver<bool>,
     mut full_syncs: FullSyncs,
     faults: Option<&SyncFaults>,
+    link: &mut Link<'_>,
 ) -> Result<(), axum::Error> {
     // An increment a test-only `reorder` fault holds back until the next one is sent.
     let mut held = None;
@@ -290,13 +318,15 @@ async fn session(
                         "MYSELF" => {
                             // Owed (not answered now) or answered: either way the session goes on.
                             let goes_on = !full_syncs.request(Instant::now())
-                                || full_sync(&mut socket, admin, &mut events, &mut full_syncs).await?;
+                                || full_sync(&mut socket, admin, &mut events, &mut full_syncs, link).await?;
                             if !goes_on {
                                 return close(socket, close_code::ERROR, "storage failure").await;
                             }
                         }
                         "RUNNING_MODE" => socket.send(Message::text(RUNNING_MODE_REPLY)).await?,
-                        _ => {}
+                        text => if let Some(confirmation) = SyncConfirmation::from_websocket_text(text) {
+                            link.key = link.status.confirmed(&link.key, confirmation);
+                        },
                     },
                     Message::Close(_) => return Ok(()),
                     // Pings are answered by the websocket layer itself.
@@ -305,7 +335,11 @@ async fn session(
             },
             event = events.recv() => match event {
                 Ok(event) => {
-                    if !push(&mut socket, event.websocket_text(), faults, &mut held).await? {
+                    let seq = link.status.note(&event);
+                    let pushed = push(&mut socket, event.websocket_text(), faults, &mut held).await?;
+                    if pushed {
+                        link.status.sent(&link.key, seq);
+                    } else {
                         tracing::warn!("test-only closeMidPush: the session ends instead of pushing");
                         return Ok(());
                     }
@@ -320,7 +354,7 @@ async fn session(
             },
             () = tokio::time::sleep_until(full_syncs.next), if owed => {
                 let goes_on = !full_syncs.claim(Instant::now())
-                    || full_sync(&mut socket, admin, &mut events, &mut full_syncs).await?;
+                    || full_sync(&mut socket, admin, &mut events, &mut full_syncs, link).await?;
                 if !goes_on {
                     return close(socket, close_code::ERROR, "storage failure").await;
                 }

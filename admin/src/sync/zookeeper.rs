@@ -37,13 +37,24 @@ pub(crate) struct ZookeeperPublisher {
 
 impl ZookeeperPublisher {
     /// Starts writing `admin`'s config to the ensemble `url` (`host:port[,host:port]`).
-    pub(crate) fn start(admin: &Arc<Admin>, url: &str) -> Self {
+    pub(crate) fn start(
+        admin: &Arc<Admin>,
+        url: &str,
+        status: &Arc<super::status::SyncStatus>,
+    ) -> Self {
+        // Beside the writes: the gateways' confirmations, read back from the store.
+        let confirmations =
+            super::status::read_store(SyncMode::Zookeeper, url.to_owned(), Arc::downgrade(status));
         let url = url.trim().to_owned();
-        let task = tokio::spawn(super::keyspace::run(
+        let publish = super::keyspace::run(
             SyncMode::Zookeeper,
             Arc::downgrade(admin),
             move || ZkStore::connect(url.clone()),
-        ));
+            Arc::clone(status),
+        );
+        let task = tokio::spawn(async move {
+            tokio::join!(publish, confirmations);
+        });
         Self {
             task: task.abort_handle(),
         }

@@ -10,5 +10,6 @@ mod postgres;
 mod register;
 mod restart;
 mod security;
+mod sync_status;
 mod timeouts;
 mod websocket;

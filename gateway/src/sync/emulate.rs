@@ -3,6 +3,14 @@
 //! Everything a bug changes in how events are applied happens here, inside
 //! [`SyncState::apply_all`], so the subscribers do not know about it:
 //! - [`EmulatedBug::DropDeletes`] drops DELETE events and merges full syncs;
+//! - [`EmulatedBug::MergeFullSync`] merges full syncs (as UPDATE events);
+//! - [`EmulatedBug::StaleMatchCache`] leaves out of an increment's changes the selectors that
+//!   only lost a live rule (disabled or deleted), so their compiled matcher stays the old one
+//!   ([`Emulation::narrow`]);
+//! - [`EmulatedBug::DropOrphanRules`] drops the rules of an increment whose selector the
+//!   gateway has not got (it tracks the selector ids it was sent);
+//! - [`EmulatedBug::StaleAfterResubscribe`] drops every increment once a group came in full
+//!   a second time (a new session's resync);
 //! - [`EmulatedBug::ClearBeforeRefill`] swaps a full sync's groups in emptied at once and holds
 //!   the events back for [`CLEAR_WINDOW`];
 //! - [`EmulatedBug::LateApply`] holds every event back for [`LATE_APPLY_DELAY`], stamped
@@ -18,6 +26,11 @@
 //! events). Until then the state behaves as a subscriber blocked on the window would: what
 //! the next calls bring waits, unread and uncounted, and is then taken call by call, as if it
 //! had just arrived (a call that opens a new batch makes the rest wait again).
+//!
+//! A few bugs live on the link instead, read by the subscribers from here:
+//! [`EmulatedBug::WebsocketMessageCap`] ([`SyncState::websocket_config`]) and
+//! [`EmulatedBug::NoSyncKeepalive`] ([`SyncState::keepalive_silence`]);
+//! [`EmulatedBug::RecordRejectedVersion`] is a line of the long-polling subscriber's fetch.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,6 +49,14 @@ pub(crate) const CLEAR_WINDOW: Duration = Duration::from_millis(250);
 
 /// How long after stamping a change applied [`EmulatedBug::LateApply`] swaps it in.
 pub(crate) const LATE_APPLY_DELAY: Duration = Duration::from_millis(200);
+
+/// The longest websocket message [`EmulatedBug::WebsocketMessageCap`] reads: ShenYu's shipped
+/// `messageMaxSize` (shenyu-protocol.md §3.1).
+pub(crate) const WEBSOCKET_MESSAGE_CAP: usize = 10240;
+
+/// How long a sync connection may stay silent under [`EmulatedBug::NoSyncKeepalive`]: a day,
+/// never within a test.
+pub(crate) const NO_KEEPALIVE_SILENCE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The bug the sync path emulates, and what it holds back.
 #[derive(Debug, Default)]
@@ -60,6 +81,12 @@ struct Held {
     arrived_us: Option<u64>,
     /// [`EmulatedBug::ReorderIncrements`]: the increment waiting for its successor.
     swapped: Option<DataEvent>,
+    /// [`EmulatedBug::StaleAfterResubscribe`]: the groups taken in full so far.
+    full_groups: Vec<ConfigGroup>,
+    /// [`EmulatedBug::StaleAfterResubscribe`]: whether a group came in full again.
+    resubscribed: bool,
+    /// [`EmulatedBug::DropOrphanRules`]: the ids of the selectors held.
+    selector_ids: std::collections::HashSet<String>,
 }
 
 /// Events as the emulated bug lets them through.
@@ -91,6 +118,11 @@ impl Emulation {
     /// `before` to `after`) every selector whose data differs in its handle only (its rules
     /// the same), so its compiled form, upstreams included, stays the old one.
     pub(super) fn narrow(&self, changes: &mut Changes, before: &ConfigData, after: &ConfigData) {
+        if self.is(EmulatedBug::StaleMatchCache) && !changes.all {
+            changes
+                .selectors
+                .retain(|id| !only_lost_live_rules(id, before, after));
+        }
         if !self.is(EmulatedBug::HandleChangeIgnored) || changes.all {
             return;
         }
@@ -138,6 +170,21 @@ impl Emulation {
                     _ if full => event.event_type = DataEventType::Update,
                     _ => {}
                 },
+                Some(EmulatedBug::DropOrphanRules) => drop_orphan_rules(held, &mut event),
+                Some(EmulatedBug::StaleAfterResubscribe) if full => {
+                    if held.full_groups.contains(&event.group()) {
+                        held.resubscribed = true;
+                    } else {
+                        held.full_groups.push(event.group());
+                    }
+                }
+                Some(EmulatedBug::StaleAfterResubscribe) if held.resubscribed => {
+                    admitted.count += 1;
+                    continue;
+                }
+                Some(EmulatedBug::MergeFullSync) if full => {
+                    event.event_type = DataEventType::Update;
+                }
                 Some(EmulatedBug::LateApply) => {
                     held.arrived_us.get_or_insert_with(now_us);
                     held.events.push(event);
@@ -187,6 +234,30 @@ impl Emulation {
 }
 
 impl SyncState {
+    /// The silence bound a subscriber keeps: `silence`, or a day under
+    /// [`EmulatedBug::NoSyncKeepalive`] (no ping, no keep-alive, no silence check).
+    pub(crate) fn keepalive_silence(&self, silence: Duration) -> Duration {
+        if self.emulation.is(EmulatedBug::NoSyncKeepalive) {
+            NO_KEEPALIVE_SILENCE
+        } else {
+            silence
+        }
+    }
+
+    /// The websocket subscriber's limits: tungstenite's defaults (64 MiB messages), or
+    /// [`WEBSOCKET_MESSAGE_CAP`] under [`EmulatedBug::WebsocketMessageCap`].
+    pub(crate) fn websocket_config(
+        &self,
+    ) -> Option<tokio_tungstenite::tungstenite::protocol::WebSocketConfig> {
+        self.emulation
+            .is(EmulatedBug::WebsocketMessageCap)
+            .then(|| {
+                tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+                    .max_message_size(Some(WEBSOCKET_MESSAGE_CAP))
+                    .max_frame_size(Some(WEBSOCKET_MESSAGE_CAP))
+            })
+    }
+
     /// Swaps in the open batch one window after it opened (at once when the bug holds
     /// nothing or no batch is open): under [`EmulatedBug::ClearBeforeRefill`] the full
     /// events whose groups were swapped in emptied (and what came after them), under
@@ -228,6 +299,47 @@ impl SyncState {
     }
 }
 
+/// [`EmulatedBug::DropOrphanRules`]: keeps `held`'s selector ids up to date with `event`, and
+/// drops from a rule increment the rules whose selector is not held.
+fn drop_orphan_rules(held: &mut Held, event: &mut DataEvent) {
+    let full = event.event_type.is_full();
+    let delete = event.event_type == DataEventType::Delete;
+    match &mut event.payload {
+        EventPayload::Selector(items) => {
+            if full {
+                held.selector_ids.clear();
+            }
+            for s in items.iter() {
+                if delete {
+                    held.selector_ids.remove(&s.id);
+                } else {
+                    held.selector_ids.insert(s.id.clone());
+                }
+            }
+        }
+        EventPayload::Rule(items) if !full && !delete => {
+            items.retain(|r| held.selector_ids.contains(&r.selector_id));
+        }
+        _ => {}
+    }
+}
+
+/// [`EmulatedBug::StaleMatchCache`]: whether selector `id`, held before and after with the
+/// same data, only lost live rules from `before` to `after` (one disabled or deleted, none
+/// added or changed otherwise).
+fn only_lost_live_rules(id: &str, before: &ConfigData, after: &ConfigData) -> bool {
+    let selector = |data: &ConfigData| data.selectors.get(id).map(|(_, _, s)| s.clone());
+    let live = |data: &ConfigData| {
+        let rules = data.rules.list(id).filter(|r| r.enabled);
+        rules.cloned().collect::<Vec<_>>()
+    };
+    let (old, new) = (live(before), live(after));
+    selector(before).is_some()
+        && selector(before) == selector(after)
+        && new.len() < old.len()
+        && new.iter().all(|r| old.contains(r))
+}
+
 /// A payload of the same group with no item.
 fn emptied(payload: &EventPayload) -> EventPayload {
     match payload {
@@ -236,5 +348,121 @@ fn emptied(payload: &EventPayload) -> EventPayload {
         EventPayload::Rule(_) => EventPayload::Rule(Vec::new()),
         EventPayload::MetaData(_) => EventPayload::MetaData(Vec::new()),
         EventPayload::AppAuth(_) => EventPayload::AppAuth(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod regression_bug_tests {
+    use model::SyncMode;
+
+    use super::super::SyncState;
+    use crate::EmulatedBug;
+    use crate::plugin::Registry;
+
+    const SELECTOR: &str = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[{"id":"1","pluginName":"divide","sort":1,"enabled":true}]}"#;
+    const EMPTY_REFRESH: &str = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[]}"#;
+
+    /// [`EmulatedBug::MergeFullSync`] keeps what a full sync leaves out, but applies deletes.
+    #[test]
+    fn a_merged_full_sync_keeps_a_ghost_but_deletes_apply() {
+        let state = |bug| SyncState::new(SyncMode::Websocket, Registry::standard()).emulating(bug);
+        let (honest, buggy) = (state(None), state(Some(EmulatedBug::MergeFullSync)));
+        for state in [&honest, &buggy] {
+            state.apply_text(SELECTOR).unwrap();
+            state.apply_text(EMPTY_REFRESH).unwrap();
+        }
+        assert_eq!(honest.snapshot().digest.selectors, 0);
+        assert_eq!(buggy.snapshot().digest.selectors, 1, "a full sync merges");
+        buggy
+            .apply_text(&SELECTOR.replace("MYSELF", "DELETE"))
+            .unwrap();
+        assert_eq!(buggy.snapshot().digest.selectors, 0, "a delete applies");
+    }
+
+    /// [`EmulatedBug::StaleAfterResubscribe`] applies increments until a group comes in full
+    /// again, then that full sync, then no increment.
+    #[test]
+    fn a_resubscribed_gateway_drops_increments() {
+        let buggy = SyncState::new(SyncMode::Websocket, Registry::standard())
+            .emulating(Some(EmulatedBug::StaleAfterResubscribe));
+        let update = SELECTOR.replace("MYSELF", "UPDATE");
+        let other = update.replace(r#""id":"1""#, r#""id":"2""#);
+        buggy.apply_text(EMPTY_REFRESH).unwrap();
+        buggy.apply_text(&update).unwrap();
+        assert_eq!(
+            buggy.snapshot().digest.selectors,
+            1,
+            "first session: applied"
+        );
+        buggy.apply_text(SELECTOR).unwrap();
+        assert_eq!(buggy.snapshot().digest.selectors, 1, "the resync applies");
+        buggy.apply_text(&other).unwrap();
+        assert_eq!(
+            buggy.snapshot().digest.selectors,
+            1,
+            "then increments are dropped"
+        );
+    }
+
+    /// [`EmulatedBug::StaleMatchCache`]: a rule disabled or deleted leaves its selector out of
+    /// the changes (its compiled matcher is not rebuilt); a rule enabled again does not.
+    #[test]
+    fn a_stale_match_cache_keeps_a_lost_rule_compiled() {
+        const RULE: &str = r#"{"groupType":"RULE","eventType":"UPDATE","data":[{"id":"r1","selectorId":"1","pluginName":"divide","sort":1,"enabled":true,"matchMode":0,"conditionDataList":[]}]}"#;
+        let event = |text: &str| {
+            model::DataEvent::from_websocket_text(text)
+                .unwrap()
+                .unwrap()
+        };
+        let mut before = crate::snapshot::ConfigData::default();
+        before.apply(event(&SELECTOR.replace("MYSELF", "UPDATE")));
+        before.apply(event(RULE));
+        let disabled = RULE.replace(r#""enabled":true"#, r#""enabled":false"#);
+        let changed = |bug, text: &str, before: &crate::snapshot::ConfigData| {
+            let mut after = before.clone();
+            let mut changes = after.apply(event(text));
+            super::Emulation::new(bug).narrow(&mut changes, before, &after);
+            (changes.selectors.contains("1"), after)
+        };
+        let deleted = RULE.replace("UPDATE", "DELETE");
+        for lost in [&disabled, &deleted] {
+            assert!(changed(None, lost, &before).0);
+            assert!(
+                !changed(Some(EmulatedBug::StaleMatchCache), lost, &before).0,
+                "{lost}"
+            );
+        }
+        let (_, off) = changed(None, &disabled, &before);
+        assert!(
+            changed(Some(EmulatedBug::StaleMatchCache), RULE, &off).0,
+            "enabled again: recompiled"
+        );
+    }
+
+    /// [`EmulatedBug::DropOrphanRules`]: a rule that comes before its selector is lost; a
+    /// correct gateway keeps it and routes once the selector comes.
+    #[test]
+    fn an_orphan_rule_is_dropped_only_by_the_bug() {
+        const RULE: &str = r#"{"groupType":"RULE","eventType":"UPDATE","data":[{"id":"r1","selectorId":"1","pluginName":"divide","sort":1,"enabled":true,"matchMode":0,"conditionDataList":[]}]}"#;
+        let state = |bug| SyncState::new(SyncMode::Websocket, Registry::standard()).emulating(bug);
+        let (honest, buggy) = (state(None), state(Some(EmulatedBug::DropOrphanRules)));
+        for state in [&honest, &buggy] {
+            state.apply_text(RULE).unwrap();
+            state
+                .apply_text(&SELECTOR.replace("MYSELF", "UPDATE"))
+                .unwrap();
+        }
+        assert_eq!(
+            honest.snapshot().digest.rules,
+            1,
+            "kept until its selector came"
+        );
+        assert_eq!(buggy.snapshot().digest.rules, 0);
+        buggy.apply_text(RULE).unwrap();
+        assert_eq!(
+            buggy.snapshot().digest.rules,
+            1,
+            "with its selector held, it applies"
+        );
     }
 }

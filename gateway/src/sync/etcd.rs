@@ -9,6 +9,10 @@
 //! (`--sync-silence-ms`, 10 s by default), each to be acknowledged within the other half;
 //! an unanswered one breaks the connection and the watch, and this subscriber starts over.
 //!
+//! With [`SyncStyle::Full`] (`--sync-style full`) a watch message with events is only a
+//! signal: everything is read again and swapped in at once (events of older revisions that
+//! follow read it again, which changes nothing).
+//!
 //! The first watch message is the "created" acknowledgement, with no events. A watch the
 //! server cancels (its start revision was compacted), a stream that ends or a lost connection
 //! starts over: read everything again (one swap), watch again; so a compacted revision is
@@ -22,7 +26,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use etcd_client as etcd;
-use model::keyspace;
+use model::{SyncStyle, keyspace};
 
 use super::{Backoff, Subscriber, SyncState, back_off, keyspace as nodes};
 
@@ -40,12 +44,14 @@ pub(crate) struct EtcdSubscriber {
     /// The last revision seen (0: none yet); a session resumes from it only under
     /// [`crate::EmulatedBug::ResumeCompactedWatch`].
     seen: AtomicI64,
+    /// [`SyncStyle::Full`]: a watch message with events reads everything again instead.
+    style: SyncStyle,
 }
 
 impl EtcdSubscriber {
     /// A subscriber for the comma-separated endpoints in `url`, noticing a silent server
-    /// within `silence`.
-    pub(crate) fn new(url: &str, silence: Duration) -> EtcdSubscriber {
+    /// within `silence`, taking changes in `style`.
+    pub(crate) fn new(url: &str, silence: Duration, style: SyncStyle) -> EtcdSubscriber {
         EtcdSubscriber {
             endpoints: url
                 .split(',')
@@ -55,6 +61,7 @@ impl EtcdSubscriber {
                 .collect(),
             silence,
             seen: AtomicI64::new(0),
+            style,
         }
     }
 
@@ -98,6 +105,10 @@ impl EtcdSubscriber {
             }
             if let Some(header) = response.header() {
                 self.seen.store(header.revision(), Ordering::Relaxed);
+            }
+            if self.style == SyncStyle::Full && !response.events().is_empty() {
+                self.read_all(&mut client, &prefix, state).await?;
+                continue;
             }
             for event in response.events() {
                 let Some(kv) = event.kv() else { continue };
@@ -145,7 +156,8 @@ impl EtcdSubscriber {
 }
 
 impl Subscriber for EtcdSubscriber {
-    async fn run(self, state: Arc<SyncState>) {
+    async fn run(mut self, state: Arc<SyncState>) {
+        self.silence = state.keepalive_silence(self.silence);
         let mut backoff = Backoff::new();
         loop {
             if let Err(e) = self.session(&state, &mut backoff).await {

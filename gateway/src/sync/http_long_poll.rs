@@ -9,7 +9,9 @@
 //! 3. loop: `POST /configs/listener` with the form body `PLUGIN=<md5>,<lastModifyTime>&…`
 //!    (a group with nothing cached sends `00000000000000000000000000000000,0`); a non-empty
 //!    answer → fetch just those groups from the same admin; an empty or `null` answer → poll
-//!    again.
+//!    again. With [`SyncStyle::Full`] (`--sync-style full`) a non-empty answer fetches every
+//!    group: long polling has no increments (a fetched group replaces the one held), so the
+//!    full style only widens each fetch to the whole config.
 //!
 //! A fetched group is accepted when nothing is cached for it yet, or when its `md5` differs
 //! **and** its `lastModifyTime` is strictly newer (so a stale admin never rolls the config
@@ -37,7 +39,9 @@ use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use model::{AdminResult, ConfigGroup, LoginRequest, LoginResponse, admin_code, url_codec};
+use model::{
+    AdminResult, ConfigGroup, LoginRequest, LoginResponse, SyncStyle, admin_code, url_codec,
+};
 use netserve::{Connect, net::Connector};
 use serde::Deserialize;
 use tokio::time::Instant;
@@ -127,6 +131,8 @@ pub(crate) struct HttpLongPollSubscriber<C> {
     /// The longest a request may take, its answer's body included.
     read_timeout: Duration,
     cache: Arc<Mutex<GroupCache>>,
+    /// [`SyncStyle::Full`]: a listener answer fetches every group, not just those it names.
+    style: SyncStyle,
 }
 
 /// A login token and when to renew it.
@@ -145,6 +151,7 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
         admin_urls: &[String],
         credentials: Credentials,
         timeouts: crate::SyncTimeouts,
+        style: SyncStyle,
     ) -> anyhow::Result<HttpLongPollSubscriber<C>> {
         let client = Client::builder(TokioExecutor::new())
             .build(Connector::new(net).connect_timeout(CONNECT_TIMEOUT));
@@ -158,6 +165,7 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
             credentials,
             client,
             cache: Arc::default(),
+            style,
         })
     }
 
@@ -190,12 +198,16 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
         backoff.reset();
         loop {
             let value = self.token(admin, token).await?;
-            let changed = self.listen(admin, &value).await?;
+            let changed = self.listen(admin, &value, state).await?;
             if changed.is_empty() {
                 backoff.reset();
                 continue;
             }
-            if self.fetch(admin, &value, &changed, state).await? > 0 {
+            let fetch = match self.style {
+                SyncStyle::Incremental => &changed[..],
+                SyncStyle::Full => &GROUPS[..],
+            };
+            if self.fetch(admin, &value, fetch, state).await? > 0 {
                 backoff.reset();
             } else {
                 tracing::debug!(%admin, ?changed, "http sync: nothing newer; backing off");
@@ -217,7 +229,13 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
             password: self.credentials.password.clone(),
         })?;
         let answer = self
-            .send(&url, Method::POST, None, Some(("application/json", body)))
+            .send(
+                &url,
+                Method::POST,
+                None,
+                Some(("application/json", body)),
+                None,
+            )
             .await?;
         let login: LoginResponse = read_envelope(&url, answer)?;
         let renew_at = u64::try_from(login.expired_time)
@@ -234,7 +252,12 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
     }
 
     /// `POST /configs/listener`: the groups the admin says changed (gantry's five only).
-    async fn listen(&self, admin: &str, token: &str) -> Result<Vec<ConfigGroup>, SyncError> {
+    async fn listen(
+        &self,
+        admin: &str,
+        token: &str,
+        state: &SyncState,
+    ) -> Result<Vec<ConfigGroup>, SyncError> {
         let url = format!("{admin}/configs/listener");
         let form = self.cache.locked().listener_form();
         let answer = self
@@ -243,6 +266,7 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
                 Method::POST,
                 Some(token),
                 Some(("application/x-www-form-urlencoded", form.into_bytes())),
+                state.confirmation_header(),
             )
             .await?;
         let names: Option<Vec<String>> = read_envelope(&url, answer)?;
@@ -270,7 +294,10 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
             .collect::<Vec<_>>()
             .join("&");
         let url = format!("{admin}/configs/fetch?{query}");
-        let answer = self.send(&url, Method::GET, Some(token), None).await?;
+        let confirm = state.confirmation_header();
+        let answer = self
+            .send(&url, Method::GET, Some(token), None, confirm)
+            .await?;
         let fetched: HashMap<String, FetchedGroup> = match read_envelope::<Option<_>>(&url, answer)
         {
             Ok(data) => data.unwrap_or_default(),
@@ -294,33 +321,38 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
             if !cache.accepts(group, &g.md5, g.last_modify_time, admin) {
                 continue;
             }
+            let held = Held {
+                md5: g.md5,
+                last_modify_time: g.last_modify_time,
+                from: Arc::from(admin),
+            };
             match state.apply_group(group, g.data) {
                 Ok(_) => {
-                    cache.groups.insert(
-                        group,
-                        Held {
-                            md5: g.md5,
-                            last_modify_time: g.last_modify_time,
-                            from: Arc::from(admin),
-                        },
-                    );
+                    cache.groups.insert(group, held);
                     accepted += 1;
                     tracing::debug!(%admin, %group, "http sync: group applied");
                 }
-                Err(e) => tracing::warn!(%admin, %group, error = %e, "http sync: rejected group"),
+                Err(e) => {
+                    tracing::warn!(%admin, %group, error = %e, "http sync: rejected group");
+                    if state.emulates(crate::EmulatedBug::RecordRejectedVersion) {
+                        cache.groups.insert(group, held);
+                    }
+                }
             }
         }
         Ok(accepted)
     }
 
-    /// One request to `url`, with the access token and a body (its content type) when
-    /// given: the answer's status and whole body, within the read timeout.
+    /// One request to `url`, with the access token, a body (its content type) and the sync
+    /// confirmation header (`confirm.rs`) when given: the answer's status and whole body,
+    /// within the read timeout.
     async fn send(
         &self,
         url: &str,
         method: Method,
         token: Option<&str>,
         body: Option<(&'static str, Vec<u8>)>,
+        confirm: Option<http::HeaderValue>,
     ) -> Result<(StatusCode, Bytes), SyncError> {
         let failed = |source: Box<dyn std::error::Error + Send + Sync>| SyncError::Http {
             url: url.to_owned(),
@@ -329,6 +361,9 @@ impl<C: Connect> HttpLongPollSubscriber<C> {
         let mut request = Request::builder().method(method).uri(url);
         if let Some(token) = token {
             request = request.header(ACCESS_TOKEN, token);
+        }
+        if let Some(confirmation) = confirm {
+            request = request.header(model::SYNC_CONFIRM_HEADER, confirmation);
         }
         let request = match body {
             Some((content_type, body)) => request

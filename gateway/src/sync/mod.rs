@@ -17,6 +17,7 @@
 //! The bugs the gateway can emulate on this path (tests only) live in `emulate.rs`, out of
 //! the subscribers' sight.
 
+pub(crate) mod confirm;
 mod emulate;
 pub(crate) mod etcd;
 mod follower;
@@ -34,6 +35,7 @@ use model::{Backoff, ConfigGroup, DataEvent, DataEventType, SyncMode};
 use rand::Rng;
 use serde::Serialize;
 
+pub use self::confirm::confirm_sync;
 use self::emulate::Emulation;
 pub use self::follower::Follower;
 use crate::plugin::Registry;
@@ -146,6 +148,8 @@ pub(crate) struct SyncState {
     full_syncs: AtomicU64,
     events_applied: AtomicU64,
     events_rejected: AtomicU64,
+    /// Tells the confirmations (`confirm.rs`) of every config swapped in.
+    applied: confirm::Applied,
 }
 
 /// The `sync` part of `/actuator/health`.
@@ -183,6 +187,7 @@ impl SyncState {
             full_syncs: AtomicU64::new(0),
             events_applied: AtomicU64::new(0),
             events_rejected: AtomicU64::new(0),
+            applied: confirm::Applied::default(),
         }
     }
 
@@ -313,7 +318,11 @@ impl SyncState {
         }
         next.configure_plugins(Some(&previous));
         let changed = next.version != previous.version;
+        let version = next.version;
         self.snapshot.store(Arc::new(next));
+        if changed {
+            self.applied.tell(version);
+        }
         if let Some(on_apply) = &self.on_apply
             && changed
         {

@@ -51,18 +51,23 @@ pub(crate) fn start<C: Connect>(
                 &config.admin_urls,
                 credentials,
                 config.sync_timeouts,
+                config.sync_style,
             )?;
             tokio::spawn(subscriber.run(state.clone()))
         }
         SyncMode::Zookeeper => {
             let url = config.zookeeper_url.as_deref().unwrap_or_default();
-            let subscriber = ZookeeperSubscriber::new(url, config.sync_timeouts.silence);
-            tokio::spawn(subscriber.run(state.clone()))
+            let subscriber =
+                ZookeeperSubscriber::new(url, config.sync_timeouts.silence, config.sync_style);
+            let run = subscriber.run(state.clone());
+            tokio::spawn(super::confirm::beside(run, state.clone(), url.to_owned()))
         }
         SyncMode::Etcd => {
             let url = config.etcd_url.as_deref().unwrap_or_default();
-            let subscriber = EtcdSubscriber::new(url, config.sync_timeouts.silence);
-            tokio::spawn(subscriber.run(state.clone()))
+            let subscriber =
+                EtcdSubscriber::new(url, config.sync_timeouts.silence, config.sync_style);
+            let run = subscriber.run(state.clone());
+            tokio::spawn(super::confirm::beside(run, state.clone(), url.to_owned()))
         }
         SyncMode::Websocket => {
             let subscriber = WebsocketSubscriber::new(
@@ -70,6 +75,7 @@ pub(crate) fn start<C: Connect>(
                 &config.admin_urls,
                 config.sync_token.as_deref(),
                 config.sync_timeouts.silence,
+                config.sync_style,
             )?;
             tokio::spawn(subscriber.run(state.clone()))
         }

@@ -14,6 +14,11 @@
 //! (ShenYu applies them; `gantry sim` found the mixture). When no full sync comes within the
 //! silence bound, the held increments are applied in order, as ShenYu would.
 //!
+//! With [`SyncStyle::Full`] (`--sync-style full`, the conformance matrix's incremental-off
+//! axis) an increment is only a signal: the session sends `MYSELF` again and waits for the
+//! full sync as a new session does (the admin answers at most one `MYSELF` per full-sync
+//! interval, so a burst of changes costs one resync per interval).
+//!
 //! With a sync token (`--sync-token`), every upgrade carries it as `X-Shenyu-Sync-Token`; an
 //! admin that refuses the upgrade with HTTP 401 is reported as
 //! [`SyncError::SyncTokenRefused`], naming the flag, at every attempt.
@@ -24,7 +29,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
 use http::{HeaderName, HeaderValue, StatusCode};
-use model::DataEvent;
+use model::{DataEvent, SyncStyle};
 use netserve::Connect;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::UrlError;
@@ -46,6 +51,8 @@ pub(crate) struct WebsocketSubscriber<C> {
     sync_token: Option<HeaderValue>,
     /// No frame for this long ends a session.
     silence: Duration,
+    /// [`SyncStyle::Full`]: an increment asks for `MYSELF` and is dropped for the full sync.
+    style: SyncStyle,
 }
 
 impl<C: Connect> WebsocketSubscriber<C> {
@@ -56,6 +63,7 @@ impl<C: Connect> WebsocketSubscriber<C> {
         admin_urls: &[String],
         sync_token: Option<&str>,
         silence: Duration,
+        style: SyncStyle,
     ) -> anyhow::Result<WebsocketSubscriber<C>> {
         let sync_token = sync_token
             .map(|token| {
@@ -70,6 +78,7 @@ impl<C: Connect> WebsocketSubscriber<C> {
             urls: admin_urls.iter().map(|u| websocket_url(u)).collect(),
             sync_token,
             silence,
+            style,
         })
     }
 
@@ -90,10 +99,12 @@ impl<C: Connect> WebsocketSubscriber<C> {
     }
 
     /// Opens a connection through `net` and makes the websocket handshake on it (`ws://`
-    /// only: this build has no TLS, as `connect_async` without a TLS feature had none).
+    /// only: this build has no TLS, as `connect_async` without a TLS feature had none), the
+    /// session read within `config`'s limits (`None`: tungstenite's defaults).
     async fn handshake(
         &self,
         request: tungstenite::handshake::client::Request,
+        config: Option<tungstenite::protocol::WebSocketConfig>,
     ) -> Result<
         (
             tokio_tungstenite::WebSocketStream<C::Io>,
@@ -114,7 +125,7 @@ impl<C: Connect> WebsocketSubscriber<C> {
             .to_owned();
         let port = uri.port_u16().unwrap_or(80);
         let stream = self.net.connect(&host, port).await?;
-        tokio_tungstenite::client_async(request, stream).await
+        tokio_tungstenite::client_async_with_config(request, stream, config).await
     }
 
     /// One connection. The outer error: the connection could not be opened; the inner
@@ -129,7 +140,8 @@ impl<C: Connect> WebsocketSubscriber<C> {
             source,
         };
         let request = self.request(url)?;
-        let (ws, _) = tokio::time::timeout(CONNECT_TIMEOUT, self.handshake(request))
+        let handshake = self.handshake(request, state.websocket_config());
+        let (ws, _) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
             .await
             .map_err(|_| SyncError::ConnectTimeout {
                 url: url.to_owned(),
@@ -149,6 +161,12 @@ impl<C: Connect> WebsocketSubscriber<C> {
         tx.send(Message::text("MYSELF")).await.map_err(conn_err)?;
         let connected = state.connected();
         tracing::info!(%url, "websocket sync connected; sent MYSELF");
+        // Sync confirmations (`confirm.rs`): the config served now, then after each change.
+        let mut applied = state.applied();
+        if let Some(confirmation) = state.confirmation() {
+            let frame = Message::text(confirmation.to_websocket_text());
+            tx.send(frame).await.map_err(conn_err)?;
+        }
         let ping_every = self.silence / 3;
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
@@ -172,7 +190,17 @@ impl<C: Connect> WebsocketSubscriber<C> {
                         Some(Err(e)) => break Err(conn_err(e)),
                         Some(Ok(Message::Text(text))) => {
                             match state.read_text(&text) {
-                                Ok(Some(event)) => resync.take(event, state),
+                                Ok(Some(event)) => {
+                                    if self.style == SyncStyle::Full && !event.event_type.is_full() && !resync.waiting() {
+                                        // The increment is only a signal: the full sync it
+                                        // asks for holds it, and drops it when it comes.
+                                        if let Err(e) = tx.send(Message::text("MYSELF")).await {
+                                            break Err(conn_err(e));
+                                        }
+                                        resync.wait_again(tokio::time::Instant::now() + self.silence);
+                                    }
+                                    resync.take(event, state);
+                                }
                                 Ok(None) => tracing::debug!("sync frame ignored"),
                                 Err(e) => tracing::warn!(error = %e, frame = %truncate(&text), "rejected sync frame"),
                             }
@@ -181,6 +209,13 @@ impl<C: Connect> WebsocketSubscriber<C> {
                         Some(Ok(_)) => {}
                     }
                 },
+                Ok(()) = applied.changed(), if state.confirming() => {
+                    if let Some(confirmation) = state.confirmation()
+                        && let Err(e) = tx.send(Message::text(confirmation.to_websocket_text())).await
+                    {
+                        break Err(conn_err(e));
+                    }
+                }
                 () = tokio::time::sleep_until(resync.deadline), if resync.waiting() => {
                     resync.give_up(state);
                 }
@@ -202,7 +237,8 @@ impl<C: Connect> WebsocketSubscriber<C> {
 }
 
 impl<C: Connect> Subscriber for WebsocketSubscriber<C> {
-    async fn run(self, state: Arc<SyncState>) {
+    async fn run(mut self, state: Arc<SyncState>) {
+        self.silence = state.keepalive_silence(self.silence);
         let mut backoff = Backoff::new();
         let mut index = 0;
         loop {
@@ -245,6 +281,12 @@ impl Resync {
             held: Some(Vec::new()),
             deadline,
         }
+    }
+
+    /// Waits for another full sync ([`SyncStyle::Full`] asked for one), until `deadline`.
+    fn wait_again(&mut self, deadline: tokio::time::Instant) {
+        self.held = Some(Vec::new());
+        self.deadline = deadline;
     }
 
     /// Whether the session still waits for its full sync.

@@ -12,6 +12,9 @@
 //! for 2/5 of the session timeout (`--sync-silence-ms`, 10 s by default); the session then
 //! reports itself disconnected and this subscriber starts over.
 //!
+//! With [`SyncStyle::Full`] (`--sync-style full`) a node event is only a signal: the whole
+//! tree is read again and swapped in at once, as at the start of a session.
+//!
 //! Events can be lost while the client reconnects (ZOOKEEPER-4698, and a persistent watch is
 //! not reliably re-armed on the reconnected session), so a disconnect, an expired or a closed
 //! session all start over: a new session, a new watch, a full read swapped in at once.
@@ -20,7 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use model::keyspace;
+use futures_util::future::try_join_all;
+use model::{SyncStyle, keyspace};
 use zookeeper_client as zk;
 
 use super::{Backoff, Subscriber, SyncState, back_off, keyspace as nodes};
@@ -36,15 +40,22 @@ pub(crate) struct ZookeeperSubscriber {
     url: String,
     /// The session timeout asked for.
     session_timeout: Duration,
+    /// [`SyncStyle::Full`]: a node event reads the whole tree again instead of the node.
+    style: SyncStyle,
 }
 
 impl ZookeeperSubscriber {
     /// A subscriber for the ensemble `url` (`host:port[,host:port]`), asking for
-    /// `session_timeout`.
-    pub(crate) fn new(url: &str, session_timeout: Duration) -> ZookeeperSubscriber {
+    /// `session_timeout`, taking changes in `style`.
+    pub(crate) fn new(
+        url: &str,
+        session_timeout: Duration,
+        style: SyncStyle,
+    ) -> ZookeeperSubscriber {
         ZookeeperSubscriber {
             url: url.trim().to_owned(),
             session_timeout,
+            style,
         }
     }
 
@@ -82,6 +93,13 @@ impl ZookeeperSubscriber {
                 // what the read found.
                 zk::EventType::NodeCreated
                 | zk::EventType::NodeDataChanged
+                | zk::EventType::NodeDeleted
+                    if self.style == SyncStyle::Full =>
+                {
+                    full_read(&client, state).await?;
+                }
+                zk::EventType::NodeCreated
+                | zk::EventType::NodeDataChanged
                 | zk::EventType::NodeDeleted => match request(client.get_data(&event.path)).await {
                     Ok((value, _)) => nodes::put(state, &event.path, &value),
                     Err(zk::Error::NoNode) => nodes::delete(state, &event.path),
@@ -100,27 +118,39 @@ async fn request<T>(fut: impl Future<Output = Result<T, zk::Error>>) -> Result<T
         .unwrap_or(Err(zk::Error::ConnectionLoss))
 }
 
-/// Reads every node under `/shenyu` and replaces the config with them in one swap.
+/// Reads every node under `/shenyu` and replaces the config with them in one swap. The tree
+/// is read a level at a time, every request of a level in flight at once (one session
+/// pipelines them), so a read costs a round trip per level, not per node: a slow link (a
+/// `partition: { delay }`) or `--sync-style full`, which reads the tree on every change,
+/// would otherwise pay hundreds of round trips.
 async fn full_read(client: &zk::Client, state: &SyncState) -> anyhow::Result<usize> {
     let mut read = Vec::new();
-    let mut stack = vec![keyspace::ROOT.to_owned()];
-    while let Some(path) = stack.pop() {
-        let children = match request(client.list_children(&path)).await {
-            Ok(children) => children,
-            Err(zk::Error::NoNode) => continue,
-            Err(e) => return Err(e).with_context(|| format!("listing {path}")),
-        };
-        for child in children {
-            let child = format!("{path}/{child}");
-            if keyspace::NodeKey::parse(&child).is_some() {
-                match request(client.get_data(&child)).await {
-                    Ok((value, _)) => read.push((child.clone(), value)),
-                    Err(zk::Error::NoNode) => {}
-                    Err(e) => return Err(e).with_context(|| format!("reading {child}")),
-                }
+    let mut level = vec![keyspace::ROOT.to_owned()];
+    while !level.is_empty() {
+        let listed = try_join_all(level.iter().map(|path| async move {
+            match request(client.list_children(path)).await {
+                Ok(children) => Ok(children
+                    .into_iter()
+                    .map(|child| format!("{path}/{child}"))
+                    .collect()),
+                Err(zk::Error::NoNode) => Ok(Vec::new()),
+                Err(e) => Err(e).with_context(|| format!("listing {path}")),
             }
-            stack.push(child);
-        }
+        }))
+        .await?;
+        level = listed.into_iter().flatten().collect::<Vec<String>>();
+        let nodes = level
+            .iter()
+            .filter(|child| keyspace::NodeKey::parse(child).is_some());
+        let values = try_join_all(nodes.map(|child| async move {
+            match request(client.get_data(child)).await {
+                Ok((value, _)) => Ok(Some((child.clone(), value))),
+                Err(zk::Error::NoNode) => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("reading {child}")),
+            }
+        }))
+        .await?;
+        read.extend(values.into_iter().flatten());
     }
     Ok(nodes::replace_all(state, read))
 }

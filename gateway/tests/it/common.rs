@@ -168,6 +168,12 @@ pub(crate) async fn next_session(rx: &mut mpsc::UnboundedReceiver<AdminConn>) ->
         .await
         .expect("gateway connects")
         .unwrap();
+    await_myself(&mut conn).await;
+    conn
+}
+
+/// Reads the session until the gateway sends `MYSELF`.
+pub(crate) async fn await_myself(conn: &mut AdminConn) {
     loop {
         let msg = tokio::time::timeout(DEADLINE, conn.next())
             .await
@@ -175,7 +181,7 @@ pub(crate) async fn next_session(rx: &mut mpsc::UnboundedReceiver<AdminConn>) ->
         if let Some(Ok(Message::Text(t))) = msg
             && t.as_str() == "MYSELF"
         {
-            return conn;
+            return;
         }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{AdminConn, Gateway, eventually, fake_admin, next_session};
+use crate::common::{AdminConn, Gateway, await_myself, eventually, fake_admin, next_session};
 
 /// An upstream echoing what it received; `/api/slow` never answers.
 pub(crate) async fn upstream() -> SocketAddr {
@@ -382,5 +382,70 @@ async fn a_two_piece_answer_is_not_held_back() {
     );
     let stopped = gateway.stop();
     drop(conn);
+    stopped.await;
+}
+
+/// `--sync-style full`: an increment is only a signal. The gateway asks for `MYSELF` again,
+/// holds the increment (the config it serves does not change), and the full sync that
+/// answers replaces every group.
+#[tokio::test]
+async fn full_style_takes_an_increment_as_a_signal_to_resync() {
+    let (admin, mut sessions) = fake_admin().await;
+    let up = upstream().await;
+    let mut config =
+        gateway::Config::new(model::SyncMode::Websocket, vec![format!("http://{admin}")]);
+    config.sync_style = model::SyncStyle::Full;
+    let gateway = Gateway::start(config).await;
+    let http = Http(Client::builder(TokioExecutor::new()).build(HttpConnector::new()));
+    let url = |path: &str| format!("http://{}{path}", gateway.addr);
+
+    let mut conn = next_session(&mut sessions).await;
+    let config = ConfigSet {
+        plugins: vec![plugin()],
+        selectors: vec![selector("1", "/api", up)],
+        rules: vec![rule("2", "1", "/api/**")],
+        meta_data: Vec::new(),
+    };
+    full_sync(&mut conn, &config).await;
+    eventually("route to the upstream", || async {
+        let (status, _, _) = http.get(url("/api/hello")).await;
+        (status == StatusCode::OK).then_some(())
+    })
+    .await;
+
+    // An increment deleting the selector: the gateway asks for the whole config instead.
+    send(
+        &mut conn,
+        DataEvent::new(
+            DataEventType::Delete,
+            EventPayload::Selector(vec![selector("1", "/api", up)]),
+        ),
+    )
+    .await;
+    await_myself(&mut conn).await;
+    let (status, _, _) = http.get(url("/api/hello")).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the increment is not applied on its own"
+    );
+
+    // The full sync without the selector replaces the groups.
+    let without = ConfigSet {
+        selectors: Vec::new(),
+        rules: Vec::new(),
+        ..config
+    };
+    full_sync(&mut conn, &without).await;
+    eventually("selector gone after the full sync", || async {
+        let (status, _, body) = http.get(url("/api/hello")).await;
+        (status == StatusCode::NOT_FOUND && body["code"] == -107).then_some(())
+    })
+    .await;
+    let (_, _, health) = http.get(url("/actuator/health")).await;
+    assert_eq!(health["sync"]["fullSyncs"], 10, "{health}");
+
+    let stopped = gateway.stop();
+    drop(http);
     stopped.await;
 }

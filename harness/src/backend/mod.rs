@@ -112,7 +112,7 @@ impl Backend {
     /// `--emulate-bug drop-deletes`, to see a scenario fail on a known ShenYu bug).
     pub fn with_gateway_args(mut self, args: Vec<String>) -> Self {
         if let Some(extra) = self.extra_args() {
-            extra.gateway = args;
+            extra.gateway.extend(args);
         }
         self
     }
@@ -121,7 +121,7 @@ impl Backend {
     /// `--peer-watch-ms 0`, to see a scenario fail on ShenYu #3900).
     pub fn with_admin_args(mut self, args: Vec<String>) -> Self {
         if let Some(extra) = self.extra_args() {
-            extra.admin = args;
+            extra.admin.extend(args);
         }
         self
     }

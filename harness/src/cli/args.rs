@@ -251,6 +251,11 @@ pub(crate) struct RunArgs {
     /// Sync modes to run: `all` or a comma-separated list.
     #[arg(long, default_value = "websocket", value_parser = parse_modes)]
     pub(crate) sync: Modes,
+    /// How the gateways take a change: `incremental` (as it arrives) or `full` (a signal to
+    /// resync in full: the conformance matrix's incremental-off axis; gateways of gantry's
+    /// own only).
+    #[arg(long, env = "GANTRY_SYNC_STYLE", default_value = "incremental")]
+    pub(crate) sync_style: model::SyncStyle,
     /// Where the services run.
     #[arg(long, value_enum, default_value_t = BackendArg::Host)]
     pub(crate) backend: BackendArg,
@@ -280,7 +285,103 @@ pub(crate) struct RunArgs {
     #[arg(long, short)]
     pub(crate) verbose: bool,
     #[command(flatten)]
+    pub(crate) conformance: ConformanceArgs,
+    #[command(flatten)]
     pub(crate) external: ExternalArgs,
+}
+
+/// Which cases a run takes by their features, and the conformance report
+/// (conformance/README.md).
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Conformance")]
+pub(crate) struct ConformanceArgs {
+    /// Only the cases of a conformance profile (every feature a case names is in it): `core`
+    /// (the core features of every area), `extended` (every feature), an area (`routing`,
+    /// `balance`, `sync`, `faults`, `registration`, `rateLimiting`, `adminApi`: its core and
+    /// extended features), or `<area>.core` / `<area>.extended`. The admin REST API version
+    /// is `--shenyu-version`.
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) profile: Option<crate::conformance::ProfileName>,
+    /// The features the implementation offers, comma-separated (default: all); a case needing
+    /// another is skipped, naming it.
+    #[arg(long, value_name = "FEATURES", value_parser = crate::conformance::selection::parse_feature_list)]
+    pub(crate) supported_features: Option<std::collections::BTreeSet<String>>,
+    /// Features not to test, comma-separated; a case needing one is skipped, naming it.
+    #[arg(long, value_name = "FEATURES", value_parser = crate::conformance::selection::parse_feature_list)]
+    pub(crate) exempt_features: Option<std::collections::BTreeSet<String>>,
+    /// Write a conformance report (YAML, after the Gateway API's ConformanceReport) here; the
+    /// run must have one `--sync` mode.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) report_conformance: Option<PathBuf>,
+    /// The report's implementation organisation (default for gantry's own pair: `gantry`).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) implementation_organization: Option<String>,
+    /// The report's implementation project (default for gantry's own pair: `gantry reference
+    /// pair`; required with `--backend external`).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) implementation_project: Option<String>,
+    /// The report's implementation URL.
+    #[arg(long, value_name = "URL")]
+    pub(crate) implementation_url: Option<String>,
+    /// The report's implementation version (default for gantry's own pair: gantry's; required
+    /// with `--backend external`).
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) implementation_version: Option<String>,
+    /// A contact for the report's implementation (repeat it).
+    #[arg(long, value_name = "CONTACT")]
+    pub(crate) implementation_contact: Vec<String>,
+}
+
+impl ConformanceArgs {
+    /// The run's feature selection.
+    pub(crate) fn selection(&self) -> crate::conformance::FeatureSelection {
+        crate::conformance::FeatureSelection {
+            profile: self.profile,
+            supported: self.supported_features.clone(),
+            exempt: self.exempt_features.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The implementation the report names: gantry's own pair on the host, docker and swarm
+    /// backends (the flags override it); an external target must be named by the flags.
+    pub(crate) fn implementation(
+        &self,
+        external: bool,
+    ) -> Result<crate::conformance::Implementation, String> {
+        let mut i = crate::conformance::Implementation::gantry_pair();
+        if external {
+            let (Some(project), Some(version)) =
+                (&self.implementation_project, &self.implementation_version)
+            else {
+                return Err("--report-conformance against an external target needs \
+                     --implementation-project and --implementation-version (and \
+                     --implementation-organization, --implementation-url, \
+                     --implementation-contact to fill the report)"
+                    .into());
+            };
+            i = crate::conformance::Implementation {
+                organization: String::new(),
+                project: project.clone(),
+                url: String::new(),
+                version: version.clone(),
+                contact: Vec::new(),
+            };
+        }
+        let set = |field: &mut String, value: &Option<String>| {
+            if let Some(v) = value {
+                field.clone_from(v);
+            }
+        };
+        set(&mut i.organization, &self.implementation_organization);
+        set(&mut i.project, &self.implementation_project);
+        set(&mut i.url, &self.implementation_url);
+        set(&mut i.version, &self.implementation_version);
+        if !self.implementation_contact.is_empty() {
+            i.contact.clone_from(&self.implementation_contact);
+            i.contact.sort();
+        }
+        Ok(i)
+    }
 }
 
 /// Where `--backend external` finds its target (README, "Testing your own ShenYu").
@@ -312,9 +413,10 @@ pub(crate) struct ExternalArgs {
     #[arg(long)]
     pub(crate) upstream_advertise: Option<String>,
     /// The admin's REST API version: `2.6` (gantry's target) or `2.7` (namespaces, divide
-    /// upstreams through discovery); docs/profiles.md.
-    #[arg(long, default_value = "2.6")]
-    pub(crate) profile: crate::client::Profile,
+    /// upstreams through discovery); docs/profiles.md. (Was `--profile`, which now selects
+    /// conformance profiles.)
+    #[arg(long = "shenyu-version", value_name = "VERSION", default_value = "2.6")]
+    pub(crate) shenyu_version: crate::client::Profile,
 }
 
 impl ExternalArgs {
@@ -333,7 +435,7 @@ impl ExternalArgs {
                     ip => ip.to_string(),
                 }
             }),
-            profile: self.profile,
+            profile: self.shenyu_version,
             prefix: crate::backend::ExternalTarget::fresh_prefix(),
         })
     }
@@ -612,9 +714,11 @@ impl RunArgs {
         }
         opts.build &= !self.no_build;
         opts.gateway_args.clone_from(&self.gateway_args);
+        opts.sync_style = self.sync_style;
         opts.filter.clone_from(&self.filter);
         opts.partition = self.partition;
         opts.verbose = self.verbose;
+        opts.features = self.conformance.selection();
         if let Some(seed) = self.seed {
             opts.seed = seed;
         }
@@ -702,6 +806,65 @@ mod tests {
                 sync: SyncMode::Websocket
             })
         ));
+    }
+
+    #[test]
+    fn conformance_flags_select_by_features() {
+        let r = run_args(&[
+            "--profile",
+            "routing.core",
+            "--supported-features",
+            "routing.uriStartsWith,routing.headers",
+            "--exempt-features",
+            "routing.headers",
+        ])
+        .unwrap();
+        let f = r.options(&NoEnv).features;
+        assert_eq!(f.profile.unwrap().to_string(), "routing.core");
+        assert_eq!(f.supported.unwrap().len(), 2);
+        assert!(f.exempt.contains("routing.headers"));
+        let e = run_args(&["--exempt-features", "routing.header"]).unwrap_err();
+        assert!(
+            e.to_string().contains("did you mean `routing.headers`"),
+            "{e}"
+        );
+        let e = run_args(&["--profile", "2.7"]).unwrap_err().to_string();
+        assert!(e.contains("`--shenyu-version 2.7`"), "{e}");
+        let r = run_args(&["--backend", "external", "--shenyu-version", "2.7"]).unwrap();
+        assert_eq!(r.external.shenyu_version, crate::client::Profile::V2_7);
+    }
+
+    #[test]
+    fn the_report_names_gantry_or_the_flags_implementation() {
+        let r = run_args(&[]).unwrap();
+        let own = r.conformance.implementation(false).unwrap();
+        assert_eq!(
+            (own.organization.as_str(), own.project.as_str()),
+            ("gantry", "gantry reference pair")
+        );
+        assert!(
+            r.conformance
+                .implementation(true)
+                .unwrap_err()
+                .contains("--implementation-project")
+        );
+        let r = run_args(&[
+            "--implementation-project",
+            "shenyu",
+            "--implementation-version",
+            "2.6.1",
+            "--implementation-contact",
+            "b@x",
+            "--implementation-contact",
+            "a@x",
+        ])
+        .unwrap();
+        let theirs = r.conformance.implementation(true).unwrap();
+        assert_eq!(
+            (theirs.project.as_str(), theirs.version.as_str()),
+            ("shenyu", "2.6.1")
+        );
+        assert_eq!(theirs.contact, ["a@x", "b@x"]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! library, the commands reach the engine's rooms without making them public.
 
 mod args;
+mod conformance;
 mod exit_code;
 mod sim;
 
@@ -421,6 +422,10 @@ async fn run(args: &args::RunArgs) -> ExitCode {
         );
         return ExitCode::from(exit_code::SETUP);
     }
+    if let Some(why) = conformance::refusal(args, &opts) {
+        eprintln!("error: {why}");
+        return ExitCode::from(exit_code::SETUP);
+    }
     {
         let totals =
             crate::discover(&paths).map_or_else(|_| Vec::new(), |f| crate::count_cases(&f, &opts));
@@ -456,6 +461,12 @@ async fn run(args: &args::RunArgs) -> ExitCode {
                 }
                 println!("{}", terminal::summary_table(&results));
                 if let Err(e) = write_reports(&args.reports, &results) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(exit_code::REPORT);
+                }
+                if let Some(path) = &args.conformance.report_conformance
+                    && let Err(e) = conformance::write(args, &opts, &paths, &results, path)
+                {
                     eprintln!("error: {e}");
                     return ExitCode::from(exit_code::REPORT);
                 }

@@ -9,6 +9,7 @@
 //! | [`Mode::Cut`] | both sides closed (FIN) | accepted, closed at once (FIN) |
 //! | [`Mode::Reset`] | both sides reset (RST: `SO_LINGER` 0) | accepted, reset at once |
 //! | [`Mode::Blackhole`] | kept open, nothing forwarded either way | accepted, kept open silent |
+//! | [`Mode::Sever`] | dead for good: kept open, nothing forwarded either way, ever | relayed |
 //!
 //! A blackhole is a silent partition (half-open: the TCP connection is up, nothing answers).
 //! The proxy stops *reading*: bytes sent meanwhile wait in the kernel's buffers, as a real
@@ -17,6 +18,11 @@
 //! silence and closed its side is seen as closed after the heal (its FIN is read in order).
 //! A connection accepted during a blackhole connects to the target only once forwarding
 //! resumes, so the target sees nothing of it until then.
+//!
+//! A sever is a dead stream (a NAT or conntrack entry lost, a middlebox that forgot the flow):
+//! the connections open at that moment (those the proxy has accepted) stay open and silent
+//! forever, even after a heal, and nobody is told; the mode itself becomes [`Mode::Pass`], so
+//! a client that notices the silence and connects again gets through.
 //!
 //! Closing (cut) drops both sockets; the kernel sends FIN, or RST when bytes the proxy never
 //! read are still pending on a socket. A new connection under `cut` is accepted and closed
@@ -28,6 +34,8 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -51,6 +59,9 @@ pub enum Mode {
     /// Keep connections open but forward nothing either way (a silent partition); see the
     /// module docs for what happens on heal.
     Blackhole,
+    /// Kill the open connections silently and for good (kept open, nothing forwarded, never
+    /// resumed), then relay new ones as [`Mode::Pass`]: a dead stream. See the module docs.
+    Sever,
 }
 
 impl Mode {
@@ -65,6 +76,10 @@ impl Mode {
 pub(crate) struct FaultProxy {
     addr: SocketAddr,
     mode: watch::Sender<Mode>,
+    /// Connections whose number is below this are severed (dead for good).
+    severed: watch::Sender<u64>,
+    /// How many connections were accepted so far (each one's number is its rank).
+    accepted: Arc<AtomicU64>,
     /// The accept loop; it owns every connection's task, so aborting it closes them all.
     task: JoinHandle<()>,
 }
@@ -81,8 +96,21 @@ impl FaultProxy {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (mode, modes) = watch::channel(Mode::Pass);
-        let task = tokio::spawn(accept_loop(listener, target, modes));
-        Ok(FaultProxy { addr, mode, task })
+        let (severed, severs) = watch::channel(0);
+        let accepted = Arc::new(AtomicU64::new(0));
+        let links = Links {
+            target,
+            modes,
+            severs,
+        };
+        let task = tokio::spawn(accept_loop(listener, links, accepted.clone()));
+        Ok(FaultProxy {
+            addr,
+            mode,
+            severed,
+            accepted,
+            task,
+        })
     }
 
     /// Where clients connect.
@@ -90,8 +118,15 @@ impl FaultProxy {
         self.addr
     }
 
-    /// Switches the mode; open connections follow at once.
+    /// Switches the mode; open connections follow at once. [`Mode::Sever`] kills the open
+    /// connections and leaves the proxy in [`Mode::Pass`].
     pub(crate) fn set(&self, mode: Mode) {
+        if mode == Mode::Sever {
+            self.severed
+                .send_replace(self.accepted.load(Ordering::SeqCst));
+            self.mode.send_replace(Mode::Pass);
+            return;
+        }
         self.mode.send_replace(mode);
     }
 
@@ -107,14 +142,25 @@ impl Drop for FaultProxy {
     }
 }
 
-/// Accepts connections until aborted; each one is relayed by its own task in `connections`.
-async fn accept_loop(listener: TcpListener, target: SocketAddr, modes: watch::Receiver<Mode>) {
+/// What every connection follows: its target, the mode, and the sever mark.
+#[derive(Debug, Clone)]
+struct Links {
+    target: SocketAddr,
+    modes: watch::Receiver<Mode>,
+    /// Connections numbered below it are dead.
+    severs: watch::Receiver<u64>,
+}
+
+/// Accepts connections until aborted; each one is relayed by its own task in `connections`,
+/// numbered in order by `accepted`.
+async fn accept_loop(listener: TcpListener, links: Links, accepted: Arc<AtomicU64>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted_now = listener.accept() => match accepted_now {
                 Ok((client, _)) => {
-                    connections.spawn(connection(client, target, modes.clone()));
+                    let number = accepted.fetch_add(1, Ordering::SeqCst);
+                    connections.spawn(connection(client, number, links.clone()));
                 }
                 Err(e) => tracing::warn!(error = %e, "fault proxy: accept failed"),
             },
@@ -132,14 +178,26 @@ enum End {
     Close,
     /// Reset the connection.
     Reset,
+    /// Severed: hold both sockets open, silent, until the proxy goes.
+    Dead,
 }
 
-/// One client connection: wait until bytes may flow, connect to the target, relay.
-async fn connection(mut client: TcpStream, target: SocketAddr, mut modes: watch::Receiver<Mode>) {
+/// One client connection (the `number`th accepted): wait until bytes may flow, connect to the
+/// target, relay.
+async fn connection(mut client: TcpStream, number: u64, links: Links) {
+    let Links {
+        target,
+        mut modes,
+        severs,
+    } = links;
+    let dead = Dead { number, severs };
     match forwarding(&mut modes).await {
         Err(End::Reset) => return abort(&client),
         Err(_) => return,
         Ok(()) => {}
+    }
+    if dead.now() {
+        return dead.hold().await;
     }
     let Ok(mut server) = TcpStream::connect(target).await else {
         return;
@@ -147,8 +205,8 @@ async fn connection(mut client: TcpStream, target: SocketAddr, mut modes: watch:
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
-        let mut up = pin!(pump(client_read, server_write, modes.clone()));
-        let mut down = pin!(pump(server_read, client_write, modes));
+        let mut up = pin!(pump(client_read, server_write, modes.clone(), dead.clone()));
+        let mut down = pin!(pump(server_read, client_write, modes, dead.clone()));
         let (mut up_done, mut down_done) = (false, false);
         loop {
             let end = tokio::select! {
@@ -160,9 +218,44 @@ async fn connection(mut client: TcpStream, target: SocketAddr, mut modes: watch:
             }
         }
     };
-    if end == End::Reset {
-        abort(&client);
-        abort(&server);
+    match end {
+        End::Reset => {
+            abort(&client);
+            abort(&server);
+        }
+        // Both sockets stay open (this task owns them) and silent.
+        End::Dead => dead.hold().await,
+        End::Eof | End::Close => {}
+    }
+}
+
+/// Whether a connection is severed.
+#[derive(Debug, Clone)]
+struct Dead {
+    /// The connection's number.
+    number: u64,
+    /// Connections numbered below it are dead.
+    severs: watch::Receiver<u64>,
+}
+
+impl Dead {
+    /// Whether the connection is severed now.
+    fn now(&self) -> bool {
+        *self.severs.borrow() > self.number
+    }
+
+    /// Completes once the connection is severed.
+    async fn comes(&mut self) {
+        let number = self.number;
+        if self.severs.wait_for(|below| *below > number).await.is_err() {
+            // The proxy is gone, and its tasks with it.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Never returns: the caller keeps its sockets open until the proxy is dropped.
+    async fn hold(&self) {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -193,6 +286,7 @@ async fn pump(
     mut from: ReadHalf<'_>,
     mut to: WriteHalf<'_>,
     mut modes: watch::Receiver<Mode>,
+    mut dead: Dead,
 ) -> End {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -209,6 +303,7 @@ async fn pump(
                 Ok(()) => continue,
                 Err(_) => return End::Close,
             },
+            () = dead.comes() => return End::Dead,
         };
         let mode = *modes.borrow();
         if let Mode::Delay(latency) = mode {
@@ -217,11 +312,16 @@ async fn pump(
                 () = wait => {}
                 // Cut or reset while the chunk is held: the chunk is lost with the connection.
                 end = ended(&mut modes) => return end,
+                () = dead.comes() => return End::Dead,
             }
         }
         // Read just before a switch to a blackhole: held until the heal.
         if let Err(end) = forwarding(&mut modes).await {
             return end;
+        }
+        // Read just before a sever: lost.
+        if dead.now() {
+            return End::Dead;
         }
         if n == 0 {
             let _ = to.shutdown().await;
@@ -389,6 +489,32 @@ mod tests {
         proxy.set(Mode::Blackhole);
         proxy.set(Mode::Cut);
         assert_eq!(read_result(&mut open).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn sever_kills_open_connections_for_good_and_passes_new_ones() {
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut open = connect(&proxy).await;
+        round_trip(&mut open, b"before").await;
+        proxy.set(Mode::Blackhole);
+        let mut held = connect(&proxy).await;
+        // Severed are the connections the proxy has accepted: wait until it took this one.
+        let deadline = Instant::now() + DEADLINE;
+        while proxy.accepted.load(Ordering::SeqCst) < 2 {
+            assert!(Instant::now() < deadline, "the proxy never accepted it");
+            tokio::task::yield_now().await;
+        }
+        proxy.set(Mode::Sever);
+        assert_eq!(*proxy.mode.borrow(), Mode::Pass);
+        open.write_all(b"during").await.unwrap();
+        assert_silent(&mut open).await;
+        held.write_all(b"held").await.unwrap();
+        assert_silent(&mut held).await;
+        round_trip(&mut connect(&proxy).await, b"new").await;
+        proxy.heal();
+        open.write_all(b"after").await.unwrap();
+        assert_silent(&mut open).await;
+        assert_silent(&mut held).await;
     }
 
     #[tokio::test]

@@ -155,6 +155,9 @@ check_kinds! {
     "burst" burst => Burst(burst::BurstSpec, burst::Stats);
     /// A stable route under load while other routes change.
     "churn" churn => Churn(churn::ChurnSpec, churn::Stats);
+    /// The admin's sync status (`GET /gantry/sync-status`) shows a gateway in a state,
+    /// polled until it does.
+    "syncStatus" sync_status => SyncStatus(sync_status::SyncStatusSpec, sync_status::Stats);
 }
 
 impl CheckKind {

@@ -226,6 +226,8 @@ pub struct CaseResult {
     pub file: String,
     /// `host` or `docker`.
     pub backend: String,
+    /// How the gateways took changes (`incremental` or `full`, `--sync-style`).
+    pub sync_style: model::SyncStyle,
     /// The seed of the harness's random choices (hash judge clients).
     pub seed: u64,
     /// How it ended.
@@ -261,6 +263,7 @@ impl CaseResult {
             id,
             file,
             backend,
+            sync_style: model::SyncStyle::Incremental,
             seed,
             outcome,
             duration_ms: 0.0,
@@ -275,11 +278,12 @@ impl CaseResult {
 impl Serialize for CaseResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let skipped = self.outcome.skipped();
-        let mut st = s.serialize_struct("CaseResult", 12 + usize::from(skipped.is_some()))?;
+        let mut st = s.serialize_struct("CaseResult", 13 + usize::from(skipped.is_some()))?;
         st.serialize_field("case", &self.id.case)?;
         st.serialize_field("mode", &self.id.mode)?;
         st.serialize_field("file", &self.file)?;
         st.serialize_field("backend", &self.backend)?;
+        st.serialize_field("sync_style", &self.sync_style)?;
         st.serialize_field("seed", &self.seed)?;
         st.serialize_field("passed", &self.outcome.passed())?;
         st.serialize_field("duration_ms", &self.duration_ms)?;
@@ -304,6 +308,9 @@ struct FlatResult {
     mode: String,
     file: String,
     backend: String,
+    /// Absent in reports of before `--sync-style`: incremental.
+    #[serde(default = "incremental")]
+    sync_style: model::SyncStyle,
     seed: u64,
     passed: bool,
     duration_ms: f64,
@@ -313,6 +320,10 @@ struct FlatResult {
     checks: Vec<CheckReport>,
     timings: Vec<ChangeTiming>,
     digests: Option<FinalDigests>,
+}
+
+fn incremental() -> model::SyncStyle {
+    model::SyncStyle::Incremental
 }
 
 impl TryFrom<FlatResult> for CaseResult {
@@ -335,6 +346,7 @@ impl TryFrom<FlatResult> for CaseResult {
             id,
             file: r.file,
             backend: r.backend,
+            sync_style: r.sync_style,
             seed: r.seed,
             outcome,
             duration_ms: r.duration_ms,

@@ -343,6 +343,14 @@ mod tests {
                     achieved_rate: 3.8,
                 }),
             ),
+            check(
+                "syncStatus",
+                Measurements::SyncStatus(crate::judge::sync_status::Stats {
+                    reads: 2,
+                    state: Some("STALE".into()),
+                    observed: Some(r#"{"adminDigest":"abc","gateways":[]}"#.into()),
+                }),
+            ),
         ];
         passed.timings = vec![ChangeTiming {
             change: "step move".into(),

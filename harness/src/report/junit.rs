@@ -1,7 +1,8 @@
 //! The JUnit XML report (`gantry run --report-junit FILE`, quick-junit): one `<testsuite>` per
-//! sync mode × backend (`websocket@host`), one `<testcase>` per scenario with its time; a
-//! failure carries the error (the failed step, every failed check, the processes' last log
-//! lines), a skip its reason. Readable by the usual CI dashboards.
+//! sync mode × backend (`websocket@host`; `websocket@host+full` under `--sync-style full`),
+//! one `<testcase>` per scenario with its time; a failure carries the error (the failed step,
+//! every failed check, the processes' last log lines), a skip its reason. Readable by the
+//! usual CI dashboards.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +17,11 @@ pub fn render(results: &[CaseResult]) -> String {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     let mut total = Duration::ZERO;
     for r in results {
-        let name = format!("{}@{}", r.id.mode, r.backend);
+        // A suite per mode × backend (× `full` sync style, so both styles merge apart).
+        let name = match r.sync_style {
+            model::SyncStyle::Incremental => format!("{}@{}", r.id.mode, r.backend),
+            model::SyncStyle::Full => format!("{}@{}+full", r.id.mode, r.backend),
+        };
         let suite = suites
             .entry(name.clone())
             .or_insert_with(|| TestSuite::new(name.clone()));

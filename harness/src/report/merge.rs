@@ -16,7 +16,7 @@ use super::{CaseId, CaseResult};
 /// modes no report puts in order follow [`SyncMode::ALL`].
 ///
 /// Fails when two reports come from different gantry versions, or when a case is in two of
-/// them. A case is its id and backend; for a file that does not parse (mode `parse`, named by
+/// them. A case is its id, backend and sync style; for a file that does not parse (mode `parse`, named by
 /// its stem) also its file, since two such files may share a stem.
 pub fn merge(reports: Vec<(PathBuf, Report)>) -> Result<Vec<CaseResult>, MergeError> {
     if let Some((first, head)) = reports.first()
@@ -59,6 +59,8 @@ pub fn merge(reports: Vec<(PathBuf, Report)>) -> Result<Vec<CaseResult>, MergeEr
 struct CaseKey {
     id: CaseId,
     backend: String,
+    /// The same case under another `--sync-style` is another case.
+    sync_style: model::SyncStyle,
     /// The file, for a file that does not parse only.
     file: Option<String>,
 }
@@ -68,6 +70,7 @@ impl CaseKey {
         Self {
             id: r.id.clone(),
             backend: r.backend.clone(),
+            sync_style: r.sync_style,
             file: r.id.is_parse().then(|| r.file.clone()),
         }
     }
@@ -227,6 +230,12 @@ mod tests {
         docker.backend = "docker".into();
         let one = shard("one.json", &[&x]);
         let two = shard("two.json", &[&docker]);
+        assert_eq!(merge(vec![one, two]).unwrap().len(), 2);
+        // And under another sync style.
+        let mut full = x.clone();
+        full.sync_style = model::SyncStyle::Full;
+        let one = shard("one.json", &[&x]);
+        let two = shard("two.json", &[&full]);
         assert_eq!(merge(vec![one, two]).unwrap().len(), 2);
     }
 

@@ -25,6 +25,7 @@ use crate::judge::latency::{ChangeLatency, LatencyCx, LatencySpec};
 use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx, unreadable_journals};
 pub(super) use crate::judge::spec::NoVerdict;
 use crate::judge::spec::{CheckSpec, ObserveCx};
+use crate::judge::sync_status::SyncStatusCx;
 use crate::judge::{Counts, Measurements, label};
 use crate::probe::{Names, ProbeResponse};
 use crate::report::{CheckOutcome, CheckReport, Event};
@@ -229,6 +230,27 @@ impl HashCx for Observer<'_, '_> {
                 .collect(),
         );
         Ok((HashJudge { ring, previous }, observed))
+    }
+}
+
+impl SyncStatusCx for Observer<'_, '_> {
+    fn gateway_address(&self, i: usize) -> Result<(String, String), NoVerdict> {
+        let gateway = self.case.topo.gateways().get(i).ok_or_else(|| {
+            NoVerdict::Failed(format!("there is no gateway[{i}] in the topology"))
+        })?;
+        let url = gateway.url();
+        let address = url.split_once("://").map_or(url, |(_, rest)| rest);
+        Ok((
+            self.case.gateway_name(i),
+            address.trim_end_matches('/').to_owned(),
+        ))
+    }
+
+    async fn sync_status(&self) -> Result<model::SyncStatusReport, NoVerdict> {
+        self.admin
+            .sync_status()
+            .await
+            .map_err(|e| NoVerdict::Failed(e.to_string()))
     }
 }
 

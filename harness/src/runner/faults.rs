@@ -66,6 +66,7 @@ impl Case<'_> {
                     PartitionHow::Blackhole => ProxyMode::Blackhole,
                     PartitionHow::Cut => ProxyMode::Cut,
                     PartitionHow::Reset => ProxyMode::Reset,
+                    PartitionHow::Sever => ProxyMode::Sever,
                     PartitionHow::Delay(d) => ProxyMode::Delay(*d),
                 };
                 self.topo.partition(mode).await.map_err(at(Step::Steps))
@@ -84,6 +85,11 @@ impl Case<'_> {
                 let revision =
                     (self.topo.compact_etcd(compact_from).await).map_err(at(Step::Steps))?;
                 tracing::info!(case = %self.id, step = %st.name, revision, "etcd compacted");
+                Ok(())
+            }
+            Fault::Wipe(target) => {
+                (self.topo.wipe_store(*target).await).map_err(at(Step::Steps))?;
+                tracing::info!(case = %self.id, step = %st.name, "{target} wiped");
                 Ok(())
             }
             Fault::ExpireSession(target) => {

@@ -26,8 +26,11 @@ use std::time::Duration;
 
 use model::GatewayError;
 
+use std::collections::BTreeSet;
+
 use crate::backend::{Capabilities, ExternalBackend, ExternalTarget};
 use crate::client::{AdminClient, GatewayClient};
+use crate::conformance::{Area, Feature, catalog, unsupported_reason};
 use crate::error::{BackendError, ClientError};
 use crate::probe::{ProbeResponse, RULE_ID_HEADER, SELECTOR_ID_HEADER};
 use crate::scenario::Scenario;
@@ -230,10 +233,67 @@ pub(crate) async fn sweep(admin: &AdminClient, prefix: &str) -> Result<usize, Cl
     Ok(ids.len())
 }
 
-/// Why `scenario` cannot run against an external target whatever it offers: it would change
-/// config the run did not create, or it needs a process, a store or a topology of gantry's
-/// own. `None` when it can.
+/// Whether no external target offers `feature`, whatever its capabilities: it needs a
+/// process, a store or a topology of gantry's own (faults but misbehaving upstreams, which
+/// gantry starts; several admins or gateways; Redis), or changes config the run did not create
+/// (plugins, registrations).
+pub(crate) fn never_offered(feature: &Feature) -> bool {
+    match feature.area {
+        Area::Faults => feature.name != "faults.upstream",
+        Area::Registration | Area::RateLimiting => true,
+        _ => [
+            "adminApi.pluginToggle",
+            "adminApi.pluginConfig",
+            "sync.severalAdmins",
+            "sync.severalGateways",
+            "sync.lateJoin",
+        ]
+        .contains(&feature.name.as_str()),
+    }
+}
+
+/// The features no external target offers ([`never_offered`]), sorted.
+pub(crate) fn never_offered_features() -> BTreeSet<String> {
+    (catalog().features.iter())
+        .filter(|f| never_offered(f))
+        .map(|f| f.name.clone())
+        .collect()
+}
+
+/// The features a target offering `caps` lacks: `routing.routeHeaders` without the route
+/// headers, `routing.upstreamHeader` without the upstream header.
+pub(crate) fn missing_with(caps: &Capabilities) -> Vec<&'static str> {
+    [
+        (!caps.route_headers).then_some("routing.routeHeaders"),
+        (!caps.upstream_header).then_some("routing.upstreamHeader"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Why `scenario` cannot run against an external target whatever it offers, naming the
+/// features it needs that no external target offers ([`never_offered`]) and what in the case
+/// needs them ([`structural_skip_reason`]). `None` when it can.
 pub(crate) fn skip_reason(scenario: &Scenario) -> Option<String> {
+    let catalog = catalog();
+    let missing: Vec<&str> = (scenario.features.iter())
+        .filter(|f| catalog.get(f).is_some_and(never_offered))
+        .map(String::as_str)
+        .collect();
+    match (structural_skip_reason(scenario), missing.is_empty()) {
+        (None, true) => None,
+        (Some(why), true) => Some(why),
+        (why, false) => Some(unsupported_reason(
+            &missing,
+            &why.unwrap_or_else(|| "an external target does not offer them".into()),
+        )),
+    }
+}
+
+/// What in `scenario` no external target can do: it would change config the run did not
+/// create, or it needs a process, a store or a topology of gantry's own. `None` when it can.
+pub(crate) fn structural_skip_reason(scenario: &Scenario) -> Option<String> {
     if !scenario.topology.is_default() {
         return Some(
             "it needs a topology of its own (several admins or gateways, late \
@@ -286,20 +346,44 @@ pub(crate) fn skip_reason(scenario: &Scenario) -> Option<String> {
 }
 
 /// Why `scenario` cannot run against a target that offers `caps`: it expects what only a
-/// missing capability shows. `None` when it can.
+/// missing capability shows; the reason names the feature ([`missing_with`]). `None` when it
+/// can.
 pub(crate) fn capability_skip_reason(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
+    let missing = missing_with(caps);
+    let named: Vec<&str> = (missing.iter().copied())
+        .filter(|m| scenario.features.iter().any(|f| f == m))
+        .collect();
+    match structural_capability_reason(scenario, caps) {
+        Some((feature, why)) => Some(unsupported_reason(&[feature], &why)),
+        None if !named.is_empty() => Some(unsupported_reason(
+            &named,
+            "the target does not offer them (its capability probe)",
+        )),
+        None => None,
+    }
+}
+
+/// What in `scenario` a target offering `caps` cannot show, with the feature it stands for.
+fn structural_capability_reason(
+    scenario: &Scenario,
+    caps: &Capabilities,
+) -> Option<(&'static str, String)> {
     if !caps.route_headers && scenario.expects_route_names() {
-        return Some(
+        return Some((
+            "routing.routeHeaders",
             "it expects `selector:` or `rule:`, which need the gateway to name the matched \
              selector and rule (x-gantry-selector-id, x-gantry-rule-id); the target does not"
                 .into(),
-        );
+        ));
     }
     let behaves = scenario.upstreams.iter().any(|u| !u.behave.is_empty());
     (!caps.upstream_header && behaves).then(|| {
-        "its upstreams answer some requests with bodies of their own (`behave`), which only \
-         the x-gantry-upstream header names; the target does not pass that header on"
-            .into()
+        (
+            "routing.upstreamHeader",
+            "its upstreams answer some requests with bodies of their own (`behave`), which only \
+             the x-gantry-upstream header names; the target does not pass that header on"
+                .into(),
+        )
     })
 }
 
@@ -371,6 +455,80 @@ mod tests {
         assert!(capability_skip_reason(&behaving, &bare).is_some_and(|r| r.contains("behave")));
         assert_eq!(
             capability_skip_reason(&behaving, &Capabilities::GANTRY),
+            None
+        );
+    }
+
+    /// The workspace's scenario files, parsed.
+    fn workspace_scenarios() -> Vec<Scenario> {
+        let dir = Path::new(crate::WORKSPACE_DIR).join("cases/scenarios");
+        (crate::discover(&[dir]).unwrap().into_iter())
+            .map(|f| f.scenario.unwrap())
+            .collect()
+    }
+
+    /// The features a scenario names predict what an external run skips: a case skipped for
+    /// what it does names a feature no external target offers, and a case naming one is
+    /// skipped; the same for what a ShenYu's capabilities lack.
+    #[test]
+    fn the_scenarios_features_predict_the_external_skips() {
+        let never = never_offered_features();
+        let shenyu = missing_with(&Capabilities::SHENYU);
+        for s in workspace_scenarios() {
+            let names = |set: &dyn Fn(&str) -> bool| -> Vec<&str> {
+                s.features
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|f| set(f))
+                    .collect()
+            };
+            let never_named = names(&|f| never.contains(f));
+            assert_eq!(
+                structural_skip_reason(&s).is_some(),
+                !never_named.is_empty(),
+                "{}: skipped for {:?}, names {never_named:?}",
+                s.name,
+                structural_skip_reason(&s)
+            );
+            if let Some(why) = skip_reason(&s) {
+                assert_eq!(
+                    crate::conformance::missing_features(&why),
+                    never_named,
+                    "{why}"
+                );
+            }
+            let lacking = names(&|f| shenyu.contains(&f));
+            assert_eq!(
+                structural_capability_reason(&s, &Capabilities::SHENYU).is_some(),
+                !lacking.is_empty(),
+                "{}: names {lacking:?}",
+                s.name
+            );
+            assert_eq!(
+                capability_skip_reason(&s, &Capabilities::GANTRY),
+                None,
+                "{}",
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_feature_named_but_not_offered_skips_naming_it() {
+        let tagged = scenario("features: [routing.uriStartsWith, sync.severalGateways]\n");
+        let why = skip_reason(&tagged).unwrap();
+        assert_eq!(
+            crate::conformance::missing_features(&why),
+            ["sync.severalGateways"]
+        );
+        let headers = scenario("features: [routing.routeHeaders]\n");
+        let why = capability_skip_reason(&headers, &Capabilities::SHENYU).unwrap();
+        assert_eq!(
+            crate::conformance::missing_features(&why),
+            ["routing.routeHeaders"]
+        );
+        assert_eq!(
+            capability_skip_reason(&headers, &Capabilities::GANTRY),
             None
         );
     }

@@ -16,6 +16,7 @@
 
 mod admin_cluster;
 mod bench_cli;
+mod conformance;
 mod convergence;
 mod docker;
 mod docker_postgres;
@@ -40,6 +41,7 @@ fn main() {
     let mut trials = docker::trials();
     trials.extend(docker_postgres::trials());
     trials.extend(admin_cluster::trials());
+    trials.extend(conformance::trials());
     trials.extend(convergence::trials());
     trials.extend(external::trials());
     trials.extend(html_report::trials());

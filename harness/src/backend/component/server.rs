@@ -196,6 +196,14 @@ impl HostServer {
         self.launch().await
     }
 
+    /// Ends the server, empties its data directory and starts it again on the same ports,
+    /// waiting until it answers: a store that lost everything (a step's `wipe`).
+    pub async fn wipe(&mut self) -> Result<(), BackendError> {
+        self.stop().await;
+        self.prepare()?;
+        self.launch().await
+    }
+
     /// Applies a step's fault: `stop` and `kill` end it (its port stays its own), `start`
     /// starts it again at the same address and waits until it answers, `restart` does both,
     /// `pause` and `resume` send SIGSTOP and SIGCONT.

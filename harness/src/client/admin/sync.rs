@@ -63,6 +63,16 @@ impl AdminClient {
         envelope::<serde_json::Value>(&format!("POST {path}"), status, text).map(drop)
     }
 
+    /// The admin's sync status (`GET /gantry/sync-status`, gantry's admin only): every
+    /// gateway it syncs and its state against the admin's digest.
+    pub async fn sync_status(&self) -> Result<model::SyncStatusReport, ClientError> {
+        let what = format!("GET {}/gantry/sync-status", self.base);
+        let (status, body) = self
+            .call(reqwest::Method::GET, "/gantry/sync-status", None::<&()>)
+            .await?;
+        super::super::gateway::read_digest(what, status, body)
+    }
+
     /// The admin's config digest.
     pub async fn digest(&self) -> Result<model::DigestReport, ClientError> {
         let what = format!("GET {}/actuator/digest", self.base);

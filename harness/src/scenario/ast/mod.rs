@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 mod behaviour;
 mod check;
+mod regression;
 pub(crate) mod request;
 mod setup;
 mod step;
@@ -23,6 +24,7 @@ mod wait;
 pub use behaviour::*;
 pub use check::*;
 pub use model::SyncFaultKind;
+pub use regression::*;
 pub use request::*;
 pub use setup::*;
 pub use step::*;
@@ -39,6 +41,12 @@ pub struct Scenario {
     /// What the scenario proves.
     #[serde(default)]
     pub description: String,
+    /// The conformance features the scenario exercises (the closed list in
+    /// `conformance/features.yaml`); they decide the profiles it belongs to (`gantry run
+    /// --profile`, conformance/README.md).
+    #[serde(default)]
+    #[schemars(schema_with = "features_schema")]
+    pub features: Vec<String>,
     /// Sync modes this scenario runs under.
     pub modes: Vec<SyncMode>,
     /// Backends this scenario runs on (default: every backend). A scenario that depends on
@@ -71,6 +79,9 @@ pub struct Scenario {
     /// Extra probes after teardown.
     #[serde(default)]
     pub teardown: Teardown,
+    /// What makes the case a named regression (cases/regressions/, docs/regressions.md).
+    #[serde(default)]
+    pub regression: Option<Regression>,
 }
 
 impl Scenario {
@@ -171,6 +182,18 @@ fn backends_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "items": { "type": "string", "enum": ["host", "docker", "swarm", "external"] },
+    })
+}
+
+/// `features`: the names of the closed list, as an enum.
+fn features_schema(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = (crate::conformance::catalog().features.iter())
+        .map(|f| f.name.as_str())
+        .collect();
+    json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": names },
+        "uniqueItems": true,
     })
 }
 

@@ -128,6 +128,8 @@ pub enum Fault {
     Compact(Target),
     /// `expireSession`: a gateway paused until ZooKeeper expired its session.
     ExpireSession(Target),
+    /// `wipe`: the store ended, emptied and started again fresh.
+    Wipe(Target),
 }
 
 impl From<RawChange> for Change {
@@ -155,6 +157,7 @@ impl From<RawChange> for Change {
             RawChange::SyncFault(f) => Change::Fault(F::SyncFault(f)),
             RawChange::Compact(t) => Change::Fault(F::Compact(t)),
             RawChange::ExpireSession(t) => Change::Fault(F::ExpireSession(t)),
+            RawChange::Wipe(t) => Change::Fault(F::Wipe(t)),
         }
     }
 }
@@ -205,7 +208,8 @@ enum RawChange {
     Resume(Target),
     /// Cuts the gateway off from where it syncs (the admin in the websocket and http modes,
     /// ZooKeeper or etcd in theirs), through a proxy on that connection: `blackhole` (a
-    /// silent partition: connections stay open, nothing passes), `cut` (closed) or `reset`;
+    /// silent partition: connections stay open, nothing passes), `cut` (closed), `reset` or
+    /// `sever` (the open connections dead for good, silently; new ones pass: host backend);
     /// or slows it down: `{ delay: 300ms }`.
     Partition(PartitionHow),
     /// Ends the partition: the sync connection passes again (a blackholed connection
@@ -221,6 +225,10 @@ enum RawChange {
     /// (SIGSTOP) until ZooKeeper has expired its session and no longer lists it; the gateway
     /// stays paused until a `resume` (zookeeper mode, host backend).
     ExpireSession(Target),
+    /// Wipes the store (`etcd` only, etcd mode, host backend): etcd is killed, its data
+    /// directory emptied and it starts again on the same address with nothing, its revisions
+    /// starting over; the admin writes everything again.
+    Wipe(Target),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -254,6 +262,10 @@ pub enum PartitionHow {
     Cut,
     /// Connections are reset (RST), new ones reset on accept.
     Reset,
+    /// The open connections die silently and for good (a dead stream: open, nothing passes
+    /// either way, ever, even after a heal); new ones pass. Nobody is told: only a keepalive
+    /// notices.
+    Sever,
     /// Everything passes, each chunk this long late (`partition: { delay: 300ms }`): a slow
     /// link rather than a broken one; the gateway stays in sync, late.
     Delay(
@@ -270,13 +282,15 @@ impl PartitionHow {
             PartitionHow::Blackhole => "blackhole",
             PartitionHow::Cut => "cut",
             PartitionHow::Reset => "reset",
+            PartitionHow::Sever => "sever",
             PartitionHow::Delay(_) => "delay",
         }
     }
 
-    /// Whether the gateway is cut off from its config (no digest equality meanwhile).
+    /// Whether the gateway is cut off from its config (no digest equality meanwhile): a
+    /// severed gateway is not, since it can connect again.
     pub fn cuts_off(self) -> bool {
-        !matches!(self, PartitionHow::Delay(_))
+        !matches!(self, PartitionHow::Delay(_) | PartitionHow::Sever)
     }
 }
 
@@ -458,6 +472,7 @@ impl Fault {
             Fault::SyncFault(_) => "syncFault",
             Fault::Compact(_) => "compact",
             Fault::ExpireSession(_) => "expireSession",
+            Fault::Wipe(_) => "wipe",
         }
     }
 }

@@ -1218,8 +1218,8 @@ fn protocol_faults_fit_their_mode_backend_and_fields() {
     );
     assert!(
         e.contains(
-            "steps[0].changes[0].syncFault.delay: only `lateAnswer` waits; `duplicate` takes \
-                 no delay"
+            "steps[0].changes[0].syncFault.delay: only `lateAnswer` and `clockBack` take a \
+                 delay; `duplicate` takes none"
         ),
         "{e}"
     );
@@ -1251,6 +1251,53 @@ fn protocol_faults_fit_their_mode_backend_and_fields() {
             "steps[0].changes[3].compact: `compact: etcd` means something in the etcd mode \
                  only: give `modes: [etcd]`"
         ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_wipe_is_of_etcd_in_the_etcd_mode_on_the_host() {
+    const WIPE: &str = include_str!("../../../../cases/regressions/apisix-11144.yaml");
+    parse_str(Path::new("x.yaml"), WIPE).unwrap();
+    let e = err(&WIPE.replacen("- wipe: etcd", "- wipe: zookeeper", 1));
+    assert!(
+        e.contains("steps[1].changes[0].wipe: only etcd can be wiped so far, not `zookeeper`"),
+        "{e}"
+    );
+    let e = err(&WIPE.replace("modes: [etcd]", "modes: [etcd, websocket]"));
+    assert!(
+        e.contains(
+            "steps[1].changes[0].wipe: `wipe: etcd` means something in the etcd mode only: \
+             give `modes: [etcd]`"
+        ),
+        "{e}"
+    );
+    let e = err(&WIPE.replace("backends: [host]", "backends: [host, docker]"));
+    assert!(
+        e.contains(
+            "steps[1].changes[0].wipe: `wipe: etcd` runs on the host backend only so far: add \
+             `backends: [host]`"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_sever_is_healed_and_a_clock_step_needs_a_delay() {
+    const SEVER: &str = include_str!("../../../../cases/regressions/apisix-13721.yaml");
+    parse_str(Path::new("x.yaml"), SEVER).unwrap();
+    let e = err(&SEVER.replacen("      - heal\n", "", 1));
+    assert!(e.contains("partition"), "{e}");
+    let e = err(&SEVER.replace("backends: [host]", "backends: [host, docker]"));
+    assert!(
+        e.contains("`partition: sever` runs on the host backend only"),
+        "{e}"
+    );
+    const CLOCK: &str = include_str!("../../../../cases/regressions/clock-skew.yaml");
+    parse_str(Path::new("x.yaml"), CLOCK).unwrap();
+    let e = err(&CLOCK.replace("{ kind: clockBack, delay: 60s }", "{ kind: clockBack }"));
+    assert!(
+        e.contains("steps[0].changes[0].syncFault.delay: `clockBack` needs a delay"),
         "{e}"
     );
 }
@@ -1458,9 +1505,9 @@ fn a_missing_required_field_is_reported_once() {
     assert_eq!(
         e.to_string(),
         "x.yaml:1:7: name: invalid type: sequence, expected a string\n\
-         x.yaml:48:1: unknown field `bogus`, expected one of `name`, `description`, `modes`, \
-         `backends`, `components`, `topology`, `upstreams`, `setup`, `wait`, `checks`, `steps`, \
-         `teardown`",
+         x.yaml:48:1: unknown field `bogus`, expected one of `name`, `description`, \
+         `features`, `modes`, `backends`, `components`, `topology`, `upstreams`, `setup`, \
+         `wait`, `checks`, `steps`, `teardown`, `regression`",
         "no missing `name`, no semantic problem"
     );
 }
@@ -1505,5 +1552,44 @@ steps:
     assert!(
         e.contains("checks[2].distribution.request.path: must start with `/`, got `x`"),
         "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_feature_names_file_line_and_the_nearest_known_one() {
+    let src = GOOD.replacen(
+        "modes: [websocket]",
+        "modes: [websocket]\nfeatures: [routing.uriEqual, sync.incremnetal]",
+        1,
+    );
+    let e = err(&src);
+    let line = src
+        .lines()
+        .position(|l| l.starts_with("features:"))
+        .unwrap()
+        + 1;
+    assert!(e.starts_with(&format!("x.yaml:{line}:")), "{e}");
+    assert!(
+        e.contains(
+            "features[1]: unknown feature `sync.incremnetal` (did you mean `sync.incremental`?)"
+        ),
+        "{e}"
+    );
+    let ok = GOOD.replacen(
+        "modes: [websocket]",
+        "modes: [websocket]\nfeatures: [routing.uriEqual]",
+        1,
+    );
+    let s = parse_str(Path::new("x.yaml"), &ok).unwrap();
+    assert_eq!(s.features, ["routing.uriEqual"]);
+    let twice = GOOD.replacen(
+        "modes: [websocket]",
+        "modes: [websocket]\nfeatures: [routing.uriEqual, routing.uriEqual]",
+        1,
+    );
+    assert!(
+        err(&twice).contains("duplicate feature name `routing.uriEqual`"),
+        "{}",
+        err(&twice)
     );
 }

@@ -2,6 +2,7 @@
 //! path of the node it concerns (located in the YAML tree by the caller).
 
 mod check;
+mod features;
 mod setup;
 mod steps;
 mod topology;
@@ -70,6 +71,7 @@ impl<'s> Validator<'s> {
         if s.modes.is_empty() {
             self.report("modes", "at least one sync mode is required");
         }
+        self.features();
         self.unique(s.upstream_names(), "upstreams", "upstream");
         for (i, u) in s.upstreams.iter().enumerate() {
             if u.name.trim().is_empty() {

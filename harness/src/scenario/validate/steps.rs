@@ -291,6 +291,9 @@ impl<'s> Validator<'s> {
             Fault::Compact(target) => {
                 self.compact(processes, *target, &format!("{at}.compact"));
             }
+            Fault::Wipe(target) => {
+                self.wipe(processes, *target, &format!("{at}.wipe"));
+            }
             Fault::ExpireSession(target) => {
                 self.expire_session(processes, *target, &format!("{at}.expireSession"));
             }
@@ -353,13 +356,13 @@ impl<'s> Validator<'s> {
             );
         }
         match (f.kind, f.delay) {
-            (SyncFaultKind::LateAnswer, None) => {
-                self.report(format!("{at}.delay"), "`lateAnswer` needs a delay");
+            (SyncFaultKind::LateAnswer | SyncFaultKind::ClockBack, None) => {
+                self.report(format!("{at}.delay"), format!("`{kind}` needs a delay"));
             }
-            (SyncFaultKind::LateAnswer, Some(_)) | (_, None) => {}
+            (SyncFaultKind::LateAnswer | SyncFaultKind::ClockBack, Some(_)) | (_, None) => {}
             (_, Some(_)) => self.report(
                 format!("{at}.delay"),
-                format!("only `lateAnswer` waits; `{kind}` takes no delay"),
+                format!("only `lateAnswer` and `clockBack` take a delay; `{kind}` takes none"),
             ),
         }
     }
@@ -382,6 +385,34 @@ impl<'s> Validator<'s> {
             self.report(
                 at,
                 "`compact: etcd` runs on the host backend only so far: add `backends: [host]`",
+            );
+        }
+        if let Some(state) = processes.not_running(Target::Etcd) {
+            self.report(
+                at,
+                format!("the etcd is {state} at this point: start it first"),
+            );
+        }
+    }
+
+    /// `wipe` names the etcd of a case that runs in the etcd mode only, on the host backend,
+    /// and it runs.
+    pub(super) fn wipe(&mut self, processes: &Processes, target: Target, at: &str) {
+        let s = self.s;
+        if target != Target::Etcd {
+            self.report(at, format!("only etcd can be wiped so far, not `{target}`"));
+            return;
+        }
+        if s.modes.iter().any(|m| *m != model::SyncMode::Etcd) {
+            self.report(
+                at,
+                "`wipe: etcd` means something in the etcd mode only: give `modes: [etcd]`",
+            );
+        }
+        if s.backends.iter().any(|b| b.containers()) {
+            self.report(
+                at,
+                "`wipe: etcd` runs on the host backend only so far: add `backends: [host]`",
             );
         }
         if let Some(state) = processes.not_running(Target::Etcd) {
