@@ -119,40 +119,50 @@ async fn request<T>(fut: impl Future<Output = Result<T, zk::Error>>) -> Result<T
 }
 
 /// Reads every node under `/shenyu` and replaces the config with them in one swap. The tree
-/// is read a level at a time, every request of a level in flight at once (one session
-/// pipelines them), so a read costs a round trip per level, not per node: a slow link (a
-/// `partition: { delay }`) or `--sync-style full`, which reads the tree on every change,
-/// would otherwise pay hundreds of round trips.
+/// is read a level at a time, each node's children and data asked for at once and every
+/// request of a level in flight together (one session pipelines them), so a read costs a
+/// round trip per level (four), not two per node: a slow link (`partition: { delay }`) or
+/// `--sync-style full`, which reads the tree on every change, would otherwise pay hundreds.
 async fn full_read(client: &zk::Client, state: &SyncState) -> anyhow::Result<usize> {
     let mut read = Vec::new();
     let mut level = vec![keyspace::ROOT.to_owned()];
     while !level.is_empty() {
-        let listed = try_join_all(level.iter().map(|path| async move {
-            match request(client.list_children(path)).await {
-                Ok(children) => Ok(children
-                    .into_iter()
-                    .map(|child| format!("{path}/{child}"))
-                    .collect()),
-                Err(zk::Error::NoNode) => Ok(Vec::new()),
-                Err(e) => Err(e).with_context(|| format!("listing {path}")),
-            }
-        }))
-        .await?;
-        level = listed.into_iter().flatten().collect::<Vec<String>>();
-        let nodes = level
-            .iter()
-            .filter(|child| keyspace::NodeKey::parse(child).is_some());
-        let values = try_join_all(nodes.map(|child| async move {
-            match request(client.get_data(child)).await {
-                Ok((value, _)) => Ok(Some((child.clone(), value))),
-                Err(zk::Error::NoNode) => Ok(None),
-                Err(e) => Err(e).with_context(|| format!("reading {child}")),
-            }
-        }))
-        .await?;
-        read.extend(values.into_iter().flatten());
+        let nodes = try_join_all(level.iter().map(|path| read_node(client, path))).await?;
+        let mut next = Vec::new();
+        for (path, children, data) in nodes {
+            next.extend(children.into_iter().map(|child| format!("{path}/{child}")));
+            read.extend(data.map(|value| (path.to_owned(), value)));
+        }
+        level = next;
     }
     Ok(nodes::replace_all(state, read))
+}
+
+/// One node of [`full_read`]: its children, and its data when it holds config (both asked
+/// for at once); a node gone meanwhile has neither.
+async fn read_node<'a>(
+    client: &zk::Client,
+    path: &'a str,
+) -> anyhow::Result<(&'a str, Vec<String>, Option<Vec<u8>>)> {
+    let children = async {
+        match request(client.list_children(path)).await {
+            Ok(children) => Ok(children),
+            Err(zk::Error::NoNode) => Ok(Vec::new()),
+            Err(e) => Err(e).with_context(|| format!("listing {path}")),
+        }
+    };
+    let data = async {
+        if keyspace::NodeKey::parse(path).is_none() {
+            return Ok(None);
+        }
+        match request(client.get_data(path)).await {
+            Ok((value, _)) => Ok(Some(value)),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {path}")),
+        }
+    };
+    let (children, data) = tokio::try_join!(children, data)?;
+    Ok((path, children, data))
 }
 
 impl Subscriber for ZookeeperSubscriber {
