@@ -166,4 +166,13 @@ mod tests {
         );
         assert!(!xml.contains(".."), "{xml}");
     }
+
+    #[test]
+    fn report_snapshot() {
+        let results = crate::report::html::tests::sample();
+        let locate = |file: &str, path: &str| {
+            (file.ends_with("uri_equal.yaml") && path == "checks[1]").then_some(42)
+        };
+        insta::assert_snapshot!(render_with(&results, &locate));
+    }
 }
