@@ -29,6 +29,14 @@
 //! re-exports (the version its docker backend runs on), `.with_network(upstream_network)`,
 //! and [`Gantry::route_to_address`] sends a path prefix to it.
 //!
+//! Errors: [`GantryBuilder::start`] and [`Topology::fault`] fail with a [`BackendError`], the
+//! admin calls ([`Gantry::admin`], [`Gantry::route`], ...) with a [`ClientError`], and
+//! [`Gantry::converged`] with a [`WaitTimeout`]; each is a `std::error::Error` whose `Display`
+//! is the message for people, so `?` into `Box<dyn std::error::Error>` works in a test.
+//! `docs/library.md` is the chapter: the `Cargo.toml` lines, where the binaries come from, a
+//! `#[tokio::test]` skeleton (tokio's default test runtime is enough), a fault, a container of
+//! your own.
+//!
 //! [`GantryBuilder::external`] runs against an admin and a gateway someone else runs (a real
 //! ShenYu): only the upstreams start, the selectors made through [`Gantry::route`] and
 //! [`Gantry::create_selector`] carry the run's name prefix, and dropping the [`Gantry`]

@@ -70,8 +70,12 @@ pub fn case_result(
         Err(e) => {
             // What the admin refused is pointed at in the case file.
             let at = match &e.kind {
-                error::RunErrorKind::Refused { at, .. } => scenario::locate(file, at)
-                    .map(|(line, column)| format!("{}:{line}:{column}: ", file.display())),
+                error::RunErrorKind::Refused { at, .. } => {
+                    scenario::locate(file, at).map(|(line, column)| {
+                        let file = crate::report::place::shown_path(file);
+                        format!("{file}:{line}:{column}: ")
+                    })
+                }
                 _ => None,
             };
             let error = format!("{}{e}", at.unwrap_or_default());
@@ -80,7 +84,7 @@ pub fn case_result(
     };
     let mut r = CaseResult::bare(
         CaseId::new(&scenario.name, mode),
-        file.display().to_string(),
+        crate::report::place::shown_path(file),
         opts.backend.to_string(),
         opts.seed,
         outcome,
@@ -126,7 +130,7 @@ pub async fn run_paths(
         let bare = |id: CaseId, file: &CaseFile, outcome: CaseOutcome| {
             CaseResult::bare(
                 id,
-                file.path.display().to_string(),
+                crate::report::place::shown_path(&file.path),
                 opts.backend.to_string(),
                 opts.seed,
                 outcome,

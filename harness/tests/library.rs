@@ -106,3 +106,88 @@ async fn converged_fails_when_a_running_gateway_holds_another_config() {
         assert!(message.contains(part), "`{part}` is not in: {message}");
     }
 }
+
+/// docs/library.md, "A test of your own": the skeleton as the chapter shows it.
+#[tokio::test]
+async fn hello_is_served_by_beta() -> Result<(), Box<dyn std::error::Error>> {
+    let gantry = Gantry::builder(SyncMode::Websocket)
+        .upstreams(["alpha", "beta"])
+        .start()
+        .await?;
+    let admin = gantry.admin().await?;
+    gantry.route(&admin, "hello", "/hello/", "beta").await?;
+    gantry.converged().await?;
+    let answer = reqwest::get(format!("{}/hello/world", gantry.gateway_url())).await?;
+    assert_eq!(answer.headers()["x-gantry-upstream"], "beta");
+    Ok(())
+}
+
+/// docs/library.md, "A fault": a change made while the gateway is down reaches it after a
+/// start (its first sync is a full one).
+#[tokio::test]
+async fn a_route_made_while_the_gateway_is_down_reaches_it_after_a_start()
+-> Result<(), Box<dyn std::error::Error>> {
+    let gantry = Gantry::builder(SyncMode::Websocket)
+        .upstreams(["alpha"])
+        .start()
+        .await?;
+    let admin = gantry.admin().await?;
+    let gateway = Target::Gateway(None);
+    gantry.topology().fault(FaultAction::Kill, gateway).await?;
+    gantry.route(&admin, "late", "/late/", "alpha").await?;
+    gantry.topology().fault(FaultAction::Start, gateway).await?;
+    gantry.converged().await?;
+    let answer = reqwest::get(format!("{}/late/a", gantry.gateway_url())).await?;
+    assert_eq!(answer.headers()["x-gantry-upstream"], "alpha");
+    Ok(())
+}
+
+/// Every Rust block of docs/library.md is compiled: each of its paragraphs (lines between
+/// blank lines, comments included) is found verbatim in this file or in an example of
+/// `harness/examples/`, which `cargo build --workspace --all-targets` builds.
+#[test]
+fn the_library_chapter_s_code_is_compiled() {
+    let root = std::path::Path::new(harness::WORKSPACE_DIR);
+    let doc = std::fs::read_to_string(root.join("docs/library.md")).expect("docs/library.md");
+    let this = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/library.rs");
+    let mut sources = vec![std::fs::read_to_string(this).expect("this file")];
+    for entry in std::fs::read_dir(root.join("harness/examples")).expect("the examples") {
+        sources.push(std::fs::read_to_string(entry.expect("an example").path()).expect("read"));
+    }
+    let missing = missing_paragraphs(&doc, &sources);
+    assert!(
+        missing.is_empty(),
+        "docs/library.md has code found in no compiled file (harness/tests/library.rs, \
+         harness/examples/*.rs): copy it there verbatim:\n{}",
+        missing.join("\n---\n")
+    );
+    // The check itself: a block that is nowhere (made here, so that it is not in this file) is
+    // caught.
+    let wrong = format!(
+        "```rust\nlet gantry = Gantry::builder(SyncMode::{});\n```\n",
+        "None"
+    );
+    assert_eq!(missing_paragraphs(&wrong, &sources).len(), 1);
+    assert!(
+        doc.matches("```rust").count() >= 4,
+        "the chapter lost its code"
+    );
+}
+
+/// The paragraphs of the ```rust blocks of `doc` that are in none of `sources`.
+fn missing_paragraphs(doc: &str, sources: &[String]) -> Vec<String> {
+    let mut missing = Vec::new();
+    let mut rest = doc;
+    while let Some(start) = rest.find("```rust\n") {
+        let body = &rest[start + "```rust\n".len()..];
+        let end = body.find("```").expect("a closed code block");
+        for paragraph in body[..end].split("\n\n") {
+            let paragraph = paragraph.trim_matches('\n');
+            if !paragraph.is_empty() && !sources.iter().any(|s| s.contains(paragraph)) {
+                missing.push(paragraph.to_owned());
+            }
+        }
+        rest = &body[end..];
+    }
+    missing
+}

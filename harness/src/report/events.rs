@@ -84,9 +84,12 @@ pub struct ChangeTiming {
     /// To the gateway swapping in the config that holds it (0 when that happened before the
     /// harness saw the 2xx); `None` when the gateway does not say (no config digest).
     pub applied_ms: Option<f64>,
-    /// To the first pass of its wait's streak (quantised by the wait's `interval`).
+    /// **Live**: to the end of the first pass of its wait's final streak, i.e. to the harness
+    /// seeing the gateway serve the change (quantised by the wait's `interval`).
     pub probe_ms: f64,
-    /// To the harness seeing the admin's and the gateway's digests equal (after the wait).
+    /// **Digests equal**: to the harness seeing the admin's and the gateway's config digests
+    /// equal after the wait, i.e. the gateway holding the admin's whole config (the end of the
+    /// change; at least `probe_ms`).
     pub converged_ms: f64,
 }
 
@@ -128,7 +131,9 @@ fn known_kind<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error>
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub struct CaseRecord {
-    /// Time from the end of setup to the first pass of the wait streak, once it converged.
+    /// **Setup live**: ms from setup's last admin 2xx to the start of the first pass of the
+    /// wait's final streak (the wait's probes pass), once they did; see [`ChangeTiming`] for the
+    /// setup change's other times.
     pub converge_ms: Option<u64>,
     /// Every check judged, in order.
     pub checks: Vec<CheckReport>,
@@ -234,8 +239,9 @@ pub struct CaseResult {
     pub outcome: CaseOutcome,
     /// How long the case took, start to stop, ms (0 when it did not run).
     pub duration_ms: f64,
-    /// Time from the end of setup to the first pass of the wait streak (kept when a later
-    /// step failed).
+    /// **Setup live**: ms from setup's last admin 2xx to the start of the first pass of the
+    /// wait's final streak (the wait's probes pass); kept when a later step failed. Not
+    /// digest equality: that is the `converged_ms` of the `setup` timing.
     pub converge_ms: Option<u64>,
     /// Every check's verdict and measurements.
     pub checks: Vec<CheckReport>,
@@ -277,11 +283,25 @@ impl CaseResult {
 
 impl Serialize for CaseResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.serialize_flat(s, &self.file, &self.checks)
+    }
+}
+
+impl CaseResult {
+    /// The flat form [`Serialize`] writes, with the file named `file` and `checks` in place of
+    /// the checks (the JSON report names the file from the workspace root and adds where each
+    /// failed check is).
+    pub(crate) fn serialize_flat<S: serde::Serializer>(
+        &self,
+        s: S,
+        file: &str,
+        checks: &impl Serialize,
+    ) -> Result<S::Ok, S::Error> {
         let skipped = self.outcome.skipped();
         let mut st = s.serialize_struct("CaseResult", 13 + usize::from(skipped.is_some()))?;
         st.serialize_field("case", &self.id.case)?;
         st.serialize_field("mode", &self.id.mode)?;
-        st.serialize_field("file", &self.file)?;
+        st.serialize_field("file", file)?;
         st.serialize_field("backend", &self.backend)?;
         st.serialize_field("sync_style", &self.sync_style)?;
         st.serialize_field("seed", &self.seed)?;
@@ -294,7 +314,7 @@ impl Serialize for CaseResult {
         } else {
             st.skip_field("skipped")?;
         }
-        st.serialize_field("checks", &self.checks)?;
+        st.serialize_field("checks", checks)?;
         st.serialize_field("timings", &self.timings)?;
         st.serialize_field("digests", &self.digests)?;
         st.end()

@@ -1,18 +1,19 @@
 //! The HTML report (`gantry run --report-html DIR` writes `DIR/index.html`): one
 //! self-contained page (inline CSS and SVG, no network fetch) with a summary per sync mode ×
-//! backend, plots ([`super::plots`]: sync-latency histogram per mode, observed vs expected
-//! shares per distribution check, convergence time per scenario) and, per case, its checks
-//! with their measurements; a failure names the file and line of its failing check.
+//! backend; then the failures, each case that failed with its checks and error (a failed
+//! check named by the file and line of its case file) behind a list linking to them; then
+//! the plots ([`super::plots`]: sync-latency histogram per mode, observed vs expected shares
+//! per distribution check, the time setup took to go live per scenario); then every other
+//! case with its checks and their measurements.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+pub use super::place::Locate;
+use super::place::{failed_at, locate_in_file};
 use super::plots;
 use super::{CaseOutcome, CaseResult, CheckOutcome, CheckReport};
-
-/// Finds the 1-based line of a field path (`checks[2]`) in a scenario file, if it can.
-pub type Locate<'a> = &'a dyn Fn(&str, &str) -> Option<usize>;
 
 /// The page for `results`.
 pub fn render(results: &[CaseResult], locate: Locate<'_>) -> String {
@@ -26,10 +27,19 @@ pub fn render(results: &[CaseResult], locate: Locate<'_>) -> String {
         seed.map_or_else(String::new, |s| format!(" · seed {s}")),
     );
     summary(&mut out, results);
+    let (failed, others): (Vec<_>, Vec<_>) =
+        results.iter().enumerate().partition(|(_, r)| r.failed());
+    failures(&mut out, &failed, locate);
     plot_section(&mut out, results);
-    out += "<h2>Cases</h2>";
-    for r in results {
-        case(&mut out, r, locate);
+    if !others.is_empty() {
+        out += if failed.is_empty() {
+            "<h2>Cases</h2>"
+        } else {
+            "<h2>Other cases</h2>"
+        };
+    }
+    for (i, r) in others {
+        case(&mut out, i, r, locate);
     }
     out += "</body></html>\n";
     out
@@ -38,10 +48,7 @@ pub fn render(results: &[CaseResult], locate: Locate<'_>) -> String {
 /// Writes `dir/index.html`, creating `dir`.
 pub fn write(dir: &Path, results: &[CaseResult]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let locate = |file: &str, path: &str| {
-        crate::scenario::locate(Path::new(file), path).map(|(line, _)| line)
-    };
-    std::fs::write(dir.join("index.html"), render(results, &locate))
+    std::fs::write(dir.join("index.html"), render(results, &locate_in_file))
 }
 
 const HEAD: &str = r#"<!doctype html>
@@ -98,6 +105,36 @@ fn summary(out: &mut String, results: &[CaseResult]) {
     out.push_str("</table>");
 }
 
+/// The failed cases, before the plots: a list linking to each (with where its first failed
+/// check is), then each case open with its checks and error.
+fn failures(out: &mut String, failed: &[(usize, &CaseResult)], locate: Locate<'_>) {
+    if failed.is_empty() {
+        return;
+    }
+    let _ = write!(out, "<h2 id=failures>Failures ({})</h2><ul>", failed.len());
+    for (i, r) in failed {
+        let at = (r.checks.iter())
+            .find_map(|c| failed_at(r, c, locate))
+            .map_or_else(String::new, |at| format!(" at {}", escape(&at)));
+        let _ = write!(
+            out,
+            "<li><a href=\"#{}\">{}</a> <span class=meta>({}{at})</span></li>",
+            anchor(*i),
+            escape(&r.id.to_string()),
+            escape(&r.backend),
+        );
+    }
+    out.push_str("</ul>");
+    for (i, r) in failed {
+        case(out, *i, r, locate);
+    }
+}
+
+/// The id of the `i`th result's case on the page.
+fn anchor(i: usize) -> String {
+    format!("case-{i}")
+}
+
 fn figure(out: &mut String, svg: Option<String>) {
     if let Some(svg) = svg {
         let _ = write!(out, "<figure>{svg}</figure>");
@@ -149,16 +186,21 @@ fn plot_section(out: &mut String, results: &[CaseResult]) {
     for (mode, rows) in &converge {
         figure(
             out,
-            plots::horizontal_bars(&format!("convergence after setup, {mode}"), "ms", rows),
+            plots::horizontal_bars(
+                &format!("setup live (the wait's probes pass), {mode}"),
+                "ms after the admin's 2xx",
+                rows,
+            ),
         );
     }
 }
 
-fn case(out: &mut String, r: &CaseResult, locate: Locate<'_>) {
+fn case(out: &mut String, i: usize, r: &CaseResult, locate: Locate<'_>) {
     let (class, word) = verdict(r);
     let _ = write!(
         out,
-        "<details{}><summary><span class={class}>{word}</span> {}@{} <span class=meta>({}, {} · {:.1} s{})</span></summary>",
+        "<details id={}{}><summary><span class={class}>{word}</span> {}@{} <span class=meta>({}, {} · {:.1} s{})</span></summary>",
+        anchor(i),
         if class == "fail" { " open" } else { "" },
         escape(&r.id.case),
         escape(&r.id.mode),
@@ -166,7 +208,7 @@ fn case(out: &mut String, r: &CaseResult, locate: Locate<'_>) {
         escape(&r.backend),
         r.duration_ms / 1000.0,
         r.converge_ms
-            .map_or_else(String::new, |c| format!(" · converged in {c} ms")),
+            .map_or_else(String::new, |c| format!(" · setup live in {c} ms")),
     );
     if let Some(why) = r.outcome.skipped() {
         let _ = write!(out, "<p class=skip>skipped: {}</p>", escape(why));
@@ -189,10 +231,7 @@ fn check(out: &mut String, r: &CaseResult, c: &CheckReport, locate: Locate<'_>) 
         CheckOutcome::Passed => ("pass", "pass".to_owned()),
         CheckOutcome::Skipped(why) => ("skip", format!("skipped: {}", escape(why))),
         CheckOutcome::Failed(why) => {
-            let at = locate(&r.file, &c.path).map_or_else(
-                || format!("{} {}", r.file, c.path),
-                |line| format!("{}:{line}", r.file),
-            );
+            let at = failed_at(r, c, locate).unwrap_or_default();
             (
                 "fail",
                 format!(
@@ -297,6 +336,14 @@ pub(crate) mod tests {
         // convergence charts.
         assert_eq!(page.matches("<svg").count(), 4);
         assert!(page.contains("FAIL at cases/scenarios/divide/uri_equal.yaml:42"));
+        // The failures before the plots, linked from a list at the top; the rest after.
+        let at = |what: &str| page.find(what).unwrap_or_else(|| panic!("no {what}"));
+        assert!(at("<h2 id=failures>Failures (1)</h2>") < at("<h2>Plots</h2>"));
+        assert!(at("<a href=\"#case-1\">uri_equal@http</a>") < at("<details id=case-1 open>"));
+        assert!(at("<details id=case-1 open>") < at("<h2>Plots</h2>"));
+        assert!(at("<h2>Plots</h2>") < at("<h2>Other cases</h2>"));
+        assert!(at("<h2>Other cases</h2>") < at("<details id=case-0>"));
+        assert!(page.contains("setup live in 30 ms"));
         assert!(
             page.contains("&lt;1 check&gt; &amp; more"),
             "errors are escaped"
@@ -304,5 +351,19 @@ pub(crate) mod tests {
         for fetch in ["src=\"http", "href=\"http", "<link", "@import", "url("] {
             assert!(!page.contains(fetch), "no network fetch: {fetch}");
         }
+    }
+
+    #[test]
+    fn a_run_without_failures_has_no_failure_section() {
+        let page = render(&sample()[..1], &|_, _| None);
+        assert!(!page.contains("id=failures"));
+        assert!(page.contains("<h2>Cases</h2>"));
+    }
+
+    #[test]
+    fn page_snapshot() {
+        insta::assert_snapshot!(render(&sample(), &|file, path| {
+            (file.ends_with("uri_equal.yaml") && path == "checks[1]").then_some(42)
+        }));
     }
 }

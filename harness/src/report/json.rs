@@ -1,5 +1,6 @@
 //! The JSON report: `{"gantry_version", "results": [CaseResult…]}`, each result with its
-//! backend, seed, checks (kind, outcome, measurements), change timings and final digests
+//! case file (from the workspace root), backend, seed, checks (kind, outcome, measurements,
+//! and `at`, the `file:line` of a failed one), change timings and final digests
 //! (docs/scenarios.md, "Reports"). [`read`] reads one back, for merging the reports of a
 //! run's shards ([`merge()`](super::merge())).
 
@@ -7,13 +8,36 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::CaseResult;
+use super::place::{Locate, failed_at, locate_in_file, shown};
+use super::{CaseResult, CheckReport};
 
 /// The report as [`render`] writes it.
 #[derive(Serialize)]
 struct Written<'a> {
     gantry_version: &'static str,
-    results: &'a [CaseResult],
+    results: Vec<Placed<'a>>,
+}
+
+/// A result as written: its file named from the workspace root, each failed check with `at`.
+struct Placed<'a> {
+    result: &'a CaseResult,
+    checks: Vec<PlacedCheck<'a>>,
+}
+
+impl Serialize for Placed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (self.result).serialize_flat(s, &shown(&self.result.file), &self.checks)
+    }
+}
+
+/// A check as written: its fields, then `at` (`file:line`) when it failed. Reading a report
+/// back ignores `at`: it follows from the file and the check's `path`.
+#[derive(Serialize)]
+struct PlacedCheck<'a> {
+    #[serde(flatten)]
+    check: &'a CheckReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at: Option<String>,
 }
 
 /// A JSON report read back by [`read`].
@@ -25,11 +49,27 @@ pub struct Report {
     pub results: Vec<CaseResult>,
 }
 
-/// The report as pretty JSON.
+/// The report as pretty JSON, failed checks placed from their case files.
 pub fn render(results: &[CaseResult]) -> String {
+    render_with(results, &locate_in_file)
+}
+
+/// The report as pretty JSON, failed checks placed by `locate`.
+pub fn render_with(results: &[CaseResult], locate: Locate<'_>) -> String {
     serde_json::to_string_pretty(&Written {
         gantry_version: env!("CARGO_PKG_VERSION"),
-        results,
+        results: results
+            .iter()
+            .map(|result| Placed {
+                result,
+                checks: (result.checks.iter())
+                    .map(|check| PlacedCheck {
+                        check,
+                        at: failed_at(result, check, locate),
+                    })
+                    .collect(),
+            })
+            .collect(),
     })
     .expect("results always serialise")
 }
@@ -194,9 +234,10 @@ mod tests {
                 gateway: "abc".into(),
             }),
         };
+        // Reached through `harness/..`: written from the workspace root.
         let mut passed = CaseResult::bare(
             CaseId::new("lb", "websocket"),
-            "cases/scenarios/balance/lb.yaml".into(),
+            format!("{}/cases/scenarios/balance/lb.yaml", crate::WORKSPACE_DIR),
             "host".into(),
             7,
             CaseOutcome::Passed,
@@ -224,7 +265,10 @@ mod tests {
         );
         skipped.outcome =
             CaseOutcome::Skipped("etcd is not installed (GANTRY_REQUIRE does not name it)".into());
-        insta::assert_snapshot!(render(&[passed, broken, skipped]));
+        let locate = |file: &str, path: &str| {
+            (file.ends_with("lb.yaml") && path == "steps[0].checks[0]").then_some(31)
+        };
+        insta::assert_snapshot!(render_with(&[passed, broken, skipped], &locate));
     }
 
     /// A passed result with a check of every kind (and every kind of measurement), a failed

@@ -1,8 +1,9 @@
 //! The JUnit XML report (`gantry run --report-junit FILE`, quick-junit): one `<testsuite>` per
 //! sync mode × backend (`websocket@host`; `websocket@host+full` under `--sync-style full`),
-//! one `<testcase>` per scenario with its time; a failure carries the error (the failed step,
-//! every failed check, the processes' last log lines), a skip its reason. Readable by the
-//! usual CI dashboards.
+//! one `<testcase>` per scenario with its time, its `classname` `<case file>.<suite>` and its
+//! `file` attribute the case file from the workspace root ([`super::place::shown`]); a failure
+//! carries the error (the failed step, every failed check with its `file:line`, the processes'
+//! last log lines), a skip its reason. Readable by the usual CI dashboards.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,10 +11,16 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
+use super::place::{Locate, failed_at, locate_in_file, shown};
 use super::{CaseOutcome, CaseResult};
 
 /// The report as XML.
 pub fn render(results: &[CaseResult]) -> String {
+    render_with(results, &locate_in_file)
+}
+
+/// The report as XML, failed checks placed by `locate`.
+pub fn render_with(results: &[CaseResult], locate: Locate<'_>) -> String {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     let mut total = Duration::ZERO;
     for r in results {
@@ -35,12 +42,23 @@ pub fn render(results: &[CaseResult]) -> String {
             CaseOutcome::Failed(error) => {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 s.set_message(error.lines().next().unwrap_or_default().to_owned());
-                s.set_description(error.clone());
+                let places: String = (r.checks.iter())
+                    .filter_map(|c| {
+                        Some(format!(
+                            "\ncheck `{}` failed at {}",
+                            c.name,
+                            failed_at(r, c, locate)?
+                        ))
+                    })
+                    .collect();
+                s.set_description(format!("{error}{places}"));
                 s
             }
         };
+        let file = shown(&r.file);
         let mut case = TestCase::new(r.id.case.clone(), status);
-        case.set_classname(format!("{}.{}", r.file, name));
+        case.set_classname(format!("{file}.{name}"));
+        case.extra.insert("file".into(), file.into());
         let time = Duration::from_secs_f64(r.duration_ms.max(0.0) / 1000.0);
         case.set_time(time);
         total += time;
@@ -105,5 +123,56 @@ mod tests {
             !xml.contains('\u{1b}'),
             "control characters are filtered out"
         );
+    }
+
+    /// A case file reached through `harness/..` is named from the workspace root, in the
+    /// `classname` and the `file` attribute; a failed check is placed at its line.
+    #[test]
+    fn case_files_are_named_from_the_workspace_root() {
+        use crate::judge::Measurements;
+        use crate::report::{CheckOutcome, CheckReport};
+        let file = format!("{}/cases/scenarios/a.yaml", crate::WORKSPACE_DIR);
+        assert!(file.contains("/harness/../cases/"), "{file}");
+        let mut bad = CaseResult::bare(
+            CaseId::new("a", "http"),
+            file,
+            "host".into(),
+            1,
+            CaseOutcome::Failed("a@http failed at checks".into()),
+        );
+        bad.checks.push(CheckReport {
+            name: "routes".into(),
+            path: "checks[0]".into(),
+            step: None,
+            kind: "probe",
+            outcome: CheckOutcome::Failed(vec!["no".into()]),
+            elapsed_ms: 1.0,
+            measurements: Measurements::None,
+        });
+        let xml = render_with(&[bad], &|_, path| (path == "checks[0]").then_some(12));
+        let report = Report::deserialize_from_str(&xml).expect("valid JUnit XML");
+        let case = &report.test_suites[0].test_cases[0];
+        assert_eq!(
+            case.classname.as_deref(),
+            Some("cases/scenarios/a.yaml.http@host")
+        );
+        assert_eq!(
+            case.extra.get("file").map(|f| f.as_str()),
+            Some("cases/scenarios/a.yaml")
+        );
+        assert!(
+            xml.contains("check `routes` failed at cases/scenarios/a.yaml:12"),
+            "{xml}"
+        );
+        assert!(!xml.contains(".."), "{xml}");
+    }
+
+    #[test]
+    fn report_snapshot() {
+        let results = crate::report::html::tests::sample();
+        let locate = |file: &str, path: &str| {
+            (file.ends_with("uri_equal.yaml") && path == "checks[1]").then_some(42)
+        };
+        insta::assert_snapshot!(render_with(&results, &locate));
     }
 }

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::place::{Locate, failed_at, locate_in_file, shown};
 use super::{CaseId, CaseOutcome, CaseResult, CheckOutcome, Event};
 
 /// Shows a run's progress: per mode, cases done of the total, the current case and step, and
@@ -99,16 +100,33 @@ impl TerminalReporter {
     }
 }
 
-/// Every failure with its error, for printing before the table.
+/// Every failure with its case file, each failed check's `file:line` and the error, for
+/// printing before the table.
 pub fn failure_details(results: &[CaseResult]) -> String {
-    results
-        .iter()
-        .filter_map(|r| Some(format!("FAIL {}\n{}\n\n", r.id, r.outcome.error()?)))
-        .collect()
+    failure_details_with(results, &locate_in_file)
+}
+
+/// [`failure_details`], failed checks placed by `locate`.
+pub fn failure_details_with(results: &[CaseResult], locate: Locate<'_>) -> String {
+    let mut out = String::new();
+    for r in results {
+        let Some(error) = r.outcome.error() else {
+            continue;
+        };
+        out += &format!("FAIL {} ({})\n", r.id, shown(&r.file));
+        for c in &r.checks {
+            if let Some(at) = failed_at(r, c, locate) {
+                out += &format!("  check `{}` failed at {at}\n", c.name);
+            }
+        }
+        out += &format!("{error}\n\n");
+    }
+    out
 }
 
 /// With `--verbose`: every case that ran, its file, each check's verdict and time, and each
-/// change's timings (applied / probe passed / digests equal, ms after the admin's 2xx).
+/// change's timings, ms after the admin's 2xx: applied (the gateway's word), live (the wait's
+/// probes pass), digests equal (the gateway holds the admin's whole config).
 pub fn case_details(results: &[CaseResult]) -> String {
     let mut out = String::new();
     for r in results
@@ -134,7 +152,7 @@ pub fn case_details(results: &[CaseResult]) -> String {
         }
         for t in &r.timings {
             out += &format!(
-                "  {}: applied {}, probe {:.1} ms, converged {:.1} ms\n",
+                "  {}: applied {}, live {:.1} ms, digests equal {:.1} ms\n",
                 t.change,
                 t.applied_ms
                     .map_or_else(|| "unknown".to_owned(), |ms| format!("{ms:.1} ms")),
@@ -194,7 +212,8 @@ pub fn check_notes(results: &[CaseResult]) -> String {
     skipped + &out
 }
 
-/// The summary table: scenario, mode, result, converge ms; then the totals.
+/// The summary table: scenario, mode, result, setup live (ms from setup's 2xx to the wait's
+/// probes passing, [`CaseResult::converge_ms`]); then the totals.
 pub fn summary_table(results: &[CaseResult]) -> String {
     let w = results
         .iter()
@@ -210,7 +229,7 @@ pub fn summary_table(results: &[CaseResult]) -> String {
         .max("mode".len());
     let mut out = format!(
         "{:<w$}  {:<m$}  {:<6}  {:>10}\n",
-        "scenario", "mode", "result", "converge"
+        "scenario", "mode", "result", "setup live"
     );
     for r in results {
         let verdict = match r.outcome {
@@ -303,7 +322,7 @@ mod tests {
         assert_eq!(
             case_details(&[ran, skipped]),
             "uri_equal@http (x.yaml): ok\n  check `routes` (probe): ok in 3 ms\n  \
-             setup: applied 1.2 ms, probe 12.0 ms, converged 14.5 ms\n"
+             setup: applied 1.2 ms, live 12.0 ms, digests equal 14.5 ms\n"
         );
     }
 
@@ -425,11 +444,65 @@ mod tests {
         let t = summary_table(&results);
         assert_eq!(
             t,
-            "scenario   mode       result    converge\n\
+            "scenario   mode       result  setup live\n\
              uri_equal  websocket  pass          7 ms\n\
              bad        parse      FAIL             -\n\
              1 passed, 1 failed"
         );
-        assert_eq!(failure_details(&results), "FAIL bad@parse\nx\n\n");
+        assert_eq!(failure_details(&results), "FAIL bad@parse (x.yaml)\nx\n\n");
+    }
+
+    /// A failed check is named with the line of its case file, read from the file.
+    #[test]
+    fn a_failure_names_the_file_and_line_of_its_failed_check() {
+        use crate::report::CheckReport;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("routes.yaml");
+        std::fs::write(
+            &file,
+            "name: routes\nchecks:\n  - name: first\n    request: { path: /a }\n  - name: second\n    request: { path: /b }\n",
+        )
+        .unwrap();
+        let mut r = result("routes", "http");
+        r.file = file.display().to_string();
+        r.outcome = CaseOutcome::Failed("routes@http failed at checks".into());
+        let check = |name: &str, path: &str, outcome| CheckReport {
+            name: name.into(),
+            path: path.into(),
+            step: None,
+            kind: "probe",
+            outcome,
+            elapsed_ms: 1.0,
+            measurements: Measurements::None,
+        };
+        r.checks = vec![
+            check("first", "checks[0]", CheckOutcome::Passed),
+            check(
+                "second",
+                "checks[1]",
+                CheckOutcome::Failed(vec!["HTTP 404".into()]),
+            ),
+        ];
+        let shown = file.display();
+        assert_eq!(
+            failure_details(&[r]),
+            format!(
+                "FAIL routes@http ({shown})\n  check `second` failed at {shown}:5\n\
+                 routes@http failed at checks\n\n"
+            )
+        );
+    }
+
+    #[test]
+    fn failures_and_table_snapshot() {
+        let results = crate::report::html::tests::sample();
+        let locate = |file: &str, path: &str| {
+            (file.ends_with("uri_equal.yaml") && path == "checks[1]").then_some(42)
+        };
+        insta::assert_snapshot!(format!(
+            "{}{}",
+            failure_details_with(&results, &locate),
+            summary_table(&results)
+        ));
     }
 }
