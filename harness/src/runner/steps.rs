@@ -488,3 +488,68 @@ impl Case<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wait::WaitTimeout;
+
+    /// A bound of `ms` that started 1 ms ago.
+    fn bound(ms: u64) -> Bound {
+        let start = Instant::now() - Duration::from_millis(1);
+        Bound {
+            step: "s".into(),
+            text: format!("{ms}ms"),
+            whose: "the step's bound",
+            bound: Duration::from_millis(ms),
+            start,
+            end: start + Duration::from_millis(ms),
+        }
+    }
+
+    fn timeout() -> RunErrorKind {
+        RunErrorKind::Timeout {
+            what: "step `s`: the wait probe".into(),
+            source: WaitTimeout {
+                waited: Duration::from_millis(990),
+                attempts: 9,
+                streak: 0,
+                needed: 3,
+                last: "upstream: expected beta, got alpha".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_timeout_at_the_bound_names_the_bound() {
+        let b = bound(1000);
+        let cut = b.missed(timeout(), Instant::now() + Duration::from_secs(10));
+        let message = cut.to_string();
+        assert!(
+            message.starts_with(
+                "step `s`: not converged within `converge: 1000ms` (the step's bound, from the \
+                 end of its changes): the wait probe: not converged after 990 ms"
+            ),
+            "{message}"
+        );
+        assert!(message.ends_with("expected beta, got alpha"), "{message}");
+    }
+
+    #[test]
+    fn a_timeout_of_the_wait_s_own_is_left_as_it_is() {
+        let b = bound(10_000);
+        let own = b.missed(timeout(), Instant::now() + Duration::from_secs(1));
+        assert!(matches!(own, RunErrorKind::Timeout { .. }), "{own}");
+    }
+
+    #[test]
+    fn done_after_the_bound_fails_naming_it() {
+        assert!(bound(60_000).kept().is_ok());
+        let late = bound(0).kept().unwrap_err().to_string();
+        assert!(
+            late.contains("not converged within `converge: 0ms`")
+                && late.contains("the wait and digest equality took"),
+            "{late}"
+        );
+    }
+}

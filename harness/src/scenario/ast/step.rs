@@ -650,6 +650,43 @@ mod tests {
     }
 
     #[test]
+    fn precheck_is_on_by_default_and_skipped_only_with_a_reason() {
+        let read = |yaml: &str| serde_norway::from_str::<Precheck>(yaml);
+        assert!(Precheck::default().runs());
+        assert!(read("true").unwrap().runs());
+        let off = read("false").unwrap();
+        assert!(!off.runs(), "`false` reads (the validator refuses it)");
+        let skip = read("{ skip: the route stays }").unwrap();
+        assert_eq!(
+            skip,
+            Precheck::Skip(SkipPrecheck {
+                skip: "the route stays".into()
+            })
+        );
+        assert!(!skip.runs());
+        assert!(
+            read("{ skip: x, why: y }").is_err(),
+            "unknown keys are refused"
+        );
+    }
+
+    #[test]
+    fn converge_bounds_a_step_with_faults_or_one_that_gives_it() {
+        let step = |yaml: &str| serde_norway::from_str::<StepSpec>(yaml).unwrap();
+        let wait = "wait: { probe: { request: { path: /a }, expect: { upstream: alpha } } }";
+        let admin = step(&format!(
+            "name: s\nchanges: [{{ deleteSelector: x }}]\n{wait}"
+        ));
+        assert_eq!(admin.converge_bound(), None);
+        let fault = step(&format!("name: s\nchanges: [{{ kill: admin }}]\n{wait}"));
+        assert_eq!(fault.converge_bound(), Some(Duration::from_secs(5)));
+        let given = step(&format!(
+            "name: s\nchanges: [{{ deleteSelector: x }}]\nconverge: 2s\n{wait}"
+        ));
+        assert_eq!(given.converge_bound(), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
     fn an_unknown_key_is_refused_with_every_key_named() {
         let err = serde_norway::from_str::<Changes>("- remove: a\n").unwrap_err();
         let message = err.to_string();

@@ -148,3 +148,28 @@ impl JsonSchema for Wait {
         schema
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_distribution_wait_is_one_probe_expecting_one_of_its_upstreams() {
+        let yaml = "distribution: { request: { path: /s }, upstreams: [alpha, beta] }\n";
+        let w: Wait = serde_norway::from_str(yaml).unwrap();
+        let split = w.distribution.as_ref().unwrap();
+        assert_eq!((split.within, w.consecutive), (100, 3));
+        assert_eq!(w.probes.len(), 1);
+        assert_eq!(w.probes[0].request.path, "/s");
+        assert_eq!(
+            w.probes[0].expect.upstream,
+            Some(UpstreamExpect::AnyOf(vec!["alpha".into(), "beta".into()]))
+        );
+        assert_eq!(w.probe_path(0), "distribution");
+        let both = "probe: { request: { path: /s }, expect: { status: 200 } }\n".to_owned() + yaml;
+        let e = serde_norway::from_str::<Wait>(&both)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give `distribution` alone"), "{e}");
+    }
+}
