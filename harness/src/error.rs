@@ -392,19 +392,36 @@ pub enum RunErrorKind {
         /// Its id.
         id: String,
     },
-    /// A step names an object that setup did not make or a step already deleted.
-    /// A step with faults converged later than its bound.
+    /// A step's wait, or the digest equality after it, missed the step's bound: `converge`
+    /// (5s by default for a step with faults) caps both, from the end of the step's changes.
     #[error(
-        "step `{step}`: the gateway converged {took_ms} ms after the faults, later than the \
-         bound of {bound_ms} ms (`converge`)"
+        "step `{step}`: not converged within `converge: {bound}` ({whose}, from the end of its \
+         changes): {detail}"
     )]
-    ConvergedLate {
+    NotConverged {
         /// The step.
         step: String,
-        /// From the end of its changes to digest equality.
-        took_ms: u64,
-        /// Its `converge` bound.
-        bound_ms: u64,
+        /// The bound, `5s`.
+        bound: String,
+        /// Whose bound it is: the step's, or the default of a step with faults.
+        whose: &'static str,
+        /// What missed it: the wait's or digest equality's timeout with what it last saw, or
+        /// how long they took.
+        detail: String,
+    },
+    /// A step's wait already passed on every running gateway before the step's changes: it
+    /// cannot prove them live.
+    #[error(
+        "step `{step}`: its wait already passes before the step's changes, so it cannot prove \
+         them live ({got}); make the wait expect what only the changed config answers, or, \
+         when it passes before the changes by design, say why with `precheck: {{ skip: \
+         \"...\" }}`"
+    )]
+    StepWaitPassesBefore {
+        /// The step.
+        step: String,
+        /// What each probe got, e.g. `steps[0].wait.probe: got HTTP 200 …`.
+        got: String,
     },
     /// An external run's case passed its teardown but left selectors named with the run's
     /// prefix (the sweep after the case removed them).

@@ -22,6 +22,9 @@ pub(crate) struct Names {
     pub selectors: HashMap<String, String>,
     /// Rule id → (selector name, rule name).
     pub rules: HashMap<String, (String, String)>,
+    /// Whether a step of the case so far created a selector or changed one's conditions or
+    /// plugin: a -102 miss then blames it ([`NO_RULE_HINT`]).
+    pub selectors_moved: bool,
 }
 
 /// A gateway answer, as the probe saw it.
@@ -209,7 +212,8 @@ pub(crate) fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Res
         return Ok(());
     }
     let hint = match gateway_error.map(|e| e.code) {
-        Some(GatewayError::RULE_NOT_FOUND) => NO_RULE_HINT,
+        Some(GatewayError::RULE_NOT_FOUND) if names.selectors_moved => NO_RULE_HINT,
+        Some(GatewayError::RULE_NOT_FOUND) => NO_RULE,
         _ => "",
     };
     Err(format!(
@@ -219,10 +223,14 @@ pub(crate) fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Res
     ))
 }
 
-/// Added to a miss on a -102 answer: the usual cause when a route was moved.
-const NO_RULE_HINT: &str = " (-102: a selector matched but none of its rules did; a selector \
-    whose conditions a step changed usually needs its rules' conditions changed too, with \
-    `updateRule`)";
+/// Added to a miss on a -102 answer.
+const NO_RULE: &str = " (-102: a selector matched but none of its rules did)";
+
+/// Added instead of [`NO_RULE`] once a step created a selector or changed one's conditions or
+/// plugin: the usual cause when a route was moved.
+const NO_RULE_HINT: &str = " (-102: a selector matched but none of its rules did; a step \
+    created a selector or changed one's conditions or plugin: its rules' conditions usually \
+    need changing too, with `updateRule`)";
 
 /// The `json` expectations the body misses: a body that is not JSON, a path that names
 /// nothing, or a value that differs.
@@ -445,6 +453,7 @@ mod tests {
                 ("21".into(), ("lb".into(), "first".into())),
                 ("22".into(), ("lb".into(), "last".into())),
             ]),
+            selectors_moved: false,
         };
         let mut resp = routed("alpha", "/a");
         resp.headers.push((SELECTOR_ID_HEADER.into(), "11".into()));
@@ -513,15 +522,22 @@ mod tests {
     }
 
     #[test]
-    fn a_miss_on_rule_not_found_says_to_update_the_rules() {
+    fn a_miss_on_rule_not_found_blames_a_moved_selector_only_after_one_moved() {
         let e = Expect {
             upstream: Some("alpha".into()),
             ..Default::default()
         };
-        let names = Names::default();
         let no_rule = gateway_error(404, &GatewayError::rule_not_found("divide"));
-        let miss = judge(&e, &no_rule, &names).unwrap_err();
+        let moved = Names {
+            selectors_moved: true,
+            ..Names::default()
+        };
+        let miss = judge(&e, &no_rule, &moved).unwrap_err();
         assert!(miss.ends_with(NO_RULE_HINT), "{miss}");
+        let names = Names::default();
+        let miss = judge(&e, &no_rule, &names).unwrap_err();
+        assert!(miss.ends_with(NO_RULE), "no step moved a selector: {miss}");
+        assert!(!miss.contains("updateRule"), "{miss}");
         let no_selector = gateway_error(404, &GatewayError::selector_not_found("divide"));
         let miss = judge(&e, &no_selector, &names).unwrap_err();
         assert!(!miss.contains("updateRule"), "{miss}");

@@ -43,12 +43,18 @@ pub(super) struct Made {
     pub(super) registered: Vec<String>,
     /// The plugins `setup.plugins` changed, as they were before (restored at the end).
     pub(super) plugins: Vec<model::PluginVo>,
+    /// Whether a step so far created a selector or changed one's conditions or plugin (what
+    /// the -102 hint of a probe's miss blames).
+    pub(super) selectors_moved: bool,
 }
 
 impl Made {
     /// Every selector and rule setup made, by id.
     pub(super) fn names(&self) -> Names {
-        let mut names = Names::default();
+        let mut names = Names {
+            selectors_moved: self.selectors_moved,
+            ..Names::default()
+        };
         for s in &self.selectors {
             names.selectors.insert(s.id.clone(), s.name.clone());
             for r in &s.rules {

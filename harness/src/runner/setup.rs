@@ -1,7 +1,6 @@
 //! Before the steps: the precheck, then setup (plugins, selectors and rules, client
 //! registrations).
 
-use model::lock::MutexExt;
 use model::{MetaDataRegister, UriRegister};
 
 use super::made::{Made, MadeRule, MadeSelector};
@@ -11,13 +10,12 @@ use crate::backend::BackendKind;
 use crate::client::AdminClient;
 use crate::error::{RunErrorKind, Step};
 use crate::lower;
-use crate::probe::judge;
 use crate::scenario::ast::{PluginSetup, RegistrationSpec, RuleSpec, SelectorSpec};
 use crate::scenario::placeholder;
 
 impl Case<'_> {
-    /// The gateway holds the admin's initial config, and the wait probes do not all pass yet
-    /// (a failure says what each got).
+    /// The gateway holds the admin's initial config, and the wait does not pass yet on every
+    /// running gateway (a failure says what each probe got).
     pub(super) async fn precheck(&self, admin: &AdminClient) -> StepResult<()> {
         self.digests_converge(admin, "initial digest equality")
             .await
@@ -27,27 +25,10 @@ impl Case<'_> {
                 .await
                 .map_err(at(Step::Precheck))?;
         }
-        let wait = &self.scenario.wait;
-        let mut got = Vec::new();
-        for (i, probe) in wait.probes.iter().enumerate() {
-            let names = self.names.locked().clone();
-            match self.gateway().send(&probe.request).await {
-                Ok(resp) if judge(&probe.expect, &resp, &names).is_ok() => {
-                    got.push(format!(
-                        "wait.{}: got {}",
-                        wait.probe_path(i),
-                        resp.summary()
-                    ));
-                }
-                _ => return Ok(()),
-            }
+        match self.passes_already(&self.scenario.wait, "wait").await {
+            None => Ok(()),
+            Some(got) => Err((Step::Precheck, RunErrorKind::ProbePassesBeforeSetup { got })),
         }
-        Err((
-            Step::Precheck,
-            RunErrorKind::ProbePassesBeforeSetup {
-                got: got.join("; "),
-            },
-        ))
     }
 
     /// On an external target, before the case made anything: every distinct request of the

@@ -16,7 +16,7 @@ use crate::error::{RunErrorKind, Step};
 use crate::judge::Measurements;
 use crate::lower;
 use crate::report::{CheckOutcome, CheckReport, Event};
-use crate::scenario::ast::{AdminChange, Change, Fault, Target};
+use crate::scenario::ast::{AdminChange, Change, Fault, Target, Wait};
 
 /// Why a step's `isolated` claim is skipped on a target without gantry's config digest.
 const NO_DIGEST_ISOLATION: &str = "the target serves no config digest (GET /actuator/digest): \
@@ -43,6 +43,86 @@ fn one_deleted(deleted: i64) -> StepResult<()> {
             expected: 1,
         },
     ))
+}
+
+/// A step's `converge` bound on its wait and the digest equality after it: both end by
+/// `end`, counted from the end of the step's changes (after an `isolated` hold, which keeps
+/// the change away on purpose).
+struct Bound {
+    /// The step's name.
+    step: String,
+    /// The bound as failures name it: `5s`.
+    text: String,
+    /// Whose bound it is: the step's own, or the default.
+    whose: &'static str,
+    /// The bound.
+    bound: Duration,
+    /// When it started.
+    start: Instant,
+    /// When it ends.
+    end: Instant,
+}
+
+impl Bound {
+    /// Step `st`'s bound `bound`, from now.
+    fn new(st: &crate::scenario::ast::StepSpec, bound: Duration) -> Bound {
+        let start = Instant::now();
+        Bound {
+            step: st.name.clone(),
+            text: humantime::format_duration(bound).to_string(),
+            whose: match st.converge {
+                Some(_) => "the step's bound",
+                None => "the default bound of a step with faults",
+            },
+            bound,
+            start,
+            end: start + bound,
+        }
+    }
+
+    /// `wait` with its timeout cut to what is left of the bound.
+    fn cap(&self, wait: &Wait) -> Wait {
+        let left = self.end.saturating_duration_since(Instant::now());
+        Wait {
+            timeout: wait.timeout.min(left),
+            ..wait.clone()
+        }
+    }
+
+    /// A wait's failure `e`, naming the bound when the wait (whose own timeout would have
+    /// ended it at `own_end`) timed out at the bound rather than at its own timeout.
+    fn missed(&self, e: RunErrorKind, own_end: Instant) -> RunErrorKind {
+        match e {
+            RunErrorKind::Timeout { what, source } if self.end < own_end => {
+                let prefix = format!("step `{}`: ", self.step);
+                let what = what.strip_prefix(&prefix).unwrap_or(&what);
+                self.error(format!("{what}: {source}"))
+            }
+            e => e,
+        }
+    }
+
+    /// The wait and the digest equality ended within the bound (a check can end after the
+    /// deadline by as long as it takes).
+    fn kept(&self) -> Result<(), RunErrorKind> {
+        let took = self.start.elapsed();
+        match took > self.bound {
+            true => Err(self.error(format!(
+                "the wait and digest equality took {} ms",
+                millis(took)
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    fn error(&self, detail: String) -> RunErrorKind {
+        RunErrorKind::NotConverged {
+            step: self.step.clone(),
+            bound: self.text.clone(),
+            whose: self.whose,
+            detail,
+        }
+    }
 }
 
 impl Case<'_> {
@@ -94,6 +174,12 @@ impl Case<'_> {
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
         let st = &self.scenario.steps[index];
+        // The precheck: the wait probed once on every running gateway before the changes.
+        let before = self.running_gateways();
+        let passed = match st.precheck.runs() {
+            true => (self.passes_already(&st.wait, &format!("steps[{index}].wait"))).await,
+            false => None,
+        };
         let mut admins = StepAdmins {
             case: admin,
             via: st.via.and_then(Target::index),
@@ -125,35 +211,51 @@ impl Case<'_> {
         }
         let admin = admins.case;
         let committed = now_us();
+        // A gateway that started or resumed in the step joins its wait, which could not pass
+        // on it before: the wait proves something there.
+        let joined = (self.running_gateways().iter()).any(|g| !before.contains(g));
+        if let (Some(got), false) = (passed, joined) {
+            return Err((
+                Step::Steps,
+                RunErrorKind::StepWaitPassesBefore {
+                    step: st.name.clone(),
+                    got,
+                },
+            ));
+        }
         if let Some(hold) = st.isolated {
             self.isolated(admin, index, hold).await?;
         }
-        let started = Instant::now();
+        let bound = st.converge_bound().map(|b| Bound::new(st, b));
+        let own_end = Instant::now() + st.wait.timeout;
+        let wait = match &bound {
+            Some(b) => b.cap(&st.wait),
+            None => st.wait.clone(),
+        };
         let converge = self
-            .wait_for(&st.wait, &format!("step `{}`: the wait probe", st.name))
+            .wait_for(&wait, &format!("step `{}`: the wait probe", st.name))
             .await
+            .map_err(|e| match &bound {
+                Some(b) => b.missed(e, own_end),
+                None => e,
+            })
             .map_err(at(Step::Steps))?;
         if faulted.admin_down || faulted.partitioned {
             tracing::info!(case = %self.id, step = %st.name, "the admin is down or the gateway cut off: no digest equality after this step");
             return Ok(());
         }
+        let what = format!("step `{}`: digest equality after the wait", st.name);
+        let own_end = Instant::now() + self.scenario.wait.timeout;
         let applied = self
-            .digests_converge(
-                admin,
-                &format!("step `{}`: digest equality after the wait", st.name),
-            )
+            .digests_converge_by(admin, &what, bound.as_ref().map(|b| b.end))
             .await
+            .map_err(|e| match &bound {
+                Some(b) => b.missed(e, own_end),
+                None => e,
+            })
             .map_err(at(Step::Steps))?;
-        let took = started.elapsed();
-        if st.has_faults() && took > st.converge_bound() {
-            return Err((
-                Step::Steps,
-                RunErrorKind::ConvergedLate {
-                    step: st.name.clone(),
-                    took_ms: millis(took),
-                    bound_ms: millis(st.converge_bound()),
-                },
-            ));
+        if let Some(b) = &bound {
+            b.kept().map_err(at(Step::Steps))?;
         }
         self.timing(
             &format!("step `{}`", st.name),
@@ -272,6 +374,7 @@ impl Case<'_> {
                     .create_selector(admin, spec, field, Step::Steps)
                     .await?;
                 made.selectors.push(sel);
+                made.selectors_moved = true;
                 *self.names.locked() = made.names();
                 Ok(())
             }
@@ -318,7 +421,12 @@ impl Case<'_> {
                 admin
                     .update_selector(&sel.id, &sel.dto)
                     .await
-                    .map_err(|e| (Step::Steps, refused(field, &Refused::Selector, e)))
+                    .map_err(|e| (Step::Steps, refused(field, &Refused::Selector, e)))?;
+                if u.conditions.is_some() || u.plugin.is_some() {
+                    made.selectors_moved = true;
+                    *self.names.locked() = made.names();
+                }
+                Ok(())
             }
             AdminChange::UpdateRule(u) => {
                 let rule = made.rule(&u.selector, &u.name)?;
@@ -378,5 +486,70 @@ impl Case<'_> {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wait::WaitTimeout;
+
+    /// A bound of `ms` that started 1 ms ago.
+    fn bound(ms: u64) -> Bound {
+        let start = Instant::now() - Duration::from_millis(1);
+        Bound {
+            step: "s".into(),
+            text: format!("{ms}ms"),
+            whose: "the step's bound",
+            bound: Duration::from_millis(ms),
+            start,
+            end: start + Duration::from_millis(ms),
+        }
+    }
+
+    fn timeout() -> RunErrorKind {
+        RunErrorKind::Timeout {
+            what: "step `s`: the wait probe".into(),
+            source: WaitTimeout {
+                waited: Duration::from_millis(990),
+                attempts: 9,
+                streak: 0,
+                needed: 3,
+                last: "upstream: expected beta, got alpha".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_timeout_at_the_bound_names_the_bound() {
+        let b = bound(1000);
+        let cut = b.missed(timeout(), Instant::now() + Duration::from_secs(10));
+        let message = cut.to_string();
+        assert!(
+            message.starts_with(
+                "step `s`: not converged within `converge: 1000ms` (the step's bound, from the \
+                 end of its changes): the wait probe: not converged after 990 ms"
+            ),
+            "{message}"
+        );
+        assert!(message.ends_with("expected beta, got alpha"), "{message}");
+    }
+
+    #[test]
+    fn a_timeout_of_the_wait_s_own_is_left_as_it_is() {
+        let b = bound(10_000);
+        let own = b.missed(timeout(), Instant::now() + Duration::from_secs(1));
+        assert!(matches!(own, RunErrorKind::Timeout { .. }), "{own}");
+    }
+
+    #[test]
+    fn done_after_the_bound_fails_naming_it() {
+        assert!(bound(60_000).kept().is_ok());
+        let late = bound(0).kept().unwrap_err().to_string();
+        assert!(
+            late.contains("not converged within `converge: 0ms`")
+                && late.contains("the wait and digest equality took"),
+            "{late}"
+        );
     }
 }

@@ -66,6 +66,7 @@ impl Case<'_> {
                     },
                 })
                 .collect(),
+            distribution: None,
             ..self.scenario.wait.clone()
         };
         let converge = self

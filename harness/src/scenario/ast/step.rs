@@ -19,6 +19,11 @@ pub struct StepSpec {
     pub via: Option<Target>,
     /// The probe that proves the changes are live (required).
     pub wait: Wait,
+    /// Whether the wait is probed once before the changes (default: it is; a wait that
+    /// already passes then fails the case, since it cannot prove the changes live). A step
+    /// whose wait passes before its changes by design says why: `precheck: { skip: "..." }`.
+    #[serde(default)]
+    pub precheck: Precheck,
     /// A request sent back to back from before the first change until the gateway has
     /// converged: every answer must meet its expectation (availability through the step).
     #[serde(default)]
@@ -32,8 +37,9 @@ pub struct StepSpec {
     #[serde(default, deserialize_with = "opt_duration")]
     #[schemars(with = "Option<DurationText>")]
     pub isolated: Option<Duration>,
-    /// For a step with faults: the most its wait and the digest equality after it may take,
-    /// from the end of its last change (default 5s).
+    /// The most the step's wait and the digest equality after it may take, from the end of
+    /// its changes (after an `isolated` hold): it caps the wait's timeout, and a miss names
+    /// it. Default: 5s for a step with faults, none otherwise.
     #[serde(default, deserialize_with = "opt_duration")]
     #[schemars(with = "Option<DurationText>")]
     pub converge: Option<Duration>,
@@ -67,9 +73,48 @@ impl StepSpec {
             .any(|c| matches!(c, Change::Fault(Fault::Partition(_))))
     }
 
-    /// The bound on convergence after its faults (`converge`, default 5s).
-    pub fn converge_bound(&self) -> Duration {
-        self.converge.unwrap_or(Duration::from_secs(5))
+    /// The bound on the step's wait and the digest equality after it, from the end of its
+    /// changes: `converge`, else 5s for a step with faults; none for a step without faults
+    /// and without `converge` (its wait has its own timeout).
+    pub fn converge_bound(&self) -> Option<Duration> {
+        match (self.converge, self.has_faults()) {
+            (Some(bound), _) => Some(bound),
+            (None, true) => Some(Duration::from_secs(5)),
+            (None, false) => None,
+        }
+    }
+}
+
+/// A step's `precheck`: whether its wait is probed once before its changes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Precheck {
+    /// `true` (the default): probed, and a wait that passes fails the case. `false` is
+    /// refused: a skipped precheck needs a reason (`{ skip: "..." }`).
+    On(bool),
+    /// `{ skip: "why the wait passes before the changes" }`: not probed.
+    Skip(SkipPrecheck),
+}
+
+/// A skipped precheck and why.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkipPrecheck {
+    /// Why the step's wait passes before its changes by design (e.g. a fault step whose
+    /// wait is that the route still answers).
+    pub skip: String,
+}
+
+impl Default for Precheck {
+    fn default() -> Self {
+        Precheck::On(true)
+    }
+}
+
+impl Precheck {
+    /// Whether the wait is probed before the changes (`false` is refused by the validator).
+    pub fn runs(&self) -> bool {
+        matches!(self, Precheck::On(true))
     }
 }
 
@@ -602,6 +647,43 @@ mod tests {
                 Duration::from_millis(300)
             )))
         );
+    }
+
+    #[test]
+    fn precheck_is_on_by_default_and_skipped_only_with_a_reason() {
+        let read = |yaml: &str| serde_norway::from_str::<Precheck>(yaml);
+        assert!(Precheck::default().runs());
+        assert!(read("true").unwrap().runs());
+        let off = read("false").unwrap();
+        assert!(!off.runs(), "`false` reads (the validator refuses it)");
+        let skip = read("{ skip: the route stays }").unwrap();
+        assert_eq!(
+            skip,
+            Precheck::Skip(SkipPrecheck {
+                skip: "the route stays".into()
+            })
+        );
+        assert!(!skip.runs());
+        assert!(
+            read("{ skip: x, why: y }").is_err(),
+            "unknown keys are refused"
+        );
+    }
+
+    #[test]
+    fn converge_bounds_a_step_with_faults_or_one_that_gives_it() {
+        let step = |yaml: &str| serde_norway::from_str::<StepSpec>(yaml).unwrap();
+        let wait = "wait: { probe: { request: { path: /a }, expect: { upstream: alpha } } }";
+        let admin = step(&format!(
+            "name: s\nchanges: [{{ deleteSelector: x }}]\n{wait}"
+        ));
+        assert_eq!(admin.converge_bound(), None);
+        let fault = step(&format!("name: s\nchanges: [{{ kill: admin }}]\n{wait}"));
+        assert_eq!(fault.converge_bound(), Some(Duration::from_secs(5)));
+        let given = step(&format!(
+            "name: s\nchanges: [{{ deleteSelector: x }}]\nconverge: 2s\n{wait}"
+        ));
+        assert_eq!(given.converge_bound(), Some(Duration::from_secs(2)));
     }
 
     #[test]

@@ -19,8 +19,12 @@ use super::ast::{
 use super::placeholder;
 use crate::json_path::JsonPath;
 
-/// Adds the probes of `wait` (at `at`) with their field paths.
+/// Adds the probes of `wait` (at `at`) with their field paths (a `distribution` wait's
+/// fields are checked where they are written, by [`Validator::distribution`]).
 fn wait_probes<'s>(probes: &mut Vec<(String, &'s Probe)>, wait: &'s Wait, at: &str) {
+    if wait.distribution.is_some() {
+        return;
+    }
     for (i, p) in wait.probes.iter().enumerate() {
         probes.push((format!("{at}.{}", wait.probe_path(i)), p));
     }

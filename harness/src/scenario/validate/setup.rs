@@ -319,6 +319,9 @@ impl<'s> Validator<'s> {
         if w.consecutive == 0 {
             self.report(format!("{at}.consecutive"), "must be at least 1");
         }
+        if let Some(split) = &w.distribution {
+            self.distribution(split, &format!("{at}.distribution"));
+        }
     }
 
     pub(super) fn unknown_selector(&mut self, name: &str, path: String) {

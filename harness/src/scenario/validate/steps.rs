@@ -1,7 +1,10 @@
 //! Steps: changes name live objects, faults fit the mode, the backend and what runs.
 
 use super::*;
-use crate::scenario::ast::{AdminChange, Fault};
+use crate::scenario::ast::{AdminChange, DistributionWait, Fault, Precheck};
+
+/// The most requests one pass of a `distribution` wait may send.
+const MAX_WITHIN: usize = 10_000;
 
 impl<'s> Validator<'s> {
     /// Step changes name setup objects that still exist at that point, and declared upstreams;
@@ -45,6 +48,7 @@ impl<'s> Validator<'s> {
             if let Some(hold) = st.isolated {
                 self.isolated(st, hold, &format!("steps[{i}].isolated"));
             }
+            self.precheck(&st.precheck, &format!("steps[{i}].precheck"));
             if let Some((which, it)) =
                 self.none_runs(&processes, topology.gateways, Target::Gateway)
             {
@@ -297,6 +301,55 @@ impl<'s> Validator<'s> {
             Fault::ExpireSession(target) => {
                 self.expire_session(processes, *target, &format!("{at}.expireSession"));
             }
+        }
+    }
+
+    /// A step's precheck is skipped only with a reason.
+    fn precheck(&mut self, precheck: &Precheck, at: &str) {
+        match precheck {
+            Precheck::On(false) => self.report(
+                at.to_owned(),
+                "a skipped precheck needs a reason: write `precheck: { skip: \"why the wait \
+                 passes before the step's changes\" }` (or make the wait expect what only the \
+                 changed config answers)",
+            ),
+            Precheck::Skip(s) if s.skip.trim().is_empty() => self.report(
+                format!("{at}.skip"),
+                "must say why the wait passes before the step's changes",
+            ),
+            Precheck::On(true) | Precheck::Skip(_) => {}
+        }
+    }
+
+    /// A `distribution` wait (at `at`): a valid request, at least two distinct declared
+    /// upstreams, and room for each of them to answer (`within` at least their number, at most
+    /// [`MAX_WITHIN`]).
+    pub(super) fn distribution(&mut self, split: &DistributionWait, at: &str) {
+        self.request(&split.request, &format!("{at}.request"));
+        if split.upstreams.len() < 2 {
+            self.report(
+                format!("{at}.upstreams"),
+                "name at least two upstreams: a split of one is an `upstream` expectation",
+            );
+        }
+        self.unique(
+            split.upstreams.iter().map(String::as_str),
+            &format!("{at}.upstreams"),
+            "upstream",
+        );
+        for (i, name) in split.upstreams.iter().enumerate() {
+            self.known(name, format!("{at}.upstreams[{i}]"));
+        }
+        let fits = (split.upstreams.len()..=MAX_WITHIN).contains(&(split.within as usize));
+        if !fits {
+            self.report(
+                format!("{at}.within"),
+                format!(
+                    "must be between the number of upstreams ({}) and {MAX_WITHIN}, got {}",
+                    split.upstreams.len(),
+                    split.within
+                ),
+            );
         }
     }
 
