@@ -27,7 +27,7 @@ pub(super) use crate::judge::spec::NoVerdict;
 use crate::judge::spec::{CheckSpec, ObserveCx};
 use crate::judge::sync_status::SyncStatusCx;
 use crate::judge::{Counts, Measurements, label};
-use crate::probe::{Names, ProbeResponse};
+use crate::probe::{Names, ProbeResponse, unjudged_reason};
 use crate::report::{CheckOutcome, CheckReport, Event};
 use crate::scenario::ast::request::{Expect, RequestSpec, Route};
 use crate::scenario::ast::{Check, UpstreamRef};
@@ -62,6 +62,7 @@ impl Case<'_> {
                 }
                 Err(NoVerdict::Skip(why)) => (CheckOutcome::Skipped(why), Measurements::None),
             };
+            let outcome = self.with_unjudged(c, outcome);
             if let CheckOutcome::Failed(why) = &outcome {
                 failures.push(format!("  {prefix}check `{}`: {}", c.name, why.join("; ")));
             }
@@ -87,6 +88,35 @@ impl Case<'_> {
             Ok(())
         } else {
             Err(RunErrorKind::ChecksFailed(failures))
+        }
+    }
+
+    /// `outcome` of `check` once the keys of its expectation the target cannot show
+    /// ([`Names::unjudged`]) are accounted for: a key not judged never counts as passed, so
+    /// a check that passed on the rest is reported skipped, saying that the rest held and
+    /// which keys were not judged and why; a failed one keeps its misses and says the same.
+    fn with_unjudged(&self, check: &Check, outcome: CheckOutcome) -> CheckOutcome {
+        let Some(expect) = check.kind.expect() else {
+            return outcome;
+        };
+        let names = self.names.locked().clone();
+        let keys = names.unjudged(expect);
+        if keys.is_empty() {
+            return outcome;
+        }
+        match outcome {
+            CheckOutcome::Passed if names.judged_part(expect).is_empty() => CheckOutcome::Skipped(
+                unjudged_reason(&keys, "nothing in the expectation could be judged"),
+            ),
+            CheckOutcome::Passed => CheckOutcome::Skipped(unjudged_reason(
+                &keys,
+                "partly judged: the rest of the expectation held",
+            )),
+            CheckOutcome::Failed(mut why) => {
+                why.push(unjudged_reason(&keys, "the misses are of the keys judged"));
+                CheckOutcome::Failed(why)
+            }
+            skipped @ CheckOutcome::Skipped(_) => skipped,
         }
     }
 

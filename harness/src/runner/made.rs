@@ -43,12 +43,18 @@ pub(super) struct Made {
     pub(super) registered: Vec<String>,
     /// The plugins `setup.plugins` changed, as they were before (restored at the end).
     pub(super) plugins: Vec<model::PluginVo>,
+    /// What [`Names::headerless`] gets: the case's routes when the gateway does not name the
+    /// matched selector and rule.
+    pub(super) headerless: Option<crate::probe::Owners>,
 }
 
 impl Made {
     /// Every selector and rule setup made, by id.
     pub(super) fn names(&self) -> Names {
-        let mut names = Names::default();
+        let mut names = Names {
+            headerless: self.headerless.clone(),
+            ..Names::default()
+        };
         for s in &self.selectors {
             names.selectors.insert(s.id.clone(), s.name.clone());
             for r in &s.rules {

@@ -76,7 +76,10 @@ impl Case<'_> {
     /// addresses) and enabled flags, then creates every selector and rule, then the
     /// registrations; returns what it made.
     pub(super) async fn setup(&self, admin: &AdminClient) -> StepResult<Made> {
-        let mut made = Made::default();
+        let mut made = Made {
+            headerless: (!self.caps.route_headers).then(|| crate::probe::Owners::of(self.scenario)),
+            ..Made::default()
+        };
         for (i, spec) in self.scenario.setup.plugins.iter().enumerate() {
             let field = format!("setup.plugins[{i}]");
             let original = self.update_plugin(admin, spec, &field, Step::Setup).await?;
