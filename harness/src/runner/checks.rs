@@ -26,6 +26,7 @@ use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx, unreadable_journa
 pub(super) use crate::judge::spec::NoVerdict;
 use crate::judge::spec::{CheckSpec, ObserveCx};
 use crate::judge::sync_status::SyncStatusCx;
+use crate::judge::synced::{SELECTOR_DATA_PATH, SyncedCx};
 use crate::judge::{Counts, Measurements, label};
 use crate::probe::{Names, ProbeResponse, unjudged_reason};
 use crate::report::{CheckOutcome, CheckReport, Event};
@@ -281,6 +282,32 @@ impl SyncStatusCx for Observer<'_, '_> {
             .sync_status()
             .await
             .map_err(|e| NoVerdict::Failed(e.to_string()))
+    }
+}
+
+impl SyncedCx for Observer<'_, '_> {
+    fn selector_id(&mut self, name: &str) -> Result<String, NoVerdict> {
+        Ok(self.selector(name)?.id.clone())
+    }
+
+    fn upstreams_by_address(&self) -> BTreeMap<String, String> {
+        (self.case.addrs.iter())
+            .map(|(name, addr)| (addr.clone(), name.clone()))
+            .collect()
+    }
+
+    /// The first running gateway's dump; a gateway that answers it with anything but JSON
+    /// (a 404: it serves none) skips the check.
+    async fn selector_data(&self) -> Result<serde_json::Value, NoVerdict> {
+        let (status, body) = (self.case.gateway().selector_data().await)
+            .map_err(|e| NoVerdict::Failed(e.to_string()))?;
+        match serde_json::from_str(&body) {
+            Ok(dump) if status == 200 => Ok(dump),
+            _ => Err(NoVerdict::Skip(format!(
+                "the gateway serves no {SELECTOR_DATA_PATH} (it answered HTTP {status}: {})",
+                crate::probe::cut(&body, 120)
+            ))),
+        }
     }
 }
 

@@ -57,7 +57,8 @@ impl Case<'_> {
     async fn unrouted_on_target(&self) -> Result<(), RunErrorKind> {
         let mut sent = Vec::new();
         for request in self.scenario.requests() {
-            if sent.contains(&request) {
+            // The gateway's own endpoints (a `synced` check's dump) go through no selector.
+            if sent.contains(&request) || request.path.starts_with("/actuator/") {
                 continue;
             }
             sent.push(request);
