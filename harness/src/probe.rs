@@ -1,12 +1,13 @@
 //! Judging a gateway answer against an [`Expect`]: a pure verdict with a readable description
 //! of every mismatch.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use model::GatewayError;
 
 use crate::json_path::JsonPath;
-use crate::scenario::ast::{Expect, Route};
+use crate::scenario::Scenario;
+use crate::scenario::ast::{AdminChange, Change, Expect, Route};
 use crate::upstream::{Echo, UPSTREAM_HEADER};
 
 /// The gateway's header naming the selector that matched.
@@ -25,6 +26,121 @@ pub(crate) struct Names {
     /// Whether a step of the case so far created a selector or changed one's conditions or
     /// plugin: a -102 miss then blames it ([`NO_RULE_HINT`]).
     pub selectors_moved: bool,
+    /// `None`: the gateway names the matched selector and rule in headers. `Some`: it does
+    /// not (a ShenYu): `rule` is not judged, and `selector` only when the upstream that
+    /// answered identifies it ([`Owners::identifies`]); [`Names::unjudged`] lists the rest.
+    pub headerless: Option<Owners>,
+}
+
+impl Names {
+    /// The keys of `expect` a judge with these names cannot judge (none when the gateway
+    /// names the matched selector and rule): `rule`, and `selector` unless its upstreams
+    /// identify it.
+    pub(crate) fn unjudged(&self, expect: &Expect) -> Vec<&'static str> {
+        let Some(owners) = &self.headerless else {
+            return Vec::new();
+        };
+        let selector = (expect.selector.as_ref()).is_some_and(|s| !owners.identifies(s));
+        [
+            selector.then_some("selector"),
+            expect.rule.is_some().then_some("rule"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// `expect` without the keys [`Names::unjudged`] lists: what a judge with these names
+    /// judges of it.
+    pub(crate) fn judged_part(&self, expect: &Expect) -> Expect {
+        let unjudged = self.unjudged(expect);
+        let keep =
+            |key: &str, value: &Option<String>| value.clone().filter(|_| !unjudged.contains(&key));
+        Expect {
+            selector: keep("selector", &expect.selector),
+            rule: keep("rule", &expect.rule),
+            ..expect.clone()
+        }
+    }
+}
+
+/// Why the keys `keys` ([`Names::unjudged`]) were not judged, naming the feature the target
+/// lacks (`routing.routeHeaders`, in [`crate::conformance::unsupported_reason`]'s shape so
+/// that a conformance report counts it unsupported); `what` says what became of the rest.
+pub(crate) fn unjudged_reason(keys: &[&str], what: &str) -> String {
+    let keys: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    crate::conformance::unsupported_reason(
+        &["routing.routeHeaders"],
+        &format!(
+            "{what}; not judged: {} (the target does not name the matched selector and rule: \
+             no x-gantry-selector-id or x-gantry-rule-id header; a `selector` is judged by the \
+             upstream that answered only when no other selector of the case routes to any of \
+             its upstreams)",
+            keys.join(", ")
+        ),
+    )
+}
+
+/// Which selectors of a case route to which upstreams, over the whole case (setup and every
+/// step's `createSelector` and `updateSelector`): on a gateway that does not name the
+/// matched selector, an answer from an upstream that only one selector ever routes to shows
+/// that selector matched (a rule picks no upstream; the target's own selectors do not route
+/// to the run's upstreams, whose ports are the run's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Owners {
+    /// Upstream → the selectors that ever route to it.
+    by_upstream: HashMap<String, BTreeSet<String>>,
+    /// Selector → the upstreams it ever routes to.
+    by_selector: HashMap<String, BTreeSet<String>>,
+}
+
+impl Owners {
+    /// The routes of `scenario`'s selectors, over setup and every step.
+    pub(crate) fn of(scenario: &Scenario) -> Owners {
+        let mut owners = Owners::default();
+        for sel in &scenario.setup.selectors {
+            for u in &sel.upstreams {
+                owners.insert(&sel.name, &u.upstream);
+            }
+        }
+        for change in scenario.steps.iter().flat_map(|s| &s.changes) {
+            let (name, upstreams) = match change {
+                Change::Admin(AdminChange::CreateSelector(sel)) => (&sel.name, &sel.upstreams),
+                Change::Admin(AdminChange::UpdateSelector(u)) => match &u.upstreams {
+                    Some(ups) => (&u.name, ups),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            for u in upstreams {
+                owners.insert(name, &u.upstream);
+            }
+        }
+        owners
+    }
+
+    /// Records that `selector` routes to `upstream`.
+    pub(crate) fn insert(&mut self, selector: &str, upstream: &str) {
+        (self.by_upstream.entry(upstream.to_owned()).or_default()).insert(selector.to_owned());
+        (self.by_selector.entry(selector.to_owned()).or_default()).insert(upstream.to_owned());
+    }
+
+    /// Whether an answering upstream shows whether `selector` matched: it routes to at least
+    /// one upstream, and no other selector routes to any of them.
+    pub(crate) fn identifies(&self, selector: &str) -> bool {
+        self.by_selector.get(selector).is_some_and(|ups| {
+            !ups.is_empty() && ups.iter().all(|u| self.owner(u) == Some(selector))
+        })
+    }
+
+    /// The one selector that ever routes to `upstream` (`None`: none or several).
+    pub(crate) fn owner(&self, upstream: &str) -> Option<&str> {
+        let owners = self.by_upstream.get(upstream)?;
+        match owners.len() {
+            1 => owners.first().map(String::as_str),
+            _ => None,
+        }
+    }
 }
 
 /// A gateway answer, as the probe saw it.
@@ -142,17 +258,17 @@ pub(crate) fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Res
             misses.push(format!("code: expected {code}, got {got}"));
         }
     }
-    if let Some(want) = &expect.selector {
-        let got = resp.header(SELECTOR_ID_HEADER);
-        let name = got.and_then(|id| names.selectors.get(id));
-        if name != Some(want) {
-            misses.push(format!(
-                "selector: expected `{want}`, got {}",
-                describe(got, name.map(String::as_str))
-            ));
+    match (&expect.selector, &names.headerless) {
+        (Some(want), Some(owners)) if owners.identifies(want) => {
+            if let Some(miss) = selector_by_upstream(want, upstream, owners) {
+                misses.push(miss);
+            }
         }
+        // Not judged: the caller reports it (`Names::unjudged`).
+        (_, Some(_)) | (None, None) => {}
+        (Some(want), None) => selector_by_header(want, resp, names, &mut misses),
     }
-    if let Some(want) = &expect.rule {
+    if let (Some(want), None) = (&expect.rule, &names.headerless) {
         let got = resp.header(RULE_ID_HEADER);
         let rule = got.and_then(|id| names.rules.get(id));
         let matches = rule.is_some_and(|(sel, name)| {
@@ -176,6 +292,7 @@ pub(crate) fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Res
     {
         misses.push(format!("bodyNotContains: {text:?} is in the body"));
     }
+    pattern_misses(expect, resp, &mut misses);
     json_misses(expect, &resp.body, &mut misses);
     if let Some(received) = &expect.received {
         match serde_json::from_str::<Echo>(&resp.body) {
@@ -223,6 +340,35 @@ pub(crate) fn judge(expect: &Expect, resp: &ProbeResponse, names: &Names) -> Res
     ))
 }
 
+/// The miss of `selector: want` judged by the gateway's `x-gantry-selector-id`, if any.
+fn selector_by_header(want: &str, resp: &ProbeResponse, names: &Names, misses: &mut Vec<String>) {
+    let got = resp.header(SELECTOR_ID_HEADER);
+    let name = got.and_then(|id| names.selectors.get(id));
+    if name.map(String::as_str) != Some(want) {
+        misses.push(format!(
+            "selector: expected `{want}`, got {}",
+            describe(got, name.map(String::as_str))
+        ));
+    }
+}
+
+/// The miss of `selector: want` judged by the upstream that answered (`upstream`), on a
+/// gateway that does not name the selector; `owners` identifies `want`.
+fn selector_by_upstream(want: &str, upstream: Option<&str>, owners: &Owners) -> Option<String> {
+    let got = match upstream {
+        None => "no upstream answered".to_owned(),
+        Some(up) => match owners.owner(up) {
+            Some(owner) if owner == want => return None,
+            Some(owner) => format!("upstream {up}, which only `{owner}` routes to"),
+            None => format!("upstream {up}, which `{want}` never routes to"),
+        },
+    };
+    Some(format!(
+        "selector: expected `{want}` (judged by the upstream that answered: the target names \
+         no selector), got {got}"
+    ))
+}
+
 /// Added to a miss on a -102 answer.
 const NO_RULE: &str = " (-102: a selector matched but none of its rules did)";
 
@@ -231,6 +377,38 @@ const NO_RULE: &str = " (-102: a selector matched but none of its rules did)";
 const NO_RULE_HINT: &str = " (-102: a selector matched but none of its rules did; a step \
     created a selector or changed one's conditions or plugin: its rules' conditions usually \
     need changing too, with `updateRule`)";
+
+/// The regular expressions of `bodyMatches` and `headersMatch` the answer misses, each naming
+/// its pattern and the value it was matched against (the validator has compiled every
+/// pattern; one that does not compile is a miss too).
+fn pattern_misses(expect: &Expect, resp: &ProbeResponse, misses: &mut Vec<String>) {
+    let matches = |pattern: &str, value: &str| {
+        regex::Regex::new(pattern)
+            .map(|re| re.is_match(value))
+            .map_err(|e| format!("invalid regular expression /{pattern}/: {e}"))
+    };
+    if let Some(pattern) = &expect.body_matches {
+        match matches(pattern, &resp.body) {
+            Ok(true) => {}
+            Ok(false) => misses.push(format!(
+                "bodyMatches: /{pattern}/ does not match the body {:?}",
+                cut(&resp.body, SUMMARY_BODY_CHARS)
+            )),
+            Err(e) => misses.push(format!("bodyMatches: {e}")),
+        }
+    }
+    for (name, pattern) in &expect.headers_match {
+        let miss = match resp.header(name) {
+            None => format!("/{pattern}/ expected, got none (no such header)"),
+            Some(value) => match matches(pattern, value) {
+                Ok(true) => continue,
+                Ok(false) => format!("/{pattern}/ does not match {value:?}"),
+                Err(e) => e,
+            },
+        };
+        misses.push(format!("headersMatch.{name}: {miss}"));
+    }
+}
 
 /// The `json` expectations the body misses: a body that is not JSON, a path that names
 /// nothing, or a value that differs.
@@ -454,6 +632,7 @@ mod tests {
                 ("22".into(), ("lb".into(), "last".into())),
             ]),
             selectors_moved: false,
+            headerless: None,
         };
         let mut resp = routed("alpha", "/a");
         resp.headers.push((SELECTOR_ID_HEADER.into(), "11".into()));
@@ -627,5 +806,126 @@ mod tests {
         };
         let miss = judge(&e, &not_json, &names).unwrap_err();
         assert!(miss.starts_with("json: the body is not JSON"), "{miss}");
+    }
+
+    #[test]
+    fn body_and_header_patterns_must_match_and_a_miss_names_pattern_and_value() {
+        let names = Names::default();
+        let e = Expect {
+            body_matches: Some(r#"^\{"code":-10[27],"#.into()),
+            headers_match: BTreeMap::from([("Content-Type".into(), "^application/json".into())]),
+            ..Default::default()
+        };
+        let mut no_selector = gateway_error(404, &GatewayError::selector_not_found("divide"));
+        no_selector
+            .headers
+            .push(("content-type".into(), "application/json".into()));
+        assert_eq!(judge(&e, &no_selector, &names), Ok(()));
+        // An upstream's answer: the body is an echo, no content type at all.
+        let miss = judge(&e, &routed("alpha", "/a"), &names).unwrap_err();
+        assert!(
+            miss.starts_with(r#"bodyMatches: /^\{"code":-10[27],/ does not match the body "{\"upstream\":\"alpha\""#),
+            "{miss}"
+        );
+        assert!(
+            miss.contains(
+                "headersMatch.Content-Type: /^application/json/ expected, got none (no such header)"
+            ),
+            "{miss}"
+        );
+        let mut text = no_selector.clone();
+        text.headers = vec![("content-type".into(), "text/plain".into())];
+        let miss = judge(&e, &text, &names).unwrap_err();
+        assert!(
+            miss.starts_with(
+                r#"headersMatch.Content-Type: /^application/json/ does not match "text/plain""#
+            ),
+            "{miss}"
+        );
+        let broken = Expect {
+            body_matches: Some("(".into()),
+            ..Default::default()
+        };
+        let miss = judge(&broken, &no_selector, &names).unwrap_err();
+        assert!(
+            miss.starts_with("bodyMatches: invalid regular expression /(/"),
+            "{miss}"
+        );
+    }
+
+    /// Routes of a case: `lb` over alpha and beta, `solo` over gamma, `shared` over beta.
+    fn owners(with_shared: bool) -> Owners {
+        let mut owners = Owners::default();
+        owners.insert("lb", "alpha");
+        owners.insert("lb", "beta");
+        owners.insert("solo", "gamma");
+        if with_shared {
+            owners.insert("shared", "beta");
+        }
+        owners
+    }
+
+    #[test]
+    fn an_upstream_only_one_selector_routes_to_identifies_it() {
+        let o = owners(false);
+        assert!(o.identifies("lb") && o.identifies("solo"));
+        assert!(!o.identifies("nope"));
+        assert_eq!(o.owner("beta"), Some("lb"));
+        let o = owners(true);
+        assert!(!o.identifies("lb") && !o.identifies("shared") && o.identifies("solo"));
+        assert_eq!(o.owner("beta"), None);
+        assert_eq!(o.owner("alpha"), Some("lb"));
+    }
+
+    /// On a gateway without route headers, `rule` is never judged and `selector` only
+    /// through an upstream that identifies it; a wrong upstream still fails.
+    #[test]
+    fn without_route_headers_selector_is_judged_by_the_upstream_and_rule_not_at_all() {
+        let names = Names {
+            headerless: Some(owners(false)),
+            ..Names::default()
+        };
+        let e = Expect {
+            selector: Some("lb".into()),
+            rule: Some("first".into()),
+            ..Default::default()
+        };
+        assert_eq!(names.unjudged(&e), ["rule"]);
+        assert_eq!(
+            names.judged_part(&e),
+            Expect {
+                selector: Some("lb".into()),
+                ..Default::default()
+            }
+        );
+        // No header at all, yet the selector is judged: alpha is only lb's.
+        assert_eq!(judge(&e, &routed("alpha", "/a"), &names), Ok(()));
+        let miss = judge(&e, &routed("gamma", "/a"), &names).unwrap_err();
+        assert!(
+            miss.starts_with("selector: expected `lb` (judged by the upstream that answered: the target names no selector), got upstream gamma, which only `solo` routes to"),
+            "{miss}"
+        );
+        let err = gateway_error(404, &GatewayError::selector_not_found("divide"));
+        let miss = judge(&e, &err, &names).unwrap_err();
+        assert!(miss.contains("got no upstream answered"), "{miss}");
+        // beta shared with another selector: `lb` cannot be told apart, so it is not judged.
+        let shared = Names {
+            headerless: Some(owners(true)),
+            ..Names::default()
+        };
+        assert_eq!(shared.unjudged(&e), ["selector", "rule"]);
+        assert!(shared.judged_part(&e).is_empty());
+        assert_eq!(judge(&e, &routed("gamma", "/a"), &shared), Ok(()));
+        // With the headers (names.headerless None), the same answer fails for want of them.
+        assert!(judge(&e, &routed("alpha", "/a"), &Names::default()).is_err());
+        let reason = unjudged_reason(&["selector", "rule"], "partly judged");
+        assert_eq!(
+            crate::conformance::missing_features(&reason),
+            ["routing.routeHeaders"]
+        );
+        assert!(
+            reason.contains("not judged: `selector`, `rule`"),
+            "{reason}"
+        );
     }
 }

@@ -113,7 +113,8 @@ impl Capabilities {
             yes_no(
                 self.route_headers,
                 "selector/rule headers: yes",
-                "selector/rule headers: no (cases expecting `selector:` or `rule:` skipped)",
+                "selector/rule headers: no (`rule:` not judged, `selector:` judged by the upstream \
+                 where it can be, per key)",
             ),
             yes_no(
                 self.upstream_header,

@@ -70,7 +70,9 @@ pub(super) fn write(
         backend: opts.backend.to_string(),
         selection: opts.features.clone(),
         unsupported: if external {
-            crate::target::external::never_offered_features()
+            let mut never = crate::target::external::never_offered_features();
+            never.extend(unjudged_features(results));
+            never
         } else {
             Default::default()
         },
@@ -80,4 +82,64 @@ pub(super) fn write(
         std::fs::create_dir_all(dir).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// The features the checks of `results` could not judge for want of them (a check passed on
+/// the rest and reported skipped, or failed with a note, naming the feature in
+/// [`crate::conformance::unsupported_reason`]'s shape): a case that ran does not make them
+/// supported.
+fn unjudged_features(results: &[CaseResult]) -> impl Iterator<Item = String> + '_ {
+    use crate::report::CheckOutcome;
+    let notes = results
+        .iter()
+        .flat_map(|r| &r.checks)
+        .flat_map(|c| match &c.outcome {
+            CheckOutcome::Skipped(why) => std::slice::from_ref(why),
+            CheckOutcome::Failed(why) => why.as_slice(),
+            CheckOutcome::Passed => &[],
+        });
+    notes.flat_map(|n| crate::conformance::missing_features(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{CaseId, CheckOutcome, CheckReport};
+
+    /// A passed case whose check could not judge `rule:` leaves `routing.routeHeaders`
+    /// unsupported; one whose checks all passed names nothing.
+    #[test]
+    fn a_key_not_judged_makes_its_feature_unsupported() {
+        let case = |outcome: CheckOutcome| {
+            let mut r = CaseResult::bare(
+                CaseId::new("c", "websocket"),
+                "c.yaml".into(),
+                "external".into(),
+                0,
+                CaseOutcome::Passed,
+            );
+            r.checks.push(CheckReport {
+                name: "k".into(),
+                path: "checks[0]".into(),
+                step: None,
+                kind: "probe",
+                outcome,
+                elapsed_ms: 0.0,
+                measurements: crate::judge::Measurements::None,
+            });
+            r
+        };
+        let note = crate::probe::unjudged_reason(&["rule"], "partly judged");
+        let results = [
+            case(CheckOutcome::Passed),
+            case(CheckOutcome::Skipped(note.clone())),
+        ];
+        assert_eq!(
+            unjudged_features(&results).collect::<Vec<_>>(),
+            ["routing.routeHeaders"]
+        );
+        let failed = [case(CheckOutcome::Failed(vec!["status".into(), note]))];
+        assert_eq!(unjudged_features(&failed).count(), 1);
+        assert_eq!(unjudged_features(&results[..1]).count(), 0);
+    }
 }

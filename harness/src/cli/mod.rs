@@ -402,14 +402,57 @@ fn verdict(results: &[crate::CaseResult]) -> ExitCode {
     if results.iter().any(crate::CaseResult::failed) {
         ExitCode::from(exit_code::FAILED)
     } else if results.iter().all(|r| r.outcome.skipped().is_some()) {
-        eprintln!(
-            "error: no case ran ({} skipped): check --sync, --backend and --filter against the scenarios' modes and backends",
-            results.len()
-        );
+        eprintln!("{}", nothing_ran(results));
         ExitCode::from(exit_code::NOTHING_RAN)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// How long an example skip reason in [`nothing_ran`] may be.
+const EXAMPLE_REASON_CHARS: usize = 240;
+
+/// Why no case of `results` (every one skipped) ran: how many were skipped for each kind of
+/// reason, with one case's reason as an example; `--sync`, `--backend` and `--filter` are
+/// suggested only when a mode or backend the scenarios do not declare skipped cases, and the
+/// paths and `--filter` only when nothing matched at all.
+fn nothing_ran(results: &[crate::CaseResult]) -> String {
+    if results.is_empty() {
+        return "error: no case ran: no scenario matched (check the paths and --filter)".into();
+    }
+    let mut kinds: std::collections::BTreeMap<String, (usize, String)> = Default::default();
+    let mut declared = false;
+    for r in results {
+        let why = r.outcome.skipped().unwrap_or_default();
+        let missing = crate::conformance::missing_features(why);
+        let kind = if !missing.is_empty() {
+            format!("need unsupported feature(s) {}", missing.join(", "))
+        } else if why.starts_with("mode `") || why.starts_with("backend `") {
+            declared = true;
+            why.split_once(" (")
+                .map_or(why, |(head, _)| head)
+                .to_owned()
+        } else {
+            crate::probe::cut(why, EXAMPLE_REASON_CHARS)
+        };
+        let entry = kinds.entry(kind).or_insert_with(|| {
+            (
+                0,
+                format!("{}: {}", r.id, crate::probe::cut(why, EXAMPLE_REASON_CHARS)),
+            )
+        });
+        entry.0 += 1;
+    }
+    let mut text = format!("error: no case ran ({} skipped):", results.len());
+    for (kind, (n, example)) in &kinds {
+        text.push_str(&format!("\n  {n} skipped: {kind} (e.g. {example})"));
+    }
+    if declared {
+        text.push_str(
+            "\ncheck --sync, --backend and --filter against the scenarios' modes and backends",
+        );
+    }
+    text
 }
 
 /// `gantry run`.
@@ -540,5 +583,60 @@ fn validate(args: &args::ValidateArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(exit_code::FAILED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CaseId, CaseOutcome, CaseResult};
+
+    fn skipped(case: &str, why: &str) -> CaseResult {
+        CaseResult::bare(
+            CaseId::new(case, "websocket"),
+            format!("{case}.yaml"),
+            "external".into(),
+            0,
+            CaseOutcome::Skipped(why.into()),
+        )
+    }
+
+    /// The message says why nothing ran, counted per reason, and suggests the flags only
+    /// when an undeclared mode or backend skipped something.
+    #[test]
+    fn nothing_ran_says_the_real_reasons() {
+        let lacking = crate::conformance::unsupported_reason(
+            &["routing.upstreamHeader"],
+            "its upstreams answer with bodies of their own",
+        );
+        let results: Vec<CaseResult> = (0..6)
+            .map(|i| skipped(&format!("c{i}"), &lacking))
+            .collect();
+        let text = nothing_ran(&results);
+        assert!(
+            text.starts_with(
+                "error: no case ran (6 skipped):\n  6 skipped: need unsupported feature(s) \
+                 routing.upstreamHeader (e.g. c0@websocket: needs unsupported"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("--sync"), "{text}");
+        let mut mixed = results;
+        mixed.push(skipped(
+            "h",
+            "mode `websocket` not declared (modes: [http])",
+        ));
+        let text = nothing_ran(&mixed);
+        assert!(
+            text.contains("\n  1 skipped: mode `websocket` not declared (e.g. h@websocket"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "check --sync, --backend and --filter against the scenarios' modes and backends"
+            ),
+            "{text}"
+        );
+        assert!(nothing_ran(&[]).contains("no scenario matched"));
     }
 }

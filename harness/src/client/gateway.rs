@@ -132,6 +132,16 @@ impl GatewayClient {
         digest(&self.http, &self.base).await
     }
 
+    /// `GET /actuator/selectorData` (the selectors the gateway holds): status and body.
+    pub async fn selector_data(&self) -> Result<(u16, String), ClientError> {
+        send(
+            "GET /actuator/selectorData",
+            self.http
+                .get(format!("{}/actuator/selectorData", self.base)),
+        )
+        .await
+    }
+
     /// `GET /actuator/health`: status and body.
     pub async fn health(&self) -> Result<(u16, String), ClientError> {
         send(

@@ -158,6 +158,9 @@ check_kinds! {
     /// The admin's sync status (`GET /gantry/sync-status`) shows a gateway in a state,
     /// polled until it does.
     "syncStatus" sync_status => SyncStatus(sync_status::SyncStatusSpec, sync_status::Stats);
+    /// The gateway holds a selector with exactly these upstreams and weights
+    /// (`/actuator/selectorData`), read until it does.
+    "synced" synced => Synced(synced::SyncedSpec, synced::Stats);
 }
 
 impl CheckKind {

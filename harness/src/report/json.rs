@@ -395,6 +395,13 @@ mod tests {
                     observed: Some(r#"{"adminDigest":"abc","gateways":[]}"#.into()),
                 }),
             ),
+            check(
+                "synced",
+                Measurements::Synced(crate::judge::synced::Stats {
+                    reads: 3,
+                    held: Some([("alpha".to_owned(), 80), ("beta".to_owned(), 20)].into()),
+                }),
+            ),
         ];
         passed.timings = vec![ChangeTiming {
             change: "step move".into(),

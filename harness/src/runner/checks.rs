@@ -26,8 +26,9 @@ use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx, unreadable_journa
 pub(super) use crate::judge::spec::NoVerdict;
 use crate::judge::spec::{CheckSpec, ObserveCx};
 use crate::judge::sync_status::SyncStatusCx;
+use crate::judge::synced::{SELECTOR_DATA_PATH, SyncedCx};
 use crate::judge::{Counts, Measurements, label};
-use crate::probe::{Names, ProbeResponse};
+use crate::probe::{Names, ProbeResponse, unjudged_reason};
 use crate::report::{CheckOutcome, CheckReport, Event};
 use crate::scenario::ast::request::{Expect, RequestSpec, Route};
 use crate::scenario::ast::{Check, UpstreamRef};
@@ -62,6 +63,7 @@ impl Case<'_> {
                 }
                 Err(NoVerdict::Skip(why)) => (CheckOutcome::Skipped(why), Measurements::None),
             };
+            let outcome = self.with_unjudged(c, outcome);
             if let CheckOutcome::Failed(why) = &outcome {
                 failures.push(format!("  {prefix}check `{}`: {}", c.name, why.join("; ")));
             }
@@ -87,6 +89,35 @@ impl Case<'_> {
             Ok(())
         } else {
             Err(RunErrorKind::ChecksFailed(failures))
+        }
+    }
+
+    /// `outcome` of `check` once the keys of its expectation the target cannot show
+    /// ([`Names::unjudged`]) are accounted for: a key not judged never counts as passed, so
+    /// a check that passed on the rest is reported skipped, saying that the rest held and
+    /// which keys were not judged and why; a failed one keeps its misses and says the same.
+    fn with_unjudged(&self, check: &Check, outcome: CheckOutcome) -> CheckOutcome {
+        let Some(expect) = check.kind.expect() else {
+            return outcome;
+        };
+        let names = self.names.locked().clone();
+        let keys = names.unjudged(expect);
+        if keys.is_empty() {
+            return outcome;
+        }
+        match outcome {
+            CheckOutcome::Passed if names.judged_part(expect).is_empty() => CheckOutcome::Skipped(
+                unjudged_reason(&keys, "nothing in the expectation could be judged"),
+            ),
+            CheckOutcome::Passed => CheckOutcome::Skipped(unjudged_reason(
+                &keys,
+                "partly judged: the rest of the expectation held",
+            )),
+            CheckOutcome::Failed(mut why) => {
+                why.push(unjudged_reason(&keys, "the misses are of the keys judged"));
+                CheckOutcome::Failed(why)
+            }
+            skipped @ CheckOutcome::Skipped(_) => skipped,
         }
     }
 
@@ -251,6 +282,32 @@ impl SyncStatusCx for Observer<'_, '_> {
             .sync_status()
             .await
             .map_err(|e| NoVerdict::Failed(e.to_string()))
+    }
+}
+
+impl SyncedCx for Observer<'_, '_> {
+    fn selector_id(&mut self, name: &str) -> Result<String, NoVerdict> {
+        Ok(self.selector(name)?.id.clone())
+    }
+
+    fn upstreams_by_address(&self) -> BTreeMap<String, String> {
+        (self.case.addrs.iter())
+            .map(|(name, addr)| (addr.clone(), name.clone()))
+            .collect()
+    }
+
+    /// The first running gateway's dump; a gateway that answers it with anything but JSON
+    /// (a 404: it serves none) skips the check.
+    async fn selector_data(&self) -> Result<serde_json::Value, NoVerdict> {
+        let (status, body) = (self.case.gateway().selector_data().await)
+            .map_err(|e| NoVerdict::Failed(e.to_string()))?;
+        match serde_json::from_str(&body) {
+            Ok(dump) if status == 200 => Ok(dump),
+            _ => Err(NoVerdict::Skip(format!(
+                "the gateway serves no {SELECTOR_DATA_PATH} (it answered HTTP {status}: {})",
+                crate::probe::cut(&body, 120)
+            ))),
+        }
     }
 }
 

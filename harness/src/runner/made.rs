@@ -46,6 +46,9 @@ pub(super) struct Made {
     /// Whether a step so far created a selector or changed one's conditions or plugin (what
     /// the -102 hint of a probe's miss blames).
     pub(super) selectors_moved: bool,
+    /// What [`Names::headerless`] gets: the case's routes when the gateway does not name the
+    /// matched selector and rule.
+    pub(super) headerless: Option<crate::probe::Owners>,
 }
 
 impl Made {
@@ -53,6 +56,7 @@ impl Made {
     pub(super) fn names(&self) -> Names {
         let mut names = Names {
             selectors_moved: self.selectors_moved,
+            headerless: self.headerless.clone(),
             ..Names::default()
         };
         for s in &self.selectors {

@@ -32,7 +32,7 @@ use crate::backend::{Capabilities, ExternalBackend, ExternalTarget};
 use crate::client::{AdminClient, GatewayClient};
 use crate::conformance::{Area, Feature, catalog, unsupported_reason};
 use crate::error::{BackendError, ClientError};
-use crate::probe::{ProbeResponse, RULE_ID_HEADER, SELECTOR_ID_HEADER};
+use crate::probe::{Names, Owners, ProbeResponse, RULE_ID_HEADER, SELECTOR_ID_HEADER};
 use crate::scenario::Scenario;
 use crate::scenario::ast::{AdminChange, Change};
 use crate::upstream::{UPSTREAM_HEADER, Upstream};
@@ -272,6 +272,16 @@ pub(crate) fn missing_with(caps: &Capabilities) -> Vec<&'static str> {
     .collect()
 }
 
+/// The features of [`missing_with`] whose naming in `features:` skips a case whole: not
+/// `routing.routeHeaders`, which only the `selector:`/`rule:` keys need (judged per key,
+/// [`crate::probe::Names::unjudged`]; a case is skipped whole for them only where
+/// [`structural_capability_reason`] says so).
+fn missing_whole_with(caps: &Capabilities) -> Vec<&'static str> {
+    (missing_with(caps).into_iter())
+        .filter(|f| *f != "routing.routeHeaders")
+        .collect()
+}
+
 /// Why `scenario` cannot run against an external target whatever it offers, naming the
 /// features it needs that no external target offers ([`never_offered`]) and what in the case
 /// needs them ([`structural_skip_reason`]). `None` when it can.
@@ -349,7 +359,7 @@ pub(crate) fn structural_skip_reason(scenario: &Scenario) -> Option<String> {
 /// missing capability shows; the reason names the feature ([`missing_with`]). `None` when it
 /// can.
 pub(crate) fn capability_skip_reason(scenario: &Scenario, caps: &Capabilities) -> Option<String> {
-    let missing = missing_with(caps);
+    let missing = missing_whole_with(caps);
     let named: Vec<&str> = (missing.iter().copied())
         .filter(|m| scenario.features.iter().any(|f| f == m))
         .collect();
@@ -368,13 +378,10 @@ fn structural_capability_reason(
     scenario: &Scenario,
     caps: &Capabilities,
 ) -> Option<(&'static str, String)> {
-    if !caps.route_headers && scenario.expects_route_names() {
-        return Some((
-            "routing.routeHeaders",
-            "it expects `selector:` or `rule:`, which need the gateway to name the matched \
-             selector and rule (x-gantry-selector-id, x-gantry-rule-id); the target does not"
-                .into(),
-        ));
+    if !caps.route_headers
+        && let Some(why) = route_names_skip_reason(scenario)
+    {
+        return Some(("routing.routeHeaders", why));
     }
     let behaves = scenario.upstreams.iter().any(|u| !u.behave.is_empty());
     (!caps.upstream_header && behaves).then(|| {
@@ -384,6 +391,54 @@ fn structural_capability_reason(
              the x-gantry-upstream header names; the target does not pass that header on"
                 .into(),
         )
+    })
+}
+
+/// Why `scenario` cannot run on a gateway that does not name the matched selector and rule,
+/// whose `selector:` and `rule:` keys are judged per key ([`Names::unjudged`]): a wait,
+/// `during` or teardown probe that expects a key not judged (a wait judged without it could
+/// pass before the change is live, and the checks after it would be judged too early), or
+/// checks none of which has anything left to judge. `None` when it can run.
+fn route_names_skip_reason(scenario: &Scenario) -> Option<String> {
+    let names = Names {
+        headerless: Some(Owners::of(scenario)),
+        ..Names::default()
+    };
+    let waits = std::iter::once(("wait".to_owned(), &scenario.wait))
+        .chain(
+            (scenario.steps.iter().enumerate()).map(|(i, s)| (format!("steps[{i}].wait"), &s.wait)),
+        )
+        .flat_map(|(at, w)| {
+            (w.probes.iter().enumerate())
+                .map(move |(i, p)| (format!("{at}.{}", w.probe_path(i)), p))
+        });
+    let during = (scenario.steps.iter().enumerate())
+        .filter_map(|(i, s)| Some((format!("steps[{i}].during"), s.during.as_ref()?)));
+    let teardown = (scenario.teardown.probes.iter().enumerate())
+        .map(|(i, p)| (format!("teardown.probes[{i}]"), p));
+    for (at, probe) in waits.chain(during).chain(teardown) {
+        let keys = names.unjudged(&probe.expect);
+        if !keys.is_empty() {
+            let keys: Vec<String> = keys.iter().map(|k| format!("`{k}:`")).collect();
+            return Some(format!(
+                "its probe `{at}` expects {}, which only the gateway's x-gantry-selector-id / \
+                 x-gantry-rule-id headers show and the target does not send: a probe judged \
+                 without it could pass before the change is live",
+                keys.join(" and ")
+            ));
+        }
+    }
+    let checks = (scenario.checks.iter()).chain(scenario.steps.iter().flat_map(|s| &s.checks));
+    let mut judged = (checks.clone()).map(|c| {
+        c.kind
+            .expect()
+            .is_none_or(|e| !names.judged_part(e).is_empty())
+    });
+    (checks.count() > 0 && !judged.any(|j| j)).then(|| {
+        "every check expects only `selector:` or `rule:`, which only the gateway's \
+         x-gantry-selector-id / x-gantry-rule-id headers show and the target does not send: \
+         nothing in the case can be judged"
+            .into()
     })
 }
 
@@ -440,7 +495,8 @@ mod tests {
         )
         .unwrap();
         let bare = Capabilities::SHENYU;
-        assert!(capability_skip_reason(&named, &bare).is_some_and(|r| r.contains("`selector:`")));
+        // `selector:` in a check beside `status` is judged per key: the case runs.
+        assert_eq!(capability_skip_reason(&named, &bare), None);
         assert_eq!(capability_skip_reason(&named, &Capabilities::GANTRY), None);
         let plain = scenario("");
         assert_eq!(capability_skip_reason(&plain, &bare), None);
@@ -457,6 +513,43 @@ mod tests {
             capability_skip_reason(&behaving, &Capabilities::GANTRY),
             None
         );
+    }
+
+    /// Without route headers a case is skipped whole only when a probe (which decides when
+    /// the checks run) needs a key not judged, or when no check has anything left to judge.
+    #[test]
+    fn route_names_skip_a_case_only_when_a_probe_or_every_check_needs_them() {
+        let bare = Capabilities::SHENYU;
+        let with =
+            |from: &str, to: &str| parse_str(Path::new("s.yaml"), &BASE.replace(from, to)).unwrap();
+        // The only selector over alpha: judged by the upstream, even in the wait.
+        let by_upstream = with("expect: { upstream: alpha } }", "expect: { selector: s } }");
+        assert_eq!(capability_skip_reason(&by_upstream, &bare), None);
+        let rule_wait = with(
+            "expect: { upstream: alpha } }",
+            "expect: { upstream: alpha, rule: r } }",
+        );
+        let why = capability_skip_reason(&rule_wait, &bare).unwrap();
+        assert!(
+            why.contains("its probe `wait.probe` expects `rule:`"),
+            "{why}"
+        );
+        assert_eq!(
+            crate::conformance::missing_features(&why),
+            ["routing.routeHeaders"]
+        );
+        assert_eq!(
+            capability_skip_reason(&rule_wait, &Capabilities::GANTRY),
+            None
+        );
+        let rule_only = with("expect: { status: 200 }", "expect: { rule: r }");
+        let why = capability_skip_reason(&rule_only, &bare).unwrap();
+        assert!(why.contains("nothing in the case can be judged"), "{why}");
+        let rule_and_status = with(
+            "expect: { status: 200 }",
+            "expect: { status: 200, rule: r }",
+        );
+        assert_eq!(capability_skip_reason(&rule_and_status, &bare), None);
     }
 
     /// The workspace's scenario files, parsed.
@@ -497,13 +590,20 @@ mod tests {
                     "{why}"
                 );
             }
+            // A case naming `routing.upstreamHeader` is skipped whole on ShenYu, and only
+            // such a case or one whose probes need `selector:`/`rule:` judged.
             let lacking = names(&|f| shenyu.contains(&f));
+            let why = structural_capability_reason(&s, &Capabilities::SHENYU);
             assert_eq!(
-                structural_capability_reason(&s, &Capabilities::SHENYU).is_some(),
-                !lacking.is_empty(),
-                "{}: names {lacking:?}",
+                why.is_some(),
+                lacking.contains(&"routing.upstreamHeader")
+                    || route_names_skip_reason(&s).is_some(),
+                "{}: names {lacking:?}, skipped for {why:?}",
                 s.name
             );
+            if why.is_some_and(|(f, _)| f == "routing.routeHeaders") {
+                assert!(lacking.contains(&"routing.routeHeaders"), "{}", s.name);
+            }
             assert_eq!(
                 capability_skip_reason(&s, &Capabilities::GANTRY),
                 None,
@@ -521,16 +621,19 @@ mod tests {
             crate::conformance::missing_features(&why),
             ["sync.severalGateways"]
         );
-        let headers = scenario("features: [routing.routeHeaders]\n");
+        let headers = scenario("features: [routing.upstreamHeader]\n");
         let why = capability_skip_reason(&headers, &Capabilities::SHENYU).unwrap();
         assert_eq!(
             crate::conformance::missing_features(&why),
-            ["routing.routeHeaders"]
+            ["routing.upstreamHeader"]
         );
         assert_eq!(
             capability_skip_reason(&headers, &Capabilities::GANTRY),
             None
         );
+        // `routing.routeHeaders` alone skips nothing whole: its keys are judged per key.
+        let route = scenario("features: [routing.routeHeaders]\n");
+        assert_eq!(capability_skip_reason(&route, &Capabilities::SHENYU), None);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!   one of "the user's own" made before the run.
 //! - `external::hidden_extras@<mode>`: the same with the gateway's `--hide-extras` (no digest,
 //!   no `x-gantry-*` headers, errors with HTTP 200, as ShenYu): the run judges with what is
-//!   there, reports the digest checks as skipped, skips the cases that need the headers, and
+//!   there, reports the digest checks as skipped, judges `selector:`/`rule:` per key (a
+//!   check that could not judge `rule:` says so; a case whose waits need it is skipped), and
 //!   still passes what it runs.
 //! - `external::hidden_extras_catch_a_planted_bug`: the fallbacks can fail: with the gateway
 //!   also emulating ShenYu's dropped-deletes bug, `delete_route` fails on probes alone.
@@ -346,6 +347,15 @@ fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
             .and_then(|r| r["skipped"].as_str())
             .map(str::to_owned)
     };
+    // A case whose checks say a key was not judged (`rule:` without the route headers).
+    let partly_judged = |case: &str| {
+        ran.iter().filter(|r| r["case"] == case).any(|r| {
+            r["checks"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["outcome"].to_string().contains("not judged: `rule`"))
+            })
+        })
+    };
     let digest_skipped = ran.iter().all(|r| {
         r["checks"]
             .as_array()
@@ -376,7 +386,14 @@ fn suite(mode: SyncMode, hidden: bool) -> Result<(), Failed> {
         ),
         (
             skipped("route_move").is_some() == hidden,
-            format!("route_move (expects `selector:`) skipped: {hidden}"),
+            format!("route_move (its waits expect `rule:`) skipped: {hidden}"),
+        ),
+        (
+            skipped("full_flow").is_none() && partly_judged("full_flow") == hidden,
+            format!(
+                "full_flow (checks expect `rule:` beside other keys) ran, its checks \
+                 saying `rule` was not judged: {hidden}"
+            ),
         ),
         (
             skipped("upstream_faults").is_some() == hidden,

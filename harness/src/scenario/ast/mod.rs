@@ -112,13 +112,6 @@ impl Scenario {
         (self.checks.iter()).chain(self.steps.iter().flat_map(|s| &s.checks))
     }
 
-    /// Whether an expectation names the selector or rule that must match (`selector:`,
-    /// `rule:`), which the gateway's `x-gantry-selector-id` / `x-gantry-rule-id` show.
-    pub fn expects_route_names(&self) -> bool {
-        self.expectations()
-            .any(|e| e.selector.is_some() || e.rule.is_some())
-    }
-
     /// The declared upstreams' names, in order.
     pub fn upstream_names(&self) -> impl Iterator<Item = &str> {
         self.upstreams.iter().map(|u| u.name.as_str())

@@ -62,11 +62,18 @@ pub struct Expect {
     pub body_contains: Option<String>,
     /// A text the body must not contain.
     pub body_not_contains: Option<String>,
+    /// A regular expression (the `regex` crate's syntax) that must match the body somewhere:
+    /// anchor it (`^...$`) to match all of it, e.g. `^\{"code":-10[27],`.
+    pub body_matches: Option<String>,
     /// Response headers the answer must carry, with these values (names case-insensitive),
     /// e.g. `x-gantry-upstream`. The ids in `x-gantry-selector-id` and `x-gantry-rule-id`
     /// are the admin's: judge them by name with `selector` and `rule`.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Response headers whose values must match these regular expressions (names
+    /// case-insensitive; a missing header is a miss), e.g. `x-request-id: "^[0-9a-f-]{36}$"`.
+    #[serde(default)]
+    pub headers_match: BTreeMap<String, String>,
     /// JSON values the body must hold, by path (`$`, `$.a.b`, `$.list[0].name`, `$['odd key']`):
     /// each path must exist and its value equal the given one.
     #[serde(default)]

@@ -1593,3 +1593,32 @@ fn an_unknown_feature_names_file_line_and_the_nearest_known_one() {
         err(&twice)
     );
 }
+
+#[test]
+fn regex_matchers_parse_and_a_bad_pattern_is_located() {
+    let with = |extra: &str| {
+        GOOD.replace(
+            "expect: { status: 200, upstream: alpha, received",
+            &format!("expect: {{ {extra}, received"),
+        )
+    };
+    let s = parse_str(
+        Path::new("x.yaml"),
+        &with(r#"bodyMatches: "^\\{\"code\":-10[27]", headersMatch: { x-a: "^b+$" }"#),
+    )
+    .unwrap();
+    let e = s.checks_probe_expect(0);
+    assert_eq!(e.body_matches.as_deref(), Some(r#"^\{"code":-10[27]"#));
+    assert_eq!(e.headers_match["x-a"], "^b+$");
+    let e = err(&with(r#"bodyMatches: "(unclosed""#));
+    assert!(
+        e.contains("checks[0].expect.bodyMatches: invalid regular expression /(unclosed/"),
+        "{e}"
+    );
+    assert!(e.starts_with("x.yaml:"), "{e}");
+    let e = err(&with(r#"headersMatch: { x-a: "[z-a]" }"#));
+    assert!(
+        e.contains("checks[0].expect.headersMatch.x-a: invalid regular expression /[z-a]/"),
+        "{e}"
+    );
+}

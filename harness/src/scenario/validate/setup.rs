@@ -208,9 +208,11 @@ impl<'s> Validator<'s> {
             self.report(
                 format!("{at}.expect"),
                 "accepts every answer: constrain at least one of status, upstream, route, code, \
-                 bodyContains, bodyNotContains, headers, json, received, selector, rule",
+                 bodyContains, bodyNotContains, bodyMatches, headers, headersMatch, json, \
+                 received, selector, rule",
             );
         }
+        self.patterns(expect, at);
         if let Some(want) = &expect.upstream {
             let path = format!("{at}.expect.upstream");
             if want.names().is_empty() {
@@ -253,6 +255,25 @@ impl<'s> Validator<'s> {
             };
             if let Some(message) = message {
                 self.report(format!("{at}.expect.rule"), message);
+            }
+        }
+    }
+
+    /// `bodyMatches` and `headersMatch`: each pattern must compile, else a problem at its
+    /// field saying why.
+    fn patterns(&mut self, expect: &Expect, at: &str) {
+        let body = expect
+            .body_matches
+            .iter()
+            .map(|p| ("bodyMatches".to_owned(), p));
+        let headers =
+            (expect.headers_match.iter()).map(|(name, p)| (format!("headersMatch.{name}"), p));
+        for (field, pattern) in body.chain(headers) {
+            if let Err(e) = regex::Regex::new(pattern) {
+                self.report(
+                    format!("{at}.expect.{field}"),
+                    format!("invalid regular expression /{pattern}/: {e}"),
+                );
             }
         }
     }
