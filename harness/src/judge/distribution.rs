@@ -59,6 +59,19 @@ pub struct DistributionSpec {
     /// The significance level: a correct gateway fails with this probability (default 1e-6).
     #[serde(default = "default_alpha")]
     pub alpha: f64,
+    /// Seeds the reference gateway's random picks for this check's requests (its gantry-only
+    /// `PUT /actuator/seed`), so that with `concurrency: 1` a run replays: the same seed gives
+    /// the same counts. Logged and reported; a gateway without that endpoint runs unseeded and
+    /// the report says so.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// What a distribution check asks of the runner beside [`ObserveCx`].
+pub(crate) trait SeedCx {
+    /// Seeds the random picks of every running gateway with `seed` (`None`: back to their
+    /// random source), or says why a gateway cannot be seeded.
+    async fn seed_picks(&mut self, seed: Option<u64>) -> Result<(), String>;
 }
 
 /// The shares a weighted balancer (random; round robin in the long run) gives `upstreams`:
@@ -191,6 +204,24 @@ pub struct Stats {
     pub p_value: Option<f64>,
     /// The significance level.
     pub alpha: f64,
+    /// The seed the check asked for (`seed:`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Why the check ran unseeded although it asked for a seed (a gateway without the
+    /// seed endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseeded: Option<String>,
+}
+
+impl Stats {
+    /// `, seed 42` or `, seed 42 not applied (why)`; empty without a seed.
+    fn seed_note(&self) -> String {
+        match (self.seed, &self.unseeded) {
+            (None, _) => String::new(),
+            (Some(seed), None) => format!(", seed {seed}"),
+            (Some(seed), Some(why)) => format!(", seed {seed} not applied, ran unseeded ({why})"),
+        }
+    }
 }
 
 impl Judge for DistributionJudge {
@@ -258,6 +289,8 @@ impl Judge for DistributionJudge {
                 degrees_of_freedom: df,
                 p_value,
                 alpha: self.alpha,
+                seed: None,
+                unseeded: None,
             }),
         }
     }
@@ -312,21 +345,25 @@ impl CheckSpec for DistributionSpec {
 impl Measured for Stats {
     fn summary(&self) -> String {
         format!(
-            "χ² = {}, df {}, p = {} over {} requests",
+            "χ² = {}, df {}, p = {} over {} requests{}",
             self.chi_square
                 .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
             self.degrees_of_freedom,
             self.p_value
                 .map_or_else(|| "-".into(), |p| format!("{p:.3}")),
-            self.requests
+            self.requests,
+            self.seed_note()
         )
     }
 
     fn terminal(&self) -> Option<String> {
         let (chi, p) = self.chi_square.zip(self.p_value)?;
         Some(format!(
-            "χ² = {chi:.2}, df {}, p = {p:.3} (α {:e}, {} requests)",
-            self.degrees_of_freedom, self.alpha, self.requests
+            "χ² = {chi:.2}, df {}, p = {p:.3} (α {:e}, {} requests{})",
+            self.degrees_of_freedom,
+            self.alpha,
+            self.requests,
+            self.seed_note()
         ))
     }
 
@@ -349,17 +386,36 @@ impl Measured for Stats {
     }
 }
 
-impl<C: ObserveCx> Observe<C> for DistributionSpec {
+impl<C: ObserveCx + SeedCx> Observe<C> for DistributionSpec {
     async fn observe(&self, cx: &mut C) -> Result<Verdict, NoVerdict> {
         let upstreams = cx.upstreams(&self.selector)?;
         let judge = match &self.shares {
             Some(s) => DistributionJudge::written(s.clone(), &upstreams, self.alpha),
             None => DistributionJudge::from_selector(&upstreams, self.alpha),
         };
+        let mut unseeded = None;
+        if let Some(seed) = self.seed {
+            tracing::info!(seed, selector = %self.selector, "distribution check: seeding the gateway's random picks");
+            if let Err(why) = cx.seed_picks(Some(seed)).await {
+                tracing::warn!(seed, "distribution check runs unseeded: {why}");
+                unseeded = Some(why);
+            }
+        }
         let counts = cx
             .count(&self.request, self.requests, self.concurrency)
             .await;
-        Ok(judge.judge(&counts))
+        if self.seed.is_some()
+            && unseeded.is_none()
+            && let Err(why) = cx.seed_picks(None).await
+        {
+            tracing::warn!("could not clear the gateway's seed: {why}");
+        }
+        let mut verdict = judge.judge(&counts);
+        if let Measurements::Distribution(stats) = &mut verdict.measurements {
+            stats.seed = self.seed;
+            stats.unseeded = unseeded;
+        }
+        Ok(verdict)
     }
 }
 
@@ -508,6 +564,25 @@ mod tests {
         assert_eq!(
             v.failures,
             vec!["answers without an upstream: 1 × HTTP 502 code -103"]
+        );
+    }
+
+    #[test]
+    fn the_summary_names_the_seed_and_an_unseeded_run() {
+        let v = judge().judge(&counts(&[("a", 1500), ("b", 500)]));
+        let Measurements::Distribution(mut s) = v.measurements else {
+            panic!()
+        };
+        assert!(!s.summary().contains("seed"), "{}", s.summary());
+        s.seed = Some(42);
+        assert!(s.summary().ends_with("over 2000 requests, seed 42"), "{}", s.summary());
+        assert!(s.terminal().unwrap().ends_with("2000 requests, seed 42)"));
+        s.unseeded = Some("gateway has no seed endpoint".into());
+        assert!(
+            s.summary()
+                .ends_with("seed 42 not applied, ran unseeded (gateway has no seed endpoint)"),
+            "{}",
+            s.summary()
         );
     }
 }

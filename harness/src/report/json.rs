@@ -133,6 +133,8 @@ mod tests {
                         degrees_of_freedom: 1,
                         p_value: Some(0.6056),
                         alpha: 1e-6,
+                        seed: None,
+                        unseeded: None,
                     }),
                 },
                 CheckReport {
@@ -282,6 +284,8 @@ mod tests {
                     degrees_of_freedom: 1,
                     p_value: Some(0.6056),
                     alpha: 1e-6,
+                    seed: None,
+                    unseeded: None,
                 }),
             ),
             check(
