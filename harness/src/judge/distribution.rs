@@ -585,4 +585,59 @@ mod tests {
             s.summary()
         );
     }
+
+    /// A runner that answers every request from `alpha` and has no seed endpoint.
+    struct NoSeedEndpoint {
+        seeded: Vec<Option<u64>>,
+    }
+
+    impl ObserveCx for NoSeedEndpoint {
+        async fn send(&self, _: &RequestSpec) -> Result<crate::probe::ProbeResponse, String> {
+            super::super::test_support::from("alpha")
+        }
+
+        async fn count(&self, _: &RequestSpec, n: u32, _: u32) -> Counts {
+            counts(&[("alpha", u64::from(n))])
+        }
+
+        fn upstreams(&mut self, _: &str) -> Result<Vec<UpstreamRef>, NoVerdict> {
+            Ok(vec![up("alpha", 1, true)])
+        }
+    }
+
+    impl SeedCx for NoSeedEndpoint {
+        async fn seed_picks(&mut self, seed: Option<u64>) -> Result<(), String> {
+            self.seeded.push(seed);
+            Err("gateway[0] has no seed endpoint: PUT /actuator/seed answered 404".into())
+        }
+    }
+
+    /// On a gateway without the seed endpoint the check runs unseeded, says so, and does not
+    /// try to clear a seed it never set.
+    #[test]
+    fn a_gateway_without_the_endpoint_runs_unseeded_and_says_so() {
+        let spec: DistributionSpec = serde_norway::from_str(
+            "{ request: { path: /x }, selector: s, requests: 10, seed: 7 }",
+        )
+        .unwrap();
+        let mut cx = NoSeedEndpoint { seeded: vec![] };
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let Ok(v) = rt.block_on(spec.observe(&mut cx)) else {
+            panic!("no verdict")
+        };
+        assert!(v.passed(), "{:?}", v.failures);
+        assert_eq!(cx.seeded, vec![Some(7)]);
+        let Measurements::Distribution(s) = v.measurements else {
+            panic!()
+        };
+        assert_eq!(s.seed, Some(7));
+        assert!(
+            s.summary().ends_with(
+                "seed 7 not applied, ran unseeded (gateway[0] has no seed endpoint: PUT \
+                 /actuator/seed answered 404)"
+            ),
+            "{}",
+            s.summary()
+        );
+    }
 }
