@@ -64,6 +64,29 @@ pub(crate) async fn digest<C: Connect>(State(app): State<Arc<App<C>>>) -> Json<A
     Json(app.sync.snapshot().applied_digest())
 }
 
+/// The body of `PUT /actuator/seed` and the answer of both seed endpoints.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SeedSetting {
+    /// The seed of the balancers' random picks; `null`: the random source.
+    pub(crate) seed: Option<u64>,
+}
+
+/// `GET /actuator/seed` (gantry-only): the seed of the balancers' random picks, if one is set.
+pub(crate) async fn seed() -> Json<SeedSetting> {
+    Json(SeedSetting {
+        seed: crate::balance::seed::current(),
+    })
+}
+
+/// `PUT /actuator/seed` (gantry-only): `{"seed": 42}` makes the balancers' random picks
+/// replayable (each from a hash of the seed, the selector and the pick number, counted from
+/// here); `{"seed": null}` goes back to the random source.
+pub(crate) async fn set_seed(Json(setting): Json<SeedSetting>) -> Json<SeedSetting> {
+    crate::balance::seed::set(setting.seed);
+    tracing::info!(seed = ?setting.seed, "balancer seed set");
+    Json(setting)
+}
+
 /// `GET /actuator/plugins`: `{"<class>@gantry": order}` for the chain's plugins.
 pub(crate) async fn plugins<C: Connect>(State(app): State<Arc<App<C>>>) -> Json<Value> {
     let map: BTreeMap<String, i32> = app

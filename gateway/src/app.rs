@@ -33,7 +33,12 @@ pub fn app(config: &Config) -> Router {
 fn router<C: Connect>(app: Arc<App<C>>) -> Router {
     let mut router = Router::new().route("/actuator/health", get(actuator::health));
     if !app.hide_extras {
-        router = router.route("/actuator/digest", get(actuator::digest));
+        router = router
+            .route("/actuator/digest", get(actuator::digest))
+            .route(
+                "/actuator/seed",
+                get(actuator::seed).put(actuator::set_seed),
+            );
     }
     router
         .route("/actuator/plugins", get(actuator::plugins))

@@ -81,6 +81,19 @@ fn render_problems(file: &std::path::Path, problems: &[ScenarioProblem]) -> Stri
         .join("\n")
 }
 
+impl ScenarioProblem {
+    /// `file:line:column: path: warning: message`, for a warning (valid, likely not meant).
+    pub fn render_warning(&self, file: &std::path::Path) -> String {
+        format!(
+            "{}:{}: {}warning: {}",
+            file.display(),
+            location(self.line, self.column),
+            path_prefix(&self.path),
+            self.message
+        )
+    }
+}
+
 fn location(line: Option<usize>, column: Option<usize>) -> String {
     match (line, column) {
         (Some(l), Some(c)) => format!("{l}:{c}"),

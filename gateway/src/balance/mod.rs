@@ -20,6 +20,7 @@ mod least_active;
 mod p2c;
 mod random;
 mod round_robin;
+pub(crate) mod seed;
 mod shortest_response;
 
 use std::net::IpAddr;
@@ -30,7 +31,8 @@ use tokio::time::Instant;
 use http::HeaderValue;
 use http::uri::{Authority, Scheme};
 use model::{DivideUpstream, LoadBalance};
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 use crate::EmulatedBug;
 use model::lock::MutexExt;
@@ -197,9 +199,13 @@ impl Pool {
         }
     }
 
-    /// Chooses and leases an upstream.
+    /// Chooses and leases an upstream; while a seed is set ([`seed`]) the choice's random
+    /// draws come from the seeded sequence.
     pub(crate) fn pick(self: &Arc<Self>, kind: LoadBalance, ctx: &PickContext) -> Option<Lease> {
-        let index = model::world::with_rng(|mut rng| self.choose(kind, ctx, &mut rng))?;
+        let index = match seed::next() {
+            Some(s) => self.choose(kind, ctx, &mut StdRng::seed_from_u64(s)),
+            None => model::world::with_rng(|mut rng| self.choose(kind, ctx, &mut rng)),
+        }?;
         Some(self.lease(index, ctx.now_ms))
     }
 

@@ -557,7 +557,9 @@ async fn sweep_external(target: &crate::backend::ExternalTarget) {
 }
 
 /// `gantry validate`: parses and validates every file without running anything, prints every
-/// problem (`file:line:column: path: message`) and `N files, M problems`.
+/// problem (`file:line:column: path: message`), every warning of a valid file
+/// (`file:line:column: path: warning: message`, never failing it) and `N files, M problems`
+/// (`, K warnings` when there are any).
 fn validate(args: &args::ValidateArgs) -> ExitCode {
     let files = match crate::discover(&args.paths()) {
         Ok(files) => files,
@@ -566,16 +568,29 @@ fn validate(args: &args::ValidateArgs) -> ExitCode {
             return ExitCode::from(exit_code::SETUP);
         }
     };
-    let mut problems = 0;
+    let (mut problems, mut warnings) = (0, 0);
     for file in &files {
-        if let Err(e) = &file.scenario {
-            println!("{e}");
-            problems += e.problem_count();
+        match &file.scenario {
+            Err(e) => {
+                println!("{e}");
+                problems += e.problem_count();
+            }
+            Ok(scenario) => {
+                for w in crate::scenario::parse::warnings(&file.path, scenario) {
+                    println!("{}", w.render_warning(&file.path));
+                    warnings += 1;
+                }
+            }
         }
     }
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let warned = if warnings == 0 {
+        String::new()
+    } else {
+        format!(", {}", count(warnings, "warning"))
+    };
     println!(
-        "{}, {}",
+        "{}, {}{warned}",
         count(files.len(), "file"),
         count(problems, "problem")
     );

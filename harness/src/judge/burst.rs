@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, de};
 
-use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ObserveCx, ValidateCx};
+use super::spec::{CheckSpec, MIN_COUNT, Measured, NoVerdict, Observe, ObserveCx, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::RequestSpec;
 
@@ -21,6 +21,7 @@ pub struct BurstSpec {
     /// The request.
     pub request: RequestSpec,
     /// How many copies are in flight at once (1 to 256).
+    #[schemars(range(min = MIN_COUNT, max = MAX_BURST))]
     pub requests: u32,
     /// The expected number of answers per HTTP status, e.g. `{ 200: 3, 429: 2 }`; they add
     /// up to `requests`.
@@ -111,10 +112,13 @@ impl CheckSpec for BurstSpec {
     }
 
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
-        if !(1..=MAX_BURST).contains(&self.requests) {
+        if !(MIN_COUNT..=MAX_BURST).contains(&self.requests) {
             cx.problem(
                 format!("{at}.requests"),
-                format!("must be between 1 and {MAX_BURST}, got {}", self.requests),
+                format!(
+                    "must be between {MIN_COUNT} and {MAX_BURST}, got {}",
+                    self.requests
+                ),
             );
         }
         for status in self.statuses.keys() {

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::latency::Quantiles;
-use super::spec::{CheckSpec, Measured, NoVerdict, Observe, ValidateCx};
+use super::spec::{CheckSpec, MIN_COUNT, Measured, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::{Expect, RequestSpec};
 use crate::scenario::ast::{DurationText, duration};
@@ -51,6 +51,7 @@ pub struct ChurnSpec {
     pub expect: Expect,
     /// Admin changes per second on the churned routes (default 50).
     #[serde(default = "fifty_u32")]
+    #[schemars(range(min = MIN_COUNT, max = MAX_CHURN_RATE))]
     pub rate: u32,
     /// How long each phase lasts, the baseline and the churn (default 5s).
     #[serde(default = "five_s", deserialize_with = "duration")]
@@ -61,10 +62,12 @@ pub struct ChurnSpec {
     pub burst: Option<ChurnBurst>,
     /// Requests in flight at most at once on the stable route (default 4).
     #[serde(default = "four")]
+    #[schemars(range(min = MIN_COUNT, max = MAX_CHURN_CONNECTIONS))]
     pub connections: u32,
     /// Requests per second on the stable route, spread over the connections (default 400):
     /// steady traffic that leaves the machine room to churn, not a saturation test.
     #[serde(default = "four_hundred")]
+    #[schemars(range(min = MIN_COUNT, max = MAX_CHURN_REQUEST_RATE))]
     pub request_rate: u32,
 }
 
@@ -87,6 +90,7 @@ pub struct ChurnBurst {
     #[schemars(with = "DurationText")]
     pub every: Duration,
     /// Changes per burst.
+    #[schemars(range(min = MIN_COUNT, max = MAX_CHURN_RATE))]
     pub changes: u32,
 }
 
@@ -319,10 +323,10 @@ impl CheckSpec for ChurnSpec {
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
         cx.expectation(&self.expect, at);
         let mut between = |value: u32, max: u32, field: &str, unit: &str| {
-            if !(1..=max).contains(&value) {
+            if !(MIN_COUNT..=max).contains(&value) {
                 cx.problem(
                     format!("{at}.{field}"),
-                    format!("must be between 1 and {max}{unit}, got {value}"),
+                    format!("must be between {MIN_COUNT} and {max}{unit}, got {value}"),
                 );
             }
         };
@@ -355,10 +359,13 @@ impl CheckSpec for ChurnSpec {
                     ),
                 );
             }
-            if !(1..=MAX_CHURN_RATE).contains(&b.changes) {
+            if !(MIN_COUNT..=MAX_CHURN_RATE).contains(&b.changes) {
                 cx.problem(
                     format!("{at}.burst.changes"),
-                    format!("must be between 1 and {MAX_CHURN_RATE}, got {}", b.changes),
+                    format!(
+                        "must be between {MIN_COUNT} and {MAX_CHURN_RATE}, got {}",
+                        b.changes
+                    ),
                 );
             }
         }

@@ -34,9 +34,11 @@ pub struct HashSpec {
     pub selector: String,
     /// Distinct client addresses (default 16).
     #[serde(default = "sixteen")]
+    #[schemars(range(min = super::spec::MIN_COUNT, max = MAX_HASH_CLIENTS))]
     pub clients: u32,
     /// Requests per client (default 3).
     #[serde(default = "three")]
+    #[schemars(range(min = super::spec::MIN_COUNT))]
     pub repeat: u32,
 }
 
@@ -184,8 +186,8 @@ impl CheckSpec for HashSpec {
 
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
         cx.selector(&self.selector, at);
-        cx.at_least(self.clients, 1, at, "clients");
-        cx.at_least(self.repeat, 1, at, "repeat");
+        cx.min_count(self.clients, at, "clients");
+        cx.min_count(self.repeat, at, "repeat");
         if self.clients > MAX_HASH_CLIENTS {
             cx.problem(
                 format!("{at}.clients"),

@@ -40,9 +40,11 @@ pub struct LatencySpec {
     pub request: RequestSpec,
     /// How many changes (even, default 20).
     #[serde(default = "twenty")]
+    #[schemars(range(min = MIN_CHANGES))]
     pub changes: u32,
     /// Passes in a row that make a change visible (default 1).
     #[serde(default = "one_u32")]
+    #[schemars(range(min = super::spec::MIN_COUNT))]
     pub consecutive: u32,
     /// Probe poll period (default and at most 1ms).
     #[serde(default = "one_ms", deserialize_with = "duration")]
@@ -229,6 +231,9 @@ impl Judge for LatencyJudge {
 const MAX_LATENCY_INTERVAL: Duration = Duration::from_millis(1);
 /// The fewest changes a latency check with a p95 limit makes (5% of them is one change).
 const MIN_P95_CHANGES: u32 = 20;
+/// The fewest changes a latency check makes: one off and one on, so the selector ends as it
+/// started (the validator's bound and the schema's `minimum`).
+const MIN_CHANGES: u32 = 2;
 /// The fewest changes a latency check with a p99 limit makes (1% of them is one change).
 const MIN_P99_CHANGES: u32 = 100;
 
@@ -239,12 +244,13 @@ impl CheckSpec for LatencySpec {
 
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
         cx.selector(&self.selector, at);
-        cx.at_least(self.consecutive, 1, at, "consecutive");
-        if self.changes < 2 || !self.changes.is_multiple_of(2) {
+        cx.min_count(self.consecutive, at, "consecutive");
+        if self.changes < MIN_CHANGES || !self.changes.is_multiple_of(2) {
             cx.problem(
                 format!("{at}.changes"),
                 format!(
-                    "must be an even number ≥ 2 (the selector ends as it started), got {}",
+                    "must be an even number ≥ {MIN_CHANGES} (the selector ends as it started), \
+                     got {}",
                     self.changes
                 ),
             );

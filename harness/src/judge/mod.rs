@@ -91,6 +91,7 @@ macro_rules! check_kinds {
             /// A probe's expectation (with `request`).
             pub(crate) expect: Option<Expect>,
             /// How many times a probe is sent; every answer must pass (default 1).
+            #[schemars(range(min = spec::MIN_COUNT))]
             pub(crate) repeat: Option<u32>,
             /// A probe's attempts: how many requests each named upstream must receive for each
             /// request sent (its request journal; host backend only).

@@ -46,7 +46,7 @@ impl CheckSpec for ProbeCheck {
 
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
         cx.expectation(&self.expect, at);
-        cx.at_least(self.repeat, 1, at, "repeat");
+        cx.min_count(self.repeat, at, "repeat");
         for name in self.attempts.keys() {
             cx.upstream(name, format!("{at}.attempts.{name}"));
         }

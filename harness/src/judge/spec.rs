@@ -60,10 +60,68 @@ pub(crate) trait ObserveCx {
     fn upstreams(&mut self, name: &str) -> Result<Vec<UpstreamRef>, NoVerdict>;
 }
 
+/// The least value of a count a case file writes (`requests`, `concurrency`, `rounds`,
+/// `repeat`, `clients`, `consecutive`): the validator's bound ([`ValidateCx::min_count`]) and the
+/// schema's `minimum` (`#[schemars(range(min = MIN_COUNT))]` on each such field), one constant
+/// so the two cannot disagree (a test in `scenario::validate::check` walks the schema).
+pub(crate) const MIN_COUNT: u32 = 1;
+
+/// Where a balance judge's expectation comes from; its failure messages name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// Written in the check (`shares`, `cycle`, `weights`): a config mistake is caught. The
+    /// text names what was written (`the shares you wrote`).
+    Written(&'static str),
+    /// Read from the selector's weights as the case sent them to the admin: a mistake in the
+    /// weights passes. The text names what they imply (`the shares`); `keys` what to write
+    /// instead (`shares:`).
+    Config {
+        /// What the weights imply (`the shares`, `the cycle`).
+        what: &'static str,
+        /// The keys that state the intent (`` `shares:` ``).
+        keys: &'static str,
+    },
+}
+
+impl Intent {
+    /// What the observation was compared with: `the shares you wrote`, or `the shares the
+    /// selector's weights imply (as the case sent them to the admin)`.
+    pub(crate) fn compared_with(&self) -> String {
+        match self {
+            Intent::Written(what) => (*what).to_owned(),
+            Intent::Config { what, .. } => {
+                format!("{what} the selector's weights imply (as the case sent them to the admin)")
+            }
+        }
+    }
+
+    /// For an expectation read from the config, the sentence a failure ends with: a mistake in
+    /// the weights would pass, so write the intent.
+    pub(crate) fn hint(&self) -> Option<String> {
+        match self {
+            Intent::Written(_) => None,
+            Intent::Config { keys, .. } => Some(config_note(keys)),
+        }
+    }
+}
+
+/// Why a balance check whose expectation comes from the selector's weights cannot catch a
+/// mistake in them, and what to write instead (`keys`: `` `shares:` ``): the validator's
+/// warning and the end of such a check's failure.
+pub(crate) fn config_note(keys: &str) -> String {
+    format!(
+        "the expectation is read from the selector's weights, so a mistake in them passes; \
+         write {keys} with the outcome you intend to catch one"
+    )
+}
+
 /// What a validated spec may ask of the validator.
 pub(crate) trait ValidateCx {
     /// Records a problem at `path`.
     fn problem(&mut self, path: String, message: String);
+
+    /// Records a warning at `path`: printed by `gantry validate`, never failing the file.
+    fn warning(&mut self, path: String, message: String);
 
     /// Whether a setup selector of that name exists at this point.
     fn has_selector(&self, name: &str) -> bool;
@@ -92,6 +150,11 @@ pub(crate) trait ValidateCx {
                 format!("must be at least {min}, got {value}"),
             );
         }
+    }
+
+    /// Reports `at.field` if the count `value` is below [`MIN_COUNT`].
+    fn min_count(&mut self, value: u32, at: &str, field: &str) {
+        self.at_least(value, MIN_COUNT, at, field);
     }
 
     /// Reports `at.field` unless `value` is a fraction (strictly between 0 and 1 if `open`).

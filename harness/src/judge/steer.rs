@@ -42,9 +42,11 @@ pub struct SteerSpec {
     pub delay: Duration,
     /// How many requests (default 200).
     #[serde(default = "two_hundred")]
+    #[schemars(range(min = super::spec::MIN_COUNT))]
     pub requests: u32,
     /// Requests in flight at once (default 8).
     #[serde(default = "eight")]
+    #[schemars(range(min = super::spec::MIN_COUNT))]
     pub concurrency: u32,
     /// The most the slow upstream may get, as a share of all requests.
     pub max_share: f64,
@@ -129,8 +131,8 @@ impl CheckSpec for SteerSpec {
     fn validate(&self, cx: &mut dyn ValidateCx, at: &str) {
         cx.selector(&self.selector, at);
         cx.upstream(&self.slow, format!("{at}.slow"));
-        cx.at_least(self.requests, 1, at, "requests");
-        cx.at_least(self.concurrency, 1, at, "concurrency");
+        cx.min_count(self.requests, at, "requests");
+        cx.min_count(self.concurrency, at, "concurrency");
         cx.fraction(self.max_share, at, "maxShare", false);
         cx.fraction(self.min_share, at, "minShare", false);
     }

@@ -301,6 +301,8 @@ pub(crate) mod tests {
                 degrees_of_freedom: 1,
                 p_value: Some(0.877),
                 alpha: 1e-6,
+                seed: None,
+                unseeded: None,
             }),
         }];
         let mut bad = CaseResult::bare(

@@ -173,6 +173,8 @@ mod tests {
                         degrees_of_freedom: 1,
                         p_value: Some(0.6056),
                         alpha: 1e-6,
+                        seed: None,
+                        unseeded: None,
                     }),
                 },
                 CheckReport {
@@ -326,6 +328,8 @@ mod tests {
                     degrees_of_freedom: 1,
                     p_value: Some(0.6056),
                     alpha: 1e-6,
+                    seed: None,
+                    unseeded: None,
                 }),
             ),
             check(

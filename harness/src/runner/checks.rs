@@ -20,6 +20,7 @@ use crate::backend::BackendKind;
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::RunErrorKind;
 use crate::judge::churn::{ChurnCx, ChurnObservation, ChurnSpec};
+use crate::judge::distribution::SeedCx;
 use crate::judge::hash::{HashCx, HashJudge, HashSpec, Ring};
 use crate::judge::latency::{ChangeLatency, LatencyCx, LatencySpec};
 use crate::judge::probe::{GatewayAnswers, ProbeCheck, ProbeCx, unreadable_journals};
@@ -190,6 +191,32 @@ impl ObserveCx for Observer<'_, '_> {
 
     fn upstreams(&mut self, name: &str) -> Result<Vec<UpstreamRef>, NoVerdict> {
         Ok(self.selector(name)?.upstreams.clone())
+    }
+}
+
+impl SeedCx for Observer<'_, '_> {
+    /// `PUT /actuator/seed` on every running gateway (the reference gateway's gantry-only
+    /// endpoint); any other answer than 200 means that gateway cannot be seeded.
+    async fn seed_picks(&mut self, seed: Option<u64>) -> Result<(), String> {
+        let case = self.case;
+        let request = RequestSpec {
+            method: "PUT".to_owned(),
+            path: "/actuator/seed".to_owned(),
+            headers: BTreeMap::from([("content-type".to_owned(), "application/json".to_owned())]),
+            query: BTreeMap::new(),
+            body: Some(serde_json::json!({ "seed": seed }).to_string()),
+        };
+        for i in case.running_gateways() {
+            let answer = case.send(&case.gateways[i], &request).await?;
+            if answer.status != 200 {
+                return Err(format!(
+                    "{} has no seed endpoint: PUT /actuator/seed answered {}",
+                    case.gateway_name(i),
+                    answer.status
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

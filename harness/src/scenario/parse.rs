@@ -71,6 +71,23 @@ pub fn parse_str(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
     Err(problems_error(file, problems))
 }
 
+/// The warnings of a valid `scenario` read from `file` (valid, but likely not meant), each
+/// at its node in the file; none when the file cannot be read again.
+pub fn warnings(file: &Path, scenario: &Scenario) -> Vec<ScenarioProblem> {
+    let found = super::validate::warnings(scenario);
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let Ok(src) = read(file) else {
+        return Vec::new();
+    };
+    let positions = Positions::load(&src);
+    found
+        .into_iter()
+        .map(|p| located(&positions, p.path, p.message))
+        .collect()
+}
+
 /// Prunes what `first` is about and reads the rest on, adding the type errors found on the way
 /// and then the semantic problems of what deserializes, in the file's coordinates.
 fn read_on(

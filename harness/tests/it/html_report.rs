@@ -64,6 +64,8 @@ fn results() -> Vec<CaseResult> {
             degrees_of_freedom: 1,
             p_value: Some(0.877),
             alpha: 1e-6,
+            seed: None,
+            unseeded: None,
         }),
     }];
     let mut bad = CaseResult::bare(

@@ -9,7 +9,8 @@
 //! `-- redis::` (the Redis component on the host backend), `-- convergence`, `-- external::`
 //! (`gantry run --backend external` against a hand-started admin and gateway), `-- port_race::`
 //! (a middleware server started on a taken port moves to a fresh one), `-- selector_choice`
-//! (the gateway's choice among selectors and rules against the reference model), `-- sim_cli`
+//! (the gateway's choice among selectors and rules against the reference model),
+//! `-- seeded_distribution` (a seeded distribution check replays), `-- sim_cli`
 //! (`gantry sim`'s lines, exit codes and replays), `-- bench_cli` (`gantry bench` on debug binaries),
 //! `-- shard_cli` (`gantry run --partition` and `gantry report merge`), `-- swarm::` (the swarm
 //! backend's services, faults and cleanup).
@@ -27,6 +28,7 @@ mod middleware_faults;
 mod port_race;
 mod properties;
 mod redis;
+mod seeded_distribution;
 mod selector_choice;
 mod shard_cli;
 mod sim_cli;
@@ -49,6 +51,7 @@ fn main() {
     trials.extend(port_race::trials());
     trials.extend(properties::trials());
     trials.extend(redis::trials());
+    trials.extend(seeded_distribution::trials());
     trials.extend(selector_choice::trials());
     trials.extend(sim_cli::trials());
     trials.extend(shard_cli::trials());

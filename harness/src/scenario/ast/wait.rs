@@ -82,6 +82,7 @@ struct RawWait {
     distribution: Option<DistributionWait>,
     /// Passes in a row needed (every probe passing is one pass).
     #[serde(default = "three")]
+    #[schemars(range(min = crate::judge::spec::MIN_COUNT))]
     consecutive: u32,
     /// Poll period (at most 50ms).
     #[serde(default = "ten_ms", deserialize_with = "duration")]

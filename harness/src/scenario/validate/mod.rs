@@ -42,21 +42,34 @@ pub(super) struct Problem {
 
 /// Every semantic problem of a scenario, in validation order.
 pub(super) fn validate(s: &Scenario) -> Vec<Problem> {
+    run(s).problems
+}
+
+/// Every warning of a scenario, in validation order: what is valid but likely not meant
+/// (a balance check whose expectation is read from the config it judges). Warnings never
+/// fail a file; `gantry validate` prints them.
+pub(super) fn warnings(s: &Scenario) -> Vec<Problem> {
+    run(s).warnings
+}
+
+fn run(s: &Scenario) -> Validator<'_> {
     let mut v = Validator {
         s,
         declared: s.upstream_names().collect(),
         problems: Vec::new(),
+        warnings: Vec::new(),
     };
     v.scenario();
-    v.problems
+    v
 }
 
-/// Collects problems; each rule reports and goes on, so one run finds them all.
+/// Collects problems and warnings; each rule reports and goes on, so one run finds them all.
 struct Validator<'s> {
     s: &'s Scenario,
     /// The scenario's upstream names.
     declared: HashSet<&'s str>,
     problems: Vec<Problem>,
+    warnings: Vec<Problem>,
 }
 
 impl<'s> Validator<'s> {
@@ -65,6 +78,11 @@ impl<'s> Validator<'s> {
             path: path.into(),
             message: message.into(),
         });
+    }
+
+    /// Records a warning: valid, but likely not what was meant.
+    fn warn(&mut self, path: String, message: String) {
+        self.warnings.push(Problem { path, message });
     }
 
     fn scenario(&mut self) {

@@ -1,6 +1,7 @@
 //! Setup objects: selectors, rules, registrations and plugin configs; names that must exist.
 
 use super::*;
+use crate::judge::spec::MIN_COUNT;
 use crate::scenario::ast::AdminChange;
 
 impl<'s> Validator<'s> {
@@ -337,8 +338,11 @@ impl<'s> Validator<'s> {
                 ),
             );
         }
-        if w.consecutive == 0 {
-            self.report(format!("{at}.consecutive"), "must be at least 1");
+        if w.consecutive < MIN_COUNT {
+            self.report(
+                format!("{at}.consecutive"),
+                format!("must be at least {MIN_COUNT}"),
+            );
         }
         if let Some(split) = &w.distribution {
             self.distribution(split, &format!("{at}.distribution"));
