@@ -19,6 +19,9 @@ pub enum SyncFaultKind {
     Reorder,
     /// websocket: the session ends (no close frame) where the increment would be sent.
     CloseMidPush,
+    /// websocket: the increment waits `delay` before it is sent (those after it wait behind
+    /// it): with a count of 2, two increments published together arrive `delay` apart.
+    LatePush,
     /// http: a listener answer naming changed groups names none.
     EmptyAnswer,
     /// http: a listener answer naming changed groups waits `delay` first.
@@ -41,11 +44,20 @@ impl SyncFaultKind {
             SyncFaultKind::Duplicate => "duplicate",
             SyncFaultKind::Reorder => "reorder",
             SyncFaultKind::CloseMidPush => "closeMidPush",
+            SyncFaultKind::LatePush => "latePush",
             SyncFaultKind::EmptyAnswer => "emptyAnswer",
             SyncFaultKind::LateAnswer => "lateAnswer",
             SyncFaultKind::CorruptGroup => "corruptGroup",
             SyncFaultKind::ClockBack => "clockBack",
         }
+    }
+
+    /// Whether it takes a `delay` (and needs one).
+    pub fn takes_delay(self) -> bool {
+        matches!(
+            self,
+            SyncFaultKind::LateAnswer | SyncFaultKind::LatePush | SyncFaultKind::ClockBack
+        )
     }
 
     /// Whether it hits a `/configs/fetch` answer (http) rather than a push or a listener
@@ -76,8 +88,8 @@ pub struct SyncFaultRequest {
     /// How many pushes it applies to (absent: 1).
     #[serde(default = "one")]
     pub count: u32,
-    /// `lateAnswer`: how long each answer waits; `clockBack`: how far the clock steps back;
-    /// in milliseconds.
+    /// `lateAnswer`: how long each answer waits; `latePush`: how long each increment waits;
+    /// `clockBack`: how far the clock steps back; in milliseconds.
     #[serde(default)]
     pub delay_ms: u64,
 }

@@ -10,6 +10,7 @@
 //! | `duplicate` | websocket | the increment is sent twice |
 //! | `reorder` | websocket | the increment is held and sent right after the next one |
 //! | `closeMidPush` | websocket | the session ends (no close frame) instead of sending it |
+//! | `latePush` | websocket | the increment waits `delayMs` before it is sent (the next ones wait behind it) |
 //! | `emptyAnswer` | http | a listener answer naming changed groups names none |
 //! | `lateAnswer` | http | a listener answer naming changed groups waits `delayMs` first |
 //! | `clockBack` | http | when armed, the clock stamping `lastModifyTime` steps back `delayMs` for good (never queued) |

@@ -367,7 +367,8 @@ async fn session(
 }
 
 /// Sends an increment's `frame`, as the armed test-only fault (if any) says (`sync::fault`):
-/// dropped, sent twice, held until the next one is sent (`held`), or `Ok(false)`: the session
+/// dropped, sent twice, held until the next one is sent (`held`), sent after a delay (the
+/// session waits meanwhile, so later increments wait behind it), or `Ok(false)`: the session
 /// must end at once, without a close frame.
 async fn push(
     socket: &mut WebSocket,
@@ -375,7 +376,11 @@ async fn push(
     faults: Option<&SyncFaults>,
     held: &mut Option<Utf8Bytes>,
 ) -> Result<bool, axum::Error> {
-    match fault::take(faults, SyncMode::Websocket).map(|(kind, _)| kind) {
+    let taken = fault::take(faults, SyncMode::Websocket);
+    if let Some((SyncFaultKind::LatePush, delay)) = taken {
+        tokio::time::sleep(delay).await;
+    }
+    match taken.map(|(kind, _)| kind) {
         Some(SyncFaultKind::Drop) => {}
         Some(SyncFaultKind::CloseMidPush) => return Ok(false),
         Some(SyncFaultKind::Reorder) if held.is_none() => {

@@ -37,6 +37,7 @@ mod setup;
 mod skips;
 mod steps;
 mod teardown;
+mod traffic;
 mod waits;
 
 pub(crate) use self::setup::register_client;

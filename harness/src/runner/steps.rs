@@ -5,11 +5,13 @@
 use model::lock::MutexExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 use super::faults::{Faulted, StepAdmins};
 use super::made::Made;
 use super::refused::{Refused, refused};
 use super::setup::create_rule;
+use super::traffic::Phase;
 use super::{Case, StepResult, at, millis, now_us};
 use crate::client::AdminClient;
 use crate::error::{RunErrorKind, Step};
@@ -127,17 +129,39 @@ impl Bound {
 
 impl Case<'_> {
     /// Runs every step: its changes and faults, its wait, digest equality (bounded by
-    /// `converge` after faults; skipped while the admin is down) with its `during` probe sent
-    /// throughout, then its checks. A started or restarted admin forgets its sessions, so
-    /// `admin` logs in again.
+    /// `converge` after faults; skipped while the admin is down) with its `during` traffic
+    /// sent throughout, then its checks; the scenario's background `traffic` is sent
+    /// meanwhile, each over its steps, and reported once they are over (its failure first).
+    /// A started or restarted admin forgets its sessions, so `admin` logs in again.
     pub(super) async fn steps(
         &self,
         admin: &mut AdminClient,
         made: &mut Made,
         plugins: &mut Vec<ChangedPlugin>,
     ) -> StepResult<()> {
+        let (phase, watching) = watch::channel(Phase::default());
+        let traffic = (self.scenario.traffic.iter()).map(|t| self.background(t, watching.clone()));
+        let steps = async {
+            let result = self.each_step(admin, made, plugins, &phase).await;
+            phase.send_modify(|p| p.over = true);
+            result
+        };
+        let (result, seen) = tokio::join!(steps, futures_util::future::join_all(traffic));
+        self.traffic_reports(seen)?;
+        result
+    }
+
+    /// The steps of [`Self::steps`], each one's start and end told to `phase`.
+    async fn each_step(
+        &self,
+        admin: &mut AdminClient,
+        made: &mut Made,
+        plugins: &mut Vec<ChangedPlugin>,
+        phase: &watch::Sender<Phase>,
+    ) -> StepResult<()> {
         let mut faulted = Faulted::default();
         for (i, st) in self.scenario.steps.iter().enumerate() {
+            phase.send_modify(|p| p.begun = i + 1);
             let done = AtomicBool::new(false);
             let work = async {
                 let result = self
@@ -146,20 +170,21 @@ impl Case<'_> {
                 done.store(true, Ordering::Relaxed);
                 result
             };
-            let (result, during) = match &st.during {
-                Some(probe) => {
-                    let (result, during) = tokio::join!(work, self.during(probe, &done));
-                    (result, Some(during))
+            let (result, sent) = match &st.during {
+                Some(during) => {
+                    let (result, sent) = tokio::join!(work, self.during(during, &done));
+                    (result, Some(sent))
                 }
                 None => (work.await, None),
             };
-            if let (Some(probe), Some(during)) = (&st.during, during) {
-                self.during_report(st, i, probe, &during)?;
+            if let (Some(during), Some(sent)) = (&st.during, sent) {
+                self.during_report(st, i, during, &sent)?;
             }
             result?;
             self.checks(admin, &st.checks, Some(&st.name), made)
                 .await
                 .map_err(at(Step::Steps))?;
+            phase.send_modify(|p| p.ended = i + 1);
         }
         Ok(())
     }

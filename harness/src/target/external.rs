@@ -396,7 +396,7 @@ fn structural_capability_reason(
 
 /// Why `scenario` cannot run on a gateway that does not name the matched selector and rule,
 /// whose `selector:` and `rule:` keys are judged per key ([`Names::unjudged`]): a wait,
-/// `during` or teardown probe that expects a key not judged (a wait judged without it could
+/// `during`, `traffic` or teardown probe that expects a key not judged (a wait judged without it could
 /// pass before the change is live, and the checks after it would be judged too early), or
 /// checks none of which has anything left to judge. `None` when it can run.
 fn route_names_skip_reason(scenario: &Scenario) -> Option<String> {
@@ -413,7 +413,11 @@ fn route_names_skip_reason(scenario: &Scenario) -> Option<String> {
                 .map(move |(i, p)| (format!("{at}.{}", w.probe_path(i)), p))
         });
     let during = (scenario.steps.iter().enumerate())
-        .filter_map(|(i, s)| Some((format!("steps[{i}].during"), s.during.as_ref()?)));
+        .filter_map(|(i, s)| Some((format!("steps[{i}].during"), &s.during.as_ref()?.load.probe)))
+        .chain(
+            (scenario.traffic.iter().enumerate())
+                .map(|(i, t)| (format!("traffic[{i}]"), &t.load.probe)),
+        );
     let teardown = (scenario.teardown.probes.iter().enumerate())
         .map(|(i, p)| (format!("teardown.probes[{i}]"), p));
     for (at, probe) in waits.chain(during).chain(teardown) {

@@ -18,6 +18,7 @@ pub(crate) mod request;
 mod setup;
 mod step;
 mod topology;
+mod traffic;
 mod upstream;
 mod wait;
 
@@ -29,6 +30,7 @@ pub use request::*;
 pub use setup::*;
 pub use step::*;
 pub use topology::*;
+pub use traffic::*;
 pub use upstream::*;
 pub use wait::*;
 
@@ -76,6 +78,10 @@ pub struct Scenario {
     /// Admin changes after the checks, each proven live by its own wait and checks.
     #[serde(default)]
     pub steps: Vec<StepSpec>,
+    /// Background traffic across steps: each entry sent from the start of step `from` to
+    /// the end of step `until`, judged as one check (`traffic[i]`).
+    #[serde(default)]
+    pub traffic: Vec<Traffic>,
     /// Extra probes after teardown.
     #[serde(default)]
     pub teardown: Teardown,
@@ -85,8 +91,8 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Every expectation the scenario judges answers by: its waits', checks', `during` and
-    /// teardown probes'.
+    /// Every expectation the scenario judges answers by: its waits', checks', `during`,
+    /// `traffic` and teardown probes'.
     pub fn expectations(&self) -> impl Iterator<Item = &Expect> {
         let checks = self.all_checks().filter_map(|c| c.kind.expect());
         self.probes().map(|p| &p.expect).chain(checks)
@@ -98,13 +104,14 @@ impl Scenario {
         (self.probes().map(|p| &p.request)).chain(self.all_checks().map(|c| c.kind.request()))
     }
 
-    /// The waits', `during` and teardown probes.
+    /// The waits', `during`, `traffic` and teardown probes.
     fn probes(&self) -> impl Iterator<Item = &Probe> {
         let waits = std::iter::once(&self.wait)
             .chain(self.steps.iter().map(|s| &s.wait))
             .flat_map(|w| &w.probes);
-        (waits.chain(self.steps.iter().filter_map(|s| s.during.as_ref())))
-            .chain(&self.teardown.probes)
+        let during = (self.steps.iter().filter_map(|s| s.during.as_ref())).map(|d| &d.load);
+        let loads = during.chain(self.traffic.iter().map(|t| &t.load));
+        (waits.chain(loads.map(|l| &l.probe))).chain(&self.teardown.probes)
     }
 
     /// The checks after the wait and those of every step.

@@ -24,10 +24,12 @@ pub struct StepSpec {
     /// whose wait passes before its changes by design says why: `precheck: { skip: "..." }`.
     #[serde(default)]
     pub precheck: Precheck,
-    /// A request sent back to back from before the first change until the gateway has
-    /// converged: every answer must meet its expectation (availability through the step).
+    /// Traffic from before the first change until the gateway has converged (and for at
+    /// least `duration`): `request` + `expect`, sent back to back by `clients` senders, at
+    /// most at `rate`; every answer must meet the expectation, and with `after` + `never`
+    /// no request sent after the first answer from `after` may be answered by `never`.
     #[serde(default)]
-    pub during: Option<Probe>,
+    pub during: Option<During>,
     /// How long the step's config change must stay away from the gateway (`isolated: 1s`,
     /// a partition's claim): from the end of its changes, every running gateway's digest is
     /// polled with the admin's for that long and must differ from it every time (equal means
@@ -287,7 +289,8 @@ pub struct SyncFault {
     /// How many pushes it applies to (1 to 100; default 1).
     #[serde(default = "one_push")]
     pub count: u32,
-    /// `lateAnswer` only (required there): how long each answer waits.
+    /// `lateAnswer`, `latePush` and `clockBack` only (required there): how long each answer
+    /// or increment waits, how far the clock steps back.
     #[serde(default, deserialize_with = "opt_duration")]
     #[schemars(with = "Option<DurationText>")]
     pub delay: Option<Duration>,

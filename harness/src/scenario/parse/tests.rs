@@ -1218,8 +1218,8 @@ fn protocol_faults_fit_their_mode_backend_and_fields() {
     );
     assert!(
         e.contains(
-            "steps[0].changes[0].syncFault.delay: only `lateAnswer` and `clockBack` take a \
-                 delay; `duplicate` takes none"
+            "steps[0].changes[0].syncFault.delay: only `lateAnswer`, `latePush` and \
+             `clockBack` take a delay; `duplicate` takes none"
         ),
         "{e}"
     );
@@ -1507,7 +1507,7 @@ fn a_missing_required_field_is_reported_once() {
         "x.yaml:1:7: name: invalid type: sequence, expected a string\n\
          x.yaml:48:1: unknown field `bogus`, expected one of `name`, `description`, \
          `features`, `modes`, `backends`, `components`, `topology`, `upstreams`, `setup`, \
-         `wait`, `checks`, `steps`, `teardown`, `regression`",
+         `wait`, `checks`, `steps`, `traffic`, `teardown`, `regression`",
         "no missing `name`, no semantic problem"
     );
 }

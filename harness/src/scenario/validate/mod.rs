@@ -6,6 +6,7 @@ mod features;
 mod setup;
 mod steps;
 mod topology;
+mod traffic;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -13,8 +14,7 @@ use std::time::Duration;
 use super::ast::{
     Change, Check, CheckKind, Component, ConditionSpec, Expect, FaultAction, PartitionHow,
     PluginSetup, Probe, RateLimiterSpec, RegistrationSpec, RequestSpec, RuleHandleSpec, RuleSpec,
-    Scenario, SelectorSpec, StepSpec, SyncFault, SyncFaultKind, Target, TopologySpec, UpstreamRef,
-    Wait,
+    Scenario, SelectorSpec, StepSpec, SyncFault, Target, TopologySpec, UpstreamRef, Wait,
 };
 use super::placeholder;
 use crate::json_path::JsonPath;
@@ -133,8 +133,9 @@ impl<'s> Validator<'s> {
             let at = format!("steps[{i}]");
             self.wait_policy(&st.wait, &format!("{at}.wait"));
             wait_probes(&mut probes, &st.wait, &format!("{at}.wait"));
-            if let Some(p) = &st.during {
-                probes.push((format!("{at}.during"), p));
+            if let Some(d) = &st.during {
+                probes.push((format!("{at}.during"), &d.load.probe));
+                self.during(d, &format!("{at}.during"));
             }
             self.unique(
                 st.checks.iter().map(|c| c.name.as_str()),
@@ -143,6 +144,10 @@ impl<'s> Validator<'s> {
             );
         }
         self.steps();
+        for (i, t) in s.traffic.iter().enumerate() {
+            probes.push((format!("traffic[{i}]"), &t.load.probe));
+        }
+        self.traffic();
         for (i, p) in s.teardown.probes.iter().enumerate() {
             probes.push((format!("teardown.probes[{i}]"), p));
         }

@@ -375,7 +375,7 @@ impl<'s> Validator<'s> {
 
     /// A protocol fault fits the case: its kind means something in every mode the case runs
     /// in, the backend is the host (the admin's test-only hook), `count` is 1 to 100 and
-    /// `delay` is given for `lateAnswer` only.
+    /// `delay` is given for `lateAnswer`, `latePush` and `clockBack` only.
     pub(super) fn sync_fault(&mut self, f: &SyncFault, at: &str) {
         let s = self.s;
         let kind = f.kind.name();
@@ -408,14 +408,17 @@ impl<'s> Validator<'s> {
                 format!("must be between 1 and 100, got {}", f.count),
             );
         }
-        match (f.kind, f.delay) {
-            (SyncFaultKind::LateAnswer | SyncFaultKind::ClockBack, None) => {
+        match (f.kind.takes_delay(), f.delay) {
+            (true, None) => {
                 self.report(format!("{at}.delay"), format!("`{kind}` needs a delay"));
             }
-            (SyncFaultKind::LateAnswer | SyncFaultKind::ClockBack, Some(_)) | (_, None) => {}
-            (_, Some(_)) => self.report(
+            (true, Some(_)) | (false, None) => {}
+            (false, Some(_)) => self.report(
                 format!("{at}.delay"),
-                format!("only `lateAnswer` and `clockBack` take a delay; `{kind}` takes none"),
+                format!(
+                    "only `lateAnswer`, `latePush` and `clockBack` take a delay; `{kind}` \
+                     takes none"
+                ),
             ),
         }
     }
