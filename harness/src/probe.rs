@@ -376,7 +376,8 @@ const NO_RULE: &str = " (-102: a selector matched but none of its rules did)";
 /// plugin: the usual cause when a route was moved.
 const NO_RULE_HINT: &str = " (-102: a selector matched but none of its rules did; a step \
     created a selector or changed one's conditions or plugin: its rules' conditions usually \
-    need changing too, with `updateRule`)";
+    need changing too, with `updateRule`, or its rules had not reached the gateway yet, which \
+    the admin publishes after the selector)";
 
 /// The regular expressions of `bodyMatches` and `headersMatch` the answer misses, each naming
 /// its pattern and the value it was matched against (the validator has compiled every
