@@ -68,15 +68,7 @@ pub struct ScenarioProblem {
 fn render_problems(file: &std::path::Path, problems: &[ScenarioProblem]) -> String {
     problems
         .iter()
-        .map(|p| {
-            format!(
-                "{}:{}: {}{}",
-                file.display(),
-                location(p.line, p.column),
-                path_prefix(&p.path),
-                p.message
-            )
-        })
+        .map(|p| p.render(file, ""))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -84,8 +76,13 @@ fn render_problems(file: &std::path::Path, problems: &[ScenarioProblem]) -> Stri
 impl ScenarioProblem {
     /// `file:line:column: path: warning: message`, for a warning (valid, likely not meant).
     pub fn render_warning(&self, file: &std::path::Path) -> String {
+        self.render(file, "warning: ")
+    }
+
+    /// `file:line:column: path: <tag>message`.
+    fn render(&self, file: &std::path::Path, tag: &str) -> String {
         format!(
-            "{}:{}: {}warning: {}",
+            "{}:{}: {}{tag}{}",
             file.display(),
             location(self.line, self.column),
             path_prefix(&self.path),
