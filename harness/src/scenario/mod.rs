@@ -46,7 +46,13 @@ pub fn locate(file: &Path, path: &str) -> Option<(usize, usize)> {
 }
 
 /// Finds `*.yaml` files under each path (files are taken as given, directories searched
-/// recursively), sorted, and parses each. A duplicate scenario name fails the later file.
+/// recursively), sorted by the name the reports give them
+/// ([`crate::report::place::shown_path`]: relative to the workspace when under it, else
+/// absolute), and parses each. A duplicate scenario name fails the later file.
+///
+/// The order does not depend on where the workspace or the paths given are: it is the order
+/// `gantry report merge` puts the results of a run's shards in, which knows the files by
+/// those names only.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseFile>, ScenarioError> {
     let mut files = Vec::new();
     for p in paths {
@@ -61,8 +67,8 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseFile>, ScenarioError> {
             });
         }
     }
-    files.sort();
-    files.dedup();
+    files.sort_by_cached_key(|p| PathBuf::from(crate::report::place::shown_path(p)));
+    files.dedup_by_key(|p| crate::report::place::shown_path(p));
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     Ok(files
         .into_iter()
@@ -109,4 +115,40 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file outside the workspace (a report names it absolute) comes before the workspace's
+    /// own (named relative), whichever order the paths were given in and wherever the
+    /// workspace is: the order `gantry report merge` restores.
+    #[test]
+    fn discovery_orders_files_by_their_reported_names() {
+        // Beside the workspace, named to sort after it as a plain path would.
+        let workspace = Path::new(crate::WORKSPACE_DIR).canonicalize().unwrap();
+        let outside = tempfile::Builder::new()
+            .prefix("zzz-gantry-discovery-")
+            .tempdir_in(workspace.parent().unwrap())
+            .unwrap();
+        let broken = outside.path().join("zzz_broken.yaml");
+        std::fs::write(&broken, "name: [not, a, name\n").unwrap();
+        let inside = workspace.join("cases/scenarios/routing");
+        let names = |paths: &[PathBuf]| -> Vec<String> {
+            discover(paths)
+                .unwrap()
+                .iter()
+                .map(|f| crate::report::place::shown_path(&f.path))
+                .collect()
+        };
+        let forward = names(&[inside.clone(), outside.path().to_owned()]);
+        let backward = names(&[outside.path().to_owned(), inside]);
+        assert_eq!(forward, backward);
+        assert_eq!(forward[0], crate::report::place::shown_path(&broken));
+        assert!(
+            forward[1].starts_with("cases/scenarios/routing/"),
+            "{forward:?}"
+        );
+    }
 }
