@@ -114,8 +114,7 @@ impl IntoResponse for ApiError {
             }
             _ => self.to_string(),
         };
-        let mut response = (status, Json(AdminResult::<()>::error(code, message)))
-            .into_response();
+        let mut response = (status, Json(AdminResult::<()>::error(code, message))).into_response();
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, seconds);
         }

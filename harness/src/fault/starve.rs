@@ -16,7 +16,7 @@ use crate::error::BackendError;
 /// A process stopped for `stopped` of every cycle and running for `running`; dropping it
 /// ends the cycle and sends SIGCONT.
 #[derive(Debug)]
-pub struct Starvation {
+pub(crate) struct Starvation {
     service: String,
     pid: u32,
     /// Whether it was fed; held while a signal is sent, so no SIGSTOP of the cycle can
@@ -28,7 +28,7 @@ pub struct Starvation {
 impl Starvation {
     /// Starts the duty cycle on process `pid` of `service`, stopped phase first. Fails when
     /// the first SIGSTOP cannot be sent.
-    pub fn start(
+    pub(crate) fn start(
         service: &str,
         pid: u32,
         stopped: Duration,
