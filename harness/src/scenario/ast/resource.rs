@@ -26,7 +26,7 @@ impl Starve {
 
     /// How long it runs in each period.
     pub fn running(&self) -> Duration {
-        self.period - self.stopped()
+        self.period.saturating_sub(self.stopped())
     }
 }
 
