@@ -310,8 +310,10 @@ mod tests {
             .fetch_one(pool)
             .await
             .unwrap();
-        let set_max =
-            |max: i64| sqlx::query(&format!("PRAGMA max_page_count = {max}")).execute(pool);
+        let set_max = |max: i64| {
+            let pragma = format!("PRAGMA max_page_count = {max}");
+            sqlx::query(sqlx::AssertSqlSafe(pragma)).execute(pool)
+        };
         set_max(pages).await.unwrap();
         let now = "2026-01-01 00:00:00";
         let full = store.seed_plugins(model::BUILTIN_PLUGINS, now).await;

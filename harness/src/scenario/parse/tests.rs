@@ -1638,10 +1638,15 @@ fn a_starvation_fits_its_gateway_backend_duty_period_and_step() {
     );
     let e = err(&STARVE.replace(first, "starve: { target: admin, duty: 100%, period: 5ms }"));
     assert!(
-        e.contains("steps[0].changes[0].starve.target: only a gateway is starved here, not `admin`"),
+        e.contains(
+            "steps[0].changes[0].starve.target: only a gateway is starved here, not `admin`"
+        ),
         "{e}"
     );
-    let e = err(&STARVE.replace(first, "starve: { target: gateway, duty: 100%, period: 5ms }"));
+    let e = err(&STARVE.replace(
+        first,
+        "starve: { target: gateway, duty: 100%, period: 5ms }",
+    ));
     assert!(
         e.contains("steps[0].changes[0].starve.duty: must be between 1% and 99%, got 100%"),
         "{e}"
