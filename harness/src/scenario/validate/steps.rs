@@ -324,7 +324,8 @@ impl<'s> Validator<'s> {
                     self.report(
                         format!("{at}.feed"),
                         format!(
-                            "{target} is not starved at this point (a `starve` of it earlier                              in the same step: a starvation ends with its step)"
+                            "{target} is not starved at this point (a `starve` of it earlier \
+                             in the same step: a starvation ends with its step)"
                         ),
                     );
                 }
