@@ -37,7 +37,8 @@ pub(crate) enum ApiError {
         /// Whole seconds until a new attempt can succeed (at least 1).
         retry_after_secs: u64,
     },
-    /// Storage failure: HTTP 500, code 500.
+    /// Storage failure: HTTP 500, code 500; a database whose disk is full: HTTP 507, code
+    /// 507, the message starting `database disk is full`.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Another internal failure: HTTP 500, code 500.
@@ -91,6 +92,13 @@ impl IntoResponse for ApiError {
                 StatusCode::TOO_MANY_REQUESTS,
                 status_code(StatusCode::TOO_MANY_REQUESTS),
             ),
+            ApiError::Store(e) if e.is_disk_full() => {
+                tracing::error!(error = %e, "database disk is full: a write was refused");
+                (
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    status_code(StatusCode::INSUFFICIENT_STORAGE),
+                )
+            }
             ApiError::Store(e) => {
                 tracing::error!(error = %e, "storage failure");
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
@@ -100,11 +108,13 @@ impl IntoResponse for ApiError {
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
             }
         };
-        let mut response = (
-            status,
-            Json(AdminResult::<()>::error(code, self.to_string())),
-        )
-            .into_response();
+        let message = match &self {
+            ApiError::Store(e) if e.is_disk_full() => {
+                format!("database disk is full: nothing was changed ({e})")
+            }
+            _ => self.to_string(),
+        };
+        let mut response = (status, Json(AdminResult::<()>::error(code, message))).into_response();
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, seconds);
         }

@@ -25,8 +25,10 @@ use crate::backend::{
     UpstreamService,
 };
 use crate::error::BackendError;
-use crate::fault::{FaultProxy, Mode as ProxyMode};
-use crate::scenario::ast::{Component, FaultAction, Storage, Target, TopologySpec, UpstreamDecl};
+use crate::fault::{FaultProxy, Mode as ProxyMode, Starvation};
+use crate::scenario::ast::{
+    Component, FaultAction, Starve, Storage, Target, TopologySpec, UpstreamDecl,
+};
 use crate::scenario::placeholder;
 
 /// A running topology; dropping it stops everything (gateways first).
@@ -530,6 +532,27 @@ impl Topology {
         self.fault(FaultAction::Pause, target).await?;
         use crate::fault::zookeeper::{EXPIRY_MARGIN, wait_expired};
         wait_expired(port, &session, EXPIRY_MARGIN).await
+    }
+
+    /// Starts starving gateway `how.target` of CPU (a step's `starve`, host backend): stopped
+    /// for `how.duty` of every `how.period`, until the returned [`Starvation`] is dropped.
+    pub(crate) fn starve(&self, how: &Starve) -> Result<Starvation, BackendError> {
+        let target = how.target;
+        let gateway = target
+            .index()
+            .and_then(|i| self.gateways.get(i))
+            .ok_or(BackendError::NoSuchProcess { target })?;
+        let Service::Host(host) = gateway else {
+            return Err(BackendError::FaultUnsupported {
+                action: "starve",
+                target,
+                backend: self.run.backend_name(),
+            });
+        };
+        let pid = host.pid().ok_or_else(|| BackendError::NotRunning {
+            service: host.name().to_owned(),
+        })?;
+        Starvation::start(host.name(), pid, how.stopped(), how.running())
     }
 
     fn etcd_url(&self) -> Result<String, BackendError> {

@@ -297,6 +297,43 @@ mod tests {
         );
     }
 
+    /// SQLite's `max_page_count` makes the database full as a full disk does (`SQLITE_FULL`,
+    /// "database or disk is full"): the write is refused as a full disk, leaves nothing, and
+    /// goes through once there is room again.
+    #[tokio::test]
+    async fn a_full_database_refuses_a_write_whole_and_takes_it_once_there_is_room() {
+        let store = Store::open(":memory:").await.unwrap();
+        let Backend::Sql { pool, .. } = &store.backend else {
+            unreachable!("`:memory:` is SQLite")
+        };
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        let set_max = |max: i64| {
+            let pragma = format!("PRAGMA max_page_count = {max}");
+            sqlx::query(sqlx::AssertSqlSafe(pragma)).execute(pool)
+        };
+        set_max(pages).await.unwrap();
+        let now = "2026-01-01 00:00:00";
+        let full = store.seed_plugins(model::BUILTIN_PLUGINS, now).await;
+        let err = full.expect_err("no room for the plugins");
+        assert!(err.is_disk_full(), "{err}");
+        assert!(
+            store.plugins().await.unwrap().is_empty(),
+            "nothing half-written"
+        );
+        set_max(pages * 100).await.unwrap();
+        store
+            .seed_plugins(model::BUILTIN_PLUGINS, now)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.plugins().await.unwrap().len(),
+            model::BUILTIN_PLUGINS.len()
+        );
+    }
+
     #[tokio::test]
     async fn odd_file_paths_open_where_they_point() {
         let dir = tempfile::tempdir().unwrap();

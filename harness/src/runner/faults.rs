@@ -1,11 +1,12 @@
 //! A step's faults: processes stopped, killed, started, restarted, paused or resumed, the sync
 //! connection partitioned and healed, protocol faults armed, etcd compacted, a ZooKeeper
-//! session expired; and which admins and gateways run afterwards.
+//! session expired, a gateway starved of CPU and fed; and which admins and gateways run
+//! afterwards.
 
 use super::{Case, StepResult, at};
 use crate::client::AdminClient;
 use crate::error::Step;
-use crate::fault::Mode as ProxyMode;
+use crate::fault::{Mode as ProxyMode, Starvation};
 use crate::scenario::ast::{Fault, FaultAction, PartitionHow, StepSpec, Target};
 
 /// What the faults of the steps so far left broken: a step's digest equality is skipped while
@@ -16,6 +17,8 @@ pub(super) struct Faulted {
     pub(super) admin_down: bool,
     /// The gateway is cut off from its config (a partition other than a delay).
     pub(super) partitioned: bool,
+    /// The step's starved gateway, if any: dropping it (a `feed`, the step's end) feeds it.
+    pub(super) starved: Option<Starvation>,
 }
 
 /// The admins a step talks to: the case's client (logged in again after an admin fault) and
@@ -90,6 +93,17 @@ impl Case<'_> {
             Fault::Wipe(target) => {
                 (self.topo.wipe_store(*target).await).map_err(at(Step::Steps))?;
                 tracing::info!(case = %self.id, step = %st.name, "{target} wiped");
+                Ok(())
+            }
+            Fault::Starve(how) => {
+                let (target, duty, period) = (how.target, how.duty, how.period);
+                tracing::info!(case = %self.id, step = %st.name, "starve: {target}, stopped {duty} of every {period:?}");
+                faulted.starved = Some(self.topo.starve(how).map_err(at(Step::Steps))?);
+                Ok(())
+            }
+            Fault::Feed(target) => {
+                tracing::info!(case = %self.id, step = %st.name, "feed: {target}");
+                faulted.starved = None;
                 Ok(())
             }
             Fault::ExpireSession(target) => {

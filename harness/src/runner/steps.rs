@@ -177,6 +177,8 @@ impl Case<'_> {
                 }
                 None => (work.await, None),
             };
+            // A starvation ends with its step's wait, digest equality and `during`.
+            faulted.starved = None;
             if let (Some(during), Some(sent)) = (&st.during, sent) {
                 self.during_report(st, i, during, &sent)?;
             }

@@ -177,6 +177,10 @@ pub enum Fault {
     ExpireSession(Target),
     /// `wipe`: the store ended, emptied and started again fresh.
     Wipe(Target),
+    /// `starve`: a gateway stopped for most of every period until a `feed` or the step's end.
+    Starve(Starve),
+    /// `feed`: the end of a gateway's starvation.
+    Feed(Target),
 }
 
 impl From<RawChange> for Change {
@@ -205,6 +209,8 @@ impl From<RawChange> for Change {
             RawChange::Compact(t) => Change::Fault(F::Compact(t)),
             RawChange::ExpireSession(t) => Change::Fault(F::ExpireSession(t)),
             RawChange::Wipe(t) => Change::Fault(F::Wipe(t)),
+            RawChange::Starve(s) => Change::Fault(F::Starve(s)),
+            RawChange::Feed(t) => Change::Fault(F::Feed(t)),
         }
     }
 }
@@ -276,6 +282,12 @@ enum RawChange {
     /// directory emptied and it starts again on the same address with nothing, its revisions
     /// starting over; the admin writes everything again.
     Wipe(Target),
+    /// Starves a gateway of CPU (host backend): the harness stops it (SIGSTOP) for `duty` of
+    /// every `period` and lets it run (SIGCONT) for the rest, until a `feed` of it or the end
+    /// of the step (its wait, digest equality and `during`; its checks see a fed gateway).
+    Starve(Starve),
+    /// Ends a gateway's starvation (`starve`) before the end of its step: it runs on.
+    Feed(Target),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -521,6 +533,8 @@ impl Fault {
             Fault::Compact(_) => "compact",
             Fault::ExpireSession(_) => "expireSession",
             Fault::Wipe(_) => "wipe",
+            Fault::Starve(_) => "starve",
+            Fault::Feed(_) => "feed",
         }
     }
 }
@@ -631,6 +645,8 @@ mod tests {
             ("syncFault: { kind: drop }", false),
             ("compact: etcd", false),
             ("expireSession: gateway", false),
+            ("starve: { target: gateway, duty: 90% }", false),
+            ("feed: gateway", false),
         ];
         let yaml: String = keys.iter().map(|(k, _)| format!("- {k}\n")).collect();
         let Changes(changes) = serde_norway::from_str(&yaml).unwrap();

@@ -1622,3 +1622,65 @@ fn regex_matchers_parse_and_a_bad_pattern_is_located() {
         "{e}"
     );
 }
+
+#[test]
+fn a_starvation_fits_its_gateway_backend_duty_period_and_step() {
+    const STARVE: &str = include_str!("../../../../cases/scenarios/faults/starve.yaml");
+    parse_str(Path::new("x.yaml"), STARVE).unwrap();
+    let first = "starve: { target: gateway, duty: 90%, period: 100ms }";
+    let e = err(&STARVE.replace("backends: [host]", ""));
+    assert!(
+        e.contains(
+            "steps[0].changes[0].starve: `starve` runs on the host backend only so far (a \
+             SIGSTOP/SIGCONT duty cycle on the gateway's process): add `backends: [host]`"
+        ),
+        "{e}"
+    );
+    let e = err(&STARVE.replace(first, "starve: { target: admin, duty: 100%, period: 5ms }"));
+    assert!(
+        e.contains(
+            "steps[0].changes[0].starve.target: only a gateway is starved here, not `admin`"
+        ),
+        "{e}"
+    );
+    let e = err(&STARVE.replace(
+        first,
+        "starve: { target: gateway, duty: 100%, period: 5ms }",
+    ));
+    assert!(
+        e.contains("steps[0].changes[0].starve.duty: must be between 1% and 99%, got 100%"),
+        "{e}"
+    );
+    assert!(
+        e.contains("steps[0].changes[0].starve.period: must be between 10ms and 10s, got 5ms"),
+        "{e}"
+    );
+    let e = err(&STARVE.replacen(first, "feed: gateway", 1));
+    assert!(
+        e.contains(
+            "steps[0].changes[0].feed: gateway is not starved at this point (a `starve` of it \
+             earlier in the same step: a starvation ends with its step)"
+        ),
+        "{e}"
+    );
+    let e = err(&STARVE.replacen(
+        &format!("      - {first}\n"),
+        &format!("      - {first}\n      - restart: gateway\n"),
+        1,
+    ));
+    assert!(
+        e.contains(
+            "steps[0].changes[1].restart: gateway is starved at this point: `feed: gateway` first"
+        ),
+        "{e}"
+    );
+    let e = err(&STARVE.replacen(
+        &format!("      - {first}\n"),
+        &format!("      - {first}\n      - {first}\n"),
+        1,
+    ));
+    assert!(
+        e.contains("steps[0].changes[1].starve: a gateway is starved already in this step"),
+        "{e}"
+    );
+}

@@ -1,7 +1,7 @@
 //! Steps: changes name live objects, faults fit the mode, the backend and what runs.
 
 use super::*;
-use crate::scenario::ast::{AdminChange, DistributionWait, Fault, Precheck};
+use crate::scenario::ast::{AdminChange, DistributionWait, Fault, Precheck, Starve};
 
 /// The most requests one pass of a `distribution` wait may send.
 const MAX_WITHIN: usize = 10_000;
@@ -33,6 +33,8 @@ impl<'s> Validator<'s> {
                     "at least one change is required",
                 );
             }
+            // The step's starved gateway: a starvation ends with its step.
+            let mut starved = None;
             for (j, c) in st.changes.iter().enumerate() {
                 let at = format!("steps[{i}].changes[{j}]");
                 match c {
@@ -41,7 +43,8 @@ impl<'s> Validator<'s> {
                         self.admin_change(change, &at, &mut live);
                     }
                     Change::Fault(fault) => {
-                        self.step_fault(st, (i, j), fault, &mut processes, &mut partitioned);
+                        let state = (&mut processes, &mut partitioned, &mut starved);
+                        self.step_fault(st, (i, j), fault, state);
                     }
                 }
             }
@@ -219,14 +222,14 @@ impl<'s> Validator<'s> {
     }
 
     /// Change `j` of step `i`, a fault, fits the case and what runs at that point
-    /// (`processes`, and whether the gateway is `partitioned`, kept current).
+    /// (`processes`, whether the gateway is `partitioned` and which one the step `starved`,
+    /// kept current).
     fn step_fault(
         &mut self,
         st: &StepSpec,
         (i, j): (usize, usize),
         fault: &Fault,
-        processes: &mut Processes,
-        partitioned: &mut bool,
+        (processes, partitioned, starved): (&mut Processes, &mut bool, &mut Option<Target>),
     ) {
         let s = self.s;
         let at = &format!("steps[{i}].changes[{j}]");
@@ -236,6 +239,12 @@ impl<'s> Validator<'s> {
         }
         match fault {
             Fault::Process(action, target) => {
+                if *starved == Some(target.resolved()) {
+                    self.report(
+                        format!("{at}.{}", fault.name()),
+                        format!("{target} is starved at this point: `feed: {target}` first"),
+                    );
+                }
                 self.fault(
                     processes,
                     *action,
@@ -300,6 +309,27 @@ impl<'s> Validator<'s> {
             }
             Fault::ExpireSession(target) => {
                 self.expire_session(processes, *target, &format!("{at}.expireSession"));
+            }
+            Fault::Starve(how) => {
+                let at = format!("{at}.starve");
+                self.starve(processes, how, &at);
+                if starved.is_some() {
+                    self.report(at, "a gateway is starved already in this step");
+                } else {
+                    *starved = Some(how.target.resolved());
+                }
+            }
+            Fault::Feed(target) => {
+                if *starved != Some(target.resolved()) {
+                    self.report(
+                        format!("{at}.feed"),
+                        format!(
+                            "{target} is not starved at this point (a `starve` of it earlier \
+                             in the same step: a starvation ends with its step)"
+                        ),
+                    );
+                }
+                *starved = None;
             }
         }
     }
@@ -506,6 +536,48 @@ impl<'s> Validator<'s> {
         }
         // The gateway is paused while its session expires: a `pause` for what runs.
         self.fault(processes, FaultAction::Pause, target, at);
+    }
+
+    /// A `starve` (at `at`) fits the case: a running gateway of the topology, on the host
+    /// backend, stopped 1% to 99% of a period of 10ms to 10s.
+    pub(super) fn starve(&mut self, processes: &Processes, how: &Starve, at: &str) {
+        let s = self.s;
+        let target = how.target;
+        let Target::Gateway(index) = target else {
+            self.report(
+                format!("{at}.target"),
+                format!("only a gateway is starved here, not `{target}`"),
+            );
+            return;
+        };
+        if let Some(why) = self.indexed(index, s.topology.gateways, "gateways") {
+            self.report(format!("{at}.target"), why);
+        } else if let Some(state) = processes.not_running(target) {
+            self.report(
+                format!("{at}.target"),
+                format!("`starve` needs {target} running, but it is {state} at this point"),
+            );
+        }
+        if s.backends.iter().any(|b| b.containers()) {
+            self.report(
+                at,
+                "`starve` runs on the host backend only so far (a SIGSTOP/SIGCONT duty cycle \
+                 on the gateway's process): add `backends: [host]`",
+            );
+        }
+        if !(1..=99).contains(&how.duty.0) {
+            self.report(
+                format!("{at}.duty"),
+                format!("must be between 1% and 99%, got {}", how.duty),
+            );
+        }
+        let period = Duration::from_millis(10)..=Duration::from_secs(10);
+        if !period.contains(&how.period) {
+            self.report(
+                format!("{at}.period"),
+                format!("must be between 10ms and 10s, got {:?}", how.period),
+            );
+        }
     }
 
     /// A fault fits the case (its target runs in every mode the case runs in; every backend
