@@ -1,6 +1,6 @@
 //! A step's faults: processes stopped, killed, started, restarted, paused or resumed, the sync
 //! connection partitioned and healed, protocol faults armed, etcd compacted, a ZooKeeper
-//! session expired; and which admins and gateways run afterwards.
+//! session expired, a clock stepped; and which admins and gateways run afterwards.
 
 use super::{Case, StepResult, at};
 use crate::client::AdminClient;
@@ -90,6 +90,14 @@ impl Case<'_> {
             Fault::Wipe(target) => {
                 (self.topo.wipe_store(*target).await).map_err(at(Step::Steps))?;
                 tracing::info!(case = %self.id, step = %st.name, "{target} wiped");
+                Ok(())
+            }
+            Fault::Clock(clock) => {
+                let seconds = (clock.step.whole_seconds())
+                    .expect("a clock step is whole seconds (checked at parse time)");
+                let offset = (self.topo.step_clock(clock.target, seconds).await)
+                    .map_err(at(Step::Steps))?;
+                tracing::info!(case = %self.id, step = %st.name, offset, "{}'s clock stepped {}", clock.target, clock.step);
                 Ok(())
             }
             Fault::ExpireSession(target) => {

@@ -68,6 +68,14 @@ impl StepSpec {
             .any(|c| matches!(c, Change::Fault(Fault::SyncFault(_))))
     }
 
+    /// Whether a change steps a process's clock (its admins and gateways then run under
+    /// libfaketime).
+    pub fn steps_clocks(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|c| matches!(c, Change::Fault(Fault::Clock(_))))
+    }
+
     /// Whether a change partitions the gateway.
     pub fn partitions(&self) -> bool {
         self.changes
@@ -177,6 +185,8 @@ pub enum Fault {
     ExpireSession(Target),
     /// `wipe`: the store ended, emptied and started again fresh.
     Wipe(Target),
+    /// `clock`: an admin's or gateway's wall clock stepped.
+    Clock(ClockStep),
 }
 
 impl From<RawChange> for Change {
@@ -205,6 +215,7 @@ impl From<RawChange> for Change {
             RawChange::Compact(t) => Change::Fault(F::Compact(t)),
             RawChange::ExpireSession(t) => Change::Fault(F::ExpireSession(t)),
             RawChange::Wipe(t) => Change::Fault(F::Wipe(t)),
+            RawChange::Clock(c) => Change::Fault(F::Clock(c)),
         }
     }
 }
@@ -276,6 +287,10 @@ enum RawChange {
     /// directory emptied and it starts again on the same address with nothing, its revisions
     /// starting over; the admin writes everything again.
     Wipe(Target),
+    /// Steps an admin's or gateway's wall clock by `step` (`-60s`, `+1h`; steps add up),
+    /// its monotonic clock untouched: the process runs under libfaketime (host backend;
+    /// `docs/faults.md`).
+    Clock(ClockStep),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -289,8 +304,8 @@ pub struct SyncFault {
     /// How many pushes it applies to (1 to 100; default 1).
     #[serde(default = "one_push")]
     pub count: u32,
-    /// `lateAnswer`, `latePush` and `clockBack` only (required there): how long each answer
-    /// or increment waits, how far the clock steps back.
+    /// `lateAnswer` and `latePush` only (required there): how long each answer or increment
+    /// waits.
     #[serde(default, deserialize_with = "opt_duration")]
     #[schemars(with = "Option<DurationText>")]
     pub delay: Option<Duration>,
@@ -521,6 +536,7 @@ impl Fault {
             Fault::Compact(_) => "compact",
             Fault::ExpireSession(_) => "expireSession",
             Fault::Wipe(_) => "wipe",
+            Fault::Clock(_) => "clock",
         }
     }
 }
@@ -631,6 +647,7 @@ mod tests {
             ("syncFault: { kind: drop }", false),
             ("compact: etcd", false),
             ("expireSession: gateway", false),
+            ("clock: { target: admin, step: -60s }", false),
         ];
         let yaml: String = keys.iter().map(|(k, _)| format!("- {k}\n")).collect();
         let Changes(changes) = serde_norway::from_str(&yaml).unwrap();
