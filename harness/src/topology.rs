@@ -448,9 +448,8 @@ impl Topology {
     }
 
     /// Steps the wall clock of `target` (an admin or a gateway) by `seconds` (negative:
-    /// back), and waits until its answers show it; answers its new offset from the real
-    /// clock.
-    pub async fn step_clock(&self, target: Target, seconds: i64) -> Result<i64, BackendError> {
+    /// back); answers its new offset from the real clock.
+    pub fn step_clock(&self, target: Target, seconds: i64) -> Result<i64, BackendError> {
         let services = match target {
             Target::Admin(_) => &self.admins,
             Target::Gateway(_) => &self.gateways,
@@ -460,7 +459,7 @@ impl Topology {
             .index()
             .and_then(|i| services.get(i))
             .ok_or(BackendError::NoSuchProcess { target })?;
-        service.step_clock(seconds, target).await
+        service.step_clock(seconds, target)
     }
 
     /// Cuts the gateway off from where it syncs (a step's `partition`): on the host, `how`

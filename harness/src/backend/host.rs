@@ -574,15 +574,17 @@ impl Service {
         super::process::signal(&self.name, pid, signal)
     }
 
-    /// Steps its wall clock by `seconds` (negative: back) from where it is, and waits until
-    /// its answers show it (their `Date` header); answers the clock's new offset.
-    pub async fn step_clock(&self, seconds: i64) -> Result<i64, BackendError> {
+    /// Steps its wall clock by `seconds` (negative: back) from where it is, once it is
+    /// seen running under libfaketime; answers the clock's new offset.
+    pub fn step_clock(&self, seconds: i64) -> Result<i64, BackendError> {
+        let not_running = || BackendError::NotRunning {
+            service: self.name.clone(),
+        };
         let clock = self.clock.as_ref().ok_or_else(|| BackendError::NoFakeClock {
             service: self.name.clone(),
         })?;
-        let offset = clock.step(seconds)?;
-        clock.shows_in(&self.name, &self.url).await?;
-        Ok(offset)
+        clock.runs_in(&self.name, self.pid().ok_or_else(not_running)?)?;
+        clock.step(seconds)
     }
 
     fn process(&self) -> MutexGuard<'_, Option<Process>> {

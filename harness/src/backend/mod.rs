@@ -600,11 +600,11 @@ impl Service {
         Ok(())
     }
 
-    /// Steps its wall clock by `seconds` (negative: back) and waits until its answers show
-    /// it; answers the new offset from the real clock (host backend: libfaketime).
-    pub async fn step_clock(&self, seconds: i64, target: Target) -> Result<i64, BackendError> {
+    /// Steps its wall clock by `seconds` (negative: back); answers the new offset from the
+    /// real clock (host backend: libfaketime).
+    pub fn step_clock(&self, seconds: i64, target: Target) -> Result<i64, BackendError> {
         match self {
-            Service::Host(s) => s.step_clock(seconds).await,
+            Service::Host(s) => s.step_clock(seconds),
             Service::Docker(_) => Err(BackendError::FaultUnsupported {
                 action: "clock",
                 target,

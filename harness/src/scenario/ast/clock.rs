@@ -95,7 +95,7 @@ mod tests {
         assert_eq!(step.target, Target::Admin(None));
         assert_eq!(step.step.whole_seconds(), Some(-60));
         assert_eq!(step.step.to_string(), "-1m");
-        let ahead: ClockStep = serde_norway::from_str("{ target: gateway[1], step: +1h }").unwrap();
+        let ahead: ClockStep = serde_norway::from_str("{ target: \"gateway[1]\", step: +1h }").unwrap();
         assert_eq!(ahead.step.whole_seconds(), Some(3600));
         let half: SignedDuration = "+1.5s".parse().unwrap();
         assert_eq!(half.whole_seconds(), None);

@@ -1313,7 +1313,7 @@ fn a_sever_is_healed_and_a_clock_step_is_a_running_process_on_the_host() {
         e.contains("steps[0].changes[0].clock.step: must be whole seconds, got `-1s 500ms`"),
         "{e}"
     );
-    let e = err(&CLOCK.replace(step, "{ target: gateway[1], step: +0s }"));
+    let e = err(&CLOCK.replace(step, "{ target: \"gateway[1]\", step: +0s }"));
     assert!(
         e.contains("steps[0].changes[0].clock.target: `gateway[1]` does not exist"),
         "{e}"
