@@ -61,9 +61,9 @@ impl SyncFaultKind {
     /// The one sync mode whose channel it applies to.
     pub fn mode(self) -> SyncMode {
         match self {
-            SyncFaultKind::EmptyAnswer | SyncFaultKind::LateAnswer | SyncFaultKind::CorruptGroup => {
-                SyncMode::Http
-            }
+            SyncFaultKind::EmptyAnswer
+            | SyncFaultKind::LateAnswer
+            | SyncFaultKind::CorruptGroup => SyncMode::Http,
             _ => SyncMode::Websocket,
         }
     }

@@ -1069,9 +1069,8 @@ mod tests {
         for compare_times in [false, true] {
             let millis = Rc::new(Cell::new(1_800_000_000_000_u64));
             let clock = Rc::clone(&millis);
-            let _world = model::world::install(1, move || {
-                UNIX_EPOCH + Duration::from_millis(clock.get())
-            });
+            let _world =
+                model::world::install(1, move || UNIX_EPOCH + Duration::from_millis(clock.get()));
             let (poll, _) = LongPoll::new(Duration::ZERO, None);
             poll.compare_times.store(compare_times, Ordering::Relaxed);
             let stamp = |json: &str| {

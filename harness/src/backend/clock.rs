@@ -8,9 +8,9 @@
 //! `CLOCK_BOOTTIME` only; `CLOCK_REALTIME`, which `SystemTime::now` reads, is the same in
 //! every namespace.
 
+use crate::error::BackendError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use crate::error::BackendError;
 
 /// Where Debian's `faketime` package (`libfaketime`) puts the library, per architecture.
 const LIBRARIES: [&str; 3] = [
@@ -93,13 +93,20 @@ impl FakeClock {
                 source,
             }
         })?;
-        let name = self.library.file_name().unwrap_or_default().to_string_lossy();
+        let name = self
+            .library
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
         if maps.contains(name.as_ref()) {
             return Ok(());
         }
         Err(BackendError::ClockNotStepped {
             service: service.to_owned(),
-            detail: format!("{} is not loaded in its process (pid {pid})", self.library.display()),
+            detail: format!(
+                "{} is not loaded in its process (pid {pid})",
+                self.library.display()
+            ),
         })
     }
 }
@@ -155,7 +162,11 @@ mod tests {
                 .envs(clock.env())
                 .output()
                 .unwrap();
-            String::from_utf8(out.stdout).unwrap().trim().parse().unwrap()
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
         };
         let now = || secs(SystemTime::now());
         assert!((date(&clock) - now()).abs() <= 1);
@@ -168,7 +179,10 @@ mod tests {
             .envs(clock.env())
             .spawn()
             .unwrap();
-        let mut plain = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut plain = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         // The loader maps the library before `sleep` runs; wait for the exec to be done.
         while clock.runs_in("sleep", sleeper.id()).is_err() {
@@ -176,7 +190,10 @@ mod tests {
             std::thread::yield_now();
         }
         let e = clock.runs_in("plain", plain.id()).unwrap_err().to_string();
-        assert!(e.contains("plain's clock did not step: ") && e.contains("is not loaded"), "{e}");
+        assert!(
+            e.contains("plain's clock did not step: ") && e.contains("is not loaded"),
+            "{e}"
+        );
         for child in [&mut sleeper, &mut plain] {
             child.kill().unwrap();
             child.wait().unwrap();

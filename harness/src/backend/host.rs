@@ -580,9 +580,12 @@ impl Service {
         let not_running = || BackendError::NotRunning {
             service: self.name.clone(),
         };
-        let clock = self.clock.as_ref().ok_or_else(|| BackendError::NoFakeClock {
-            service: self.name.clone(),
-        })?;
+        let clock = self
+            .clock
+            .as_ref()
+            .ok_or_else(|| BackendError::NoFakeClock {
+                service: self.name.clone(),
+            })?;
         clock.runs_in(&self.name, self.pid().ok_or_else(not_running)?)?;
         clock.step(seconds)
     }

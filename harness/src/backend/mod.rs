@@ -610,9 +610,7 @@ impl Service {
                 target,
                 backend: "docker",
             }),
-            Service::External { name, .. } => {
-                Err(external_unsupported(&format!("clock {name}")))
-            }
+            Service::External { name, .. } => Err(external_unsupported(&format!("clock {name}"))),
         }
     }
 

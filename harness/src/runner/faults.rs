@@ -95,8 +95,8 @@ impl Case<'_> {
             Fault::Clock(clock) => {
                 let seconds = (clock.step.whole_seconds())
                     .expect("a clock step is whole seconds (checked at parse time)");
-                let offset = (self.topo.step_clock(clock.target, seconds))
-                    .map_err(at(Step::Steps))?;
+                let offset =
+                    (self.topo.step_clock(clock.target, seconds)).map_err(at(Step::Steps))?;
                 tracing::info!(case = %self.id, step = %st.name, offset, "{}'s clock stepped {}", clock.target, clock.step);
                 Ok(())
             }

@@ -95,7 +95,8 @@ mod tests {
         assert_eq!(step.target, Target::Admin(None));
         assert_eq!(step.step.whole_seconds(), Some(-60));
         assert_eq!(step.step.to_string(), "-1m");
-        let ahead: ClockStep = serde_norway::from_str("{ target: \"gateway[1]\", step: +1h }").unwrap();
+        let ahead: ClockStep =
+            serde_norway::from_str("{ target: \"gateway[1]\", step: +1h }").unwrap();
         assert_eq!(ahead.step.whole_seconds(), Some(3600));
         let half: SignedDuration = "+1.5s".parse().unwrap();
         assert_eq!(half.whole_seconds(), None);
@@ -107,6 +108,8 @@ mod tests {
         assert!(e.contains("`-60s` (back) or `+60s` (ahead)"), "{e}");
         let e = "-sixty".parse::<SignedDuration>().unwrap_err();
         assert!(e.contains("invalid duration `-sixty`"), "{e}");
-        assert!(serde_norway::from_str::<ClockStep>("{ target: admin, step: -1s, by: x }").is_err());
+        assert!(
+            serde_norway::from_str::<ClockStep>("{ target: admin, step: -1s, by: x }").is_err()
+        );
     }
 }

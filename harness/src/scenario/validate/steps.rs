@@ -458,9 +458,7 @@ impl<'s> Validator<'s> {
             (true, Some(_)) | (false, None) => {}
             (false, Some(_)) => self.report(
                 format!("{at}.delay"),
-                format!(
-                    "only `lateAnswer` and `latePush` take a delay; `{kind}` takes none"
-                ),
+                format!("only `lateAnswer` and `latePush` take a delay; `{kind}` takes none"),
             ),
         }
     }
