@@ -6,7 +6,8 @@
 //! Files under `cases/failing/` are scenarios that must fail when run (on the host backend, in
 //! their first mode): each line of their `.err` file must appear in the error, so a runner
 //! that stopped reporting a failure is seen failing; a first line `# gateway-args: …` starts
-//! the gateway with those arguments (e.g. `--emulate-bug drop-deletes`), and such a case must
+//! the gateway with those arguments (e.g. `--emulate-bug drop-deletes`), `# admin-args: …`
+//! the admin, and such a case must
 //! pass without them (`failing::<name>::without-bug`). A case whose server is missing is
 //! ignored with the reason, unless `GANTRY_REQUIRE` names it. Files under `cases/regressions/`
 //! are named regressions (docs/regressions.md): each must fail in every mode it declares with
@@ -204,7 +205,7 @@ fn fixtures(dir: &str, extension: &str) -> Vec<PathBuf> {
 }
 
 /// A case that must fail when run with a planted bug: a `cases/failing/` file (its first mode;
-/// the bug, if any, from a `# gateway-args:` first line) or a `cases/regressions/` file (every
+/// the bug, if any, from a `# gateway-args:` or `# admin-args:` first line) or a `cases/regressions/` file (every
 /// mode it declares; the bug from its `regression.emulateBug`).
 struct PlantedCase {
     path: PathBuf,
@@ -215,6 +216,16 @@ struct PlantedCase {
     bug: BugArgs,
     /// Every line of its `.err` file that is not blank: each must be in the error.
     expected: Vec<String>,
+}
+
+/// The arguments of a failing case's first line when it starts with `prefix`
+/// (`# gateway-args: --emulate-bug drop-deletes`).
+fn header_args(src: &str, prefix: &str) -> Vec<String> {
+    src.lines()
+        .next()
+        .and_then(|l| l.strip_prefix(prefix))
+        .map(|a| a.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 /// Extra command-line arguments that plant a bug.
@@ -270,16 +281,10 @@ impl PlantedCase {
         let scenario = harness::scenario::parse_str(path, &src)?;
         let (modes, bug) = match planted {
             Planted::Failing => {
-                let gateway = src
-                    .lines()
-                    .next()
-                    .and_then(|l| l.strip_prefix("# gateway-args:"))
-                    .map(|a| a.split_whitespace().map(str::to_owned).collect())
-                    .unwrap_or_default();
                 let first = scenario.modes.first().copied();
                 let bug = BugArgs {
-                    gateway,
-                    admin: Vec::new(),
+                    gateway: header_args(&src, "# gateway-args:"),
+                    admin: header_args(&src, "# admin-args:"),
                 };
                 (vec![first.unwrap_or(SyncMode::Websocket)], bug)
             }
@@ -382,7 +387,8 @@ impl PlantedCase {
 }
 
 /// `cases/failing/<name>.yaml` must fail when run, with every line of `<name>.err` in its
-/// error (`failing::<name>`); one that plants its bug with a `# gateway-args:` switch must
+/// error (`failing::<name>`); one that plants its bug with a `# gateway-args:` (or
+/// `# admin-args:`) switch must
 /// pass without it (`failing::<name>::without-bug`), so that it is the bug it fails on.
 /// `cases/regressions/<name>.yaml` likewise, in every mode it declares, its bug planted by
 /// its `regression.emulateBug` (`regression::<name>`, `regression::<name>::without-bug`). A

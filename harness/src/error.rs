@@ -221,6 +221,26 @@ pub enum BackendError {
         /// The process.
         target: crate::scenario::ast::Target,
     },
+    /// A case steps a clock, and libfaketime is not installed.
+    #[error("a clock step needs libfaketime: {detail}")]
+    FakeClockUnavailable {
+        /// What is missing.
+        detail: String,
+    },
+    /// A clock step did not show in the process's answers.
+    #[error("{service}'s clock did not step: {detail}")]
+    ClockNotStepped {
+        /// The service.
+        service: String,
+        /// What its answers said instead.
+        detail: String,
+    },
+    /// A step names a process whose clock is not faked (its case has no `clock` change).
+    #[error("{service} does not run on a faked clock")]
+    NoFakeClock {
+        /// The service.
+        service: String,
+    },
     /// A fault this backend cannot inject yet.
     #[error("`{action}: {target}` is not supported on the {backend} backend yet")]
     FaultUnsupported {

@@ -109,6 +109,7 @@ async fn start_control(
         spec,
         sync_proxy,
         sync_faults,
+        clocks,
     } = shape;
     let store = match StoreKind::for_mode(mode) {
         // The target syncs its own way.
@@ -130,6 +131,13 @@ async fn start_control(
         (Run::Docker(_), _) if *sync_faults => {
             return Err(BackendError::FaultUnsupported {
                 action: "syncFault",
+                target: Target::Admin(None),
+                backend: run.backend_name(),
+            });
+        }
+        (Run::Docker(_), _) if *clocks => {
+            return Err(BackendError::FaultUnsupported {
+                action: "clock",
                 target: Target::Admin(None),
                 backend: run.backend_name(),
             });
@@ -167,6 +175,13 @@ async fn start_control(
             (vec![admin], vec![gateway], None)
         }
         (Run::Host(host), _) => {
+            let faked;
+            let host = if *clocks {
+                faked = host.with_fake_clocks();
+                &faked
+            } else {
+                host
+            };
             let db = match spec.storage {
                 Storage::Sqlite => dir.join("admin.db").display().to_string(),
                 Storage::Postgres => postgres
@@ -228,6 +243,9 @@ pub struct Shape {
     pub sync_proxy: bool,
     /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
     pub sync_faults: bool,
+    /// The admins and gateways run on wall clocks of their own (steps' `clock`; host
+    /// backend: libfaketime).
+    pub clocks: bool,
 }
 
 impl Topology {
@@ -429,6 +447,21 @@ impl Topology {
                 done
             }
         }
+    }
+
+    /// Steps the wall clock of `target` (an admin or a gateway) by `seconds` (negative:
+    /// back); answers its new offset from the real clock.
+    pub fn step_clock(&self, target: Target, seconds: i64) -> Result<i64, BackendError> {
+        let services = match target {
+            Target::Admin(_) => &self.admins,
+            Target::Gateway(_) => &self.gateways,
+            _ => return Err(BackendError::NoSuchProcess { target }),
+        };
+        let service = target
+            .index()
+            .and_then(|i| services.get(i))
+            .ok_or(BackendError::NoSuchProcess { target })?;
+        service.step_clock(seconds, target)
     }
 
     /// Cuts the gateway off from where it syncs (a step's `partition`): on the host, `how`

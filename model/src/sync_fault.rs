@@ -30,10 +30,6 @@ pub enum SyncFaultKind {
     /// `lastModifyTime` with data the gateway cannot read (a corrupted delivery), so the
     /// gateway rejects it; the next fetch is sound.
     CorruptGroup,
-    /// http: the admin's clock steps back `delay` when the fault is armed, for good: the
-    /// `lastModifyTime` of the groups changed afterwards is stamped that much earlier (a
-    /// clock stepped back by NTP or by hand). Not consumed by pushes.
-    ClockBack,
 }
 
 impl SyncFaultKind {
@@ -48,16 +44,12 @@ impl SyncFaultKind {
             SyncFaultKind::EmptyAnswer => "emptyAnswer",
             SyncFaultKind::LateAnswer => "lateAnswer",
             SyncFaultKind::CorruptGroup => "corruptGroup",
-            SyncFaultKind::ClockBack => "clockBack",
         }
     }
 
     /// Whether it takes a `delay` (and needs one).
     pub fn takes_delay(self) -> bool {
-        matches!(
-            self,
-            SyncFaultKind::LateAnswer | SyncFaultKind::LatePush | SyncFaultKind::ClockBack
-        )
+        matches!(self, SyncFaultKind::LateAnswer | SyncFaultKind::LatePush)
     }
 
     /// Whether it hits a `/configs/fetch` answer (http) rather than a push or a listener
@@ -71,8 +63,7 @@ impl SyncFaultKind {
         match self {
             SyncFaultKind::EmptyAnswer
             | SyncFaultKind::LateAnswer
-            | SyncFaultKind::CorruptGroup
-            | SyncFaultKind::ClockBack => SyncMode::Http,
+            | SyncFaultKind::CorruptGroup => SyncMode::Http,
             _ => SyncMode::Websocket,
         }
     }
@@ -89,7 +80,7 @@ pub struct SyncFaultRequest {
     #[serde(default = "one")]
     pub count: u32,
     /// `lateAnswer`: how long each answer waits; `latePush`: how long each increment waits;
-    /// `clockBack`: how far the clock steps back; in milliseconds.
+    /// in milliseconds.
     #[serde(default)]
     pub delay_ms: u64,
 }

@@ -13,14 +13,12 @@
 //! | `latePush` | websocket | the increment waits `delayMs` before it is sent (the next ones wait behind it) |
 //! | `emptyAnswer` | http | a listener answer naming changed groups names none |
 //! | `lateAnswer` | http | a listener answer naming changed groups waits `delayMs` first |
-//! | `clockBack` | http | when armed, the clock stamping `lastModifyTime` steps back `delayMs` for good (never queued) |
 //! | `corruptGroup` | http | a `/configs/fetch` answer's first group carries its real md5 and time with data no gateway can read |
 //!
 //! Faults armed one after another queue up: the first is consumed (`count` times) before the
 //! next applies, and a fault of another mode's kind is never consumed.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,20 +35,12 @@ use crate::AppState;
 #[derive(Debug, Default)]
 pub(crate) struct SyncFaults {
     armed: Mutex<VecDeque<SyncFaultRequest>>,
-    /// How far `clockBack` faults stepped the admin's long-poll clock back, in milliseconds.
-    clock_back_ms: AtomicU64,
 }
 
 impl SyncFaults {
     /// Arms `request` after those already armed.
     fn arm(&self, request: SyncFaultRequest) {
         tracing::warn!(?request, "test-only sync fault armed");
-        if request.kind == SyncFaultKind::ClockBack {
-            // A step of the clock, not a fault of the next pushes: at once, for good.
-            self.clock_back_ms
-                .fetch_add(request.delay_ms, Ordering::SeqCst);
-            return;
-        }
         if request.count > 0 {
             self.lock().push_back(request);
         }
@@ -60,11 +50,6 @@ impl SyncFaults {
     /// or a listener answer, not a fetch answer): the kind and its delay.
     pub(crate) fn take(&self, mode: SyncMode) -> Option<(SyncFaultKind, Duration)> {
         self.take_where(|kind| kind.mode() == mode && !kind.on_fetch())
-    }
-
-    /// How far `clockBack` faults stepped the clock stamping `lastModifyTime` back.
-    pub(crate) fn clock_back(&self) -> Duration {
-        Duration::from_millis(self.clock_back_ms.load(Ordering::SeqCst))
     }
 
     /// Consumes one use of the first armed fault if it hits a `/configs/fetch` answer.
@@ -152,16 +137,6 @@ mod tests {
             faults.take(SyncMode::Websocket),
             Some((SyncFaultKind::Drop, Duration::ZERO))
         );
-    }
-
-    #[test]
-    fn a_clock_step_adds_up_at_once_and_is_never_taken() {
-        let faults = SyncFaults::default();
-        assert_eq!(faults.clock_back(), Duration::ZERO);
-        faults.arm(serde_json::from_str(r#"{"kind":"clockBack","delayMs":60000}"#).unwrap());
-        faults.arm(serde_json::from_str(r#"{"kind":"clockBack","delayMs":500}"#).unwrap());
-        assert_eq!(faults.clock_back(), Duration::from_millis(60_500));
-        assert_eq!(faults.take(SyncMode::Http), None, "not queued");
     }
 
     #[test]

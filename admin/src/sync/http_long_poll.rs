@@ -80,15 +80,6 @@ pub(crate) struct LongPoll {
 }
 
 impl LongPoll {
-    /// How far the test-only `clockBack` faults stepped the stamping clock back, in ms.
-    fn clock_back_ms(&self) -> i64 {
-        let back = self
-            .faults
-            .as_deref()
-            .map_or(Duration::ZERO, SyncFaults::clock_back);
-        i64::try_from(back.as_millis()).unwrap_or(i64::MAX)
-    }
-
     /// Whether the admin emulates [`crate::EmulatedBug::CompareLastModifyTime`].
     fn compares_times(&self) -> bool {
         self.compare_times.load(Ordering::Relaxed)
@@ -321,7 +312,7 @@ impl LongPoll {
                 if previous.is_some_and(|p| p.md5 == md5) {
                     continue;
                 }
-                let now = millis_now() - self.clock_back_ms();
+                let now = millis_now();
                 let last_modify_time = match previous {
                     Some(p) if !self.compares_times() => now.max(p.last_modify_time + 1),
                     _ => now,
@@ -1065,6 +1056,39 @@ mod tests {
         md5: String,
         last_modify_time: i64,
         data: Box<RawValue>,
+    }
+
+    /// A wall clock stepped back (or run ahead and corrected back) never stamps a change
+    /// before the group's last stamp; with the emulated bug the stamp follows the clock back.
+    #[test]
+    fn a_clock_gone_back_still_stamps_each_change_later() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        use std::time::UNIX_EPOCH;
+
+        for compare_times in [false, true] {
+            let millis = Rc::new(Cell::new(1_800_000_000_000_u64));
+            let clock = Rc::clone(&millis);
+            let _world =
+                model::world::install(1, move || UNIX_EPOCH + Duration::from_millis(clock.get()));
+            let (poll, _) = LongPoll::new(Duration::ZERO, None);
+            poll.compare_times.store(compare_times, Ordering::Relaxed);
+            let stamp = |json: &str| {
+                poll.install([(ConfigGroup::Selector, json.to_owned())]);
+                poll.entry(ConfigGroup::Selector).last_modify_time
+            };
+            let first = stamp("[1]");
+            millis.set(millis.get() + 3_600_000);
+            let ahead = stamp("[2]");
+            assert_eq!(ahead, first + 3_600_000);
+            millis.set(millis.get() - 3_600_000 - 60_000);
+            let back = stamp("[3]");
+            if compare_times {
+                assert_eq!(back, first - 60_000, "the bug stamps by the clock as it is");
+            } else {
+                assert_eq!(back, ahead + 1, "after the last stamp, whatever the clock");
+            }
+        }
     }
 
     #[test]

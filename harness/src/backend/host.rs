@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use model::SyncMode;
 
+use super::clock::FakeClock;
 use super::process::tail;
 use super::ready::{self, ReadyWait};
 use super::{HostServer, SyncToken};
@@ -33,6 +34,9 @@ pub struct HostBackend {
     pub(crate) extra: super::ExtraArgs,
     /// Given to every admin and gateway (fresh for each run, see [`HostBackend::for_run`]).
     sync_token: SyncToken,
+    /// Whether admins and gateways run on a faked wall clock each, for a case that steps
+    /// clocks ([`HostBackend::with_fake_clocks`]).
+    fake_clocks: bool,
 }
 
 /// [`default_bin_dir`] of this process's `GANTRY_BIN_DIR`.
@@ -186,6 +190,7 @@ impl HostBackend {
             bin_dir,
             extra: super::ExtraArgs::default(),
             sync_token: SyncToken::random(),
+            fake_clocks: false,
         };
         for name in ["gantry-admin", "gantry-gateway"] {
             let path = backend.binary(name);
@@ -203,6 +208,15 @@ impl HostBackend {
     pub(crate) fn for_run(&self) -> Self {
         Self {
             sync_token: SyncToken::random(),
+            ..self.clone()
+        }
+    }
+
+    /// The same backend starting each admin and gateway on a wall clock of its own, which a
+    /// case's `clock` changes step ([`Service::step_clock`]; `backend::clock`).
+    pub(crate) fn with_fake_clocks(&self) -> Self {
+        Self {
+            fake_clocks: true,
             ..self.clone()
         }
     }
@@ -318,7 +332,7 @@ impl HostBackend {
     ) -> Result<Service, BackendError> {
         let port = super::process::free_port()?;
         let (args, env) = self.gateway_args(mode, source, port);
-        let mut service = self.service(name, "gantry-gateway", args, &env, dir);
+        let mut service = self.service(name, "gantry-gateway", args, &env, dir)?;
         service.url = format!("http://127.0.0.1:{port}");
         Ok(service)
     }
@@ -364,7 +378,7 @@ impl HostBackend {
         env: &[(&str, &str)],
         dir: &Path,
     ) -> Result<Service, BackendError> {
-        let mut service = self.service(name, bin, args, env, dir);
+        let mut service = self.service(name, bin, args, env, dir)?;
         let url = service.launch().await?;
         // Later starts keep the address: peers and clients hold it.
         service.launch.pin_port(&url);
@@ -372,7 +386,8 @@ impl HostBackend {
         Ok(service)
     }
 
-    /// A service of `bin`, not started, logging to `<dir>/<name>.log`.
+    /// A service of `bin`, not started, logging to `<dir>/<name>.log` (and on a faked clock
+    /// kept in `<dir>/<name>.clock` when the backend fakes clocks).
     fn service(
         &self,
         name: &str,
@@ -380,8 +395,12 @@ impl HostBackend {
         args: Vec<String>,
         env: &[(&str, &str)],
         dir: &Path,
-    ) -> Service {
-        Service {
+    ) -> Result<Service, BackendError> {
+        let clock = self
+            .fake_clocks
+            .then(|| FakeClock::create(dir.join(format!("{name}.clock"))))
+            .transpose()?;
+        Ok(Service {
             name: name.to_owned(),
             url: String::new(),
             launch: Launch {
@@ -394,7 +413,8 @@ impl HostBackend {
             },
             log: dir.join(format!("{name}.log")),
             process: Mutex::new(None),
-        }
+            clock,
+        })
     }
 }
 
@@ -485,6 +505,8 @@ pub struct Service {
     launch: Launch,
     /// The running process; `None` while stopped.
     process: Mutex<Option<Process>>,
+    /// Its faked wall clock, for a case that steps clocks.
+    clock: Option<FakeClock>,
 }
 
 impl Service {
@@ -552,6 +574,22 @@ impl Service {
         super::process::signal(&self.name, pid, signal)
     }
 
+    /// Steps its wall clock by `seconds` (negative: back) from where it is, once it is
+    /// seen running under libfaketime; answers the clock's new offset.
+    pub fn step_clock(&self, seconds: i64) -> Result<i64, BackendError> {
+        let not_running = || BackendError::NotRunning {
+            service: self.name.clone(),
+        };
+        let clock = self
+            .clock
+            .as_ref()
+            .ok_or_else(|| BackendError::NoFakeClock {
+                service: self.name.clone(),
+            })?;
+        clock.runs_in(&self.name, self.pid().ok_or_else(not_running)?)?;
+        clock.step(seconds)
+    }
+
     fn process(&self) -> MutexGuard<'_, Option<Process>> {
         self.process.locked()
     }
@@ -571,6 +609,7 @@ impl Service {
             .args(args)
             .env("NO_COLOR", "1")
             .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(self.clock.iter().flat_map(FakeClock::env))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)

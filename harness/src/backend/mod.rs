@@ -9,6 +9,7 @@
 //! backend starts only upstreams, for an admin and gateway someone else runs (the engine's
 //! side of that target is [`crate::target`]).
 
+mod clock;
 pub(crate) mod component;
 pub(crate) mod docker;
 pub(crate) mod external;
@@ -35,7 +36,7 @@ pub(crate) use host::HostBackend;
 use rustix::process::Signal;
 
 use crate::error::BackendError;
-use crate::scenario::ast::{Component, FaultAction};
+use crate::scenario::ast::{Component, FaultAction, Target};
 use crate::upstream::{Behaviour, Upstream};
 
 /// Which backend to run on.
@@ -597,6 +598,20 @@ impl Service {
             FaultAction::Resume => return s.signal(Signal::CONT),
         }
         Ok(())
+    }
+
+    /// Steps its wall clock by `seconds` (negative: back); answers the new offset from the
+    /// real clock (host backend: libfaketime).
+    pub fn step_clock(&self, seconds: i64, target: Target) -> Result<i64, BackendError> {
+        match self {
+            Service::Host(s) => s.step_clock(seconds),
+            Service::Docker(_) => Err(BackendError::FaultUnsupported {
+                action: "clock",
+                target,
+                backend: "docker",
+            }),
+            Service::External { name, .. } => Err(external_unsupported(&format!("clock {name}"))),
+        }
     }
 
     /// Base URL as the other services reach it.

@@ -1,7 +1,7 @@
 //! A step's faults: processes stopped, killed, started, restarted, paused or resumed, the sync
 //! connection partitioned and healed, protocol faults armed, etcd compacted, a ZooKeeper
-//! session expired, a gateway starved of CPU and fed; and which admins and gateways run
-//! afterwards.
+//! session expired, a gateway starved of CPU and fed, a clock stepped; and which admins and
+//! gateways run afterwards.
 
 use super::{Case, StepResult, at};
 use crate::client::AdminClient;
@@ -104,6 +104,14 @@ impl Case<'_> {
             Fault::Feed(target) => {
                 tracing::info!(case = %self.id, step = %st.name, "feed: {target}");
                 faulted.starved = None;
+                Ok(())
+            }
+            Fault::Clock(clock) => {
+                let seconds = (clock.step.whole_seconds())
+                    .expect("a clock step is whole seconds (checked at parse time)");
+                let offset =
+                    (self.topo.step_clock(clock.target, seconds)).map_err(at(Step::Steps))?;
+                tracing::info!(case = %self.id, step = %st.name, offset, "{}'s clock stepped {}", clock.target, clock.step);
                 Ok(())
             }
             Fault::ExpireSession(target) => {

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 mod behaviour;
 mod check;
+mod clock;
 mod regression;
 pub(crate) mod request;
 mod resource;
@@ -25,6 +26,7 @@ mod wait;
 
 pub use behaviour::*;
 pub use check::*;
+pub use clock::*;
 pub use model::SyncFaultKind;
 pub use regression::*;
 pub use request::*;

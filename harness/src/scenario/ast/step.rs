@@ -68,6 +68,14 @@ impl StepSpec {
             .any(|c| matches!(c, Change::Fault(Fault::SyncFault(_))))
     }
 
+    /// Whether a change steps a process's clock (its admins and gateways then run under
+    /// libfaketime).
+    pub fn steps_clocks(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|c| matches!(c, Change::Fault(Fault::Clock(_))))
+    }
+
     /// Whether a change partitions the gateway.
     pub fn partitions(&self) -> bool {
         self.changes
@@ -181,6 +189,8 @@ pub enum Fault {
     Starve(Starve),
     /// `feed`: the end of a gateway's starvation.
     Feed(Target),
+    /// `clock`: an admin's or gateway's wall clock stepped.
+    Clock(ClockStep),
 }
 
 impl From<RawChange> for Change {
@@ -211,6 +221,7 @@ impl From<RawChange> for Change {
             RawChange::Wipe(t) => Change::Fault(F::Wipe(t)),
             RawChange::Starve(s) => Change::Fault(F::Starve(s)),
             RawChange::Feed(t) => Change::Fault(F::Feed(t)),
+            RawChange::Clock(c) => Change::Fault(F::Clock(c)),
         }
     }
 }
@@ -288,6 +299,10 @@ enum RawChange {
     Starve(Starve),
     /// Ends a gateway's starvation (`starve`) before the end of its step: it runs on.
     Feed(Target),
+    /// Steps an admin's or gateway's wall clock by `step` (`-60s`, `+1h`; steps add up),
+    /// its monotonic clock untouched: the process runs under libfaketime (host backend;
+    /// `docs/faults.md`).
+    Clock(ClockStep),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -301,8 +316,8 @@ pub struct SyncFault {
     /// How many pushes it applies to (1 to 100; default 1).
     #[serde(default = "one_push")]
     pub count: u32,
-    /// `lateAnswer`, `latePush` and `clockBack` only (required there): how long each answer
-    /// or increment waits, how far the clock steps back.
+    /// `lateAnswer` and `latePush` only (required there): how long each answer or increment
+    /// waits.
     #[serde(default, deserialize_with = "opt_duration")]
     #[schemars(with = "Option<DurationText>")]
     pub delay: Option<Duration>,
@@ -535,6 +550,7 @@ impl Fault {
             Fault::Wipe(_) => "wipe",
             Fault::Starve(_) => "starve",
             Fault::Feed(_) => "feed",
+            Fault::Clock(_) => "clock",
         }
     }
 }
@@ -647,6 +663,7 @@ mod tests {
             ("expireSession: gateway", false),
             ("starve: { target: gateway, duty: 90% }", false),
             ("feed: gateway", false),
+            ("clock: { target: admin, step: -60s }", false),
         ];
         let yaml: String = keys.iter().map(|(k, _)| format!("- {k}\n")).collect();
         let Changes(changes) = serde_norway::from_str(&yaml).unwrap();

@@ -1218,8 +1218,8 @@ fn protocol_faults_fit_their_mode_backend_and_fields() {
     );
     assert!(
         e.contains(
-            "steps[0].changes[0].syncFault.delay: only `lateAnswer`, `latePush` and \
-             `clockBack` take a delay; `duplicate` takes none"
+            "steps[0].changes[0].syncFault.delay: only `lateAnswer` and `latePush` take a \
+             delay; `duplicate` takes none"
         ),
         "{e}"
     );
@@ -1283,7 +1283,7 @@ fn a_wipe_is_of_etcd_in_the_etcd_mode_on_the_host() {
 }
 
 #[test]
-fn a_sever_is_healed_and_a_clock_step_needs_a_delay() {
+fn a_sever_is_healed_and_a_clock_step_is_a_running_process_on_the_host() {
     const SEVER: &str = include_str!("../../../../cases/regressions/apisix-13721.yaml");
     parse_str(Path::new("x.yaml"), SEVER).unwrap();
     let e = err(&SEVER.replacen("      - heal\n", "", 1));
@@ -1295,9 +1295,45 @@ fn a_sever_is_healed_and_a_clock_step_needs_a_delay() {
     );
     const CLOCK: &str = include_str!("../../../../cases/regressions/clock-skew.yaml");
     parse_str(Path::new("x.yaml"), CLOCK).unwrap();
-    let e = err(&CLOCK.replace("{ kind: clockBack, delay: 60s }", "{ kind: clockBack }"));
+    let step = "{ target: admin, step: -60s }";
+    let e = err(&CLOCK.replace(step, "{ target: etcd, step: 60s }"));
     assert!(
-        e.contains("steps[0].changes[0].syncFault.delay: `clockBack` needs a delay"),
+        e.contains("steps[0].changes[0].clock.step: `60s`: give the step's direction"),
+        "{e}"
+    );
+    let e = err(&CLOCK.replace(step, "{ target: etcd, step: -1.5s }"));
+    assert!(
+        e.contains(
+            "steps[0].changes[0].clock.target: only an admin's or a gateway's clock steps, \
+             not `etcd`'s"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("steps[0].changes[0].clock.step: must be whole seconds, got `-1s 500ms`"),
+        "{e}"
+    );
+    let e = err(&CLOCK.replace(step, "{ target: \"gateway[1]\", step: +0s }"));
+    assert!(
+        e.contains("steps[0].changes[0].clock.target: `gateway[1]` does not exist"),
+        "{e}"
+    );
+    assert!(
+        e.contains("steps[0].changes[0].clock.step: must move the clock: got 0s"),
+        "{e}"
+    );
+    let e = err(&CLOCK.replace("backends: [host]", "backends: [host, docker]"));
+    assert!(
+        e.contains("steps[0].changes[0].clock: `clock` runs on the host backend only"),
+        "{e}"
+    );
+    let paused = CLOCK.replace(
+        &format!("      - clock: {step}\n"),
+        &format!("      - pause: admin\n      - clock: {step}\n      - resume: admin\n"),
+    );
+    let e = err(&paused);
+    assert!(
+        e.contains("steps[0].changes[1].clock.target: the admin is paused at this point"),
         "{e}"
     );
 }

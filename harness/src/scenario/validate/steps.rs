@@ -1,7 +1,7 @@
 //! Steps: changes name live objects, faults fit the mode, the backend and what runs.
 
 use super::*;
-use crate::scenario::ast::{AdminChange, DistributionWait, Fault, Precheck, Starve};
+use crate::scenario::ast::{AdminChange, ClockStep, DistributionWait, Fault, Precheck, Starve};
 
 /// The most requests one pass of a `distribution` wait may send.
 const MAX_WITHIN: usize = 10_000;
@@ -233,8 +233,9 @@ impl<'s> Validator<'s> {
     ) {
         let s = self.s;
         let at = &format!("steps[{i}].changes[{j}]");
-        // Faults other than a process's are made with an admin running, as admin changes are.
-        if !matches!(fault, Fault::Process(..)) {
+        // Faults other than a process's or its clock's are made with an admin running, as
+        // admin changes are.
+        if !matches!(fault, Fault::Process(..) | Fault::Clock(_)) {
             self.admin_runs(processes, st, i, at, fault.name());
         }
         match fault {
@@ -331,6 +332,48 @@ impl<'s> Validator<'s> {
                 }
                 *starved = None;
             }
+            Fault::Clock(step) => self.clock(processes, step, &format!("{at}.clock")),
+        }
+    }
+
+    /// A `clock` step names a running admin or gateway of the topology, on the host backend
+    /// (libfaketime), and moves the clock by whole seconds.
+    pub(super) fn clock(&mut self, processes: &Processes, step: &ClockStep, at: &str) {
+        let s = self.s;
+        let target = step.target;
+        let unavailable = match target {
+            Target::Admin(i) => self.indexed(i, s.topology.admins, "admins"),
+            Target::Gateway(i) => self.indexed(i, s.topology.gateways, "gateways"),
+            _ => Some(format!(
+                "only an admin's or a gateway's clock steps, not `{target}`'s"
+            )),
+        };
+        if let Some(why) = unavailable {
+            self.report(format!("{at}.target"), why);
+        } else if let Some(state) = processes.not_running(target) {
+            self.report(
+                format!("{at}.target"),
+                format!(
+                    "the {target} is {state} at this point, and a step is verified on its \
+                     answers: start or resume it first"
+                ),
+            );
+        }
+        match step.step.whole_seconds() {
+            Some(0) => self.report(format!("{at}.step"), "must move the clock: got 0s"),
+            Some(_) => {}
+            None => self.report(
+                format!("{at}.step"),
+                format!("must be whole seconds, got `{}`", step.step),
+            ),
+        }
+        if s.backends.iter().any(|b| b.containers()) {
+            self.report(
+                at,
+                "`clock` runs on the host backend only so far (the admin and gateway run \
+                 under libfaketime, which the FROM-scratch images do not hold): add \
+                 `backends: [host]`",
+            );
         }
     }
 
@@ -405,7 +448,7 @@ impl<'s> Validator<'s> {
 
     /// A protocol fault fits the case: its kind means something in every mode the case runs
     /// in, the backend is the host (the admin's test-only hook), `count` is 1 to 100 and
-    /// `delay` is given for `lateAnswer`, `latePush` and `clockBack` only.
+    /// `delay` is given for `lateAnswer` and `latePush` only.
     pub(super) fn sync_fault(&mut self, f: &SyncFault, at: &str) {
         let s = self.s;
         let kind = f.kind.name();
@@ -445,10 +488,7 @@ impl<'s> Validator<'s> {
             (true, Some(_)) | (false, None) => {}
             (false, Some(_)) => self.report(
                 format!("{at}.delay"),
-                format!(
-                    "only `lateAnswer`, `latePush` and `clockBack` take a delay; `{kind}` \
-                     takes none"
-                ),
+                format!("only `lateAnswer` and `latePush` take a delay; `{kind}` takes none"),
             ),
         }
     }
