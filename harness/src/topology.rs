@@ -25,7 +25,7 @@ use crate::backend::{
     UpstreamService,
 };
 use crate::error::BackendError;
-use crate::fault::{FaultProxy, Mode as ProxyMode};
+use crate::fault::{FaultProxy, Mode as ProxyMode, Toxics};
 use crate::scenario::ast::{Component, FaultAction, Storage, Target, TopologySpec, UpstreamDecl};
 use crate::scenario::placeholder;
 
@@ -451,6 +451,25 @@ impl Topology {
                 self.sync_proxy()?.set(how);
                 Ok(())
             }
+        }
+    }
+
+    /// Adds toxics to the proxy on the gateway's sync connection (a step's `network`, host
+    /// backend only): `add` gets those set so far. [`Topology::heal`] ends them.
+    pub(crate) fn network(&self, add: impl FnOnce(&mut Toxics)) -> Result<(), BackendError> {
+        match &self.run {
+            Run::Host(_) => {
+                let proxy = self.sync_proxy()?;
+                let mut toxics = proxy.toxics();
+                add(&mut toxics);
+                proxy.set_toxics(toxics);
+                Ok(())
+            }
+            run => Err(BackendError::FaultUnsupported {
+                action: "network",
+                target: Target::Gateway(None),
+                backend: run.backend_name(),
+            }),
         }
     }
 

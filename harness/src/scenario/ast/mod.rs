@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 mod behaviour;
 mod check;
+mod network;
 mod regression;
 pub(crate) mod request;
 mod setup;
@@ -24,6 +25,7 @@ mod wait;
 
 pub use behaviour::*;
 pub use check::*;
+pub use network::*;
 pub use model::SyncFaultKind;
 pub use regression::*;
 pub use request::*;
