@@ -107,7 +107,11 @@ async fn start_control(
         spec,
         sync_proxy,
         sync_faults,
+        slice_links,
     } = shape;
+    // Slicing takes the sync proxy; several admins would collapse into the first behind it.
+    let sliced = *slice_links && matches!(run, Run::Host(_)) && spec.admins == 1;
+    let sync_proxy = &(*sync_proxy || sliced);
     let store = match StoreKind::for_mode(mode) {
         // The target syncs its own way.
         Some(_) if run.external().is_some() => None,
@@ -188,7 +192,10 @@ async fn start_control(
                 admins.push(Service::Host(admin));
             }
             let (source, proxy) = if *sync_proxy {
-                let (proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
+                let (mut proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
+                if sliced {
+                    proxy.keep(Toxics::sliced(SLICE_EVERY));
+                }
                 (source, Some(proxy))
             } else {
                 (gateway_source(&admins, host_store), None)
@@ -226,7 +233,14 @@ pub struct Shape {
     pub sync_proxy: bool,
     /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
     pub sync_faults: bool,
+    /// The `slice` run mode: the gateway's sync connection goes through a `FaultProxy` that
+    /// writes every chunk both ways 1 byte at a time, [`SLICE_EVERY`] apart (host backend,
+    /// one admin; the upstream, client and database links are not sliced yet).
+    pub slice_links: bool,
 }
+
+/// The pause after each byte on a sliced link (`Shape::slice_links`).
+pub(crate) const SLICE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Topology {
     /// Starts the upstreams named `upstreams`, the `components` (in any mode), the store

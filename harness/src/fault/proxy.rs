@@ -87,6 +87,8 @@ pub(crate) struct FaultProxy {
     mode: watch::Sender<Mode>,
     /// The toxics every connection follows.
     toxics: watch::Sender<Toxics>,
+    /// The toxics a heal goes back to (the `slice` run mode's).
+    baseline: Toxics,
     /// Connections whose number is below this are severed (dead for good).
     severed: watch::Sender<u64>,
     /// How many connections were accepted so far (each one's number is its rank).
@@ -121,6 +123,7 @@ impl FaultProxy {
             addr,
             mode,
             toxics,
+            baseline: Toxics::default(),
             severed,
             accepted,
             task,
@@ -150,15 +153,21 @@ impl FaultProxy {
         self.toxics.send_replace(toxics);
     }
 
+    /// Sets `toxics` for good: a heal goes back to them.
+    pub(crate) fn keep(&mut self, toxics: Toxics) {
+        self.baseline = toxics.clone();
+        self.set_toxics(toxics);
+    }
+
     /// The toxics set now.
     pub(crate) fn toxics(&self) -> Toxics {
         self.toxics.borrow().clone()
     }
 
-    /// Back to [`Mode::Pass`] without toxics: blackholed connections resume; cut or reset
-    /// ones stay closed.
+    /// Back to [`Mode::Pass`] and the toxics kept ([`FaultProxy::keep`]; none by default):
+    /// blackholed connections resume; cut or reset ones stay closed.
     pub(crate) fn heal(&self) {
-        self.toxics.send_replace(Toxics::default());
+        self.toxics.send_replace(self.baseline.clone());
         self.set(Mode::Pass);
     }
 }
@@ -437,7 +446,11 @@ async fn pump(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, mut follows: Follow
         if let Err(end) = follows.write(&mut to, chunk, toxics.pace(direction)).await {
             return end;
         }
-        sent = if limit.is_some() { sent + chunk.len() as u64 } else { 0 };
+        sent = if limit.is_some() {
+            sent + chunk.len() as u64
+        } else {
+            0
+        };
         if cut {
             return End::Close;
         }
@@ -796,7 +809,9 @@ mod tests {
         let silent = tokio::time::timeout(SILENCE, received.recv()).await;
         assert!(silent.is_err(), "the request passed: {silent:?}");
         proxy.heal();
-        let got = tokio::time::timeout(DEADLINE, received.recv()).await.unwrap();
+        let got = tokio::time::timeout(DEADLINE, received.recv())
+            .await
+            .unwrap();
         assert_eq!(got.unwrap(), b"kept", "held bytes arrive on heal");
     }
 
@@ -807,7 +822,9 @@ mod tests {
         proxy.set_toxics(toxics(Direction::Answer, Toxic::Blackhole));
         let mut stream = connect(&proxy).await;
         stream.write_all(b"sent").await.unwrap();
-        let got = tokio::time::timeout(DEADLINE, received.recv()).await.unwrap();
+        let got = tokio::time::timeout(DEADLINE, received.recv())
+            .await
+            .unwrap();
         assert_eq!(got.unwrap(), b"sent", "requests pass");
         assert_silent(&mut stream).await;
         proxy.heal();

@@ -87,15 +87,20 @@ impl Toxics {
         }
     }
 
+    /// Every chunk both ways cut into single bytes, `every` apart (the `slice` run mode).
+    pub(crate) fn sliced(every: Duration) -> Toxics {
+        let slice = Toxic::Slice { bytes: 1, every };
+        Toxics {
+            request: vec![slice],
+            answer: vec![slice],
+            loss: 0.0,
+        }
+    }
+
     /// Adds a loss of new connections at `rate` (0 to 1); two losses combine as independent
     /// draws.
     pub(crate) fn add_loss(&mut self, rate: f64) {
         self.loss = 1.0 - (1.0 - self.loss) * (1.0 - rate.clamp(0.0, 1.0));
-    }
-
-    /// Whether no toxic is set.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.request.is_empty() && self.answer.is_empty() && self.loss == 0.0
     }
 
     fn on(&self, direction: Direction) -> &[Toxic] {
@@ -224,7 +229,10 @@ mod tests {
         let drawn: Vec<_> = (0..200)
             .map(|_| toxics.latency(Direction::Answer, &mut rng))
             .collect();
-        assert!(drawn.iter().all(|d| (ms(90)..=ms(130)).contains(d)), "{drawn:?}");
+        assert!(
+            drawn.iter().all(|d| (ms(90)..=ms(130)).contains(d)),
+            "{drawn:?}"
+        );
         assert!(drawn.iter().any(|d| *d < ms(105)) && drawn.iter().any(|d| *d > ms(115)));
         assert_eq!(toxics.latency(Direction::Request, &mut rng), Duration::ZERO);
     }

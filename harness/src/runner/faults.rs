@@ -169,8 +169,7 @@ fn arm(network: &NetworkFault, toxics: &mut Toxics) {
             jitter: l.jitter,
         },
         NetworkFault {
-            bandwidth: Some(b),
-            ..
+            bandwidth: Some(b), ..
         } => Toxic::Bandwidth {
             bytes_per_second: b.bytes_per_second,
         },
@@ -187,8 +186,7 @@ fn arm(network: &NetworkFault, toxics: &mut Toxics) {
             ..
         } => Toxic::LimitData { bytes: l.bytes },
         NetworkFault {
-            blackhole: Some(_),
-            ..
+            blackhole: Some(_), ..
         } => Toxic::Blackhole,
         NetworkFault { loss: Some(l), .. } => return toxics.add_loss(l.rate),
         // Validation asks for exactly one kind.

@@ -25,8 +25,8 @@ mod wait;
 
 pub use behaviour::*;
 pub use check::*;
-pub use network::*;
 pub use model::SyncFaultKind;
+pub use network::*;
 pub use regression::*;
 pub use request::*;
 pub use setup::*;

@@ -164,9 +164,10 @@ impl NetworkFault {
         .collect()
     }
 
-    /// Whether it keeps config from the gateway (a blackhole, either way): the gateway is
-    /// then not expected in sync until the heal.
+    /// Whether it may keep config from the gateway (a blackhole either way, a data limit, a
+    /// loss of connections): the gateway is then not expected in sync until the heal.
     pub fn cuts_off(&self) -> bool {
-        self.link == Link::Sync && self.blackhole.is_some()
+        self.link == Link::Sync
+            && (self.blackhole.is_some() || self.limit_data.is_some() || self.loss.is_some())
     }
 }

@@ -127,10 +127,6 @@ impl Precheck {
 /// files (`- deleteSelector: name`, `- kill: gateway`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(from = "RawChange")]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "read once from a case file into a step's short list; boxing buys nothing"
-)]
 pub enum Change {
     /// A change of the admin's config (names refer to setup objects); the admin pushes it.
     Admin(AdminChange),
