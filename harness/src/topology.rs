@@ -25,7 +25,7 @@ use crate::backend::{
     UpstreamService,
 };
 use crate::error::BackendError;
-use crate::fault::{FaultProxy, Mode as ProxyMode, Starvation};
+use crate::fault::{FaultProxy, Mode as ProxyMode, Starvation, Toxics};
 use crate::scenario::ast::{
     Component, FaultAction, Starve, Storage, Target, TopologySpec, UpstreamDecl,
 };
@@ -110,7 +110,11 @@ async fn start_control(
         sync_proxy,
         sync_faults,
         clocks,
+        slice_links,
     } = shape;
+    // Slicing takes the sync proxy; several admins would collapse into the first behind it.
+    let sliced = *slice_links && matches!(run, Run::Host(_)) && spec.admins == 1;
+    let sync_proxy = &(*sync_proxy || sliced);
     let store = match StoreKind::for_mode(mode) {
         // The target syncs its own way.
         Some(_) if run.external().is_some() => None,
@@ -205,7 +209,10 @@ async fn start_control(
                 admins.push(Service::Host(admin));
             }
             let (source, proxy) = if *sync_proxy {
-                let (proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
+                let (mut proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
+                if sliced {
+                    proxy.keep(Toxics::sliced(SLICE_EVERY));
+                }
                 (source, Some(proxy))
             } else {
                 (gateway_source(&admins, host_store), None)
@@ -246,7 +253,14 @@ pub struct Shape {
     /// The admins and gateways run on wall clocks of their own (steps' `clock`; host
     /// backend: libfaketime).
     pub clocks: bool,
+    /// The `slice` run mode: the gateway's sync connection goes through a `FaultProxy` that
+    /// writes every chunk both ways 1 byte at a time, [`SLICE_EVERY`] apart (host backend,
+    /// one admin; the upstream, client and database links are not sliced yet).
+    pub slice_links: bool,
 }
+
+/// The pause after each byte on a sliced link (`Shape::slice_links`).
+pub(crate) const SLICE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Topology {
     /// Starts the upstreams named `upstreams`, the `components` (in any mode), the store
@@ -486,6 +500,25 @@ impl Topology {
                 self.sync_proxy()?.set(how);
                 Ok(())
             }
+        }
+    }
+
+    /// Adds toxics to the proxy on the gateway's sync connection (a step's `network`, host
+    /// backend only): `add` gets those set so far. [`Topology::heal`] ends them.
+    pub(crate) fn network(&self, add: impl FnOnce(&mut Toxics)) -> Result<(), BackendError> {
+        match &self.run {
+            Run::Host(_) => {
+                let proxy = self.sync_proxy()?;
+                let mut toxics = proxy.toxics();
+                add(&mut toxics);
+                proxy.set_toxics(toxics);
+                Ok(())
+            }
+            run => Err(BackendError::FaultUnsupported {
+                action: "network",
+                target: Target::Gateway(None),
+                backend: run.backend_name(),
+            }),
         }
     }
 

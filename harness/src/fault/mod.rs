@@ -1,14 +1,17 @@
 //! Network faults the harness injects between components: [`FaultProxy`], a TCP relay whose
 //! [`Mode`] can be switched while connections are open (cut, reset, a silent partition, added
-//! latency), for case-file `partition` / `heal` steps; [`etcd::compact_at_least`], for
+//! latency) and whose [`Toxics`] (Toxiproxy's vocabulary, per direction) can be set, for
+//! case-file `partition`, `network` and `heal` steps; [`etcd::compact_at_least`], for
 //! `compact: etcd`; [`zookeeper::wait_expired`], for `expireSession: gateway`; and
 //! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`.
 
 pub(crate) mod etcd;
 mod proxy;
 mod starve;
+mod toxic;
 pub(crate) mod zookeeper;
 
 pub(crate) use proxy::FaultProxy;
 pub use proxy::Mode;
 pub(crate) use starve::Starvation;
+pub(crate) use toxic::{Direction, Toxic, Toxics};

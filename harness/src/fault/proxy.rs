@@ -30,6 +30,11 @@
 //! closes the client's connection.
 //!
 //! Dropping the proxy stops it: the listener and every connection are closed.
+//!
+//! Besides its mode, the proxy holds [`Toxics`] (set with [`FaultProxy::set_toxics`]): per
+//! direction latency, bandwidth, slicing, a slow close, a data limit or a one-way blackhole,
+//! and a loss of new connections; see [`super::toxic`]. They act together with the mode (a
+//! `Delay` adds to a latency); a heal clears them.
 
 use std::io;
 use std::net::SocketAddr;
@@ -38,11 +43,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+
+use super::toxic::{Direction, Pace, Toxics};
 
 /// What the proxy does with the bytes of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +85,10 @@ impl Mode {
 pub(crate) struct FaultProxy {
     addr: SocketAddr,
     mode: watch::Sender<Mode>,
+    /// The toxics every connection follows.
+    toxics: watch::Sender<Toxics>,
+    /// The toxics a heal goes back to (the `slice` run mode's).
+    baseline: Toxics,
     /// Connections whose number is below this are severed (dead for good).
     severed: watch::Sender<u64>,
     /// How many connections were accepted so far (each one's number is its rank).
@@ -97,16 +110,20 @@ impl FaultProxy {
         let addr = listener.local_addr()?;
         let (mode, modes) = watch::channel(Mode::Pass);
         let (severed, severs) = watch::channel(0);
+        let (toxics, toxic_sets) = watch::channel(Toxics::default());
         let accepted = Arc::new(AtomicU64::new(0));
         let links = Links {
             target,
             modes,
+            toxics: toxic_sets,
             severs,
         };
         let task = tokio::spawn(accept_loop(listener, links, accepted.clone()));
         Ok(FaultProxy {
             addr,
             mode,
+            toxics,
+            baseline: Toxics::default(),
             severed,
             accepted,
             task,
@@ -130,8 +147,27 @@ impl FaultProxy {
         self.mode.send_replace(mode);
     }
 
-    /// Back to [`Mode::Pass`]: blackholed connections resume; cut or reset ones stay closed.
+    /// Replaces the toxics; open connections follow from their next chunk (a blackholed
+    /// direction stops reading at once).
+    pub(crate) fn set_toxics(&self, toxics: Toxics) {
+        self.toxics.send_replace(toxics);
+    }
+
+    /// Sets `toxics` for good: a heal goes back to them.
+    pub(crate) fn keep(&mut self, toxics: Toxics) {
+        self.baseline = toxics.clone();
+        self.set_toxics(toxics);
+    }
+
+    /// The toxics set now.
+    pub(crate) fn toxics(&self) -> Toxics {
+        self.toxics.borrow().clone()
+    }
+
+    /// Back to [`Mode::Pass`] and the toxics kept ([`FaultProxy::keep`]; none by default):
+    /// blackholed connections resume; cut or reset ones stay closed.
     pub(crate) fn heal(&self) {
+        self.toxics.send_replace(self.baseline.clone());
         self.set(Mode::Pass);
     }
 }
@@ -142,11 +178,12 @@ impl Drop for FaultProxy {
     }
 }
 
-/// What every connection follows: its target, the mode, and the sever mark.
+/// What every connection follows: its target, the mode, the toxics, and the sever mark.
 #[derive(Debug, Clone)]
 struct Links {
     target: SocketAddr,
     modes: watch::Receiver<Mode>,
+    toxics: watch::Receiver<Toxics>,
     /// Connections numbered below it are dead.
     severs: watch::Receiver<u64>,
 }
@@ -188,8 +225,12 @@ async fn connection(mut client: TcpStream, number: u64, links: Links) {
     let Links {
         target,
         mut modes,
+        toxics,
         severs,
     } = links;
+    if toxics.borrow().loses(number) {
+        return;
+    }
     let dead = Dead { number, severs };
     match forwarding(&mut modes).await {
         Err(End::Reset) => return abort(&client),
@@ -205,8 +246,14 @@ async fn connection(mut client: TcpStream, number: u64, links: Links) {
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
-        let mut up = pin!(pump(client_read, server_write, modes.clone(), dead.clone()));
-        let mut down = pin!(pump(server_read, client_write, modes, dead.clone()));
+        let follows = |direction| Follows {
+            direction,
+            modes: modes.clone(),
+            toxics: toxics.clone(),
+            dead: dead.clone(),
+        };
+        let mut up = pin!(pump(client_read, server_write, follows(Direction::Request)));
+        let mut down = pin!(pump(server_read, client_write, follows(Direction::Answer)));
         let (mut up_done, mut down_done) = (false, false);
         loop {
             let end = tokio::select! {
@@ -281,16 +328,72 @@ async fn forwarding(modes: &mut watch::Receiver<Mode>) -> Result<(), End> {
     }
 }
 
-/// Relays one direction until EOF or a mode that ends the connection.
-async fn pump(
-    mut from: ReadHalf<'_>,
-    mut to: WriteHalf<'_>,
-    mut modes: watch::Receiver<Mode>,
-    mut dead: Dead,
-) -> End {
+/// What one direction of a connection follows.
+struct Follows {
+    direction: Direction,
+    modes: watch::Receiver<Mode>,
+    toxics: watch::Receiver<Toxics>,
+    dead: Dead,
+}
+
+impl Follows {
+    /// Waits until the mode forwards and the direction is not blackholed; `Err`: how the
+    /// connection must end instead.
+    async fn flowing(&mut self) -> Result<(), End> {
+        loop {
+            forwarding(&mut self.modes).await?;
+            if !self.toxics.borrow_and_update().blackholed(self.direction) {
+                return Ok(());
+            }
+            let changed = tokio::select! {
+                changed = self.modes.changed() => changed,
+                changed = self.toxics.changed() => changed,
+            };
+            if changed.is_err() {
+                return Err(End::Close);
+            }
+        }
+    }
+
+    /// Waits `hold`; `Err` if the connection is cut, reset or severed meanwhile (what it
+    /// held is lost with it).
+    async fn hold(&mut self, hold: Duration) -> Result<(), End> {
+        if hold.is_zero() {
+            return Ok(());
+        }
+        tokio::select! {
+            () = tokio::time::sleep(hold) => Ok(()),
+            end = ended(&mut self.modes) => Err(end),
+            () = self.dead.comes() => Err(End::Dead),
+        }
+    }
+
+    /// Writes `chunk` to `to`, paced as `pace` says.
+    async fn write(
+        &mut self,
+        to: &mut WriteHalf<'_>,
+        chunk: &[u8],
+        pace: Option<Pace>,
+    ) -> Result<(), End> {
+        let Some(pace) = pace else {
+            return to.write_all(chunk).await.map_err(|_| End::Close);
+        };
+        for piece in chunk.chunks(pace.piece) {
+            to.write_all(piece).await.map_err(|_| End::Close)?;
+            self.hold(pace.gap(piece.len())).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Relays one direction until EOF or a mode (or a data limit) that ends the connection.
+async fn pump(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, mut follows: Follows) -> End {
     let mut buf = vec![0u8; 16 * 1024];
+    let mut rng = StdRng::seed_from_u64(follows.dead.number * 2 + follows.direction as u64);
+    // Bytes written since a data limit holds.
+    let mut sent = 0u64;
     loop {
-        if let Err(end) = forwarding(&mut modes).await {
+        if let Err(end) = follows.flowing().await {
             return end;
         }
         let n = tokio::select! {
@@ -298,36 +401,57 @@ async fn pump(
                 Ok(n) => n,
                 Err(_) => return End::Close,
             },
-            // Re-evaluate the mode (a blackhole stops reading at once).
-            changed = modes.changed() => match changed {
+            // Re-evaluate the mode and toxics (a blackhole stops reading at once).
+            changed = follows.modes.changed() => match changed {
                 Ok(()) => continue,
                 Err(_) => return End::Close,
             },
-            () = dead.comes() => return End::Dead,
+            changed = follows.toxics.changed() => match changed {
+                Ok(()) => continue,
+                Err(_) => return End::Close,
+            },
+            () = follows.dead.comes() => return End::Dead,
         };
-        let mode = *modes.borrow();
-        if let Mode::Delay(latency) = mode {
-            let wait = tokio::time::sleep(latency);
-            tokio::select! {
-                () = wait => {}
-                // Cut or reset while the chunk is held: the chunk is lost with the connection.
-                end = ended(&mut modes) => return end,
-                () = dead.comes() => return End::Dead,
-            }
+        let toxics = follows.toxics.borrow().clone();
+        let direction = follows.direction;
+        let mut hold = toxics.latency(direction, &mut rng);
+        if let Mode::Delay(latency) = *follows.modes.borrow() {
+            hold += latency;
+        }
+        if n == 0 {
+            hold += toxics.slow_close(direction);
+        }
+        if let Err(end) = follows.hold(hold).await {
+            return end;
         }
         // Read just before a switch to a blackhole: held until the heal.
-        if let Err(end) = forwarding(&mut modes).await {
+        if let Err(end) = follows.flowing().await {
             return end;
         }
         // Read just before a sever: lost.
-        if dead.now() {
+        if follows.dead.now() {
             return End::Dead;
         }
         if n == 0 {
             let _ = to.shutdown().await;
             return End::Eof;
         }
-        if to.write_all(&buf[..n]).await.is_err() {
+        let mut chunk = &buf[..n];
+        let limit = toxics.limit(direction);
+        let room = limit.map_or(u64::MAX, |limit| limit.saturating_sub(sent));
+        let cut = room <= n as u64;
+        if cut {
+            chunk = &chunk[..usize::try_from(room).unwrap_or(n)];
+        }
+        if let Err(end) = follows.write(&mut to, chunk, toxics.pace(direction)).await {
+            return end;
+        }
+        sent = if limit.is_some() {
+            sent + chunk.len() as u64
+        } else {
+            0
+        };
+        if cut {
             return End::Close;
         }
     }
@@ -351,6 +475,7 @@ async fn ended(modes: &mut watch::Receiver<Mode>) -> End {
 mod tests {
     use std::time::Instant;
 
+    use super::super::toxic::Toxic;
     use super::*;
 
     /// How long any wait for an effect may take.
@@ -529,6 +654,181 @@ mod tests {
         assert!(started.elapsed() >= 2 * latency, "{:?}", started.elapsed());
         proxy.heal();
         round_trip(&mut stream, b"fast").await;
+    }
+
+    /// A server whose every connection is greeted with `hi` and whose received bytes go to
+    /// the returned channel.
+    async fn greeter() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    stream.write_all(b"hi").await.unwrap();
+                    let mut buf = [0; 64];
+                    while let Ok(n @ 1..) = stream.read(&mut buf).await {
+                        let _ = tx.send(buf[..n].to_vec());
+                    }
+                });
+            }
+        });
+        (addr, rx)
+    }
+
+    fn toxics(direction: Direction, toxic: Toxic) -> Toxics {
+        let mut toxics = Toxics::default();
+        toxics.add(direction, toxic);
+        toxics
+    }
+
+    /// A round trip of `msg`, timed.
+    async fn timed_round_trip(stream: &mut TcpStream, msg: &[u8]) -> Duration {
+        let started = Instant::now();
+        round_trip(stream, msg).await;
+        started.elapsed()
+    }
+
+    #[tokio::test]
+    async fn latency_with_jitter_delays_one_direction_within_bounds() {
+        let ms = Duration::from_millis;
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut stream = connect(&proxy).await;
+        round_trip(&mut stream, b"warm").await;
+        let latency = Toxic::Latency {
+            delay: ms(100),
+            jitter: ms(30),
+        };
+        proxy.set_toxics(toxics(Direction::Answer, latency));
+        for _ in 0..5 {
+            let took = timed_round_trip(&mut stream, b"slow").await;
+            assert!(took >= ms(70) && took < ms(400), "{took:?}");
+        }
+        proxy.set_toxics(toxics(Direction::Request, latency));
+        let took = timed_round_trip(&mut stream, b"slow").await;
+        assert!(took >= ms(70), "{took:?}");
+        proxy.heal();
+        assert!(timed_round_trip(&mut stream, b"fast").await < ms(70));
+    }
+
+    #[tokio::test]
+    async fn bandwidth_caps_the_rate() {
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut stream = connect(&proxy).await;
+        let rate = Toxic::Bandwidth {
+            bytes_per_second: 10_000,
+        };
+        proxy.set_toxics(toxics(Direction::Request, rate));
+        // 3000 bytes at 10 000 B/s: 300 ms.
+        let took = timed_round_trip(&mut stream, &[1; 3000]).await;
+        assert!(
+            took >= Duration::from_millis(280) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn slice_writes_pieces_apart() {
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut stream = connect(&proxy).await;
+        let slice = Toxic::Slice {
+            bytes: 2,
+            every: Duration::from_millis(10),
+        };
+        proxy.set_toxics(toxics(Direction::Answer, slice));
+        stream.write_all(&[3; 40]).await.unwrap();
+        let started = Instant::now();
+        // The first piece comes alone: 2 bytes, the rest 10 ms apart.
+        let mut buf = [0; 64];
+        let first = tokio::time::timeout(DEADLINE, stream.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(first, 2);
+        read_exact(&mut stream, 38).await;
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(180), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn slow_close_passes_the_eof_late() {
+        let delay = Duration::from_millis(200);
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut stream = connect(&proxy).await;
+        proxy.set_toxics(toxics(Direction::Request, Toxic::SlowClose { delay }));
+        round_trip(&mut stream, b"data").await;
+        let started = Instant::now();
+        stream.shutdown().await.unwrap();
+        // The echo closes its side once the EOF reaches it.
+        assert_eq!(read_result(&mut stream).await.unwrap(), 0);
+        assert!(started.elapsed() >= delay, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn limit_data_closes_after_the_limit() {
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut stream = connect(&proxy).await;
+        round_trip(&mut stream, b"before the limit").await;
+        proxy.set_toxics(toxics(Direction::Answer, Toxic::LimitData { bytes: 10 }));
+        stream.write_all(b"0123456").await.unwrap();
+        assert_eq!(read_exact(&mut stream, 7).await, b"0123456");
+        stream.write_all(b"789abcdef").await.unwrap();
+        assert_eq!(read_exact(&mut stream, 3).await, b"789");
+        let end = read_result(&mut stream).await;
+        assert!(matches!(end, Ok(0) | Err(_)), "{end:?}");
+        // A new connection counts from zero.
+        round_trip(&mut connect(&proxy).await, b"0123456").await;
+    }
+
+    #[tokio::test]
+    async fn loss_closes_new_connections_and_spares_open_ones() {
+        let proxy = FaultProxy::start(echo().await).await.unwrap();
+        let mut open = connect(&proxy).await;
+        round_trip(&mut open, b"before").await;
+        let mut lossy = Toxics::default();
+        lossy.add_loss(1.0);
+        proxy.set_toxics(lossy);
+        let mut new = connect(&proxy).await;
+        new.write_all(b"lost").await.unwrap();
+        let end = read_result(&mut new).await;
+        assert!(matches!(end, Ok(0) | Err(_)), "{end:?}");
+        round_trip(&mut open, b"still").await;
+        proxy.heal();
+        round_trip(&mut connect(&proxy).await, b"after").await;
+    }
+
+    #[tokio::test]
+    async fn a_request_blackhole_lets_answers_through() {
+        let (target, mut received) = greeter().await;
+        let proxy = FaultProxy::start(target).await.unwrap();
+        proxy.set_toxics(toxics(Direction::Request, Toxic::Blackhole));
+        let mut stream = connect(&proxy).await;
+        assert_eq!(read_exact(&mut stream, 2).await, b"hi", "answers pass");
+        stream.write_all(b"kept").await.unwrap();
+        let silent = tokio::time::timeout(SILENCE, received.recv()).await;
+        assert!(silent.is_err(), "the request passed: {silent:?}");
+        proxy.heal();
+        let got = tokio::time::timeout(DEADLINE, received.recv())
+            .await
+            .unwrap();
+        assert_eq!(got.unwrap(), b"kept", "held bytes arrive on heal");
+    }
+
+    #[tokio::test]
+    async fn an_answer_blackhole_lets_requests_through() {
+        let (target, mut received) = greeter().await;
+        let proxy = FaultProxy::start(target).await.unwrap();
+        proxy.set_toxics(toxics(Direction::Answer, Toxic::Blackhole));
+        let mut stream = connect(&proxy).await;
+        stream.write_all(b"sent").await.unwrap();
+        let got = tokio::time::timeout(DEADLINE, received.recv())
+            .await
+            .unwrap();
+        assert_eq!(got.unwrap(), b"sent", "requests pass");
+        assert_silent(&mut stream).await;
+        proxy.heal();
+        assert_eq!(read_exact(&mut stream, 2).await, b"hi");
     }
 
     #[tokio::test]

@@ -6,8 +6,10 @@
 use super::{Case, StepResult, at};
 use crate::client::AdminClient;
 use crate::error::Step;
-use crate::fault::{Mode as ProxyMode, Starvation};
-use crate::scenario::ast::{Fault, FaultAction, PartitionHow, StepSpec, Target};
+use crate::fault::{Direction, Mode as ProxyMode, Starvation, Toxic, Toxics};
+use crate::scenario::ast::{
+    Fault, FaultAction, NetworkDirection, NetworkFault, PartitionHow, StepSpec, Target,
+};
 
 /// What the faults of the steps so far left broken: a step's digest equality is skipped while
 /// either holds.
@@ -73,6 +75,11 @@ impl Case<'_> {
                     PartitionHow::Delay(d) => ProxyMode::Delay(*d),
                 };
                 self.topo.partition(mode).await.map_err(at(Step::Steps))
+            }
+            Fault::Network(network) => {
+                faulted.partitioned |= network.cuts_off();
+                tracing::info!(case = %self.id, step = %st.name, ?network, "network fault");
+                (self.topo.network(|toxics| arm(network, toxics))).map_err(at(Step::Steps))
             }
             Fault::Heal => {
                 faulted.partitioned = false;
@@ -171,5 +178,48 @@ impl Case<'_> {
     async fn gateway_goes_down(&self, i: usize) {
         self.running().gateways[i] = false;
         drop(self.in_flight.write().await);
+    }
+}
+
+/// Adds the toxic of a `network` entry to `toxics`, on its directions.
+fn arm(network: &NetworkFault, toxics: &mut Toxics) {
+    let toxic = match *network {
+        NetworkFault {
+            latency: Some(l), ..
+        } => Toxic::Latency {
+            delay: l.delay,
+            jitter: l.jitter,
+        },
+        NetworkFault {
+            bandwidth: Some(b), ..
+        } => Toxic::Bandwidth {
+            bytes_per_second: b.bytes_per_second,
+        },
+        NetworkFault { slice: Some(s), .. } => Toxic::Slice {
+            bytes: s.bytes,
+            every: s.every,
+        },
+        NetworkFault {
+            slow_close: Some(c),
+            ..
+        } => Toxic::SlowClose { delay: c.delay },
+        NetworkFault {
+            limit_data: Some(l),
+            ..
+        } => Toxic::LimitData { bytes: l.bytes },
+        NetworkFault {
+            blackhole: Some(_), ..
+        } => Toxic::Blackhole,
+        NetworkFault { loss: Some(l), .. } => return toxics.add_loss(l.rate),
+        // Validation asks for exactly one kind.
+        _ => return,
+    };
+    let directions: &[Direction] = match network.direction {
+        NetworkDirection::Both => &[Direction::Request, Direction::Answer],
+        NetworkDirection::Request => &[Direction::Request],
+        NetworkDirection::Answer => &[Direction::Answer],
+    };
+    for direction in directions {
+        toxics.add(*direction, toxic);
     }
 }

@@ -124,6 +124,8 @@ pub async fn run_case(
             sync_proxy: scenario.steps.iter().any(StepSpec::partitions),
             sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
             clocks: scenario.steps.iter().any(StepSpec::steps_clocks),
+            // Until the `--run-mode slice` flag sets it: an env var for the slicing test only.
+            slice_links: std::env::var_os("GANTRY_TEST_SLICE_LINKS").is_some(),
         },
     )
     .await

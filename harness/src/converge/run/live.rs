@@ -103,6 +103,7 @@ impl Live {
             sync_proxy: true,
             sync_faults: protocol_fault(mode).is_some(),
             clocks: false,
+            slice_links: false,
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
             .await

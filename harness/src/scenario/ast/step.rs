@@ -76,11 +76,14 @@ impl StepSpec {
             .any(|c| matches!(c, Change::Fault(Fault::Clock(_))))
     }
 
-    /// Whether a change partitions the gateway.
+    /// Whether a change partitions the gateway or sets a `network` fault on its sync link
+    /// (the sync connection then goes through a proxy).
     pub fn partitions(&self) -> bool {
-        self.changes
-            .iter()
-            .any(|c| matches!(c, Change::Fault(Fault::Partition(_))))
+        self.changes.iter().any(|c| match c {
+            Change::Fault(Fault::Partition(_)) => true,
+            Change::Fault(Fault::Network(n)) => n.link == Link::Sync,
+            _ => false,
+        })
     }
 
     /// The bound on the step's wait and the digest equality after it, from the end of its
@@ -132,10 +135,6 @@ impl Precheck {
 /// files (`- deleteSelector: name`, `- kill: gateway`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(from = "RawChange")]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "read once from a case file into a step's short list; boxing buys nothing"
-)]
 pub enum Change {
     /// A change of the admin's config (names refer to setup objects); the admin pushes it.
     Admin(AdminChange),
@@ -175,7 +174,9 @@ pub enum Fault {
     Process(FaultAction, Target),
     /// `partition`: the gateway's sync connection broken or slowed down.
     Partition(PartitionHow),
-    /// `heal`: the end of the partition.
+    /// `network`: a toxic on a link (latency, bandwidth, ...), until the `heal`.
+    Network(NetworkFault),
+    /// `heal`: the end of the partition and of every `network` fault.
     Heal,
     /// `syncFault`: a protocol fault armed on the sync channel for the admin's next pushes.
     SyncFault(SyncFault),
@@ -214,6 +215,7 @@ impl From<RawChange> for Change {
             RawChange::Pause(t) => process(FaultAction::Pause, t),
             RawChange::Resume(t) => process(FaultAction::Resume, t),
             RawChange::Partition(how) => Change::Fault(F::Partition(how)),
+            RawChange::Network(n) => Change::Fault(F::Network(n)),
             RawChange::Heal => Change::Fault(F::Heal),
             RawChange::SyncFault(f) => Change::Fault(F::SyncFault(f)),
             RawChange::Compact(t) => Change::Fault(F::Compact(t)),
@@ -276,8 +278,16 @@ enum RawChange {
     /// `sever` (the open connections dead for good, silently; new ones pass: host backend);
     /// or slows it down: `{ delay: 300ms }`.
     Partition(PartitionHow),
-    /// Ends the partition: the sync connection passes again (a blackholed connection
-    /// resumes; the gateway reconnects after a cut or reset).
+    /// A Toxiproxy-style fault on a link, through a proxy on it (host backend): `link`
+    /// (`sync`, the default), `direction` (`both`, the default, `request`: the bytes from
+    /// the side that opened the connection, or `answer`) and exactly one of `latency: {
+    /// delay, jitter }`, `bandwidth: { bytesPerSecond }`, `slice: { bytes, every }`,
+    /// `slowClose: { delay }`, `limitData: { bytes }`, `loss: { rate }` (new connections
+    /// closed at once) or `blackhole: {}` (one way: a one-way partition). Entries stack until
+    /// the `heal`.
+    Network(NetworkFault),
+    /// Ends the partition and every `network` fault: the sync connection passes again (a
+    /// blackholed connection resumes; the gateway reconnects after a cut or reset).
     Heal,
     /// Arms a protocol fault on the sync channel for the admin's next pushes, through the
     /// admin's test-only hook (host backend; `docs/faults.md`).
@@ -543,6 +553,7 @@ impl Fault {
         match self {
             Fault::Process(action, _) => action.name(),
             Fault::Partition(_) => "partition",
+            Fault::Network(_) => "network",
             Fault::Heal => "heal",
             Fault::SyncFault(_) => "syncFault",
             Fault::Compact(_) => "compact",

@@ -3,6 +3,7 @@
 
 mod check;
 mod features;
+mod network;
 mod setup;
 mod steps;
 mod topology;

@@ -3,6 +3,15 @@
 use super::*;
 use crate::scenario::ast::{AdminChange, ClockStep, DistributionWait, Fault, Precheck, Starve};
 
+/// What is broken on the gateway's sync link at a point of the steps (a `heal` mends both).
+#[derive(Debug, Default)]
+struct SyncLink {
+    /// A `partition` holds.
+    partitioned: bool,
+    /// A `network` fault holds.
+    network: bool,
+}
+
 /// The most requests one pass of a `distribution` wait may send.
 const MAX_WITHIN: usize = 10_000;
 
@@ -24,7 +33,7 @@ impl<'s> Validator<'s> {
             })
             .collect();
         let mut processes = self.initial_processes();
-        let mut partitioned = false;
+        let mut link = SyncLink::default();
         let topology = &s.topology;
         for (i, st) in s.steps.iter().enumerate() {
             if st.changes.is_empty() {
@@ -43,7 +52,7 @@ impl<'s> Validator<'s> {
                         self.admin_change(change, &at, &mut live);
                     }
                     Change::Fault(fault) => {
-                        let state = (&mut processes, &mut partitioned, &mut starved);
+                        let state = (&mut processes, &mut link, &mut starved);
                         self.step_fault(st, (i, j), fault, state);
                     }
                 }
@@ -69,11 +78,17 @@ impl<'s> Validator<'s> {
             }
         }
         if let Some(last) = s.steps.len().checked_sub(1) {
-            if partitioned {
+            if link.partitioned {
                 self.report(
                     format!("steps[{last}]"),
                     "the gateway is partitioned after the last step, but teardown needs it in \
                      sync: add `heal`",
+                );
+            } else if link.network {
+                self.report(
+                    format!("steps[{last}]"),
+                    "a `network` fault holds after the last step, but teardown needs the \
+                     gateway in sync: add `heal`",
                 );
             }
             if let Some((which, it)) = self.none_runs(&processes, topology.admins, Target::Admin) {
@@ -222,14 +237,14 @@ impl<'s> Validator<'s> {
     }
 
     /// Change `j` of step `i`, a fault, fits the case and what runs at that point
-    /// (`processes`, whether the gateway is `partitioned` and which one the step `starved`,
+    /// (`processes`, what is broken on the sync `link` and which gateway the step `starved`,
     /// kept current).
     fn step_fault(
         &mut self,
         st: &StepSpec,
         (i, j): (usize, usize),
         fault: &Fault,
-        (processes, partitioned, starved): (&mut Processes, &mut bool, &mut Option<Target>),
+        (processes, link, starved): (&mut Processes, &mut SyncLink, &mut Option<Target>),
     ) {
         let s = self.s;
         let at = &format!("steps[{i}].changes[{j}]");
@@ -253,24 +268,29 @@ impl<'s> Validator<'s> {
                     &format!("{at}.{}", fault.name()),
                 );
             }
+            Fault::Network(network) => {
+                link.network = true;
+                self.network(network, &format!("{at}.network"));
+            }
             Fault::Partition(_) | Fault::Heal => {
                 let at = format!("{at}.{}", fault.name());
                 let partition = matches!(fault, Fault::Partition(_));
-                if partition == *partitioned {
-                    let state = if *partitioned { "" } else { "not " };
+                // A heal mends a partition or a `network` fault.
+                let pointless = if partition {
+                    link.partitioned
+                } else {
+                    !link.partitioned && !link.network
+                };
+                if pointless {
+                    let state = if link.partitioned { "" } else { "not " };
                     self.report(
                         at.clone(),
                         format!("the gateway is {state}partitioned at this point"),
                     );
                 }
-                *partitioned = partition;
-                if s.topology.admins > 1 || s.topology.gateways > 1 {
-                    self.report(
-                        at.clone(),
-                        "partitions need a topology of one admin and one gateway so \
-                         far (the proxy sits on that one sync connection)",
-                    );
-                }
+                link.partitioned = partition;
+                link.network &= partition;
+                self.one_sync_connection(&at);
                 if let Fault::Partition(how) = fault
                     && *how != PartitionHow::Blackhole
                     && s.backends.iter().any(|b| b.containers())
@@ -373,6 +393,19 @@ impl<'s> Validator<'s> {
                 "`clock` runs on the host backend only so far (the admin and gateway run \
                  under libfaketime, which the FROM-scratch images do not hold): add \
                  `backends: [host]`",
+            );
+        }
+    }
+
+    /// A proxy sits on the one sync connection of the topology (`at`: a partition or a
+    /// `network` fault).
+    pub(super) fn one_sync_connection(&mut self, at: &str) {
+        let s = self.s;
+        if s.topology.admins > 1 || s.topology.gateways > 1 {
+            self.report(
+                at.to_owned(),
+                "partitions need a topology of one admin and one gateway so \
+                 far (the proxy sits on that one sync connection)",
             );
         }
     }

@@ -1,0 +1,86 @@
+//! A step's `network` change: one toxic, on a link with a proxy, with values that mean
+//! something, on the host backend.
+
+use super::*;
+use crate::scenario::ast::{Link, NetworkDirection, NetworkFault};
+
+impl Validator<'_> {
+    /// A `network` entry (at `at`, `steps[i].changes[j].network`) fits the case.
+    pub(super) fn network(&mut self, n: &NetworkFault, at: &str) {
+        let s = self.s;
+        let kinds = n.kinds();
+        if kinds.len() != 1 {
+            let found = if kinds.is_empty() {
+                "none".to_owned()
+            } else {
+                kinds.join(", ")
+            };
+            self.report(
+                at.to_owned(),
+                format!(
+                    "give exactly one of latency, bandwidth, slice, slowClose, limitData, loss, \
+                     blackhole (found: {found}); stack several with several entries"
+                ),
+            );
+        }
+        if n.link != Link::Sync {
+            self.report(
+                format!("{at}.link"),
+                format!(
+                    "`{}` has no fault proxy yet: only the `sync` link so far",
+                    n.link.name()
+                ),
+            );
+        }
+        self.one_sync_connection(at);
+        if s.backends.iter().any(|b| b.containers()) {
+            self.report(
+                at.to_owned(),
+                "network faults run on the host backend only so far (through the fault \
+                 proxy): add `backends: [host]`",
+            );
+        }
+        if let Some(latency) = n.latency
+            && latency.jitter > latency.delay
+        {
+            self.report(
+                format!("{at}.latency.jitter"),
+                format!(
+                    "{:?} is more than the delay {:?}: a chunk cannot arrive before it was sent",
+                    latency.jitter, latency.delay
+                ),
+            );
+        }
+        if n.bandwidth.is_some_and(|b| b.bytes_per_second == 0) {
+            self.report(
+                format!("{at}.bandwidth.bytesPerSecond"),
+                "must be at least 1 (a link that passes nothing is `blackhole: {}`)",
+            );
+        }
+        if n.slice.is_some_and(|slice| slice.bytes == 0) {
+            self.report(format!("{at}.slice.bytes"), "must be at least 1");
+        }
+        if n.limit_data.is_some_and(|limit| limit.bytes == 0) {
+            self.report(
+                format!("{at}.limitData.bytes"),
+                "must be at least 1 (a connection closed before its first byte is \
+                 `partition: cut`)",
+            );
+        }
+        if let Some(loss) = n.loss {
+            if !(0.0..=1.0).contains(&loss.rate) {
+                self.report(
+                    format!("{at}.loss.rate"),
+                    format!("{} is not a probability: give 0 to 1", loss.rate),
+                );
+            }
+            if n.direction != NetworkDirection::Both {
+                self.report(
+                    format!("{at}.direction"),
+                    "a loss drops whole new connections, not one direction: leave \
+                     `direction` out (or write `both`)",
+                );
+            }
+        }
+    }
+}
