@@ -118,6 +118,15 @@ pub enum NotRun {
     /// missing and not required).
     #[error("{0}")]
     Unavailable(String),
+    /// The case cannot mean anything under the run mode (`--run-mode`): it opts out
+    /// (`runModes:`), or (under `leak`) a step restarts the processes whose growth is judged.
+    #[error("not run under `--run-mode {mode}`: {reason}")]
+    RunMode {
+        /// The run mode.
+        mode: crate::RunMode,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
@@ -141,6 +150,11 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
     if let Some(why) = opts.features.skip_reason(&scenario.features) {
         return Some(NotRun::Features(why));
     }
+    if let Some(mode) = opts.run_mode
+        && let Some(reason) = run_mode_skip(scenario, mode, opts.backend)
+    {
+        return Some(NotRun::RunMode { mode, reason });
+    }
     match opts.backend {
         BackendKind::Host => backend::component::skip_reason(&ProcessEnv, mode)
             .or_else(|| {
@@ -163,6 +177,42 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
         }),
         BackendKind::External => target::external::skip_reason(scenario).map(NotRun::Unavailable),
     }
+}
+
+/// Why `scenario` does not run under run mode `mode`: its own `runModes` opt-out, or, under
+/// `leak`, a backend other than the host's (the readings come from /proc), a gateway or admin
+/// a step stops, kills, starts or restarts, or a late gateway (the process whose RSS and fds
+/// are judged across runs would start over within a run).
+fn run_mode_skip(
+    scenario: &Scenario,
+    mode: crate::RunMode,
+    backend: BackendKind,
+) -> Option<String> {
+    use scenario::ast::{Change, Fault, FaultAction, Target};
+    if let Some(why) = scenario.run_modes.reason(mode) {
+        return Some(format!("{why} (runModes.{})", mode.name()));
+    }
+    let replaces_a_process = |c: &Change| {
+        matches!(
+            c,
+            Change::Fault(Fault::Process(
+                FaultAction::Stop | FaultAction::Kill | FaultAction::Start | FaultAction::Restart,
+                Target::Admin(_) | Target::Gateway(_),
+            ))
+        )
+    };
+    let leak = matches!(mode, crate::RunMode::Leak { .. });
+    if leak && backend != BackendKind::Host {
+        return Some(
+            "the processes' RSS and open fds are read from /proc: host backend only".to_owned(),
+        );
+    }
+    let replaced = scenario.steps.iter().any(|st| st.changes.iter().any(replaces_a_process));
+    (leak && (replaced || !scenario.topology.late.is_empty())).then(|| {
+        "a step starts or ends an admin or gateway process: the process whose RSS and open \
+         fds are judged across runs would start over within a run"
+            .to_owned()
+    })
 }
 
 /// The results `run_paths` will report for `files`, per mode (`parse` for files that do

@@ -107,7 +107,11 @@ async fn start_control(
         spec,
         sync_proxy,
         sync_faults,
+        slice_links,
     } = shape;
+    if *slice_links {
+        return Err(BackendError::NoLinkSlicer);
+    }
     let store = match StoreKind::for_mode(mode) {
         // The target syncs its own way.
         Some(_) if run.external().is_some() => None,
@@ -226,6 +230,8 @@ pub struct Shape {
     pub sync_proxy: bool,
     /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
     pub sync_faults: bool,
+    /// Every link of the topology through a slicing fault proxy (`--run-mode slice`).
+    pub slice_links: bool,
 }
 
 impl Topology {

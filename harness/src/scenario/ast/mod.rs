@@ -15,6 +15,7 @@ mod behaviour;
 mod check;
 mod regression;
 pub(crate) mod request;
+mod run_modes;
 mod setup;
 mod step;
 mod topology;
@@ -27,6 +28,7 @@ pub use check::*;
 pub use model::SyncFaultKind;
 pub use regression::*;
 pub use request::*;
+pub use run_modes::*;
 pub use setup::*;
 pub use step::*;
 pub use topology::*;
@@ -88,6 +90,10 @@ pub struct Scenario {
     /// What makes the case a named regression (cases/regressions/, docs/regressions.md).
     #[serde(default)]
     pub regression: Option<Regression>,
+    /// Run modes (`gantry run --run-mode`) the case opts out of, each with its reason
+    /// (reported as the case's skip reason under that mode).
+    #[serde(default)]
+    pub run_modes: RunModeOptOuts,
 }
 
 impl Scenario {

@@ -1,0 +1,36 @@
+//! `--run-mode restart`: every running gateway restarted before each step (so between setup's
+//! checks and the first step, and between every two steps), and waited for until its digest
+//! equals the admin's before the step's changes.
+
+use super::faults::Faulted;
+use super::{Case, StepResult, at};
+use crate::client::AdminClient;
+use crate::error::Step;
+use crate::scenario::ast::{FaultAction, Target};
+
+impl Case<'_> {
+    /// Restarts every running gateway before step `step` and waits until each is up (the
+    /// backend's readiness) and its digest equals the admin's; the digest equality is left
+    /// to the step's own wait while the faults of the steps before leave no admin running or
+    /// the gateway cut off from its config.
+    pub(super) async fn restart_before(
+        &self,
+        step: &str,
+        admin: &AdminClient,
+        faulted: &Faulted,
+    ) -> StepResult<()> {
+        for i in self.running_gateways() {
+            tracing::info!(case = %self.id, step, "run mode restart: {}", self.gateway_name(i));
+            let target = Target::Gateway(u8::try_from(i).ok());
+            (self.topo.fault(FaultAction::Restart, target).await).map_err(at(Step::Steps))?;
+        }
+        if faulted.admin_down || faulted.partitioned {
+            return Ok(());
+        }
+        let what = format!("digest equality after the run mode's restart before step `{step}`");
+        self.digests_converge(admin, &what)
+            .await
+            .map_err(at(Step::Steps))?;
+        Ok(())
+    }
+}
