@@ -232,7 +232,9 @@ pub enum BackendError {
         backend: &'static str,
     },
     /// `--run-mode slice` asked for a slicer on every link, which this build cannot put there.
-    #[error("`--run-mode slice` needs a slicing fault proxy on every link, which this build does not start yet")]
+    #[error(
+        "`--run-mode slice` needs a slicing fault proxy on every link, which this build does not start yet"
+    )]
     NoLinkSlicer,
     /// A step partitions a topology started without a sync proxy.
     #[error("the topology has no proxy on the gateway's sync connection to partition")]

@@ -207,7 +207,10 @@ fn run_mode_skip(
             "the processes' RSS and open fds are read from /proc: host backend only".to_owned(),
         );
     }
-    let replaced = scenario.steps.iter().any(|st| st.changes.iter().any(replaces_a_process));
+    let replaced = scenario
+        .steps
+        .iter()
+        .any(|st| st.changes.iter().any(replaces_a_process));
     (leak && (replaced || !scenario.topology.late.is_empty())).then(|| {
         "a step starts or ends an admin or gateway process: the process whose RSS and open \
          fds are judged across runs would start over within a run"
@@ -298,6 +301,59 @@ checks:
         );
         opts.filter = Some("nothing".into());
         assert!(plan(&files, &opts).is_empty());
+    }
+
+    /// A case opting out of a run mode is skipped under it with its reason; under `leak`, a
+    /// case that restarts its gateway is skipped, and every case off the host backend.
+    #[test]
+    fn run_modes_skip_the_cases_that_opt_out() {
+        let src = "
+name: restarts
+modes: [websocket]
+runModes: { restart: counts per connection }
+upstreams: [alpha]
+setup:
+  selectors:
+    - { name: s, plugin: divide, upstreams: [{ upstream: alpha }], rules: [{ name: r }] }
+wait:
+  probe: { request: { path: /x }, expect: { upstream: alpha } }
+checks:
+  - { name: c, request: { path: /x }, expect: { status: 200 } }
+steps:
+  - name: restart
+    changes: [{ restart: gateway }]
+    wait: { probe: { request: { path: /x }, expect: { upstream: alpha } } }
+";
+        let s = scenario::parse_str(Path::new("x.yaml"), src).unwrap();
+        let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        let why = |opts: &RunOptions| {
+            not_run(&s, SyncMode::Websocket, opts).map(|n| n.to_string())
+        };
+        for (mode, want) in [
+            (crate::RunMode::Slice, None),
+            (crate::RunMode::Repeat { runs: 2 }, None),
+            (
+                crate::RunMode::Restart,
+                Some("not run under `--run-mode restart`: counts per connection (runModes.restart)"),
+            ),
+            (
+                crate::RunMode::Leak { runs: 5 },
+                Some(
+                    "not run under `--run-mode leak:5`: a step starts or ends an admin or \
+                     gateway process: the process whose RSS and open fds are judged across \
+                     runs would start over within a run",
+                ),
+            ),
+        ] {
+            opts.run_mode = Some(mode);
+            assert_eq!(why(&opts).as_deref(), want, "{mode}");
+        }
+        let empty = src.replace("counts per connection", "\"\"");
+        let e = scenario::parse_str(Path::new("x.yaml"), &empty).unwrap_err().to_string();
+        assert!(
+            e.contains("say why the case cannot run under `--run-mode restart`"),
+            "{e}"
+        );
     }
 
     /// `--profile` leaves out the cases with a feature outside it; `--exempt-features` and

@@ -161,7 +161,9 @@ pub(crate) fn judge_growth(process: &str, readings: &[ProcessReading]) -> Result
         return Ok(());
     }
     let list = |f: fn(&ProcessReading) -> u64| {
-        (readings.iter().map(|r| f(r).to_string())).collect::<Vec<_>>().join(", ")
+        (readings.iter().map(|r| f(r).to_string()))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     Err(format!(
         "{process} leaks over {} runs after a warm-up run: {}; RSS KiB by run: [{}], open fds by run: [{}]",
@@ -181,7 +183,12 @@ mod tests {
         for (text, mode) in [
             ("slice", RunMode::Slice),
             ("restart", RunMode::Restart),
-            ("leak", RunMode::Leak { runs: DEFAULT_LEAK_RUNS }),
+            (
+                "leak",
+                RunMode::Leak {
+                    runs: DEFAULT_LEAK_RUNS,
+                },
+            ),
             ("leak:8", RunMode::Leak { runs: 8 }),
             ("repeat:3", RunMode::Repeat { runs: 3 }),
         ] {
@@ -232,9 +239,15 @@ mod tests {
     /// naming both and the readings; a flat one after a big warm-up run passes.
     #[test]
     fn growth_beyond_the_slope_fails_and_names_it() {
-        let flat = readings(&[20_000, 30_000, 30_100, 29_900, 30_050], &[9, 14, 14, 15, 14]);
+        let flat = readings(
+            &[20_000, 30_000, 30_100, 29_900, 30_050],
+            &[9, 14, 14, 15, 14],
+        );
         assert_eq!(judge_growth("gateway[0]", &flat), Ok(()));
-        let leaking = readings(&[20_000, 30_000, 32_048, 34_096, 36_144], &[9, 14, 15, 16, 17]);
+        let leaking = readings(
+            &[20_000, 30_000, 32_048, 34_096, 36_144],
+            &[9, 14, 15, 16, 17],
+        );
         assert_eq!(
             judge_growth("gateway[0]", &leaking).unwrap_err(),
             "gateway[0] leaks over 4 runs after a warm-up run: RSS grows 2048 KiB/run (bound \

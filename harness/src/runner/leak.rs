@@ -40,9 +40,11 @@ impl Readings {
     /// or saying that nothing could be read (a backend without pids here).
     pub(super) fn judge(&self) -> Result<(), String> {
         if self.processes.is_empty() {
-            return Err("no admin or gateway process could be read (`--run-mode leak` reads \
+            return Err(
+                "no admin or gateway process could be read (`--run-mode leak` reads \
                         /proc: host backend only)"
-                .to_owned());
+                    .to_owned(),
+            );
         }
         let grew: Vec<String> = (self.processes.iter())
             .filter_map(|(name, series)| judge_growth(name, series).err())

@@ -53,7 +53,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use model::{AppliedDigest, SyncMode};
 
-use crate::{RunMode, RunOptions};
 use crate::backend::{Backend, BackendKind, Capabilities};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{ClientError, RunError, RunErrorKind, Step};
@@ -65,6 +64,7 @@ use crate::scenario::Scenario;
 use crate::scenario::ast::StepSpec;
 use crate::topology::{Shape, Topology};
 use crate::wait::Converged;
+use crate::{RunMode, RunOptions};
 
 use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 
@@ -200,7 +200,9 @@ pub async fn run_case(
         }
     }
     if leak.is_some() && result.is_ok() {
-        result = readings.judge().map_err(|e| (Step::Teardown, RunErrorKind::Leak(e)));
+        result = readings
+            .judge()
+            .map_err(|e| (Step::Teardown, RunErrorKind::Leak(e)));
     }
     let result = match result {
         Ok(()) => Ok(record),
