@@ -326,15 +326,15 @@ steps:
 ";
         let s = scenario::parse_str(Path::new("x.yaml"), src).unwrap();
         let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
-        let why = |opts: &RunOptions| {
-            not_run(&s, SyncMode::Websocket, opts).map(|n| n.to_string())
-        };
+        let why = |opts: &RunOptions| not_run(&s, SyncMode::Websocket, opts).map(|n| n.to_string());
         for (mode, want) in [
             (crate::RunMode::Slice, None),
             (crate::RunMode::Repeat { runs: 2 }, None),
             (
                 crate::RunMode::Restart,
-                Some("not run under `--run-mode restart`: counts per connection (runModes.restart)"),
+                Some(
+                    "not run under `--run-mode restart`: counts per connection (runModes.restart)",
+                ),
             ),
             (
                 crate::RunMode::Leak { runs: 5 },
@@ -349,7 +349,9 @@ steps:
             assert_eq!(why(&opts).as_deref(), want, "{mode}");
         }
         let empty = src.replace("counts per connection", "\"\"");
-        let e = scenario::parse_str(Path::new("x.yaml"), &empty).unwrap_err().to_string();
+        let e = scenario::parse_str(Path::new("x.yaml"), &empty)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("say why the case cannot run under `--run-mode restart`"),
             "{e}"
