@@ -11,16 +11,17 @@ use crate::scenario::ast::{FaultAction, Target};
 impl Case<'_> {
     /// Restarts every running gateway before step `step` and waits until each is up (the
     /// backend's readiness) and its digest equals the admin's. While the faults of the steps
-    /// before leave no admin running or the gateway cut off from its config, no restart
+    /// before leave no admin running, the store server down or the gateway cut off from its
+    /// config, no restart
     /// happens: a gateway started then has nothing to sync from, and would serve nothing
-    /// until the step's own changes bring the admin or the link back.
+    /// until the step's own changes bring the admin, the store or the link back.
     pub(super) async fn restart_before(
         &self,
         step: &str,
         admin: &AdminClient,
         faulted: &Faulted,
     ) -> StepResult<()> {
-        if faulted.admin_down || faulted.partitioned {
+        if faulted.admin_down || faulted.store_down || faulted.partitioned {
             tracing::info!(case = %self.id, step, "run mode restart: no restart while the gateway cannot sync");
             return Ok(());
         }
