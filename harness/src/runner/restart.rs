@@ -5,7 +5,21 @@
 use super::faults::Faulted;
 use super::{Case, StepResult, at};
 use crate::client::AdminClient;
-use crate::error::Step;
+use std::time::Duration;
+
+use crate::error::{RunErrorKind, Step};
+use crate::wait::{WaitPolicy, await_convergence};
+
+/// What a restarted gateway's health says once its sync session is up.
+const CONNECTED: &str = "\"connected\":true";
+
+/// How long a restarted gateway's sync session may take to come up after its digest equals
+/// the admin's, polled every 10 ms.
+const SESSION_WAIT: WaitPolicy = WaitPolicy {
+    consecutive: 1,
+    interval: Duration::from_millis(10),
+    timeout: Duration::from_secs(10),
+};
 use crate::scenario::ast::{FaultAction, Target};
 
 impl Case<'_> {
@@ -34,6 +48,33 @@ impl Case<'_> {
         self.digests_converge(admin, &what)
             .await
             .map_err(at(Step::Steps))?;
+        for i in self.running_gateways() {
+            self.sync_connected(i, step).await.map_err(at(Step::Steps))?;
+        }
         Ok(())
+    }
+
+    /// Waits until gateway `i`'s health says its sync session is up (`"connected":true`):
+    /// a gateway can hold the admin's digest from its first full read before its session
+    /// (the etcd watch, say) is set up, and a step judging the session must not see that.
+    async fn sync_connected(&self, i: usize, step: &str) -> Result<(), RunErrorKind> {
+        let gateway = &self.gateways[i];
+        let check = || async {
+            match gateway.health().await {
+                Ok((200, body)) if body.contains(CONNECTED) => Ok(()),
+                Ok((status, body)) => Err(format!("HTTP {status}: {body}")),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        await_convergence(SESSION_WAIT, check)
+            .await
+            .map(drop)
+            .map_err(|source| RunErrorKind::Timeout {
+                what: format!(
+                    "{}'s sync session after the run mode's restart before step `{step}`",
+                    self.gateway_name(i)
+                ),
+                source,
+            })
     }
 }
