@@ -18,10 +18,10 @@ pub(crate) const MIN_LEAK_RUNS: u32 = 4;
 pub(crate) const RSS_SLOPE_KIB: f64 = 1024.0;
 
 /// The most a process's open file descriptors may grow per run under `leak` (least-squares
-/// slope over the runs after the warm-up run): below one descriptor every two runs, so that a
-/// pooled connection closing or opening late does not count, and a descriptor left behind
-/// by every run does.
-pub(crate) const FD_SLOPE: f64 = 0.5;
+/// slope over the runs after the warm-up run): one descriptor per run. The gateway's idle
+/// pooled upstream connections come and go between runs (balance cases over 4 runs: 52, 57,
+/// 54, 55, a slope of 0.6); a descriptor left behind by every request is far steeper.
+pub(crate) const FD_SLOPE: f64 = 1.0;
 
 /// A run mode: `slice`, `restart`, `leak[:N]` or `repeat:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -246,13 +246,13 @@ mod tests {
         assert_eq!(judge_growth("gateway[0]", &flat), Ok(()));
         let leaking = readings(
             &[20_000, 30_000, 32_048, 34_096, 36_144],
-            &[9, 14, 15, 16, 17],
+            &[9, 14, 16, 18, 20],
         );
         assert_eq!(
             judge_growth("gateway[0]", &leaking).unwrap_err(),
             "gateway[0] leaks over 4 runs after a warm-up run: RSS grows 2048 KiB/run (bound \
-             1024 KiB/run), open fds grow 1.00/run (bound 0.5/run); RSS KiB by run: [20000, \
-             30000, 32048, 34096, 36144], open fds by run: [9, 14, 15, 16, 17]"
+             1024 KiB/run), open fds grow 2.00/run (bound 1/run); RSS KiB by run: [20000, \
+             30000, 32048, 34096, 36144], open fds by run: [9, 14, 16, 18, 20]"
         );
     }
 }

@@ -49,7 +49,9 @@ impl Case<'_> {
             .await
             .map_err(at(Step::Steps))?;
         for i in self.running_gateways() {
-            self.sync_connected(i, step).await.map_err(at(Step::Steps))?;
+            self.sync_connected(i, step)
+                .await
+                .map_err(at(Step::Steps))?;
         }
         Ok(())
     }
