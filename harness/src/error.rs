@@ -464,6 +464,20 @@ pub enum RunErrorKind {
         /// The run's prefix.
         prefix: String,
     },
+    /// Under `--run-mode leak`: an admin's or gateway's RSS or open fds grew faster than
+    /// the bound across the runs (each process's verdict, one a line).
+    #[error("{0}")]
+    Leak(String),
+    /// Under `--run-mode leak`: run `run` of `runs` on the one topology failed.
+    #[error("run {run} of {runs}: {kind}")]
+    InRun {
+        /// Which run, from 1.
+        run: u32,
+        /// How many the mode makes.
+        runs: u32,
+        /// What went wrong in it.
+        kind: Box<RunErrorKind>,
+    },
     /// An object a step names does not exist.
     #[error("{0} does not exist (not made by setup or a step, or already deleted)")]
     UnknownObject(String),

@@ -48,6 +48,7 @@ mod partition;
 mod plan;
 mod probe;
 mod run;
+mod run_mode;
 mod runner;
 mod sim;
 mod target;
@@ -66,6 +67,7 @@ pub use partition::{BadPartition, Partition, Split};
 pub use plan::{NotRun, Planned, count_cases, not_run, plan};
 pub use report::{CaseId, CaseOutcome, CaseResult, Event};
 pub use run::{RunSetupError, case_result, prepare, run_paths};
+pub use run_mode::RunMode;
 pub use runner::{ExpectedSkip, expected_skips, run_case};
 pub use scenario::{CaseFile, Scenario, discover};
 /// The testcontainers the docker backend runs on, for a container of your own beside a

@@ -67,6 +67,9 @@ pub struct RunOptions {
     /// Which cases the run takes by their features (`--profile`, `--supported-features`,
     /// `--exempt-features`).
     pub features: crate::conformance::FeatureSelection,
+    /// How every case runs besides its sync mode (`--run-mode`); `None` runs each once, as
+    /// written.
+    pub run_mode: Option<crate::RunMode>,
 }
 
 impl RunOptions {
@@ -97,6 +100,7 @@ impl RunOptions {
             verbose: false,
             external: None,
             features: crate::conformance::FeatureSelection::default(),
+            run_mode: None,
         }
     }
 }

@@ -118,6 +118,15 @@ pub enum NotRun {
     /// missing and not required).
     #[error("{0}")]
     Unavailable(String),
+    /// The case cannot mean anything under the run mode (`--run-mode`): it opts out
+    /// (`runModes:`), or (under `leak`) a step restarts the processes whose growth is judged.
+    #[error("not run under `--run-mode {mode}`: {reason}")]
+    RunMode {
+        /// The run mode.
+        mode: crate::RunMode,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
@@ -141,6 +150,11 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
     if let Some(why) = opts.features.skip_reason(&scenario.features) {
         return Some(NotRun::Features(why));
     }
+    if let Some(mode) = opts.run_mode
+        && let Some(reason) = run_mode_skip(scenario, mode, opts.backend)
+    {
+        return Some(NotRun::RunMode { mode, reason });
+    }
     match opts.backend {
         BackendKind::Host => backend::component::skip_reason(&ProcessEnv, mode)
             .or_else(|| {
@@ -163,6 +177,52 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
         }),
         BackendKind::External => target::external::skip_reason(scenario).map(NotRun::Unavailable),
     }
+}
+
+/// Why `scenario` does not run under run mode `mode`: its own `runModes` opt-out, or, under
+/// `leak`, a backend other than the host's (the readings come from /proc), a gateway or admin
+/// a step stops, kills, starts or restarts, or a late gateway (the process whose RSS and fds
+/// are judged across runs would start over within a run).
+fn run_mode_skip(
+    scenario: &Scenario,
+    mode: crate::RunMode,
+    backend: BackendKind,
+) -> Option<String> {
+    use scenario::ast::{Change, Fault, FaultAction, Target};
+    if let Some(why) = scenario.run_modes.reason(mode) {
+        return Some(format!("{why} (runModes.{})", mode.name()));
+    }
+    let replaces_a_process = |c: &Change| {
+        matches!(
+            c,
+            Change::Fault(Fault::Process(
+                FaultAction::Stop | FaultAction::Kill | FaultAction::Start | FaultAction::Restart,
+                Target::Admin(_) | Target::Gateway(_),
+            ))
+        )
+    };
+    if mode == crate::RunMode::Slice && (backend != BackendKind::Host || scenario.topology.admins > 1)
+    {
+        return Some(
+            "the slicer sits on the gateway's one sync connection: host backend, one admin only"
+                .to_owned(),
+        );
+    }
+    let leak = matches!(mode, crate::RunMode::Leak { .. });
+    if leak && backend != BackendKind::Host {
+        return Some(
+            "the processes' RSS and open fds are read from /proc: host backend only".to_owned(),
+        );
+    }
+    let replaced = scenario
+        .steps
+        .iter()
+        .any(|st| st.changes.iter().any(replaces_a_process));
+    (leak && (replaced || !scenario.topology.late.is_empty())).then(|| {
+        "a step starts or ends an admin or gateway process: the process whose RSS and open \
+         fds are judged across runs would start over within a run"
+            .to_owned()
+    })
 }
 
 /// The results `run_paths` will report for `files`, per mode (`parse` for files that do
@@ -248,6 +308,61 @@ checks:
         );
         opts.filter = Some("nothing".into());
         assert!(plan(&files, &opts).is_empty());
+    }
+
+    /// A case opting out of a run mode is skipped under it with its reason; under `leak`, a
+    /// case that restarts its gateway is skipped, and every case off the host backend.
+    #[test]
+    fn run_modes_skip_the_cases_that_opt_out() {
+        let src = "
+name: restarts
+modes: [websocket]
+runModes: { restart: counts per connection }
+upstreams: [alpha]
+setup:
+  selectors:
+    - { name: s, plugin: divide, upstreams: [{ upstream: alpha }], rules: [{ name: r }] }
+wait:
+  probe: { request: { path: /x }, expect: { upstream: alpha } }
+checks:
+  - { name: c, request: { path: /x }, expect: { status: 200 } }
+steps:
+  - name: restart
+    changes: [{ restart: gateway }]
+    wait: { probe: { request: { path: /x }, expect: { upstream: alpha } } }
+";
+        let s = scenario::parse_str(Path::new("x.yaml"), src).unwrap();
+        let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
+        let why = |opts: &RunOptions| not_run(&s, SyncMode::Websocket, opts).map(|n| n.to_string());
+        for (mode, want) in [
+            (crate::RunMode::Slice, None),
+            (crate::RunMode::Repeat { runs: 2 }, None),
+            (
+                crate::RunMode::Restart,
+                Some(
+                    "not run under `--run-mode restart`: counts per connection (runModes.restart)",
+                ),
+            ),
+            (
+                crate::RunMode::Leak { runs: 5 },
+                Some(
+                    "not run under `--run-mode leak:5`: a step starts or ends an admin or \
+                     gateway process: the process whose RSS and open fds are judged across \
+                     runs would start over within a run",
+                ),
+            ),
+        ] {
+            opts.run_mode = Some(mode);
+            assert_eq!(why(&opts).as_deref(), want, "{mode}");
+        }
+        let empty = src.replace("counts per connection", "\"\"");
+        let e = scenario::parse_str(Path::new("x.yaml"), &empty)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("say why the case cannot run under `--run-mode restart`"),
+            "{e}"
+        );
     }
 
     /// `--profile` leaves out the cases with a feature outside it; `--exempt-features` and

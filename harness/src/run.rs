@@ -12,7 +12,7 @@ use crate::plan::{NotRun, Planned, plan};
 use crate::report::{CaseId, CaseOutcome, CaseRecord, CaseResult, Event};
 use crate::runner::run_case;
 use crate::scenario::{self, CaseFile, Scenario, discover};
-use crate::{WORKSPACE_DIR, images, target};
+use crate::{RunMode, WORKSPACE_DIR, images, target};
 
 /// Builds the binaries when asked (falling back to locating them when cargo is missing) and
 /// returns a backend that runs them.
@@ -90,6 +90,7 @@ pub fn case_result(
         outcome,
     );
     r.sync_style = opts.sync_style;
+    r.run_mode = opts.run_mode;
     r.converge_ms = record.converge_ms;
     r.checks = record.checks;
     r.timings = record.timings;
@@ -128,13 +129,15 @@ pub async fn run_paths(
                 target::external::capability_skip_reason(scenario, &caps).map(NotRun::Unavailable);
         }
         let bare = |id: CaseId, file: &CaseFile, outcome: CaseOutcome| {
-            CaseResult::bare(
+            let mut r = CaseResult::bare(
                 id,
                 crate::report::place::shown_path(&file.path),
                 opts.backend.to_string(),
                 opts.seed,
                 outcome,
-            )
+            );
+            r.run_mode = opts.run_mode;
+            r
         };
         let r = match planned {
             Planned::Broken(file, e) => bare(
@@ -157,18 +160,52 @@ pub async fn run_paths(
                 scenario,
                 mode,
                 skip: None,
-            } => {
-                let started = std::time::Instant::now();
-                let outcome = run_case(scenario, mode, &backend, opts, events).await;
-                let mut r = case_result(&file.path, scenario, mode, opts, outcome);
-                r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-                r
-            }
+            } => run_repeated(&file.path, scenario, mode, &backend, opts, events).await,
         };
         events(Event::CaseFinished(r.clone()));
         results.push(r);
     }
     Ok(results)
+}
+
+/// Runs `scenario` (from `file`) under `mode` once, or N times under `--run-mode repeat:N`,
+/// each on a fresh topology: the first failed run's result, its error saying how many runs
+/// failed and which, else the last run's; its duration is that of every run.
+async fn run_repeated(
+    file: &Path,
+    scenario: &Scenario,
+    mode: SyncMode,
+    backend: &Backend,
+    opts: &RunOptions,
+    events: &(dyn Fn(Event) + Send + Sync),
+) -> CaseResult {
+    let runs = match opts.run_mode {
+        Some(RunMode::Repeat { runs }) => runs,
+        _ => 1,
+    };
+    let started = std::time::Instant::now();
+    let mut failed_runs = Vec::new();
+    let mut kept: Option<CaseResult> = None;
+    for run in 1..=runs {
+        let outcome = run_case(scenario, mode, backend, opts, events).await;
+        let r = case_result(file, scenario, mode, opts, outcome);
+        if r.failed() {
+            failed_runs.push(run.to_string());
+        }
+        if kept.as_ref().is_none_or(|k| !k.failed()) {
+            kept = Some(r);
+        }
+    }
+    let mut r = kept.expect("a case runs at least once");
+    if let (CaseOutcome::Failed(error), true) = (&mut r.outcome, runs > 1) {
+        *error = format!(
+            "{} of {runs} runs failed (runs {}); the first: {error}",
+            failed_runs.len(),
+            failed_runs.join(", ")
+        );
+    }
+    r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    r
 }
 
 /// Why [`run_paths`] could not start running cases.

@@ -79,6 +79,13 @@ pub(crate) fn sample(pid: u32) -> Option<Sample> {
     })
 }
 
+/// How many file descriptors process `pid` holds open (the entries of `/proc/<pid>/fd`);
+/// `None` when it is gone or not ours to read.
+pub(crate) fn open_fds(pid: u32) -> Option<u64> {
+    let entries = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("fd")).ok()?;
+    Some(entries.count() as u64)
+}
+
 /// This process's own reading.
 pub(crate) fn sample_self() -> Option<Sample> {
     sample(std::process::id())

@@ -284,6 +284,12 @@ pub(crate) struct RunArgs {
     /// failure (by default only when a process died).
     #[arg(long, short)]
     pub(crate) verbose: bool,
+    /// Run every case another way too (docs/running.md): `slice` (every link through a
+    /// 1-byte slicer), `restart` (the gateways restarted between every two steps), `leak[:N]`
+    /// (each case N times on one topology, default 5: the admin's and gateways' RSS and open
+    /// fds must not grow), `repeat:N` (each case N times; any failed run fails it).
+    #[arg(long, value_name = "MODE")]
+    pub(crate) run_mode: Option<crate::RunMode>,
     #[command(flatten)]
     pub(crate) conformance: ConformanceArgs,
     #[command(flatten)]
@@ -718,6 +724,7 @@ impl RunArgs {
         opts.filter.clone_from(&self.filter);
         opts.partition = self.partition;
         opts.verbose = self.verbose;
+        opts.run_mode = self.run_mode;
         opts.features = self.conformance.selection();
         if let Some(seed) = self.seed {
             opts.seed = seed;
@@ -769,6 +776,14 @@ mod tests {
         let d = run_args(&[]).unwrap();
         assert_eq!(d.options(&NoEnv).modes, vec![SyncMode::Websocket]);
         assert!(d.options(&NoEnv).build);
+        assert_eq!(d.options(&NoEnv).run_mode, None);
+        let r = run_args(&["--run-mode", "repeat:3"]).unwrap();
+        assert_eq!(
+            r.options(&NoEnv).run_mode,
+            Some(crate::RunMode::Repeat { runs: 3 })
+        );
+        let e = run_args(&["--run-mode", "soak"]).unwrap_err().to_string();
+        assert!(e.contains("unknown run mode `soak`"), "{e}");
     }
 
     #[test]

@@ -469,6 +469,9 @@ async fn run(args: &args::RunArgs) -> ExitCode {
         eprintln!("error: {why}");
         return ExitCode::from(exit_code::SETUP);
     }
+    if let Some(run_mode) = opts.run_mode {
+        eprintln!("run mode: {run_mode}");
+    }
     {
         let totals =
             crate::discover(&paths).map_or_else(|_| Vec::new(), |f| crate::count_cases(&f, &opts));

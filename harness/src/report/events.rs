@@ -235,6 +235,9 @@ pub struct CaseResult {
     pub sync_style: model::SyncStyle,
     /// The seed of the harness's random choices (hash judge clients).
     pub seed: u64,
+    /// The run mode it ran under (`--run-mode`), if any; under `repeat:N` and `leak:N` the
+    /// result stands for all N runs (passed only when every run passed).
+    pub run_mode: Option<crate::RunMode>,
     /// How it ended.
     pub outcome: CaseOutcome,
     /// How long the case took, start to stop, ms (0 when it did not run).
@@ -271,6 +274,7 @@ impl CaseResult {
             backend,
             sync_style: model::SyncStyle::Incremental,
             seed,
+            run_mode: None,
             outcome,
             duration_ms: 0.0,
             converge_ms: None,
@@ -298,13 +302,14 @@ impl CaseResult {
         checks: &impl Serialize,
     ) -> Result<S::Ok, S::Error> {
         let skipped = self.outcome.skipped();
-        let mut st = s.serialize_struct("CaseResult", 13 + usize::from(skipped.is_some()))?;
+        let mut st = s.serialize_struct("CaseResult", 14 + usize::from(skipped.is_some()))?;
         st.serialize_field("case", &self.id.case)?;
         st.serialize_field("mode", &self.id.mode)?;
         st.serialize_field("file", file)?;
         st.serialize_field("backend", &self.backend)?;
         st.serialize_field("sync_style", &self.sync_style)?;
         st.serialize_field("seed", &self.seed)?;
+        st.serialize_field("run_mode", &self.run_mode.map(|m| m.to_string()))?;
         st.serialize_field("passed", &self.outcome.passed())?;
         st.serialize_field("duration_ms", &self.duration_ms)?;
         st.serialize_field("converge_ms", &self.converge_ms)?;
@@ -332,6 +337,9 @@ struct FlatResult {
     #[serde(default = "incremental")]
     sync_style: model::SyncStyle,
     seed: u64,
+    /// Absent in reports of before `--run-mode`: none.
+    #[serde(default)]
+    run_mode: Option<String>,
     passed: bool,
     duration_ms: f64,
     converge_ms: Option<u64>,
@@ -362,12 +370,15 @@ impl TryFrom<FlatResult> for CaseResult {
                 ));
             }
         };
+        let run_mode = (r.run_mode.map(|m| m.parse()).transpose())
+            .map_err(|e| format!("case `{id}`: run_mode: {e}"))?;
         Ok(Self {
             id,
             file: r.file,
             backend: r.backend,
             sync_style: r.sync_style,
             seed: r.seed,
+            run_mode,
             outcome,
             duration_ms: r.duration_ms,
             converge_ms: r.converge_ms,

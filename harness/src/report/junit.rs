@@ -1,5 +1,6 @@
 //! The JUnit XML report (`gantry run --report-junit FILE`, quick-junit): one `<testsuite>` per
-//! sync mode × backend (`websocket@host`; `websocket@host+full` under `--sync-style full`),
+//! sync mode × backend (`websocket@host`; `websocket@host+full` under `--sync-style full`;
+//! `+restart` and a `run_mode` property under `--run-mode restart`),
 //! one `<testcase>` per scenario with its time, its `classname` `<case file>.<suite>` and its
 //! `file` attribute the case file from the workspace root ([`super::place::shown`]); a failure
 //! carries the error (the failed step, every failed check with its `file:line`, the processes'
@@ -25,13 +26,21 @@ pub fn render_with(results: &[CaseResult], locate: Locate<'_>) -> String {
     let mut total = Duration::ZERO;
     for r in results {
         // A suite per mode × backend (× `full` sync style, so both styles merge apart).
-        let name = match r.sync_style {
+        // (× run mode: `+restart`, `+repeat:3`).
+        let mut name = match r.sync_style {
             model::SyncStyle::Incremental => format!("{}@{}", r.id.mode, r.backend),
             model::SyncStyle::Full => format!("{}@{}+full", r.id.mode, r.backend),
         };
-        let suite = suites
-            .entry(name.clone())
-            .or_insert_with(|| TestSuite::new(name.clone()));
+        if let Some(run_mode) = r.run_mode {
+            name = format!("{name}+{run_mode}");
+        }
+        let suite = suites.entry(name.clone()).or_insert_with(|| {
+            let mut suite = TestSuite::new(name.clone());
+            if let Some(run_mode) = r.run_mode {
+                suite.add_property(("run_mode", run_mode.to_string().as_str()));
+            }
+            suite
+        });
         let status = match &r.outcome {
             CaseOutcome::Skipped(why) => {
                 let mut s = TestCaseStatus::skipped();

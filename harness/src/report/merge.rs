@@ -61,6 +61,8 @@ struct CaseKey {
     backend: String,
     /// The same case under another `--sync-style` is another case.
     sync_style: model::SyncStyle,
+    /// The same case under another `--run-mode` is another case.
+    run_mode: Option<crate::RunMode>,
     /// The file, for a file that does not parse only.
     file: Option<String>,
 }
@@ -71,6 +73,7 @@ impl CaseKey {
             id: r.id.clone(),
             backend: r.backend.clone(),
             sync_style: r.sync_style,
+            run_mode: r.run_mode,
             file: r.id.is_parse().then(|| r.file.clone()),
         }
     }

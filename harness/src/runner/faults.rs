@@ -21,6 +21,10 @@ pub(super) struct Faulted {
     pub(super) partitioned: bool,
     /// The step's starved gateway, if any: dropping it (a `feed`, the step's end) feeds it.
     pub(super) starved: Option<Starvation>,
+    /// The mode's store server (ZooKeeper, etcd) is stopped or killed: the gateway keeps
+    /// what it has, but a gateway started now has nothing to read (`--run-mode restart`
+    /// restarts none meanwhile).
+    pub(super) store_down: bool,
 }
 
 /// The admins a step talks to: the case's client (logged in again after an admin fault) and
@@ -169,6 +173,7 @@ impl Case<'_> {
                 }
             }
             (Target::Gateway(_), Some(i)) => self.running().gateways[i] = runs,
+            (Target::Zookeeper | Target::Etcd, _) => faulted.store_down = !runs,
             _ => {}
         }
         Ok(())

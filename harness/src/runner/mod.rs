@@ -31,8 +31,10 @@ mod checks;
 mod churn;
 mod during;
 mod faults;
+mod leak;
 mod made;
 mod refused;
+mod restart;
 mod setup;
 mod skips;
 mod steps;
@@ -51,7 +53,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use model::{AppliedDigest, SyncMode};
 
-use crate::RunOptions;
 use crate::backend::{Backend, BackendKind, Capabilities};
 use crate::client::{AdminClient, GatewayClient};
 use crate::error::{ClientError, RunError, RunErrorKind, Step};
@@ -63,6 +64,7 @@ use crate::scenario::Scenario;
 use crate::scenario::ast::StepSpec;
 use crate::topology::{Shape, Topology};
 use crate::wait::Converged;
+use crate::{RunMode, RunOptions};
 
 use crate::client::admin::{ADMIN_PASSWORD, ADMIN_USER};
 
@@ -124,8 +126,7 @@ pub async fn run_case(
             sync_proxy: scenario.steps.iter().any(StepSpec::partitions),
             sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
             clocks: scenario.steps.iter().any(StepSpec::steps_clocks),
-            // Until the `--run-mode slice` flag sets it: an env var for the slicing test only.
-            slice_links: std::env::var_os("GANTRY_TEST_SLICE_LINKS").is_some(),
+            slice_links: opts.run_mode == Some(RunMode::Slice),
         },
     )
     .await
@@ -140,40 +141,70 @@ pub async fn run_case(
         })
         .collect();
     let caps = backend.capabilities();
-    let case = Case {
-        scenario,
-        topo: &topo,
-        gateways: topo
-            .gateways()
-            .iter()
-            .map(|g| GatewayClient::new(g.url()).errors_with_200(caps.errors_with_200))
-            .collect(),
-        caps,
-        in_flight: tokio::sync::RwLock::new(()),
-        running: Mutex::new(Running {
-            admins: vec![true; topo.admins().len()],
-            gateways: (0..scenario.topology.gateways)
-                .map(|i| !scenario.topology.late.contains(&i))
-                .collect(),
-        }),
-        addrs,
-        backend: backend.kind(),
-        seed: opts.seed,
-        id,
-        events,
-        record: Mutex::new(CaseRecord::default()),
-        names: Mutex::new(Names::default()),
+    let leak = match opts.run_mode {
+        Some(RunMode::Leak { runs }) => Some(runs),
+        _ => None,
     };
-    let mut result = case.run().await;
-    if let Some(external) = topo.external() {
-        // Whatever the case left (a failed one stops before its teardown) goes now, so that
-        // the next case starts from what the target had.
-        let swept = sweep_run(external).await;
-        if let (Ok(_), Err(e)) = (&result, swept) {
-            result = Err((Step::Teardown, e));
+    let mut readings = leak::Readings::default();
+    let mut record = CaseRecord::default();
+    let mut result = Ok(());
+    for run in 1..=leak.unwrap_or(1) {
+        let case = Case {
+            scenario,
+            topo: &topo,
+            gateways: topo
+                .gateways()
+                .iter()
+                .map(|g| GatewayClient::new(g.url()).errors_with_200(caps.errors_with_200))
+                .collect(),
+            caps,
+            in_flight: tokio::sync::RwLock::new(()),
+            running: Mutex::new(Running {
+                admins: vec![true; topo.admins().len()],
+                gateways: (0..scenario.topology.gateways)
+                    .map(|i| !scenario.topology.late.contains(&i))
+                    .collect(),
+            }),
+            addrs: addrs.clone(),
+            backend: backend.kind(),
+            seed: opts.seed,
+            restart_between_steps: opts.run_mode == Some(RunMode::Restart),
+            id: id.clone(),
+            events,
+            record: Mutex::new(CaseRecord::default()),
+            names: Mutex::new(Names::default()),
+        };
+        result = case.run().await;
+        if let Some(external) = topo.external() {
+            // Whatever the case left (a failed one stops before its teardown) goes now, so
+            // that the next case starts from what the target had.
+            let swept = sweep_run(external).await;
+            if let (Ok(_), Err(e)) = (&result, swept) {
+                result = Err((Step::Teardown, e));
+            }
+        }
+        record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Err((step, kind)) = result {
+            let kind = match leak {
+                Some(runs) => RunErrorKind::InRun {
+                    run,
+                    runs,
+                    kind: Box::new(kind),
+                },
+                None => kind,
+            };
+            result = Err((step, kind));
+            break;
+        }
+        if leak.is_some() {
+            readings.read(&topo);
         }
     }
-    let record = case.record.into_inner().unwrap_or_else(|e| e.into_inner());
+    if leak.is_some() && result.is_ok() {
+        result = readings
+            .judge()
+            .map_err(|e| (Step::Teardown, RunErrorKind::Leak(e)));
+    }
     let result = match result {
         Ok(()) => Ok(record),
         Err((step, kind)) => Err(fail(step, kind, failure_logs(&topo, step, opts), record)),
@@ -237,6 +268,8 @@ struct Case<'a> {
     /// What the admin and gateway offer besides ShenYu's protocol.
     caps: Capabilities,
     seed: u64,
+    /// Every running gateway restarted between every two steps (`--run-mode restart`).
+    restart_between_steps: bool,
     id: CaseId,
     events: &'a (dyn Fn(Event) + Send + Sync),
     /// What the reports get, passed or failed.

@@ -161,6 +161,9 @@ impl Case<'_> {
     ) -> StepResult<()> {
         let mut faulted = Faulted::default();
         for (i, st) in self.scenario.steps.iter().enumerate() {
+            if self.restart_between_steps {
+                self.restart_before(&st.name, admin, &faulted).await?;
+            }
             phase.send_modify(|p| p.begun = i + 1);
             let done = AtomicBool::new(false);
             let work = async {

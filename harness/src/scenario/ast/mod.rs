@@ -18,6 +18,7 @@ mod network;
 mod regression;
 pub(crate) mod request;
 mod resource;
+mod run_modes;
 mod setup;
 mod step;
 mod topology;
@@ -33,6 +34,7 @@ pub use network::*;
 pub use regression::*;
 pub use request::*;
 pub use resource::*;
+pub use run_modes::*;
 pub use setup::*;
 pub use step::*;
 pub use topology::*;
@@ -94,6 +96,10 @@ pub struct Scenario {
     /// What makes the case a named regression (cases/regressions/, docs/regressions.md).
     #[serde(default)]
     pub regression: Option<Regression>,
+    /// Run modes (`gantry run --run-mode`) the case opts out of, each with its reason
+    /// (reported as the case's skip reason under that mode).
+    #[serde(default)]
+    pub run_modes: RunModeOptOuts,
 }
 
 impl Scenario {

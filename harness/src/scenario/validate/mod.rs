@@ -95,6 +95,14 @@ impl<'s> Validator<'s> {
             self.report("modes", "at least one sync mode is required");
         }
         self.features();
+        for (mode, why) in s.run_modes.each() {
+            if why.trim().is_empty() {
+                self.report(
+                    format!("runModes.{mode}"),
+                    format!("say why the case cannot run under `--run-mode {mode}`"),
+                );
+            }
+        }
         self.unique(s.upstream_names(), "upstreams", "upstream");
         for (i, u) in s.upstreams.iter().enumerate() {
             if u.name.trim().is_empty() {

@@ -1,0 +1,258 @@
+//! Run modes (`gantry run --run-mode`): one more way to run every case of a run, on top of its
+//! sync mode and backend. `slice` puts every link of the topology through a 1-byte slicer;
+//! `restart` restarts the gateways between every two steps; `leak:N` runs each case N times
+//! on one topology and judges the growth of the admin's and gateways' RSS and open fds
+//! ([`judge_growth`]); `repeat:N` runs each case N times and fails when any run fails.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How many runs `leak` makes when the value names none.
+pub(crate) const DEFAULT_LEAK_RUNS: u32 = 5;
+
+/// The fewest runs `leak:N` accepts: a warm-up run and three to fit a slope to.
+pub(crate) const MIN_LEAK_RUNS: u32 = 4;
+
+/// The most a process's RSS may grow per run of a case under `leak`, KiB (least-squares slope
+/// over the runs after the warm-up run).
+pub(crate) const RSS_SLOPE_KIB: f64 = 1024.0;
+
+/// The most a process's open file descriptors may grow per run under `leak` (least-squares
+/// slope over the runs after the warm-up run): one descriptor per run. The gateway's idle
+/// pooled upstream connections come and go between runs (balance cases over 4 runs: 52, 57,
+/// 54, 55, a slope of 0.6); a descriptor left behind by every request is far steeper.
+pub(crate) const FD_SLOPE: f64 = 1.0;
+
+/// A run mode: `slice`, `restart`, `leak[:N]` or `repeat:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunMode {
+    /// Every link of the topology through a 1-byte-per-1-ms slicer; every case must pass.
+    Slice,
+    /// Every running gateway restarted between every two steps (and between setup's checks
+    /// and the first step), then waited for until its digest equals the admin's.
+    Restart,
+    /// Each case run `runs` times on one topology; the RSS and open fds of the admins and
+    /// gateways must not grow faster than [`RSS_SLOPE_KIB`] and [`FD_SLOPE`] per run.
+    Leak {
+        /// How many runs (at least [`MIN_LEAK_RUNS`]).
+        runs: u32,
+    },
+    /// Each case run `runs` times, each on a fresh topology; any failed run fails the case.
+    Repeat {
+        /// How many runs (at least 1).
+        runs: u32,
+    },
+}
+
+impl RunMode {
+    /// The mode's name without its count: what a scenario's `runModes` opt-out names.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunMode::Slice => "slice",
+            RunMode::Restart => "restart",
+            RunMode::Leak { .. } => "leak",
+            RunMode::Repeat { .. } => "repeat",
+        }
+    }
+
+    /// How many times each case runs.
+    pub fn runs(self) -> u32 {
+        match self {
+            RunMode::Slice | RunMode::Restart => 1,
+            RunMode::Leak { runs } | RunMode::Repeat { runs } => runs,
+        }
+    }
+}
+
+impl fmt::Display for RunMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunMode::Slice | RunMode::Restart => f.write_str(self.name()),
+            RunMode::Leak { runs } | RunMode::Repeat { runs } => {
+                write!(f, "{}:{runs}", self.name())
+            }
+        }
+    }
+}
+
+impl FromStr for RunMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, count) = match s.split_once(':') {
+            Some((name, count)) => (name, Some(count)),
+            None => (s, None),
+        };
+        let count = |min: u32| -> Result<Option<u32>, String> {
+            let Some(count) = count else { return Ok(None) };
+            match count.parse::<u32>() {
+                Ok(n) if n >= min => Ok(Some(n)),
+                _ => Err(format!(
+                    "`{s}`: the count after `{name}:` must be a whole number of at least {min}"
+                )),
+            }
+        };
+        match name {
+            "slice" | "restart" if count(0)?.is_some() => {
+                Err(format!("`{s}`: `{name}` takes no count"))
+            }
+            "slice" => Ok(RunMode::Slice),
+            "restart" => Ok(RunMode::Restart),
+            "leak" => Ok(RunMode::Leak {
+                runs: count(MIN_LEAK_RUNS)?.unwrap_or(DEFAULT_LEAK_RUNS),
+            }),
+            "repeat" => match count(1)? {
+                Some(runs) => Ok(RunMode::Repeat { runs }),
+                None => Err(format!("`{s}`: say how many runs: `repeat:N`")),
+            },
+            _ => Err(format!(
+                "unknown run mode `{s}` (expected slice, restart, leak[:N] or repeat:N)"
+            )),
+        }
+    }
+}
+
+/// One reading of a process after a run of a case under `leak`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcessReading {
+    /// Resident set size, KiB (`VmRSS`).
+    pub(crate) rss_kib: u64,
+    /// Open file descriptors.
+    pub(crate) fds: u64,
+}
+
+/// The least-squares slope of `ys` over their indexes, per index; 0 with fewer than two.
+pub(crate) fn slope(ys: &[f64]) -> f64 {
+    let n = ys.len() as f64;
+    if ys.len() < 2 {
+        return 0.0;
+    }
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = ys.iter().sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (i, y) in ys.iter().enumerate() {
+        let dx = i as f64 - mean_x;
+        num += dx * (y - mean_y);
+        den += dx * dx;
+    }
+    num / den
+}
+
+/// The verdict of `leak` on one process's readings, one per run: `Err` naming what grew
+/// faster than its bound ([`RSS_SLOPE_KIB`], [`FD_SLOPE`] per run) over the runs after the
+/// first (a warm-up run: caches and pools fill), with the readings.
+pub(crate) fn judge_growth(process: &str, readings: &[ProcessReading]) -> Result<(), String> {
+    let after_warm_up = readings.get(1..).unwrap_or_default();
+    let rss: Vec<f64> = after_warm_up.iter().map(|r| r.rss_kib as f64).collect();
+    let fds: Vec<f64> = after_warm_up.iter().map(|r| r.fds as f64).collect();
+    let (rss_slope, fd_slope) = (slope(&rss), slope(&fds));
+    let mut grew = Vec::new();
+    if rss_slope > RSS_SLOPE_KIB {
+        grew.push(format!(
+            "RSS grows {rss_slope:.0} KiB/run (bound {RSS_SLOPE_KIB:.0} KiB/run)"
+        ));
+    }
+    if fd_slope > FD_SLOPE {
+        grew.push(format!(
+            "open fds grow {fd_slope:.2}/run (bound {FD_SLOPE}/run)"
+        ));
+    }
+    if grew.is_empty() {
+        return Ok(());
+    }
+    let list = |f: fn(&ProcessReading) -> u64| {
+        (readings.iter().map(|r| f(r).to_string()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(format!(
+        "{process} leaks over {} runs after a warm-up run: {}; RSS KiB by run: [{}], open fds by run: [{}]",
+        after_warm_up.len(),
+        grew.join(", "),
+        list(|r| r.rss_kib),
+        list(|r| r.fds),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_and_print_back() {
+        for (text, mode) in [
+            ("slice", RunMode::Slice),
+            ("restart", RunMode::Restart),
+            (
+                "leak",
+                RunMode::Leak {
+                    runs: DEFAULT_LEAK_RUNS,
+                },
+            ),
+            ("leak:8", RunMode::Leak { runs: 8 }),
+            ("repeat:3", RunMode::Repeat { runs: 3 }),
+        ] {
+            assert_eq!(text.parse::<RunMode>(), Ok(mode), "{text}");
+        }
+        assert_eq!(RunMode::Leak { runs: 5 }.to_string(), "leak:5");
+        assert_eq!(RunMode::Repeat { runs: 2 }.to_string(), "repeat:2");
+        assert_eq!(RunMode::Restart.to_string(), "restart");
+    }
+
+    #[test]
+    fn bad_values_say_what_is_expected() {
+        let err = |s: &str| s.parse::<RunMode>().unwrap_err();
+        assert_eq!(
+            err("soak"),
+            "unknown run mode `soak` (expected slice, restart, leak[:N] or repeat:N)"
+        );
+        assert_eq!(err("repeat"), "`repeat`: say how many runs: `repeat:N`");
+        assert_eq!(
+            err("repeat:0"),
+            "`repeat:0`: the count after `repeat:` must be a whole number of at least 1"
+        );
+        assert_eq!(
+            err("leak:2"),
+            "`leak:2`: the count after `leak:` must be a whole number of at least 4"
+        );
+        assert_eq!(err("restart:2"), "`restart:2`: `restart` takes no count");
+    }
+
+    #[test]
+    fn slope_is_least_squares_per_index() {
+        assert_eq!(slope(&[]), 0.0);
+        assert_eq!(slope(&[7.0]), 0.0);
+        assert!((slope(&[1.0, 2.0, 3.0, 4.0]) - 1.0).abs() < 1e-9);
+        assert!((slope(&[10.0, 10.0, 10.0]) - 0.0).abs() < 1e-9);
+        // Noise around a flat line stays near 0.
+        assert!(slope(&[100.0, 104.0, 98.0, 101.0, 99.0]).abs() < 1.0);
+    }
+
+    fn readings(rss: &[u64], fds: &[u64]) -> Vec<ProcessReading> {
+        rss.iter()
+            .zip(fds)
+            .map(|(&rss_kib, &fds)| ProcessReading { rss_kib, fds })
+            .collect()
+    }
+
+    /// The failing proof of the judge: a process that keeps one fd and 2 MiB per run fails,
+    /// naming both and the readings; a flat one after a big warm-up run passes.
+    #[test]
+    fn growth_beyond_the_slope_fails_and_names_it() {
+        let flat = readings(
+            &[20_000, 30_000, 30_100, 29_900, 30_050],
+            &[9, 14, 14, 15, 14],
+        );
+        assert_eq!(judge_growth("gateway[0]", &flat), Ok(()));
+        let leaking = readings(
+            &[20_000, 30_000, 32_048, 34_096, 36_144],
+            &[9, 14, 16, 18, 20],
+        );
+        assert_eq!(
+            judge_growth("gateway[0]", &leaking).unwrap_err(),
+            "gateway[0] leaks over 4 runs after a warm-up run: RSS grows 2048 KiB/run (bound \
+             1024 KiB/run), open fds grow 2.00/run (bound 1/run); RSS KiB by run: [20000, \
+             30000, 32048, 34096, 36144], open fds by run: [9, 14, 16, 18, 20]"
+        );
+    }
+}
