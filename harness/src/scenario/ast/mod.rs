@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 mod behaviour;
 mod check;
+mod logs;
 mod regression;
 pub(crate) mod request;
 mod setup;
@@ -24,6 +25,7 @@ mod wait;
 
 pub use behaviour::*;
 pub use check::*;
+pub use logs::*;
 pub use model::SyncFaultKind;
 pub use regression::*;
 pub use request::*;
@@ -85,6 +87,10 @@ pub struct Scenario {
     /// Extra probes after teardown.
     #[serde(default)]
     pub teardown: Teardown,
+    /// The WARN and ERROR lines the admins and gateways may log during the case: any other
+    /// fails it (unless the run has `--allow-logs`).
+    #[serde(default)]
+    pub expect_logs: Vec<ExpectLog>,
     /// What makes the case a named regression (cases/regressions/, docs/regressions.md).
     #[serde(default)]
     pub regression: Option<Regression>,
