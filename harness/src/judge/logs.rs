@@ -30,9 +30,10 @@ pub(crate) fn warnings(log: &str) -> Vec<LogLine> {
             let line = strip_ansi(line);
             let (_timestamp, rest) = line.trim().split_once(char::is_whitespace)?;
             let rest = rest.trim_start();
-            let level = [LogLevel::Warn, LogLevel::Error]
-                .into_iter()
-                .find(|l| rest.strip_prefix(l.token()).is_some_and(|r| r.starts_with(' ')))?;
+            let level = [LogLevel::Warn, LogLevel::Error].into_iter().find(|l| {
+                rest.strip_prefix(l.token())
+                    .is_some_and(|r| r.starts_with(' '))
+            })?;
             Some(LogLine {
                 level,
                 text: rest.trim_end().to_owned(),

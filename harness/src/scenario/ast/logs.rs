@@ -89,7 +89,8 @@ impl std::str::FromStr for LogService {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let wrong = || format!("unknown service `{s}`: expected admin, gateway, admin[i] or gateway[i]");
+        let wrong =
+            || format!("unknown service `{s}`: expected admin, gateway, admin[i] or gateway[i]");
         let (role, index) = match s.split_once('[') {
             None => (s, None),
             Some((role, rest)) => {
