@@ -326,6 +326,8 @@ pub enum Step {
     Steps,
     /// Deleting what setup made and proving it is gone.
     Teardown,
+    /// Judging the WARN and ERROR lines the admins and gateways logged (`expectLogs`).
+    Logs,
 }
 
 impl std::fmt::Display for Step {
@@ -338,6 +340,7 @@ impl std::fmt::Display for Step {
             Step::Checks => "checks",
             Step::Steps => "steps",
             Step::Teardown => "teardown",
+            Step::Logs => "logs",
         })
     }
 }
@@ -414,6 +417,10 @@ pub enum RunErrorKind {
     /// Checks failed; every failure is listed.
     #[error("{} failed:\n{}", if .0.len() == 1 { "1 check".to_owned() } else { format!("{} checks", .0.len()) }, .0.join("\n"))]
     ChecksFailed(Vec<String>),
+    /// The admins and gateways logged WARN or ERROR lines the case does not declare, or a
+    /// declared line did not come; every problem is listed.
+    #[error("the service logs do not match `expectLogs`:\n{}", .0.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n"))]
+    Logs(Vec<String>),
     /// A deleted object is still served by the admin.
     #[error("{kind} {id} still exists on the admin after delete")]
     StillPresent {

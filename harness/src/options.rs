@@ -62,6 +62,9 @@ pub struct RunOptions {
     pub partition: Option<crate::Partition>,
     /// Show the service logs of every failure, not only when a process died (`--verbose`).
     pub verbose: bool,
+    /// Do not judge the service logs against `expectLogs` (`--allow-logs`): the log check is
+    /// reported skipped.
+    pub allow_logs: bool,
     /// The admin and gateway of `--backend external`.
     pub external: Option<backend::ExternalTarget>,
     /// Which cases the run takes by their features (`--profile`, `--supported-features`,
@@ -98,6 +101,7 @@ impl RunOptions {
             filter: None,
             partition: None,
             verbose: false,
+            allow_logs: false,
             external: None,
             features: crate::conformance::FeatureSelection::default(),
             run_mode: None,

@@ -201,7 +201,8 @@ fn run_mode_skip(
             ))
         )
     };
-    if mode == crate::RunMode::Slice && (backend != BackendKind::Host || scenario.topology.admins > 1)
+    if mode == crate::RunMode::Slice
+        && (backend != BackendKind::Host || scenario.topology.admins > 1)
     {
         return Some(
             "the slicer sits on the gateway's one sync connection: host backend, one admin only"

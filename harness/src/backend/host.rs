@@ -540,6 +540,29 @@ impl Service {
             .unwrap_or_default()
     }
 
+    /// How long its log is now, in bytes (0 before it first started): where
+    /// [`Service::log_since`] starts to read what it logs from now on.
+    pub fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log).map_or(0, |m| m.len())
+    }
+
+    /// What it logged after its log was `offset` bytes long (every start appends).
+    pub fn log_since(&self, offset: u64) -> Result<String, BackendError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |source| BackendError::Io {
+            what: format!("reading {}", self.log.display()),
+            source,
+        };
+        let mut file = match std::fs::File::open(&self.log) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+            opened => opened.map_err(io)?,
+        };
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// Stops it gracefully: closes its stdin (it shuts down), kills it after
     /// [`STOP_TIMEOUT`]. Nothing happens when it is stopped.
     pub async fn stop(&self) {

@@ -575,6 +575,25 @@ impl Service {
         }
     }
 
+    /// How long its log is now, in bytes: where [`Service::log_since`] starts to read what it
+    /// logs from now on. `None` where gantry does not judge its log: a container's (a bounded
+    /// buffer restarted with the container) or an external service's.
+    pub fn log_len(&self) -> Option<u64> {
+        match self {
+            Service::Host(s) => Some(s.log_len()),
+            Service::Docker(_) | Service::External { .. } => None,
+        }
+    }
+
+    /// What it logged after its log was `offset` bytes long ([`Service::log_len`]); `None`
+    /// where gantry does not judge its log.
+    pub fn log_since(&self, offset: u64) -> Option<Result<String, BackendError>> {
+        match self {
+            Service::Host(s) => Some(s.log_since(offset)),
+            Service::Docker(_) | Service::External { .. } => None,
+        }
+    }
+
     /// Applies a step's fault: stops (gracefully), kills, starts (and waits until it is
     /// ready), restarts, pauses or resumes it. It keeps its address across a stop, so a
     /// `start` brings it back where its peers and the harness look for it.

@@ -16,6 +16,7 @@
 //! `spec::ObserveCx` offers declares a context trait beside its judge (as probe, hash,
 //! latency and churn do), which the runner implements in `runner/checks.rs`.
 
+pub(crate) mod logs;
 pub mod probe;
 pub mod spec;
 

@@ -63,8 +63,8 @@ pub struct CheckReport {
     pub path: String,
     /// The scenario step it belongs to (none: the top-level checks).
     pub step: Option<String>,
-    /// `probe`, a judge's key (`distribution`, `roundRobin`, ...), or `digest` or `isolation`
-    /// (the runner's own checks); reading a report back fails on any other.
+    /// `probe`, a judge's key (`distribution`, `roundRobin`, ...), or `digest`, `isolation`
+    /// or `logs` (the runner's own checks); reading a report back fails on any other.
     #[serde(deserialize_with = "known_kind")]
     pub kind: KindName,
     /// How it ended.
@@ -107,8 +107,10 @@ pub struct FinalDigests {
 pub(crate) const DIGEST_CHECK: &str = "digest";
 /// The kind of the runner's own check of a step's `isolated`.
 pub(crate) const ISOLATION_CHECK: &str = "isolation";
+/// The kind of the runner's own check of the service logs against `expectLogs`.
+pub(crate) const LOGS_CHECK: &str = "logs";
 /// The kinds of the checks the runner reports for itself, beside the probe and the judges.
-const RUNNER_CHECK_KINDS: &[&str] = &[DIGEST_CHECK, ISOLATION_CHECK];
+const RUNNER_CHECK_KINDS: &[&str] = &[DIGEST_CHECK, ISOLATION_CHECK, LOGS_CHECK];
 
 /// Every kind a [`CheckReport`] can have: `probe`, the judges' keys, the runner's own.
 fn check_kinds() -> impl Iterator<Item = &'static str> {

@@ -1,7 +1,7 @@
 //! Runs one scenario under one sync mode on a fresh topology:
 //!
 //! ```text
-//! start ─▶ precheck ─▶ setup ─▶ wait ─▶ checks ─▶ steps ─▶ teardown ─▶ stop
+//! start ─▶ precheck ─▶ setup ─▶ wait ─▶ checks ─▶ steps ─▶ teardown ─▶ logs ─▶ stop
 //!          digests      create   probe   each     each:    restore plugins, batch delete,
 //!          equal; probe selectors converges judged  change,  GET → 404, probe route
 //!          not passing  + rules  + digests (judge/) wait,    absent, teardown probes,
@@ -24,7 +24,7 @@
 //! This file holds the case and what every phase shares (which processes run, logins, the
 //! record); each phase has its room: [`setup`] (precheck and setup), [`waits`] (wait probes
 //! and digest equality), [`steps`] (changes, `isolated`), [`faults`], [`during`],
-//! [`teardown`]. [`made`] keeps what setup made current; [`checks`] observes and judges each
+//! [`teardown`], [`logs`] (the WARN and ERROR lines of the case against `expectLogs`). [`made`] keeps what setup made current; [`checks`] observes and judges each
 //! check kind.
 
 mod checks;
@@ -32,6 +32,7 @@ mod churn;
 mod during;
 mod faults;
 mod leak;
+mod logs;
 mod made;
 mod refused;
 mod restart;
@@ -174,7 +175,14 @@ pub async fn run_case(
             record: Mutex::new(CaseRecord::default()),
             names: Mutex::new(Names::default()),
         };
+        let marks = logs::LogMarks::take(&topo);
         result = case.run().await;
+        // Judged after a failure too (the report shows it), but the first failure is the
+        // case's.
+        let logged = case.judge_logs(&marks, logs::skipped_for_run(opts));
+        if let (Ok(()), Err(e)) = (&result, logged) {
+            result = Err((Step::Logs, e));
+        }
         if let Some(external) = topo.external() {
             // Whatever the case left (a failed one stops before its teardown) goes now, so
             // that the next case starts from what the target had.

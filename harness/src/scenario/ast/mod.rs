@@ -14,6 +14,7 @@ use serde::Deserialize;
 mod behaviour;
 mod check;
 mod clock;
+mod logs;
 mod network;
 mod regression;
 pub(crate) mod request;
@@ -29,6 +30,7 @@ mod wait;
 pub use behaviour::*;
 pub use check::*;
 pub use clock::*;
+pub use logs::*;
 pub use model::SyncFaultKind;
 pub use network::*;
 pub use regression::*;
@@ -93,6 +95,10 @@ pub struct Scenario {
     /// Extra probes after teardown.
     #[serde(default)]
     pub teardown: Teardown,
+    /// The WARN and ERROR lines the admins and gateways may log during the case: any other
+    /// fails it (unless the run has `--allow-logs`).
+    #[serde(default)]
+    pub expect_logs: Vec<ExpectLog>,
     /// What makes the case a named regression (cases/regressions/, docs/regressions.md).
     #[serde(default)]
     pub regression: Option<Regression>,

@@ -3,6 +3,7 @@
 
 mod check;
 mod features;
+mod logs;
 mod network;
 mod setup;
 mod steps;
@@ -157,6 +158,7 @@ impl<'s> Validator<'s> {
             probes.push((format!("traffic[{i}]"), &t.load.probe));
         }
         self.traffic();
+        self.expect_logs();
         for (i, p) in s.teardown.probes.iter().enumerate() {
             probes.push((format!("teardown.probes[{i}]"), p));
         }
