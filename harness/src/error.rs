@@ -142,6 +142,16 @@ pub enum BackendError {
         /// The last lines of its stderr.
         stderr_tail: String,
     },
+    /// A system command the harness ran (`mount`, `umount`) failed.
+    #[error("`{command}` failed ({status}): {stderr_tail}")]
+    CommandFailed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// Its stderr.
+        stderr_tail: String,
+    },
     /// An I/O error while starting or talking to a process.
     #[error("{what}: {source}")]
     Io {

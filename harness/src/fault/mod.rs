@@ -2,8 +2,10 @@
 //! [`Mode`] can be switched while connections are open (cut, reset, a silent partition, added
 //! latency), for case-file `partition` / `heal` steps; [`etcd::compact_at_least`], for
 //! `compact: etcd`; [`zookeeper::wait_expired`], for `expireSession: gateway`; and
-//! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`.
+//! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`; [`DiskMount`], the admin's
+//! database disk of `diskFull` / `diskFree`.
 
+mod disk;
 pub(crate) mod etcd;
 mod proxy;
 mod starve;
@@ -11,4 +13,5 @@ pub(crate) mod zookeeper;
 
 pub(crate) use proxy::FaultProxy;
 pub use proxy::Mode;
+pub(crate) use disk::DiskMount;
 pub(crate) use starve::Starvation;

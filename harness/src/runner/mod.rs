@@ -123,6 +123,7 @@ pub async fn run_case(
             spec: scenario.topology.clone(),
             sync_proxy: scenario.steps.iter().any(StepSpec::partitions),
             sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
+            disk_faults: scenario.steps.iter().any(StepSpec::fills_disk),
         },
     )
     .await

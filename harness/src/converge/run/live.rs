@@ -102,6 +102,7 @@ impl Live {
             },
             sync_proxy: true,
             sync_faults: protocol_fault(mode).is_some(),
+            disk_faults: false,
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
             .await

@@ -48,6 +48,12 @@ pub struct StepSpec {
     /// Requests and their expected answers after the wait.
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// The step's admin changes must each be refused (a full database disk:
+    /// `refused: { status: 507, contains: "disk is full" }`): each answered with that status
+    /// and text, the admin's digest and every running gateway's what they were before it
+    /// (nothing half-written, nothing pushed).
+    #[serde(default)]
+    pub refused: Option<Refusal>,
 }
 
 impl StepSpec {
@@ -66,6 +72,11 @@ impl StepSpec {
         self.changes
             .iter()
             .any(|c| matches!(c, Change::Fault(Fault::SyncFault(_))))
+    }
+
+    /// Whether a change fills the admin's database disk (`diskFull`).
+    pub fn fills_disk(&self) -> bool {
+        (self.changes.iter()).any(|c| matches!(c, Change::Fault(Fault::DiskFull(_))))
     }
 
     /// Whether a change partitions the gateway.
@@ -181,6 +192,10 @@ pub enum Fault {
     Starve(Starve),
     /// `feed`: the end of a gateway's starvation.
     Feed(Target),
+    /// `diskFull`: the disk under the admin's database filled up.
+    DiskFull(Disk),
+    /// `diskFree`: the filler of a `diskFull` removed.
+    DiskFree(Disk),
 }
 
 impl From<RawChange> for Change {
@@ -211,6 +226,8 @@ impl From<RawChange> for Change {
             RawChange::Wipe(t) => Change::Fault(F::Wipe(t)),
             RawChange::Starve(s) => Change::Fault(F::Starve(s)),
             RawChange::Feed(t) => Change::Fault(F::Feed(t)),
+            RawChange::DiskFull(d) => Change::Fault(F::DiskFull(d)),
+            RawChange::DiskFree(d) => Change::Fault(F::DiskFree(d)),
         }
     }
 }
@@ -288,6 +305,12 @@ enum RawChange {
     Starve(Starve),
     /// Ends a gateway's starvation (`starve`) before the end of its step: it runs on.
     Feed(Target),
+    /// Fills the disk under the admin's SQLite database (`diskFull: database`; host backend,
+    /// as root): the database sits on an 8 MiB tmpfs of the case, which a filler file fills
+    /// until ENOSPC; the admin's writes are refused until a `diskFree`.
+    DiskFull(Disk),
+    /// Removes the filler of a `diskFull` (`diskFree: database`): the admin writes again.
+    DiskFree(Disk),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -535,6 +558,8 @@ impl Fault {
             Fault::Wipe(_) => "wipe",
             Fault::Starve(_) => "starve",
             Fault::Feed(_) => "feed",
+            Fault::DiskFull(_) => "diskFull",
+            Fault::DiskFree(_) => "diskFree",
         }
     }
 }
