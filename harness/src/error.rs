@@ -443,6 +443,15 @@ pub enum RunErrorKind {
         /// What each probe got, e.g. `steps[0].wait.probe: got HTTP 200 …`.
         got: String,
     },
+    /// A change its step says must be refused (`refused:`) was taken, refused otherwise, or
+    /// half-written (the admin's digest moved).
+    #[error("{field}: {detail}")]
+    RefusalBroken {
+        /// The change, e.g. `steps[1].changes[0].createSelector`.
+        field: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// An external run's case passed its teardown but left selectors named with the run's
     /// prefix (the sweep after the case removed them).
     #[error(
