@@ -16,6 +16,14 @@ const SIZE: &str = "8m";
 /// The chunks the filler is written in: large ones, then pages for the last few.
 const CHUNKS: [usize; 2] = [1 << 16, 1 << 12];
 
+/// Why a case with disk faults cannot run here (mounting a tmpfs needs root), or `None`.
+pub(crate) fn skip_reason() -> Option<String> {
+    (!rustix::process::geteuid().is_root()).then(|| {
+        "the disk faults (`diskFull`) mount a tmpfs for the admin's database: that needs root"
+            .to_owned()
+    })
+}
+
 /// A tmpfs of [`SIZE`] mounted at a directory; dropping it unmounts it (lazily: a process
 /// still holding a file there lets go later).
 #[derive(Debug)]

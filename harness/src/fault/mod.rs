@@ -13,5 +13,5 @@ pub(crate) mod zookeeper;
 
 pub(crate) use proxy::FaultProxy;
 pub use proxy::Mode;
-pub(crate) use disk::DiskMount;
+pub(crate) use disk::{DiskMount, skip_reason as disk_skip_reason};
 pub(crate) use starve::Starvation;
