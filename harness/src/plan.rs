@@ -155,9 +155,12 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
                     .flatten()
             })
             .or_else(|| {
-                (scenario.steps.iter().any(scenario::ast::StepSpec::fills_disk))
-                    .then(crate::fault::disk_skip_reason)
-                    .flatten()
+                (scenario
+                    .steps
+                    .iter()
+                    .any(scenario::ast::StepSpec::fills_disk))
+                .then(crate::fault::disk_skip_reason)
+                .flatten()
             })
             .map(NotRun::Unavailable),
         BackendKind::Docker | BackendKind::Swarm => (!backend::docker::supports(mode)).then(|| {

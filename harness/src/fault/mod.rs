@@ -11,7 +11,7 @@ mod proxy;
 mod starve;
 pub(crate) mod zookeeper;
 
+pub(crate) use disk::{DiskMount, skip_reason as disk_skip_reason};
 pub(crate) use proxy::FaultProxy;
 pub use proxy::Mode;
-pub(crate) use disk::{DiskMount, skip_reason as disk_skip_reason};
 pub(crate) use starve::Starvation;

@@ -117,8 +117,7 @@ mod tests {
     fn a_disk_fault_and_a_refusal_read() {
         let d: Disk = serde_norway::from_str("database").unwrap();
         assert_eq!(d, Disk::Database);
-        let r: Refusal =
-            serde_norway::from_str("{ status: 507, contains: disk is full }").unwrap();
+        let r: Refusal = serde_norway::from_str("{ status: 507, contains: disk is full }").unwrap();
         assert_eq!((r.status, r.contains.as_str()), (507, "disk is full"));
         assert!(serde_norway::from_str::<Disk>("gateway").is_err());
     }

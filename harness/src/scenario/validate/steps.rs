@@ -364,8 +364,10 @@ impl<'s> Validator<'s> {
         if filling == *full {
             let why = match filling {
                 true => "the admin's database disk is full already at this point",
-                false => "the admin's database disk is not full at this point: a `diskFull: \
-                          database` first",
+                false => {
+                    "the admin's database disk is not full at this point: a `diskFull: \
+                          database` first"
+                }
             };
             self.report(at.clone(), why);
         }
@@ -397,7 +399,10 @@ impl<'s> Validator<'s> {
         if !(400..=599).contains(&refusal.status) {
             self.report(
                 format!("{at}.status"),
-                format!("must be an error status (400 to 599), got {}", refusal.status),
+                format!(
+                    "must be an error status (400 to 599), got {}",
+                    refusal.status
+                ),
             );
         }
         if refusal.contains.trim().is_empty() {
