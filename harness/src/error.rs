@@ -142,6 +142,16 @@ pub enum BackendError {
         /// The last lines of its stderr.
         stderr_tail: String,
     },
+    /// A system command the harness ran (`mount`, `umount`) failed.
+    #[error("`{command}` failed ({status}): {stderr_tail}")]
+    CommandFailed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// Its stderr.
+        stderr_tail: String,
+    },
     /// An I/O error while starting or talking to a process.
     #[error("{what}: {source}")]
     Io {
@@ -459,6 +469,15 @@ pub enum RunErrorKind {
         step: String,
         /// What each probe got, e.g. `steps[0].wait.probe: got HTTP 200 …`.
         got: String,
+    },
+    /// A change its step says must be refused (`refused:`) was taken, refused otherwise, or
+    /// half-written (the admin's digest moved).
+    #[error("{field}: {detail}")]
+    RefusalBroken {
+        /// The change, e.g. `steps[1].changes[0].createSelector`.
+        field: String,
+        /// What went wrong.
+        detail: String,
     },
     /// An external run's case passed its teardown but left selectors named with the run's
     /// prefix (the sweep after the case removed them).

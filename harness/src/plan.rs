@@ -132,7 +132,7 @@ pub enum NotRun {
 /// Why `scenario` × `mode` is not run under `opts`: the scenario does not declare the backend
 /// or the mode, it needs a feature the run does not test, or the backend cannot run the mode
 /// here (on the host backend, the mode's server or a component the case asks for is missing
-/// and `GANTRY_REQUIRE` does not name it). `None` when it runs.
+/// and `GANTRY_REQUIRE` does not name it, or a disk fault needs root). `None` when it runs.
 pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option<NotRun> {
     let list = |items: Vec<String>| items.join(", ");
     if !scenario.backends.contains(&opts.backend) {
@@ -167,6 +167,14 @@ pub fn not_run(scenario: &Scenario, mode: SyncMode, opts: &RunOptions) -> Option
                 (scenario.topology.storage == scenario::ast::Storage::Postgres)
                     .then(|| backend::component::postgres::skip_reason(&ProcessEnv))
                     .flatten()
+            })
+            .or_else(|| {
+                (scenario
+                    .steps
+                    .iter()
+                    .any(scenario::ast::StepSpec::fills_disk))
+                .then(crate::fault::disk_skip_reason)
+                .flatten()
             })
             .map(NotRun::Unavailable),
         BackendKind::Docker | BackendKind::Swarm => (!backend::docker::supports(mode)).then(|| {

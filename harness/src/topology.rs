@@ -25,7 +25,7 @@ use crate::backend::{
     UpstreamService,
 };
 use crate::error::BackendError;
-use crate::fault::{FaultProxy, Mode as ProxyMode, Starvation, Toxics};
+use crate::fault::{DiskMount, FaultProxy, Mode as ProxyMode, Starvation, Toxics};
 use crate::scenario::ast::{
     Component, FaultAction, Starve, Storage, Target, TopologySpec, UpstreamDecl,
 };
@@ -49,6 +49,9 @@ pub struct Topology {
     /// them: taken out of the map while that runs).
     components: Mutex<BTreeMap<Component, ComponentService>>,
     upstreams: BTreeMap<String, UpstreamService>,
+    /// The tmpfs under the admin's SQLite file (a case with `diskFull`): unmounted after the
+    /// admins stop, before `dir` goes.
+    disk: Option<DiskMount>,
     dir: tempfile::TempDir,
     keep: bool,
     /// Dropped last: removes what the services share (the docker network).
@@ -97,11 +100,12 @@ async fn start_serving(
     Ok((ups.into_iter().collect(), started.into_iter().collect()))
 }
 
-/// Starts the store server `mode` needs, then the admins, then the gateways of `shape`.
+/// Starts the store server `mode` needs, then the admins (a SQLite file in `db_dir`), then
+/// the gateways of `shape`.
 async fn start_control(
     run: &Run,
     mode: SyncMode,
-    dir: &Path,
+    (dir, db_dir): (&Path, &Path),
     keep: bool,
     shape: &Shape,
 ) -> Result<Control, BackendError> {
@@ -111,6 +115,7 @@ async fn start_control(
         sync_faults,
         clocks,
         slice_links,
+        ..
     } = shape;
     // Slicing takes the sync proxy; several admins would collapse into the first behind it.
     let sliced = *slice_links && matches!(run, Run::Host(_)) && spec.admins == 1;
@@ -187,7 +192,7 @@ async fn start_control(
                 host
             };
             let db = match spec.storage {
-                Storage::Sqlite => dir.join("admin.db").display().to_string(),
+                Storage::Sqlite => db_dir.join("admin.db").display().to_string(),
                 Storage::Postgres => postgres
                     .insert(ComponentService::Host(
                         HostServer::start_postgres(keep).await?,
@@ -257,6 +262,9 @@ pub struct Shape {
     /// writes every chunk both ways 1 byte at a time, [`SLICE_EVERY`] apart (host backend,
     /// one admin; the upstream, client and database links are not sliced yet).
     pub slice_links: bool,
+    /// The admins' SQLite file sits on a tmpfs of its own that steps fill (`diskFull`; host
+    /// backend, as root).
+    pub disk_faults: bool,
 }
 
 /// The pause after each byte on a sliced link (`Shape::slice_links`).
@@ -304,11 +312,16 @@ impl Topology {
                 source,
             })?;
         dir.disable_cleanup(keep);
+        let disk = match (backend, shape.disk_faults) {
+            (Backend::Host(_), true) => Some(DiskMount::mount(dir.path().join("db"))?),
+            _ => None,
+        };
+        let db_dir = disk.as_ref().map_or(dir.path(), DiskMount::path);
         let run = backend.begin(mode, keep).await?;
         // The upstreams and components need nothing else; the store, the admins and the
         // gateways need each other in that order: the two chains start side by side.
         let serving = start_serving(&run, upstreams, components, dir.path());
-        let control = start_control(&run, mode, dir.path(), keep, shape);
+        let control = start_control(&run, mode, (dir.path(), db_dir), keep, shape);
         let (
             (ups, started),
             Control {
@@ -327,6 +340,7 @@ impl Topology {
             store: Mutex::new(store),
             components: Mutex::new(started),
             upstreams: ups,
+            disk,
             dir,
             keep,
             run,
@@ -619,6 +633,26 @@ impl Topology {
             service: host.name().to_owned(),
         })?;
         Starvation::start(host.name(), pid, how.stopped(), how.running())
+    }
+
+    /// The admin's database disk of a case with disk faults, or why there is none.
+    fn disk(&self, action: &'static str) -> Result<&DiskMount, BackendError> {
+        self.disk.as_ref().ok_or(BackendError::FaultUnsupported {
+            action,
+            target: Target::Admin(None),
+            backend: self.run.backend_name(),
+        })
+    }
+
+    /// Fills the disk under the admin's database until it refuses more (a step's
+    /// `diskFull: database`); returns how many bytes that took.
+    pub(crate) fn disk_full(&self) -> Result<u64, BackendError> {
+        self.disk("diskFull")?.fill()
+    }
+
+    /// Frees the disk under the admin's database (a step's `diskFree: database`).
+    pub(crate) fn disk_free(&self) -> Result<(), BackendError> {
+        self.disk("diskFree")?.free()
     }
 
     fn etcd_url(&self) -> Result<String, BackendError> {

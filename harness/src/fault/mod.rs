@@ -3,14 +3,17 @@
 //! latency) and whose [`Toxics`] (Toxiproxy's vocabulary, per direction) can be set, for
 //! case-file `partition`, `network` and `heal` steps; [`etcd::compact_at_least`], for
 //! `compact: etcd`; [`zookeeper::wait_expired`], for `expireSession: gateway`; and
-//! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`.
+//! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`; [`DiskMount`], the admin's
+//! database disk of `diskFull` / `diskFree`.
 
+mod disk;
 pub(crate) mod etcd;
 mod proxy;
 mod starve;
 mod toxic;
 pub(crate) mod zookeeper;
 
+pub(crate) use disk::{DiskMount, skip_reason as disk_skip_reason};
 pub(crate) use proxy::FaultProxy;
 pub use proxy::Mode;
 pub(crate) use starve::Starvation;

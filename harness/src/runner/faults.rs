@@ -1,7 +1,7 @@
 //! A step's faults: processes stopped, killed, started, restarted, paused or resumed, the sync
 //! connection partitioned and healed, protocol faults armed, etcd compacted, a ZooKeeper
-//! session expired, a gateway starved of CPU and fed, a clock stepped; and which admins and
-//! gateways run afterwards.
+//! session expired, a gateway starved of CPU and fed, a clock stepped, the admin's database
+//! disk filled and freed; and which admins and gateways run afterwards.
 
 use super::{Case, StepResult, at};
 use crate::client::AdminClient;
@@ -111,6 +111,15 @@ impl Case<'_> {
                 tracing::info!(case = %self.id, step = %st.name, "starve: {target}, stopped {duty} of every {period:?}");
                 faulted.starved = Some(self.topo.starve(how).map_err(at(Step::Steps))?);
                 Ok(())
+            }
+            Fault::DiskFull(_) => {
+                let bytes = self.topo.disk_full().map_err(at(Step::Steps))?;
+                tracing::info!(case = %self.id, step = %st.name, bytes, "diskFull: the admin's database disk filled");
+                Ok(())
+            }
+            Fault::DiskFree(_) => {
+                tracing::info!(case = %self.id, step = %st.name, "diskFree: the admin's database disk freed");
+                self.topo.disk_free().map_err(at(Step::Steps))
             }
             Fault::Feed(target) => {
                 tracing::info!(case = %self.id, step = %st.name, "feed: {target}");

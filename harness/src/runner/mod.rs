@@ -128,6 +128,7 @@ pub async fn run_case(
             sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
             clocks: scenario.steps.iter().any(StepSpec::steps_clocks),
             slice_links: opts.run_mode == Some(RunMode::Slice),
+            disk_faults: scenario.steps.iter().any(StepSpec::fills_disk),
         },
     )
     .await

@@ -18,7 +18,7 @@ use crate::error::{RunErrorKind, Step};
 use crate::judge::Measurements;
 use crate::lower;
 use crate::report::{CheckOutcome, CheckReport, Event};
-use crate::scenario::ast::{AdminChange, Change, Fault, Target, Wait};
+use crate::scenario::ast::{AdminChange, Change, Fault, Refusal, Target, Wait};
 
 /// Why a step's `isolated` claim is skipped on a target without gantry's config digest.
 const NO_DIGEST_ISOLATION: &str = "the target serves no config digest (GET /actuator/digest): \
@@ -229,8 +229,11 @@ impl Case<'_> {
                     admin_changes += 1;
                     let field = format!("steps[{index}].changes[{c}].{}", change.name());
                     let client = admins.client(self).await?;
-                    self.apply(client, &st.name, &field, change, made, plugins)
-                        .await?;
+                    let applied = self.apply(client, &st.name, &field, change, made, plugins);
+                    match &st.refused {
+                        Some(refusal) => must_refuse(client, &field, refusal, applied).await?,
+                        None => applied.await?,
+                    }
                 }
                 Change::Fault(fault) => {
                     let compact_from = etcd_before + admin_changes;
@@ -517,6 +520,49 @@ impl Case<'_> {
             }
         }
     }
+}
+
+/// Judges a change of a step that says it must be refused (`refusal`): `applied` (the change,
+/// keyed `field`) must fail with the refusal's status and text, and leave the admin's digest
+/// what it was (nothing half-written; the step's digest equality then holds the gateways to
+/// it).
+async fn must_refuse(
+    admin: &AdminClient,
+    field: &str,
+    refusal: &Refusal,
+    applied: impl Future<Output = StepResult<()>>,
+) -> StepResult<()> {
+    let broken = |detail: String| {
+        let field = field.to_owned();
+        (Step::Steps, RunErrorKind::RefusalBroken { field, detail })
+    };
+    let digest = async { admin.digest().await.map(|d| d.digest) };
+    let before = digest.await.map_err(at(Step::Steps))?;
+    let got = match applied.await {
+        Ok(()) => {
+            return Err(broken(format!(
+                "must be refused with HTTP {}, but the admin took it",
+                refusal.status
+            )));
+        }
+        Err((_, kind)) => kind.to_string(),
+    };
+    let status = format!("HTTP {}", refusal.status);
+    if !got.contains(&status) || !got.contains(&refusal.contains) {
+        return Err(broken(format!(
+            "must be refused with {status} containing `{}`, got: {got}",
+            refusal.contains
+        )));
+    }
+    let after = async { admin.digest().await.map(|d| d.digest) };
+    let after = after.await.map_err(at(Step::Steps))?;
+    if after != before {
+        return Err(broken(format!(
+            "was refused, but the admin's config changed all the same (digest {before} before, \
+             {after} after): half-written"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -104,6 +104,7 @@ impl Live {
             sync_faults: protocol_fault(mode).is_some(),
             clocks: false,
             slice_links: false,
+            disk_faults: false,
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
             .await

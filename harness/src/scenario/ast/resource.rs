@@ -1,4 +1,6 @@
-//! Resource faults: a gateway starved of CPU (`starve`, ended by `feed` or the step's end).
+//! Resource faults: a gateway starved of CPU (`starve`, ended by `feed` or the step's end);
+//! the admin's database disk full (`diskFull`, ended by `diskFree`) and the refusal a step then
+//! expects of its admin changes (`refused`).
 
 use super::*;
 
@@ -77,6 +79,24 @@ impl JsonSchema for Duty {
     }
 }
 
+/// The disk a `diskFull` fills: only the admin's database so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Disk {
+    /// The disk under the admin's SQLite file.
+    Database,
+}
+
+/// How the admin must refuse each admin change of a step (`refused:`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Refusal {
+    /// The HTTP status of the refusal (400 to 599).
+    pub status: u16,
+    /// Text the answer's body must contain.
+    pub contains: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +111,15 @@ mod tests {
         assert_eq!(s.running(), Duration::from_millis(20));
         let default: Starve = serde_norway::from_str("{ target: gateway, duty: 50% }").unwrap();
         assert_eq!(default.period, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_disk_fault_and_a_refusal_read() {
+        let d: Disk = serde_norway::from_str("database").unwrap();
+        assert_eq!(d, Disk::Database);
+        let r: Refusal = serde_norway::from_str("{ status: 507, contains: disk is full }").unwrap();
+        assert_eq!((r.status, r.contains.as_str()), (507, "disk is full"));
+        assert!(serde_norway::from_str::<Disk>("gateway").is_err());
     }
 
     #[test]

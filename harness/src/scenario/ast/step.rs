@@ -48,6 +48,12 @@ pub struct StepSpec {
     /// Requests and their expected answers after the wait.
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// The step's admin changes must each be refused (a full database disk:
+    /// `refused: { status: 507, contains: "disk is full" }`): each answered with that status
+    /// and text, the admin's digest and every running gateway's what they were before it
+    /// (nothing half-written, nothing pushed).
+    #[serde(default)]
+    pub refused: Option<Refusal>,
 }
 
 impl StepSpec {
@@ -66,6 +72,11 @@ impl StepSpec {
         self.changes
             .iter()
             .any(|c| matches!(c, Change::Fault(Fault::SyncFault(_))))
+    }
+
+    /// Whether a change fills the admin's database disk (`diskFull`).
+    pub fn fills_disk(&self) -> bool {
+        (self.changes.iter()).any(|c| matches!(c, Change::Fault(Fault::DiskFull(_))))
     }
 
     /// Whether a change steps a process's clock (its admins and gateways then run under
@@ -192,6 +203,10 @@ pub enum Fault {
     Feed(Target),
     /// `clock`: an admin's or gateway's wall clock stepped.
     Clock(ClockStep),
+    /// `diskFull`: the disk under the admin's database filled up.
+    DiskFull(Disk),
+    /// `diskFree`: the filler of a `diskFull` removed.
+    DiskFree(Disk),
 }
 
 impl From<RawChange> for Change {
@@ -224,6 +239,8 @@ impl From<RawChange> for Change {
             RawChange::Starve(s) => Change::Fault(F::Starve(s)),
             RawChange::Feed(t) => Change::Fault(F::Feed(t)),
             RawChange::Clock(c) => Change::Fault(F::Clock(c)),
+            RawChange::DiskFull(d) => Change::Fault(F::DiskFull(d)),
+            RawChange::DiskFree(d) => Change::Fault(F::DiskFree(d)),
         }
     }
 }
@@ -313,6 +330,12 @@ enum RawChange {
     /// its monotonic clock untouched: the process runs under libfaketime (host backend;
     /// `docs/faults.md`).
     Clock(ClockStep),
+    /// Fills the disk under the admin's SQLite database (`diskFull: database`; host backend,
+    /// as root): the database sits on an 8 MiB tmpfs of the case, which a filler file fills
+    /// until ENOSPC; the admin's writes are refused until a `diskFree`.
+    DiskFull(Disk),
+    /// Removes the filler of a `diskFull` (`diskFree: database`): the admin writes again.
+    DiskFree(Disk),
 }
 
 /// A protocol fault on the sync channel (`syncFault`): the admin's next `count` pushes
@@ -562,6 +585,8 @@ impl Fault {
             Fault::Starve(_) => "starve",
             Fault::Feed(_) => "feed",
             Fault::Clock(_) => "clock",
+            Fault::DiskFull(_) => "diskFull",
+            Fault::DiskFree(_) => "diskFree",
         }
     }
 }

@@ -1720,3 +1720,62 @@ fn a_starvation_fits_its_gateway_backend_duty_period_and_step() {
         "{e}"
     );
 }
+
+#[test]
+fn a_disk_fault_fits_its_backend_storage_and_order_and_a_refusal_its_step() {
+    const DISK: &str = include_str!("../../../../cases/scenarios/faults/disk_full.yaml");
+    parse_str(Path::new("x.yaml"), DISK).unwrap();
+    let e = err(&DISK.replace("backends: [host]", ""));
+    assert!(
+        e.contains(
+            "steps[0].changes[0].diskFull: the disk faults run on the host backend only so far"
+        ),
+        "{e}"
+    );
+    let e = err(&DISK.replace(
+        "upstreams: [alpha, beta]",
+        "upstreams: [alpha, beta]\ntopology: { storage: postgres }",
+    ));
+    assert!(
+        e.contains("steps[0].changes[0].diskFull: the disk faults fill the disk under the admin's SQLite file"),
+        "{e}"
+    );
+    let e = err(&DISK.replace("- diskFull: database", "- diskFree: database"));
+    assert!(
+        e.contains(
+            "steps[0].changes[0].diskFree: the admin's database disk is not full at this point"
+        ),
+        "{e}"
+    );
+    let e = err(&DISK.replace("- diskFree: database", "- diskFull: database"));
+    assert!(
+        e.contains("steps[1].changes[0].diskFull: the admin's database disk is full already"),
+        "{e}"
+    );
+    assert!(
+        e.contains("steps[1]: the admin's database disk is full after the last step"),
+        "{e}"
+    );
+    let e = err(&DISK.replace("- diskFull: database", "- diskFull: gateway"));
+    assert!(e.contains("steps[0].changes[0].diskFull"), "{e}");
+    let e = err(&DISK.replace(
+        "refused: { status: 507, contains: \"database disk is full: nothing was changed\" }",
+        "refused: { status: 200, contains: \" \" }",
+    ));
+    assert!(
+        e.contains("steps[0].refused.status: must be an error status (400 to 599), got 200"),
+        "{e}"
+    );
+    assert!(
+        e.contains("steps[0].refused.contains: must say what the refusal's body contains"),
+        "{e}"
+    );
+    let e = err(&DISK.replace(
+        "      - updateSelector: { name: route, upstreams: [{ upstream: beta }] }\n    refused",
+        "    refused",
+    ));
+    assert!(
+        e.contains("steps[0].refused: the step has no admin change to be refused: give one"),
+        "{e}"
+    );
+}

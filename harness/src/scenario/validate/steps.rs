@@ -1,7 +1,9 @@
 //! Steps: changes name live objects, faults fit the mode, the backend and what runs.
 
 use super::*;
-use crate::scenario::ast::{AdminChange, ClockStep, DistributionWait, Fault, Precheck, Starve};
+use crate::scenario::ast::{
+    AdminChange, ClockStep, Disk, DistributionWait, Fault, Precheck, Refusal, Starve, Storage,
+};
 
 /// What is broken on the gateway's sync link at a point of the steps (a `heal` mends both).
 #[derive(Debug, Default)]
@@ -34,6 +36,8 @@ impl<'s> Validator<'s> {
             .collect();
         let mut processes = self.initial_processes();
         let mut link = SyncLink::default();
+        // Whether the admin's database disk is full (a `diskFull` without its `diskFree`).
+        let mut full = false;
         let topology = &s.topology;
         for (i, st) in s.steps.iter().enumerate() {
             if st.changes.is_empty() {
@@ -54,8 +58,12 @@ impl<'s> Validator<'s> {
                     Change::Fault(fault) => {
                         let state = (&mut processes, &mut link, &mut starved);
                         self.step_fault(st, (i, j), fault, state);
+                        self.disk(fault, &at, &mut full);
                     }
                 }
+            }
+            if let Some(refusal) = &st.refused {
+                self.refusal(st, refusal, &format!("steps[{i}].refused"));
             }
             if let Some(hold) = st.isolated {
                 self.isolated(st, hold, &format!("steps[{i}].isolated"));
@@ -78,6 +86,13 @@ impl<'s> Validator<'s> {
             }
         }
         if let Some(last) = s.steps.len().checked_sub(1) {
+            if full {
+                self.report(
+                    format!("steps[{last}]"),
+                    "the admin's database disk is full after the last step, but teardown \
+                     writes to it: add `diskFree: database`",
+                );
+            }
             if link.partitioned {
                 self.report(
                     format!("steps[{last}]"),
@@ -352,6 +367,8 @@ impl<'s> Validator<'s> {
                 }
                 *starved = None;
             }
+            // What is full: `Self::disk`.
+            Fault::DiskFull(_) | Fault::DiskFree(_) => {}
             Fault::Clock(step) => self.clock(processes, step, &format!("{at}.clock")),
         }
     }
@@ -406,6 +423,68 @@ impl<'s> Validator<'s> {
                 at.to_owned(),
                 "partitions need a topology of one admin and one gateway so \
                  far (the proxy sits on that one sync connection)",
+            );
+        }
+    }
+
+    /// A `diskFull` or `diskFree` at `at` fits the case: the host backend, the admin on
+    /// SQLite, a `diskFree` only while the disk is `full` (kept current) and no `diskFull`
+    /// then.
+    fn disk(&mut self, fault: &Fault, at: &str, full: &mut bool) {
+        let (Fault::DiskFull(Disk::Database) | Fault::DiskFree(Disk::Database)) = fault else {
+            return;
+        };
+        let s = self.s;
+        let filling = matches!(fault, Fault::DiskFull(_));
+        let at = format!("{at}.{}", fault.name());
+        if filling == *full {
+            let why = match filling {
+                true => "the admin's database disk is full already at this point",
+                false => {
+                    "the admin's database disk is not full at this point: a `diskFull: \
+                          database` first"
+                }
+            };
+            self.report(at.clone(), why);
+        }
+        *full = filling;
+        if s.backends.iter().any(|b| b.containers()) {
+            self.report(
+                at.clone(),
+                "the disk faults run on the host backend only so far (a tmpfs mounted under \
+                 the case's directory): add `backends: [host]`",
+            );
+        }
+        if s.topology.storage != Storage::Sqlite {
+            self.report(
+                at,
+                "the disk faults fill the disk under the admin's SQLite file: not with \
+                 `topology.storage: postgres`",
+            );
+        }
+    }
+
+    /// A step's `refused` (at `at`) has admin changes to refuse and an error status.
+    fn refusal(&mut self, st: &StepSpec, refusal: &Refusal, at: &str) {
+        if !st.changes.iter().any(|c| matches!(c, Change::Admin(_))) {
+            self.report(
+                at.to_owned(),
+                "the step has no admin change to be refused: give one",
+            );
+        }
+        if !(400..=599).contains(&refusal.status) {
+            self.report(
+                format!("{at}.status"),
+                format!(
+                    "must be an error status (400 to 599), got {}",
+                    refusal.status
+                ),
+            );
+        }
+        if refusal.contains.trim().is_empty() {
+            self.report(
+                format!("{at}.contains"),
+                "must say what the refusal's body contains",
             );
         }
     }
