@@ -138,21 +138,32 @@ pub(crate) fn slope(ys: &[f64]) -> f64 {
     num / den
 }
 
+/// Whether `ys` (the readings after the warm-up run) grow like a leak: faster than `bound`
+/// per run (least-squares slope) **and** still growing at the end, the last run above every
+/// earlier one. A pool or cache that fills over the first runs and then stays (fds 51, 57,
+/// 56, 57) has a steep slope but no new high; a leak makes one every run.
+fn leaks(ys: &[f64], bound: f64) -> Option<f64> {
+    let (last, earlier) = ys.split_last()?;
+    let high = earlier.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let rate = slope(ys);
+    (rate > bound && *last > high).then_some(rate)
+}
+
 /// The verdict of `leak` on one process's readings, one per run: `Err` naming what grew
-/// faster than its bound ([`RSS_SLOPE_KIB`], [`FD_SLOPE`] per run) over the runs after the
-/// first (a warm-up run: caches and pools fill), with the readings.
+/// faster than its bound ([`RSS_SLOPE_KIB`], [`FD_SLOPE`] per run) and was still growing in
+/// the last run ([`leaks`]) over the runs after the first (a warm-up run: caches and pools
+/// fill), with the readings.
 pub(crate) fn judge_growth(process: &str, readings: &[ProcessReading]) -> Result<(), String> {
     let after_warm_up = readings.get(1..).unwrap_or_default();
     let rss: Vec<f64> = after_warm_up.iter().map(|r| r.rss_kib as f64).collect();
     let fds: Vec<f64> = after_warm_up.iter().map(|r| r.fds as f64).collect();
-    let (rss_slope, fd_slope) = (slope(&rss), slope(&fds));
     let mut grew = Vec::new();
-    if rss_slope > RSS_SLOPE_KIB {
+    if let Some(rss_slope) = leaks(&rss, RSS_SLOPE_KIB) {
         grew.push(format!(
             "RSS grows {rss_slope:.0} KiB/run (bound {RSS_SLOPE_KIB:.0} KiB/run)"
         ));
     }
-    if fd_slope > FD_SLOPE {
+    if let Some(fd_slope) = leaks(&fds, FD_SLOPE) {
         grew.push(format!(
             "open fds grow {fd_slope:.2}/run (bound {FD_SLOPE}/run)"
         ));
@@ -244,6 +255,12 @@ mod tests {
             &[9, 14, 14, 15, 14],
         );
         assert_eq!(judge_growth("gateway[0]", &flat), Ok(()));
+        // An upstream pool that fills over the first runs, then stays (balance_p2c, measured).
+        let pool = readings(
+            &[30_000, 30_100, 30_000, 30_050, 30_000],
+            &[47, 51, 57, 56, 57],
+        );
+        assert_eq!(judge_growth("gateway[0]", &pool), Ok(()));
         let leaking = readings(
             &[20_000, 30_000, 32_048, 34_096, 36_144],
             &[9, 14, 16, 18, 20],

@@ -243,6 +243,13 @@ async fn connection(mut client: TcpStream, number: u64, links: Links) {
     let Ok(mut server) = TcpStream::connect(target).await else {
         return;
     };
+    // Each write leaves as its own segment: a slicer's pieces are not coalesced again by
+    // Nagle's algorithm, and a relayed chunk waits for no ACK.
+    for stream in [&client, &server] {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!(error = %e, "fault proxy: cannot set TCP_NODELAY");
+        }
+    }
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
@@ -380,7 +387,11 @@ impl Follows {
         };
         for piece in chunk.chunks(pace.piece) {
             to.write_all(piece).await.map_err(|_| End::Close)?;
-            self.hold(pace.gap(piece.len())).await?;
+            match pace.gap(piece.len()) {
+                // Unpaced pieces: let the other side read between them.
+                Duration::ZERO => tokio::task::yield_now().await,
+                gap => self.hold(gap).await?,
+            }
         }
         Ok(())
     }
