@@ -40,6 +40,10 @@ impl LogMarks {
     }
 }
 
+/// Why the log check is skipped off the host backend (what its report says).
+pub(super) const LOGS_OFF_HOST: &str =
+    "the backend's service logs are not judged (host backend only)";
+
 /// Why the log check is skipped for a whole run, if it is: `--allow-logs`, or
 /// `--run-mode restart`, whose own gateway restarts end sync sessions that the admin and the
 /// gateway log and that no case can declare.
@@ -68,9 +72,7 @@ impl Case<'_> {
         let started = Instant::now();
         let outcome = match (&marks.0, skip) {
             (_, Some(why)) => CheckOutcome::Skipped(why.into()),
-            (None, None) => CheckOutcome::Skipped(
-                "the backend's service logs are not judged (host backend only)".into(),
-            ),
+            (None, None) => CheckOutcome::Skipped(LOGS_OFF_HOST.into()),
             (Some(marks), None) => match self.read_logs(marks) {
                 Ok(logs) => match judge(&logs, &self.scenario.expect_logs) {
                     failures if failures.is_empty() => CheckOutcome::Passed,

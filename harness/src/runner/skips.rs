@@ -18,9 +18,10 @@ pub struct ExpectedSkip {
 }
 
 /// Every check of `scenario` that `backend` skips whatever happens in the run (the docker
-/// backend: `attempts` and `hash`; an external target: `hash`). Skips that depend on what an
-/// external target answers (its config digest, its route headers) are not predicted; the host
-/// backend skips nothing.
+/// backend: `attempts` and `hash`; an external target: `hash`; off the host backend, the
+/// service-log check every case ends with). Skips that depend on what an external target
+/// answers (its config digest, its route headers) are not predicted; the host backend skips
+/// nothing.
 pub fn expected_skips(scenario: &Scenario, backend: BackendKind) -> Vec<ExpectedSkip> {
     if backend == BackendKind::Host {
         return Vec::new();
@@ -33,6 +34,11 @@ pub fn expected_skips(scenario: &Scenario, backend: BackendKind) -> Vec<Expected
     let steps = scenario.steps.iter().enumerate().flat_map(|(s, step)| {
         (step.checks.iter().enumerate()).map(move |(i, c)| (format!("steps[{s}].checks[{i}]"), c))
     });
+    let logs = ExpectedSkip {
+        path: "expectLogs".into(),
+        name: "service logs".into(),
+        why: super::logs::LOGS_OFF_HOST.into(),
+    };
     top.chain(steps)
         .filter_map(|(path, c)| {
             let why = c.kind.spec().skip_on(backend)?;
@@ -42,5 +48,6 @@ pub fn expected_skips(scenario: &Scenario, backend: BackendKind) -> Vec<Expected
                 why,
             })
         })
+        .chain([logs])
         .collect()
 }
