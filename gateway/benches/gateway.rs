@@ -1,5 +1,6 @@
 //! Criterion benches: request matching over 100 / 1k / 10k divide selectors, applying one sync
-//! event to a config of 10k selectors, and each load balancer over 10 upstreams. Run
+//! event to a config of 10k selectors (incrementally, and recompiling everything as
+//! `--emulate-bug rebuild-per-change` does), and each load balancer over 10 upstreams. Run
 //! `cargo bench --workspace --bench gateway -- --quick`.
 
 // `criterion_group!` generates an undocumented public function.
@@ -106,6 +107,7 @@ fn applying(c: &mut Criterion) {
     let config = config(held, true);
     let mut updated = config.selectors[held / 2].clone();
     updated.sort = -1;
+    let updated_again = updated.clone();
     let mut created = config.selectors[0].clone();
     created.id = "new".into();
     let mut rule = config.rules[held / 2].clone();
@@ -127,6 +129,24 @@ fn applying(c: &mut Criterion) {
             );
         });
     }
+    // The same selector update on a gateway that recompiles everything per event (APISIX
+    // #13069, `--emulate-bug rebuild-per-change`): the cost the regression case makes visible.
+    let event = DataEvent::new(
+        DataEventType::Update,
+        EventPayload::Selector(vec![updated_again]),
+    );
+    group.sample_size(10);
+    group.bench_with_input(
+        BenchmarkId::new("selector_update_rebuilt", held),
+        &event,
+        |b, event| {
+            b.iter_batched(
+                || event.clone(),
+                |event| applier.rebuild(event),
+                BatchSize::SmallInput,
+            );
+        },
+    );
     group.finish();
 }
 

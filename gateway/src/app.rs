@@ -179,7 +179,10 @@ async fn route<C: Connect>(
                 peer: peer.ip(),
                 peer_trusted: app.trusted_proxies.contains(peer.ip()),
             };
-            app.chain.run(&snapshot.active, &view).await
+            // `--emulate-bug rebuild-per-change` only (tests): tables rebuilt per request.
+            let rebuilt = app.sync.rebuilt(&snapshot);
+            let active = rebuilt.as_ref().map_or(&snapshot.active, |r| &r.active);
+            app.chain.run(active, &view).await
         }
     };
     let rejected = decision.is_err();

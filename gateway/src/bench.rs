@@ -84,6 +84,17 @@ impl Applier {
             .digest
             .selectors
     }
+
+    /// What one sync event costs a gateway that recompiles everything per event
+    /// (`--emulate-bug rebuild-per-change`): [`Applier::apply`] with the next snapshot compiled
+    /// from nothing.
+    pub fn rebuild(&self, event: DataEvent) -> usize {
+        let mut data = self.snapshot.data.clone();
+        data.apply(event);
+        Snapshot::from_scratch(data, &self.snapshot)
+            .digest
+            .selectors
+    }
 }
 
 /// A selector's upstream pool, to time one balancer.

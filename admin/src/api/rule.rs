@@ -49,6 +49,10 @@ impl Resource for Rules {
         admin.store().rules().await
     }
 
+    async fn owned_by(admin: &Admin, owner: &str) -> Result<Option<Vec<RuleRecord>>, StoreError> {
+        admin.store().selector_rules(owner).await.map(Some)
+    }
+
     async fn delete(admin: &Admin, ids: &[String]) -> Result<usize, ServiceError> {
         admin.delete_rules(ids).await
     }
@@ -105,14 +109,17 @@ impl ListQuery<Rules> for RuleQuery {
     }
 
     fn filter(&self) -> Result<impl Fn(&RuleRecord) -> bool + Send, ApiError> {
-        let selector_id = self
-            .selector_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
+        let selector_id = self.owner();
         Ok(move |r: &RuleRecord| {
             selector_id.is_none_or(|s| r.selector_id == s)
                 && name_matches(self.name.as_deref(), &r.name)
         })
+    }
+
+    fn owner(&self) -> Option<&str> {
+        self.selector_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
     }
 }

@@ -810,6 +810,40 @@ async fn selector_and_rule_search_and_batch_enable() {
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["ra1", "ra2"]);
+    let both = api
+        .ok(
+            Method::POST,
+            "/rule/list/search",
+            Some(json!({"condition":{"selectors":[a, b]}})),
+        )
+        .await;
+    assert_eq!(both["data"]["total"], 3);
+
+    // A list of one selector's rules reads that selector's rules only (by its index): the
+    // same answers as filtering every rule, in store order, with the name filter applied.
+    let listed = |query: String| {
+        let api = &api;
+        async move {
+            let page = api.ok(Method::GET, &query, None).await;
+            page["data"]["dataList"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap().to_owned())
+                .collect::<Vec<String>>()
+        }
+    };
+    assert_eq!(
+        listed(format!("/rule?selectorId={a}")).await,
+        ["ra1", "ra2"]
+    );
+    assert_eq!(listed(format!("/rule?selectorId={b}")).await, ["rb1"]);
+    assert_eq!(
+        listed(format!("/rule?selectorId=%20{a}%20&name=ra2")).await,
+        ["ra2"]
+    );
+    assert_eq!(listed("/rule?selectorId=nope".to_owned()).await, [""; 0]);
+    assert_eq!(listed("/rule?selectorId=".to_owned()).await.len(), 3);
 
     let reply = api
         .ok(

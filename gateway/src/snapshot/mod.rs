@@ -92,6 +92,22 @@ impl Snapshot {
         )
     }
 
+    /// The snapshot after `previous` compiled from nothing: every selector, rule and
+    /// upstream pool of `data` compiled again, nothing reused (what a gateway that rebuilds
+    /// its routing table per event does, `EmulatedBug::RebuildPerChange`; tests only). The
+    /// version and apply time continue from `previous` as with [`Snapshot::next`].
+    pub(crate) fn from_scratch(data: ConfigData, previous: &Snapshot) -> Snapshot {
+        let mut next = Snapshot::compile(
+            Arc::clone(&previous.registry),
+            data,
+            &Changes::everything(),
+            None,
+        );
+        (next.version, next.applied_at_us) = versioned(Some(previous), &next.digest);
+        next.rejected = previous.rejected.clone();
+        next
+    }
+
     /// Gives the plugins the config of theirs that changed since `previous` (every plugin its
     /// config when `previous` is `None`). Called when this snapshot is swapped in.
     pub(crate) fn configure_plugins(&self, previous: Option<&Snapshot>) {
@@ -133,13 +149,7 @@ impl Snapshot {
         }
         let active = active(&registry, &data, &tables);
         let digest = data.digest.report();
-        // An event that leaves the config as it was (a duplicate, a no-op refresh) keeps the
-        // version and the time the config became live: the latency judge measures changes.
-        let (version, applied_at_us) = match previous {
-            Some(p) if p.digest.digest == digest.digest => (p.version, p.applied_at_us),
-            Some(p) => (p.version + 1, now_us()),
-            None => (0, now_us()),
-        };
+        let (version, applied_at_us) = versioned(previous, &digest);
         Snapshot {
             registry,
             data,
@@ -161,6 +171,17 @@ impl Snapshot {
             applied_at_us: self.applied_at_us,
             rejected: self.rejected.clone(),
         }
+    }
+}
+
+/// The version and apply time of a snapshot of `digest` after `previous`. An event that
+/// leaves the config as it was (a duplicate, a no-op refresh) keeps the version and the time
+/// the config became live: the latency judge measures changes.
+fn versioned(previous: Option<&Snapshot>, digest: &DigestReport) -> (u64, u64) {
+    match previous {
+        Some(p) if p.digest.digest == digest.digest => (p.version, p.applied_at_us),
+        Some(p) => (p.version + 1, now_us()),
+        None => (0, now_us()),
     }
 }
 

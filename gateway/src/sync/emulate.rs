@@ -19,7 +19,10 @@
 //!   applies the two swapped;
 //! - [`EmulatedBug::SkipRuleFullSync`] drops a full sync's rule group;
 //! - [`EmulatedBug::HandleChangeIgnored`] leaves out of an increment's changes the selectors
-//!   whose handle alone changed, so they are not recompiled ([`Emulation::narrow`]).
+//!   whose handle alone changed, so they are not recompiled ([`Emulation::narrow`]);
+//! - [`EmulatedBug::RebuildPerChange`] leaves the sync path alone: the request path
+//!   ([`SyncState::rebuilt`]) compiles the routing tables from nothing whenever the config's
+//!   version moved, as APISIX's router does in each worker, and requests wait on it.
 //!
 //! What one apply call holds back is a batch, swapped in one window later by
 //! [`SyncState::refills`] (a task the gateway starts next to its subscriber when the bug holds
@@ -41,7 +44,7 @@ use tokio::sync::Notify;
 
 use super::SyncState;
 use crate::EmulatedBug;
-use crate::snapshot::{Changes, ConfigData, now_us};
+use crate::snapshot::{Changes, ConfigData, Snapshot, now_us};
 use model::lock::MutexExt;
 
 /// How long [`EmulatedBug::ClearBeforeRefill`] leaves a group empty.
@@ -67,6 +70,9 @@ pub(crate) struct Emulation {
     held: Mutex<Held>,
     /// Signalled when a batch opens.
     opened: Notify,
+    /// [`EmulatedBug::RebuildPerChange`]: the tables the request path last compiled from
+    /// nothing (of some version of the config).
+    router: Mutex<Option<Arc<Snapshot>>>,
 }
 
 /// What a bug holds back until [`SyncState::refill`]: the open batch, and what came after it.
@@ -112,6 +118,24 @@ impl Emulation {
     /// Whether the gateway emulates `bug`.
     pub(super) fn is(&self, bug: EmulatedBug) -> bool {
         self.bug == Some(bug)
+    }
+
+    /// [`EmulatedBug::RebuildPerChange`]: the tables for a request that found `current`
+    /// swapped in, compiled again from all of its data when the last ones are of another
+    /// version; a request that finds a rebuild under way waits for it (one router, as in an
+    /// APISIX worker). `None` without the bug.
+    pub(super) fn rebuilt(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        if !self.is(EmulatedBug::RebuildPerChange) {
+            return None;
+        }
+        let mut router = self.router.locked();
+        if router.as_ref().is_none_or(|r| r.version != current.version) {
+            *router = Some(Arc::new(Snapshot::from_scratch(
+                current.data.clone(),
+                current,
+            )));
+        }
+        router.clone()
     }
 
     /// [`EmulatedBug::HandleChangeIgnored`]: drops from `changes` (an increment's, taking
@@ -353,6 +377,8 @@ fn emptied(payload: &EventPayload) -> EventPayload {
 
 #[cfg(test)]
 mod regression_bug_tests {
+    use std::sync::Arc;
+
     use model::SyncMode;
 
     use super::super::SyncState;
@@ -361,6 +387,41 @@ mod regression_bug_tests {
 
     const SELECTOR: &str = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[{"id":"1","pluginName":"divide","sort":1,"enabled":true}]}"#;
     const EMPTY_REFRESH: &str = r#"{"groupType":"SELECTOR","eventType":"MYSELF","data":[]}"#;
+
+    /// [`EmulatedBug::RebuildPerChange`]: a request gets tables compiled from nothing, of the
+    /// config swapped in, once per version (the same ones until the config moves); an honest
+    /// gateway's requests use the snapshot's own.
+    #[test]
+    fn a_rebuilding_router_compiles_everything_again_once_per_change() {
+        const DIVIDE: &str = r#"{"groupType":"PLUGIN","eventType":"MYSELF","data":[{"id":"5","name":"divide","enabled":true,"sort":200}]}"#;
+        let state = |bug| SyncState::new(SyncMode::Websocket, Registry::standard()).emulating(bug);
+        let (honest, buggy) = (state(None), state(Some(EmulatedBug::RebuildPerChange)));
+        for state in [&honest, &buggy] {
+            state.apply_text(DIVIDE).unwrap();
+            state.apply_text(SELECTOR).unwrap();
+        }
+        assert!(honest.rebuilt(&honest.snapshot()).is_none());
+        let current = buggy.snapshot();
+        let first = buggy.rebuilt(&current).expect("the bug rebuilds");
+        assert_eq!(
+            (first.version, &first.digest),
+            (current.version, &current.digest)
+        );
+        assert!(
+            !Arc::ptr_eq(&first.active[0], &current.active[0]),
+            "the divide table is compiled again, not shared"
+        );
+        let again = buggy.rebuilt(&buggy.snapshot()).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "no change, no rebuild");
+        buggy
+            .apply_text(&SELECTOR.replace("MYSELF", "DELETE"))
+            .unwrap();
+        let after = buggy.rebuilt(&buggy.snapshot()).unwrap();
+        assert_eq!(
+            (after.version, after.digest.selectors),
+            (first.version + 1, 0)
+        );
+    }
 
     /// [`EmulatedBug::MergeFullSync`] keeps what a full sync leaves out, but applies deletes.
     #[test]

@@ -213,6 +213,12 @@ impl SyncState {
         self.snapshot.load()
     }
 
+    /// The routing tables a request uses instead of `current`'s under
+    /// `--emulate-bug rebuild-per-change` (see [`emulate`]); `None` otherwise.
+    pub(crate) fn rebuilt(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        self.emulation.rebuilt(current)
+    }
+
     /// Marks a subscriber session to an admin as connected until the guard is dropped.
     pub(crate) fn connected(&self) -> ConnectedGuard<'_> {
         self.sessions.fetch_add(1, Ordering::Relaxed);

@@ -29,15 +29,81 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
 use http::{HeaderName, HeaderValue, StatusCode};
+use hyper::upgrade::Upgraded;
+use hyper_util::rt::TokioIo;
 use model::{DataEvent, SyncStyle};
 use netserve::Connect;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::error::UrlError;
+use tokio_tungstenite::tungstenite::error::{ProtocolError, UrlError};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{Backoff, Subscriber, SyncError, SyncState, back_off};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The websocket upgrade of `request` (a tungstenite client request, with its key) on
+/// `stream` by hyper's HTTP/1 client: the session on the upgraded connection once the admin
+/// answered 101 with the key's accept value; another answer is [`tungstenite::Error::Http`]
+/// (its status, no body), a wrong accept value a protocol error.
+async fn upgrade<Io>(
+    request: tungstenite::handshake::client::Request,
+    stream: Io,
+    config: Option<tungstenite::protocol::WebSocketConfig>,
+) -> Result<tokio_tungstenite::WebSocketStream<TokioIo<Upgraded>>, tungstenite::Error>
+where
+    Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let hyper_error = |e: hyper::Error| tungstenite::Error::Io(std::io::Error::other(e));
+    let accept = request
+        .headers()
+        .get(http::header::SEC_WEBSOCKET_KEY)
+        .map(|key| derive_accept_key(key.as_bytes()))
+        .ok_or(tungstenite::Error::Protocol(
+            ProtocolError::MissingSecWebSocketKey,
+        ))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(hyper_error)?;
+    // Driven on its own until it hands the connection over to the upgrade (or the request
+    // failed and `sender` is dropped); its errors reach `send_request` and `upgrade::on`.
+    tokio::spawn(async move {
+        let _ = connection.with_upgrades().await;
+    });
+    let mut request = request.map(|()| http_body_util::Empty::<bytes::Bytes>::new());
+    // hyper writes the target as given: origin form (`/websocket`), as a browser sends it
+    // (the Host header is the request's own).
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    *request.uri_mut() = target
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| tungstenite::Error::HttpFormat(e.into()))?;
+    let response = sender.send_request(request).await.map_err(hyper_error)?;
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        let (parts, _) = response.into_parts();
+        return Err(tungstenite::Error::Http(Box::new(
+            http::Response::from_parts(parts, None),
+        )));
+    }
+    if response
+        .headers()
+        .get(http::header::SEC_WEBSOCKET_ACCEPT)
+        .is_none_or(|got| got.as_bytes() != accept.as_bytes())
+    {
+        return Err(tungstenite::Error::Protocol(
+            ProtocolError::SecWebSocketAcceptKeyMismatch,
+        ));
+    }
+    let upgraded = hyper::upgrade::on(response).await.map_err(hyper_error)?;
+    Ok(tokio_tungstenite::WebSocketStream::from_raw_socket(
+        TokioIo::new(upgraded),
+        tungstenite::protocol::Role::Client,
+        config,
+    )
+    .await)
+}
 
 /// The header carrying ShenYu's websocket sync token.
 static SYNC_TOKEN_HEADER: HeaderName = HeaderName::from_static("x-shenyu-sync-token");
@@ -101,17 +167,16 @@ impl<C: Connect> WebsocketSubscriber<C> {
     /// Opens a connection through `net` and makes the websocket handshake on it (`ws://`
     /// only: this build has no TLS, as `connect_async` without a TLS feature had none), the
     /// session read within `config`'s limits (`None`: tungstenite's defaults).
+    ///
+    /// The upgrade is hyper's HTTP/1 client, not tungstenite's handshake: tungstenite takes
+    /// an answer read in more than 64 pieces averaging under 128 bytes for an attack and
+    /// drops it, so a link that delivers a few bytes at a time (a slow or sliced link, `gantry
+    /// run --run-mode slice`) could never connect. Only the session is tungstenite's.
     async fn handshake(
         &self,
         request: tungstenite::handshake::client::Request,
         config: Option<tungstenite::protocol::WebSocketConfig>,
-    ) -> Result<
-        (
-            tokio_tungstenite::WebSocketStream<C::Io>,
-            tungstenite::handshake::client::Response,
-        ),
-        tungstenite::Error,
-    > {
+    ) -> Result<tokio_tungstenite::WebSocketStream<TokioIo<Upgraded>>, tungstenite::Error> {
         let uri = request.uri();
         if uri.scheme_str() != Some("ws") {
             return Err(tungstenite::Error::Url(UrlError::TlsFeatureNotEnabled));
@@ -125,7 +190,7 @@ impl<C: Connect> WebsocketSubscriber<C> {
             .to_owned();
         let port = uri.port_u16().unwrap_or(80);
         let stream = self.net.connect(&host, port).await?;
-        tokio_tungstenite::client_async_with_config(request, stream, config).await
+        upgrade(request, stream, config).await
     }
 
     /// One connection. The outer error: the connection could not be opened; the inner
@@ -141,7 +206,7 @@ impl<C: Connect> WebsocketSubscriber<C> {
         };
         let request = self.request(url)?;
         let handshake = self.handshake(request, state.websocket_config());
-        let (ws, _) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+        let ws = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
             .await
             .map_err(|_| SyncError::ConnectTimeout {
                 url: url.to_owned(),

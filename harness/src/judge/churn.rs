@@ -10,7 +10,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::latency::Quantiles;
+use super::latency::{LatencyLimits, Limits, Quantiles, over};
 use super::spec::{CheckSpec, MIN_COUNT, Measured, NoVerdict, Observe, ValidateCx};
 use super::{Judge, Measurements, Verdict};
 use crate::scenario::ast::request::{Expect, RequestSpec};
@@ -39,9 +39,10 @@ fn five_s_text() -> &'static str {
 /// `churn:` send `requestRate` requests a second (over at most `connections` in flight) on a
 /// stable route, first for `duration` without churn (the baseline), then for `duration` while
 /// the harness makes `rate` admin changes a second (plus `burst`s) on routes of its own under
-/// `/gantry-churn/`: every answer in both phases must meet `expect`, and the admin must have
-/// acknowledged at least half the asked change rate. The stable route's latency with and
-/// without churn is reported, not judged. Everything the check made is deleted before it ends.
+/// `/gantry-churn/`, on top of `held` routes it made before: every answer in both phases must
+/// meet `expect`, and the admin must have acknowledged at least [`MIN_RATE_SHARE`] of the
+/// asked change rate. The stable route's latency with and without churn is reported, and
+/// judged during churn against `limits`. Everything the check made is deleted before it ends.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChurnSpec {
@@ -69,6 +70,16 @@ pub struct ChurnSpec {
     #[serde(default = "four_hundred")]
     #[schemars(range(min = MIN_COUNT, max = MAX_CHURN_REQUEST_RATE))]
     pub request_rate: u32,
+    /// Routes the check creates before its baseline and holds through both phases, each a
+    /// divide selector on `/gantry-held/<i>/` with one rule, deleted at the end: churn on
+    /// top of a large config (default 0).
+    #[serde(default)]
+    #[schemars(range(max = MAX_CHURN_HELD))]
+    pub held: u32,
+    /// Upper bounds on the stable route's latency quantiles during churn (each optional;
+    /// without them the latency is reported, not judged).
+    #[serde(default)]
+    pub limits: LatencyLimits,
 }
 
 impl ChurnSpec {
@@ -168,13 +179,17 @@ pub(crate) struct ChurnObservation {
     pub failed_changes: (u64, Vec<String>),
     /// How long the churn phase lasted, s.
     pub churn_secs: f64,
+    /// Routes held through both phases.
+    pub held: u32,
 }
 
-/// The asked change rate.
+/// The asked change rate and the latency limits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ChurnJudge {
     /// Admin changes per second asked for (bursts included).
     pub asked_rate: f64,
+    /// Upper bounds on the stable route's latency during churn, ms.
+    pub limits: Limits,
 }
 
 /// One phase's numbers, for the report.
@@ -205,6 +220,12 @@ pub struct Stats {
     pub asked_rate: f64,
     /// Changes per second the admin acknowledged.
     pub achieved_rate: f64,
+    /// Routes held through both phases.
+    #[serde(default)]
+    pub held: u32,
+    /// The limits on the stable route's latency during churn, ms.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 /// One line for the terminal and HTML reports.
@@ -216,9 +237,14 @@ impl Measured for Stats {
                 p.missed, p.sent, p.latency.p50, p.latency.p95, p.latency.p99, p.latency.max
             )
         };
+        let held = if self.held > 0 {
+            format!("; {} routes held", self.held)
+        } else {
+            String::new()
+        };
         format!(
             "stable route without churn: {}; during churn: {}; {:.1} changes/s acknowledged \
-             ({} changes, {:.1}/s asked)",
+             ({} changes, {:.1}/s asked){held}",
             phase(&self.baseline),
             phase(&self.churn),
             self.achieved_rate,
@@ -285,15 +311,28 @@ impl Judge for ChurnJudge {
                 self.asked_rate
             ));
         }
+        let (baseline, churn) = (phase_stats(&o.baseline), phase_stats(&o.churn));
+        let of = format!(
+            "{} answers; without churn: p99 {:.3} ms, max {:.3} ms",
+            churn.sent, baseline.latency.p99, baseline.latency.max
+        );
+        failures.extend(over(
+            "during churn, the stable route's",
+            &churn.latency,
+            &self.limits,
+            &of,
+        ));
         Verdict {
             failures,
             measurements: Measurements::Churn(Stats {
-                baseline: phase_stats(&o.baseline),
-                churn: phase_stats(&o.churn),
+                baseline,
+                churn,
                 changes: o.changes,
                 failed_changes: *failed,
                 asked_rate: self.asked_rate,
                 achieved_rate,
+                held: o.held,
+                limits: self.limits,
             }),
         }
     }
@@ -310,6 +349,9 @@ const MAX_CHURN_REQUEST_RATE: u32 = 100_000;
 
 /// The shortest phase of a churn check.
 const MIN_CHURN_DURATION: Duration = Duration::from_millis(500);
+
+/// The most routes a churn check may hold.
+const MAX_CHURN_HELD: u32 = 20_000;
 
 impl CheckSpec for ChurnSpec {
     fn request(&self) -> &RequestSpec {
@@ -338,6 +380,12 @@ impl CheckSpec for ChurnSpec {
             "requestRate",
             " requests/s",
         );
+        if self.held > MAX_CHURN_HELD {
+            cx.problem(
+                format!("{at}.held"),
+                format!("must be at most {MAX_CHURN_HELD}, got {}", self.held),
+            );
+        }
         if self.duration < MIN_CHURN_DURATION {
             cx.problem(
                 format!("{at}.duration"),
@@ -384,6 +432,7 @@ impl<C: ChurnCx> Observe<C> for ChurnSpec {
         let observed = cx.churn(self).await?;
         Ok(ChurnJudge {
             asked_rate: self.asked_rate(),
+            limits: self.limits.into(),
         }
         .judge(&observed))
     }
@@ -409,10 +458,21 @@ mod tests {
             changes: 150,
             failed_changes: (0, Vec::new()),
             churn_secs: 3.0,
+            held: 0,
         }
     }
 
-    const JUDGE: ChurnJudge = ChurnJudge { asked_rate: 50.0 };
+    const NO_LIMITS: Limits = Limits {
+        p50: None,
+        p95: None,
+        p99: None,
+        max: None,
+    };
+
+    const JUDGE: ChurnJudge = ChurnJudge {
+        asked_rate: 50.0,
+        limits: NO_LIMITS,
+    };
 
     #[test]
     fn clean_phases_at_the_asked_rate_pass_and_are_measured() {
@@ -494,5 +554,41 @@ mod tests {
         o.baseline = Phase::default();
         let v = JUDGE.judge(&o);
         assert_eq!(v.failures, ["no answer on the stable route without churn"]);
+    }
+
+    /// APISIX #13069's shape: a router rebuilt on the request path after every change makes
+    /// the stable route wait; a p99 limit during churn catches it, the baseline does not count.
+    #[test]
+    fn a_slow_stable_route_during_churn_fails_its_limit_only_there() {
+        let judge = ChurnJudge {
+            limits: Limits {
+                p99: Some(50.0),
+                ..NO_LIMITS
+            },
+            ..JUDGE
+        };
+        let mut o = observed();
+        o.held = 5000;
+        assert!(judge.judge(&o).passed(), "1 ms answers are within 50 ms");
+        let mut slow = Phase::default();
+        for i in 0..5 {
+            slow.record(f64::from(i) * 200.0, 180_000, Ok(()));
+        }
+        o.baseline = o.baseline.clone().merge(slow.clone());
+        assert!(judge.judge(&o).passed(), "the baseline is not judged");
+        o.churn = o.churn.merge(slow);
+        let v = judge.judge(&o);
+        assert_eq!(v.failures.len(), 1, "{:?}", v.failures);
+        assert!(
+            v.failures[0].starts_with(
+                "during churn, the stable route's latency p99 180.0"
+            ) && v.failures[0].contains("over the limit 50 ms (105 answers; without churn: p99 180."),
+            "{:?}",
+            v.failures
+        );
+        let Measurements::Churn(s) = &v.measurements else {
+            panic!("{:?}", v.measurements)
+        };
+        assert!(s.terminal().is_some_and(|t| t.ends_with("; 5000 routes held")));
     }
 }

@@ -158,7 +158,7 @@ pub struct Stats {
 }
 
 /// [`LatencyLimits`] in ms, for the report.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Limits {
     /// On the median.
     pub p50: Option<f64>,
@@ -182,8 +182,9 @@ impl From<LatencyLimits> for Limits {
     }
 }
 
-/// A failure for each quantile of `got` over its limit; `what` names the series.
-fn over(what: &str, got: &Quantiles, limits: &Limits, changes: usize) -> Vec<String> {
+/// A failure for each quantile of `got` over its limit; `what` names the series, `of` what
+/// it was measured over (`20 changes`).
+pub(crate) fn over(what: &str, got: &Quantiles, limits: &Limits, of: &str) -> Vec<String> {
     [
         ("p50", got.p50, limits.p50),
         ("p95", got.p95, limits.p95),
@@ -194,7 +195,7 @@ fn over(what: &str, got: &Quantiles, limits: &Limits, changes: usize) -> Vec<Str
     .filter_map(|(name, got, limit)| {
         let limit = limit.filter(|&limit| got > limit)?;
         Some(format!(
-            "{what} latency {name} {got:.3} ms is over the limit {limit} ms ({changes} changes)"
+            "{what} latency {name} {got:.3} ms is over the limit {limit} ms ({of})"
         ))
     })
     .collect()
@@ -208,8 +209,9 @@ impl Judge for LatencyJudge {
         let probe = Quantiles::of(changes.iter().map(|c| c.probe_us));
         let limits = Limits::from(self.limits);
         let probe_limits = Limits::from(self.probe_limits);
-        let mut failures = over("applied", &applied, &limits, changes.len());
-        failures.extend(over("probe", &probe, &probe_limits, changes.len()));
+        let of = format!("{} changes", changes.len());
+        let mut failures = over("applied", &applied, &limits, &of);
+        failures.extend(over("probe", &probe, &probe_limits, &of));
         Verdict {
             failures,
             measurements: Measurements::Latency(Stats {

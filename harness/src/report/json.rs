@@ -389,6 +389,8 @@ mod tests {
                     failed_changes: 1,
                     asked_rate: 4.0,
                     achieved_rate: 3.8,
+                    held: 0,
+                    limits: Default::default(),
                 }),
             ),
             check(

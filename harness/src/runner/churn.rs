@@ -24,6 +24,12 @@ use crate::scenario::ast::{ChurnSpec, RuleSpec, SelectorSpec, UpdateSelector};
 /// Where the churned routes live: `/gantry-churn/<slot>/`.
 const PREFIX: &str = "/gantry-churn";
 
+/// Where the held routes live: `/gantry-held/<i>/`.
+const HELD_PREFIX: &str = "/gantry-held";
+
+/// Held routes created at once (the admin's writes queue on its database anyway).
+const HOLD_IN_FLIGHT: usize = 8;
+
 /// How many churned routes cycle beside a burst's: enough that a slow admin answer does not
 /// leave a tick without an idle route.
 const SLOTS: u32 = 32;
@@ -59,6 +65,26 @@ struct Churner<'a> {
     upstreams: Vec<String>,
 }
 
+/// A divide selector `name` on the paths under `path` to the `upstream`.
+fn route(name: &str, path: &str, upstream: &str) -> SelectorSpec {
+    serde_json::from_value(json!({
+        "name": name,
+        "plugin": "divide",
+        "conditions": [{ "paramType": "uri", "operator": "startsWith", "paramValue": path }],
+        "upstreams": [{ "upstream": upstream }],
+    }))
+    .expect("a churn selector is a valid spec")
+}
+
+/// The one rule of a route on the paths under `path`.
+fn all_under(path: &str) -> RuleSpec {
+    serde_json::from_value(json!({
+        "name": "all",
+        "conditions": [{ "paramType": "uri", "operator": "startsWith", "paramValue": path }],
+    }))
+    .expect("a churn rule is a valid spec")
+}
+
 impl Churner<'_> {
     /// Slot `index`'s selector at `round` (`upstream` picks among the case's upstreams,
     /// `deeper` narrows its path, for an update).
@@ -68,13 +94,52 @@ impl Churner<'_> {
         } else {
             format!("{PREFIX}/{index}/")
         };
-        serde_json::from_value(json!({
-            "name": format!("gantry-churn-{index}"),
-            "plugin": "divide",
-            "conditions": [{ "paramType": "uri", "operator": "startsWith", "paramValue": path }],
-            "upstreams": [{ "upstream": self.upstreams[upstream % self.upstreams.len()] }],
-        }))
-        .expect("a churn selector is a valid spec")
+        route(
+            &format!("gantry-churn-{index}"),
+            &path,
+            &self.upstreams[upstream % self.upstreams.len()],
+        )
+    }
+
+    /// Creates held route `index` (its selector, then its rule): the selector's id.
+    async fn hold_one(&self, index: u32) -> Result<String, String> {
+        let path = format!("{HELD_PREFIX}/{index}/");
+        let upstream = &self.upstreams[index as usize % self.upstreams.len()];
+        let spec = route(&format!("gantry-held-{index}"), &path, upstream);
+        let dto = lower::selector_dto(&spec, &self.plugin_id, self.addrs);
+        let id = self
+            .admin
+            .create_selector(&dto)
+            .await
+            .map_err(|e| e.to_string())?;
+        match self
+            .admin
+            .create_rule(&lower::rule_dto(&all_under(&path), &id))
+            .await
+        {
+            Ok(Some(_)) => Ok(id),
+            Ok(None) => Err(format!("the rule of held route {index} is not listed")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Creates `n` held routes, [`HOLD_IN_FLIGHT`] at a time: the ids of the selectors
+    /// made, and the first error (after which no more are started).
+    async fn hold(&self, n: u32) -> (Vec<String>, Option<String>) {
+        let mut made = futures_util::stream::iter(0..n)
+            .map(|index| self.hold_one(index))
+            .buffer_unordered(HOLD_IN_FLIGHT);
+        let (mut ids, mut error) = (Vec::new(), None);
+        while let Some(result) = made.next().await {
+            match result {
+                Ok(id) => ids.push(id),
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        (ids, error)
     }
 
     /// Makes the next admin change of `slot`.
@@ -92,14 +157,7 @@ impl Churner<'_> {
                 Stage::Selector { id, dto }
             }
             Stage::Selector { id, dto } => {
-                let rule: RuleSpec = serde_json::from_value(json!({
-                    "name": "all",
-                    "conditions": [{
-                        "paramType": "uri", "operator": "startsWith",
-                        "paramValue": format!("{PREFIX}/{index}/"),
-                    }],
-                }))
-                .expect("a churn rule is a valid spec");
+                let rule = all_under(&format!("{PREFIX}/{index}/"));
                 let created = self.admin.create_rule(&lower::rule_dto(&rule, &id)).await;
                 match created {
                     Ok(Some(_)) => Stage::Ruled { id, dto },
@@ -208,6 +266,22 @@ impl Case<'_> {
             })
             .collect();
 
+        let (held, error) = churner.hold(spec.held).await;
+        if let Some(error) = error {
+            let cleaned = churner.delete(&held).await.err();
+            return Err(NoVerdict::Failed(format!(
+                "creating the {} held routes ({} made): {error}{}",
+                spec.held,
+                held.len(),
+                cleaned.map_or(String::new(), |e| format!("; cleaning them up: {e}"))
+            )));
+        }
+        if !held.is_empty() {
+            self.digests_converge(admin, "digest equality with the held routes")
+                .await
+                .map_err(|e| NoVerdict::Failed(e.to_string()))?;
+        }
+
         let stop = AtomicBool::new(false);
         let (baseline, ()) = tokio::join!(self.load(spec, &stop), async {
             tokio::time::sleep(spec.duration).await;
@@ -231,6 +305,7 @@ impl Case<'_> {
                     Some(id.clone())
                 }
             })
+            .chain(held)
             .collect();
         if !left.is_empty() {
             churner
@@ -247,6 +322,7 @@ impl Case<'_> {
             changes: changes.acknowledged,
             failed_changes: (changes.failed, changes.first_errors),
             churn_secs,
+            held: spec.held,
         })
     }
 

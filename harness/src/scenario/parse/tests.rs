@@ -1397,10 +1397,23 @@ fn a_churn_check_has_defaults_and_bounds() {
         (c.rate, c.duration, c.connections, c.request_rate, c.burst),
         (50, Duration::from_secs(5), 4, 400, None)
     );
+    assert_eq!((c.held, c.limits.p99), (0, None));
+    let limited = with_judges(&churn.replace(
+        "expect: { upstream: alpha }",
+        "expect: { upstream: alpha }, held: 1000, limits: { p99: 100ms }",
+    ));
+    let s = parse_str(Path::new("x.yaml"), &limited).unwrap();
+    let CheckKind::Churn(c) = &s.checks[2].kind else {
+        panic!("{:?}", s.checks[2].kind)
+    };
+    assert_eq!(
+        (c.held, c.limits.p99),
+        (1000, Some(Duration::from_millis(100)))
+    );
     let e = err(&with_judges(&churn.replace(
         "expect: { upstream: alpha }",
         "expect: { upstream: omega }, rate: 0, connections: 0, requestRate: 0, duration: 10ms, \
-             burst: { every: 1s, changes: 0 }",
+             burst: { every: 1s, changes: 0 }, held: 20001",
     )));
     for want in [
         "checks[2].churn.expect.upstream: ",
@@ -1410,6 +1423,7 @@ fn a_churn_check_has_defaults_and_bounds() {
         "checks[2].churn.duration: must be at least 500ms",
         "checks[2].churn.burst.every: must be positive and at most the duration (10ms), got 1s",
         "checks[2].churn.burst.changes: must be between 1 and 1000, got 0",
+        "checks[2].churn.held: must be at most 20000, got 20001",
     ] {
         assert!(e.contains(want), "{want} not in {e}");
     }
