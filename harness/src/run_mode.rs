@@ -139,15 +139,20 @@ pub(crate) fn slope(ys: &[f64]) -> f64 {
 }
 
 /// Whether `ys` (the readings after the warm-up run) grow like a leak: faster than `bound`
-/// per run (least-squares slope) **and** still growing at the end, the last run above every
-/// earlier one by more than the bound. A pool or cache that fills over the first runs and
-/// then stays (the gateway's fds 51, 57, 56, 57 or 61, 72, 73; the admin's RSS 49.9, 52.0,
-/// 52.0 MiB) has a steep slope but makes no new high beyond it; a leak makes one every run.
+/// per run (least-squares slope), **and** as fast over the later half of the runs, **and**
+/// still growing at the end, the last run above every earlier one by more than the bound. A
+/// pool or cache that fills over the first runs and then stays (the gateway's fds 51, 57, 56,
+/// 57 or 61, 72, 73; the admin's RSS 49.9, 52.0, 52.0 MiB) has a steep slope but makes no new
+/// high beyond it, and one that levels off and then takes one more connection (balance_random's
+/// fds 64, 69, 74, 73, 73, 74, 74, 73, 77) is flat over its later half; a leak grows all along.
+/// With few runs the later half is short, so a pool that fills late can still look like a
+/// leak: more runs tell them apart (`leak:10`).
 fn leaks(ys: &[f64], bound: f64) -> Option<f64> {
     let (last, earlier) = ys.split_last()?;
     let high = earlier.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let rate = slope(ys);
-    (rate > bound && *last > high + bound).then_some(rate)
+    let later = slope(&ys[ys.len() / 2..]);
+    (rate > bound && later > bound && *last > high + bound).then_some(rate)
 }
 
 /// The verdict of `leak` on one process's readings, one per run: `Err` naming what grew
@@ -268,6 +273,17 @@ mod tests {
         // The pool still filling in the last run (balance_random, release binaries).
         let filling = readings(&[21_192, 22_144, 22_568, 22_516], &[56, 61, 72, 73]);
         assert_eq!(judge_growth("gateway[0]", &filling), Ok(()));
+        // Filled, level, then one more connection in the last run (balance_random, leak:10,
+        // release binaries): a new high and a slope of 1.08 overall, flat over the later half.
+        let levelled = readings(&[23_144; 10], &[57, 64, 69, 74, 73, 73, 74, 74, 73, 77]);
+        assert_eq!(judge_growth("gateway[0]", &levelled), Ok(()));
+        // The same start with a leak of 1.5 fds a run after it: fails.
+        let slow_leak = readings(&[23_144; 10], &[57, 64, 69, 71, 72, 74, 75, 77, 78, 80]);
+        assert!(
+            judge_growth("gateway[0]", &slow_leak).is_err_and(|e| e.contains("open fds grow")),
+            "{:?}",
+            judge_growth("gateway[0]", &slow_leak)
+        );
         let leaking = readings(
             &[20_000, 30_000, 32_048, 34_096, 36_144],
             &[9, 14, 16, 18, 20],
