@@ -101,42 +101,59 @@ impl Churner<'_> {
         )
     }
 
-    /// Creates held route `index` (its selector, then its rule): the selector's id.
-    async fn hold_one(&self, index: u32) -> Result<String, String> {
-        let path = format!("{HELD_PREFIX}/{index}/");
-        let upstream = &self.upstreams[index as usize % self.upstreams.len()];
-        let spec = route(&format!("gantry-held-{index}"), &path, upstream);
-        let dto = lower::selector_dto(&spec, &self.plugin_id, self.addrs);
+    /// Creates the selector of `spec` on the admin: its id and what was sent.
+    async fn create(&self, spec: &SelectorSpec) -> Result<(String, SelectorDto), String> {
+        let dto = lower::selector_dto(spec, &self.plugin_id, self.addrs);
         let id = self
             .admin
             .create_selector(&dto)
             .await
             .map_err(|e| e.to_string())?;
-        match self
-            .admin
-            .create_rule(&lower::rule_dto(&all_under(&path), &id))
-            .await
-        {
-            Ok(Some(_)) => Ok(id),
-            Ok(None) => Err(format!("the rule of held route {index} is not listed")),
-            Err(e) => Err(e.to_string()),
-        }
+        Ok((id, dto))
     }
 
-    /// Creates `n` held routes, [`HOLD_IN_FLIGHT`] at a time: the ids of the selectors
-    /// made, and the first error (after which no more are started).
+    /// Creates held route `index` (its selector, then its rule): the selector's id, if it
+    /// was made, and whether the rule was too.
+    async fn hold_one(&self, index: u32) -> (Option<String>, Result<(), String>) {
+        let path = format!("{HELD_PREFIX}/{index}/");
+        let upstream = &self.upstreams[index as usize % self.upstreams.len()];
+        let spec = route(&format!("gantry-held-{index}"), &path, upstream);
+        let id = match self.create(&spec).await {
+            Ok((id, _)) => id,
+            Err(e) => return (None, Err(e)),
+        };
+        let rule = self
+            .admin
+            .create_rule(&lower::rule_dto(&all_under(&path), &id))
+            .await;
+        let made = match rule {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(format!("the rule of held route {index} is not listed")),
+            Err(e) => Err(e.to_string()),
+        };
+        (Some(id), made)
+    }
+
+    /// Creates `n` held routes, [`HOLD_IN_FLIGHT`] at a time: the ids of every selector made
+    /// (those in flight when one failed included, so all can be deleted), and the first
+    /// error (after which no more are started).
     async fn hold(&self, n: u32) -> (Vec<String>, Option<String>) {
+        let failed = AtomicBool::new(false);
+        let failed = &failed;
         let mut made = futures_util::stream::iter(0..n)
-            .map(|index| self.hold_one(index))
+            .map(|index| async move {
+                if failed.load(Ordering::Relaxed) {
+                    return (None, Ok(()));
+                }
+                self.hold_one(index).await
+            })
             .buffer_unordered(HOLD_IN_FLIGHT);
         let (mut ids, mut error) = (Vec::new(), None);
-        while let Some(result) = made.next().await {
-            match result {
-                Ok(id) => ids.push(id),
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
+        while let Some((id, result)) = made.next().await {
+            ids.extend(id);
+            if let Err(e) = result {
+                failed.store(true, Ordering::Relaxed);
+                error.get_or_insert(e);
             }
         }
         (ids, error)
@@ -147,13 +164,7 @@ impl Churner<'_> {
         let (index, round) = (slot.index, slot.round);
         slot.stage = match std::mem::replace(&mut slot.stage, Stage::Empty) {
             Stage::Empty => {
-                let spec = self.selector(index, round, false);
-                let dto = lower::selector_dto(&spec, &self.plugin_id, self.addrs);
-                let id = self
-                    .admin
-                    .create_selector(&dto)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (id, dto) = self.create(&self.selector(index, round, false)).await?;
                 Stage::Selector { id, dto }
             }
             Stage::Selector { id, dto } => {
