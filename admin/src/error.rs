@@ -38,7 +38,9 @@ pub(crate) enum ApiError {
         retry_after_secs: u64,
     },
     /// Storage failure: HTTP 500, code 500; a database whose disk is full: HTTP 507, code
-    /// 507, the message starting `database disk is full`.
+    /// 507, the message starting `database disk is full`; a database that cannot be reached
+    /// (connection broken, none within the pool's timeout): HTTP 503, code 503, the message
+    /// starting `database unavailable`.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Another internal failure: HTTP 500, code 500.
@@ -99,6 +101,13 @@ impl IntoResponse for ApiError {
                     status_code(StatusCode::INSUFFICIENT_STORAGE),
                 )
             }
+            ApiError::Store(e) if e.is_unavailable() => {
+                tracing::error!(error = %e, "database unavailable: a request was refused");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    status_code(StatusCode::SERVICE_UNAVAILABLE),
+                )
+            }
             ApiError::Store(e) => {
                 tracing::error!(error = %e, "storage failure");
                 (StatusCode::INTERNAL_SERVER_ERROR, admin_code::ERROR)
@@ -111,6 +120,9 @@ impl IntoResponse for ApiError {
         let message = match &self {
             ApiError::Store(e) if e.is_disk_full() => {
                 format!("database disk is full: nothing was changed ({e})")
+            }
+            ApiError::Store(e) if e.is_unavailable() => {
+                format!("database unavailable, try again ({e})")
             }
             _ => self.to_string(),
         };

@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 use harness::EngineCheck;
 use harness::report::CheckOutcome;
 use harness::scenario::ast::BugSwitch;
-use harness::{Backend, ExpectedSkip, NotRun, Planned, ProcessEnv, RunOptions, Scenario};
+use harness::{Backend, ExpectedSkip, NotRun, Planned, ProcessEnv, RunMode, RunOptions, Scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
 use model::SyncMode;
 
@@ -205,8 +205,9 @@ fn fixtures(dir: &str, extension: &str) -> Vec<PathBuf> {
 }
 
 /// A case that must fail when run with a planted bug: a `cases/failing/` file (its first mode;
-/// the bug, if any, from a `# gateway-args:` or `# admin-args:` first line) or a `cases/regressions/` file (every
-/// mode it declares; the bug from its `regression.emulateBug`).
+/// the bug, if any, from a `# gateway-args:` or `# admin-args:` line of its leading comment,
+/// the run mode from a `# run-mode:` line) or a `cases/regressions/` file (every mode it
+/// declares; the bug from its `regression.emulateBug`).
 struct PlantedCase {
     path: PathBuf,
     scenario: Scenario,
@@ -214,16 +215,18 @@ struct PlantedCase {
     modes: Vec<SyncMode>,
     /// The switch that plants the bug (none: the case fails as written).
     bug: BugArgs,
+    /// The run mode it runs in, with and without its bug (`# run-mode: leak:4`).
+    run_mode: Option<RunMode>,
     /// Every line of its `.err` file that is not blank: each must be in the error.
     expected: Vec<String>,
 }
 
-/// The arguments of a failing case's first line when it starts with `prefix`
+/// The arguments of the line of a failing case's leading comment that starts with `prefix`
 /// (`# gateway-args: --emulate-bug drop-deletes`).
 fn header_args(src: &str, prefix: &str) -> Vec<String> {
-    src.lines()
-        .next()
-        .and_then(|l| l.strip_prefix(prefix))
+    (src.lines())
+        .take_while(|l| l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(prefix))
         .map(|a| a.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default()
 }
@@ -279,14 +282,28 @@ impl PlantedCase {
         let err = std::fs::read_to_string(path.with_extension("err"))
             .map_err(|e| format!("{}: {e}", path.with_extension("err").display()))?;
         let scenario = harness::scenario::parse_str(path, &src)?;
-        let (modes, bug) = match planted {
+        let (modes, bug, run_mode) = match planted {
             Planted::Failing => {
                 let first = scenario.modes.first().copied();
                 let bug = BugArgs {
                     gateway: header_args(&src, "# gateway-args:"),
                     admin: header_args(&src, "# admin-args:"),
                 };
-                (vec![first.unwrap_or(SyncMode::Websocket)], bug)
+                let run_mode = match header_args(&src, "# run-mode:").as_slice() {
+                    [] => None,
+                    [mode] => {
+                        Some(mode.parse::<RunMode>().map_err(|e| {
+                            format!("{}: `# run-mode: {mode}`: {e}", path.display())
+                        })?)
+                    }
+                    more => {
+                        let more = more.join(" ");
+                        return Err(
+                            format!("{}: `# run-mode: {more}`: one mode", path.display()).into(),
+                        );
+                    }
+                };
+                (vec![first.unwrap_or(SyncMode::Websocket)], bug, run_mode)
             }
             Planted::Regression => {
                 let regression = scenario.regression.as_ref().ok_or_else(|| {
@@ -301,7 +318,7 @@ impl PlantedCase {
                     BugSwitch::Gateway(_) => bug.gateway = args,
                     BugSwitch::Admin(_) => bug.admin = args,
                 }
-                (scenario.modes.clone(), bug)
+                (scenario.modes.clone(), bug, None)
             }
         };
         Ok(PlantedCase {
@@ -309,6 +326,7 @@ impl PlantedCase {
             modes,
             scenario,
             bug,
+            run_mode,
             expected: err
                 .lines()
                 .filter(|l| !l.trim().is_empty())
@@ -331,12 +349,16 @@ impl PlantedCase {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let opts = RunOptions {
+            run_mode: self.run_mode.or(shared.opts.run_mode),
+            ..shared.opts.clone()
+        };
         Ok(rt
             .block_on(harness::run_case(
                 &self.scenario,
                 mode,
                 &backend,
-                &shared.opts,
+                &opts,
                 &|_| {},
             ))
             .map(drop)

@@ -180,7 +180,7 @@ async fn route<C: Connect>(
                 peer_trusted: app.trusted_proxies.contains(peer.ip()),
             };
             // `--emulate-bug rebuild-per-change` only (tests): tables rebuilt per request.
-            let rebuilt = app.sync.rebuilt(&snapshot);
+            let rebuilt = app.sync.on_request(&snapshot);
             let active = rebuilt.as_ref().map_or(&snapshot.active, |r| &r.active);
             app.chain.run(active, &view).await
         }

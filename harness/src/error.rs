@@ -264,6 +264,12 @@ pub enum BackendError {
     /// A step partitions a topology started without a sync proxy.
     #[error("the topology has no proxy on the gateway's sync connection to partition")]
     NoSyncProxy,
+    /// A step's `network` fault names a link the topology started without a proxy.
+    #[error("the topology has no fault proxy on the {link} link")]
+    NoLinkProxy {
+        /// `upstream`, `client`, ...
+        link: &'static str,
+    },
     /// A step heals a container that no partition cut off.
     #[error("the gateway is not partitioned: nothing to heal")]
     NotPartitioned,

@@ -200,7 +200,7 @@ impl Gantry {
     /// Where upstream `name` listens as the gateway reaches it (`host:port`, a divide
     /// `upstreamUrl`).
     pub fn upstream_address(&self, name: &str) -> Option<String> {
-        self.topology.upstream(name).map(|u| u.host_port())
+        self.topology.upstream_address(name)
     }
 
     /// The docker run's networks (upstream, sync), on the docker backend.

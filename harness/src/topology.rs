@@ -9,7 +9,7 @@
 //! PostgreSQL run on the host backend only.
 
 use model::lock::MutexExt;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -25,9 +25,10 @@ use crate::backend::{
     UpstreamService,
 };
 use crate::error::BackendError;
+use crate::fault::links::{self, LinkProxies};
 use crate::fault::{DiskMount, FaultProxy, Mode as ProxyMode, Starvation, Toxics};
 use crate::scenario::ast::{
-    Component, FaultAction, Starve, Storage, Target, TopologySpec, UpstreamDecl,
+    Component, FaultAction, Link, Starve, Storage, Target, TopologySpec, UpstreamDecl,
 };
 use crate::scenario::placeholder;
 
@@ -43,8 +44,8 @@ pub struct Topology {
     /// The ZooKeeper or etcd server of the zookeeper and etcd modes; taken out while a step
     /// stops or starts it.
     store: Mutex<Option<ComponentService>>,
-    /// The proxy on the gateway's sync connection, when asked for.
-    proxy: Option<FaultProxy>,
+    /// The fault proxies on its links, where asked for (host backend).
+    links: LinkProxies,
     /// The components the case asked for, each started once (a step may stop and start
     /// them: taken out of the map while that runs).
     components: Mutex<BTreeMap<Component, ComponentService>>,
@@ -68,6 +69,8 @@ struct Control {
     gateways: Vec<Service>,
     /// The proxy on the gateway's sync connection, when asked for.
     proxy: Option<FaultProxy>,
+    /// The proxy in front of the admins' PostgreSQL, when asked for.
+    database: Option<FaultProxy>,
 }
 
 /// Starts the upstreams named in `upstreams` and each of `components` once, all at once.
@@ -111,15 +114,13 @@ async fn start_control(
 ) -> Result<Control, BackendError> {
     let Shape {
         spec,
-        sync_proxy,
         sync_faults,
         clocks,
-        slice_links,
         ..
     } = shape;
     // Slicing takes the sync proxy; several admins would collapse into the first behind it.
-    let sliced = *slice_links && matches!(run, Run::Host(_)) && spec.admins == 1;
-    let sync_proxy = &(*sync_proxy || sliced);
+    let sliced = shape.sliced(run) && spec.admins == 1;
+    let sync_proxy = &(shape.proxies.contains(&Link::Sync) || sliced);
     let store = match StoreKind::for_mode(mode) {
         // The target syncs its own way.
         Some(_) if run.external().is_some() => None,
@@ -129,8 +130,11 @@ async fn start_control(
     // What the host backend's admins and gateways take.
     let host_store = store.as_ref().and_then(ComponentService::host);
     let mut postgres = None;
+    let mut database = None;
     let (admins, gateways, proxy) = match (run, *sync_proxy) {
-        (Run::External(_), _) if *sync_proxy || *sync_faults || !spec.is_default() => {
+        (Run::External(_), _)
+            if !shape.proxies.is_empty() || *sync_faults || !spec.is_default() =>
+        {
             return Err(BackendError::External {
                 what: "starting the topology".into(),
                 detail: "faults and topologies need processes of gantry's own".into(),
@@ -193,13 +197,20 @@ async fn start_control(
             };
             let db = match spec.storage {
                 Storage::Sqlite => db_dir.join("admin.db").display().to_string(),
-                Storage::Postgres => postgres
-                    .insert(ComponentService::Host(
-                        HostServer::start_postgres(keep).await?,
-                    ))
-                    .host()
-                    .expect("a host server")
-                    .url(),
+                Storage::Postgres => {
+                    let server = HostServer::start_postgres(keep).await?;
+                    let at = SocketAddr::from(([127, 0, 0, 1], server.port()));
+                    postgres = Some(ComponentService::Host(server));
+                    if shape.proxied(run, Link::Database) {
+                        let proxy =
+                            links::start(at, "the database link", shape.slicer(run)).await?;
+                        let url = ServerKind::Postgres.address(&proxy.addr().to_string());
+                        database = Some(proxy);
+                        url
+                    } else {
+                        ServerKind::Postgres.address(&at.to_string())
+                    }
+                }
             };
             let mut launch = AdminLaunch::on(&db);
             if *sync_faults {
@@ -214,10 +225,8 @@ async fn start_control(
                 admins.push(Service::Host(admin));
             }
             let (source, proxy) = if *sync_proxy {
-                let (mut proxy, source) = sync_proxy_for(mode, &admins[0], host_store).await?;
-                if sliced {
-                    proxy.keep(Toxics::sliced(SLICE_EVERY));
-                }
+                let slicer = shape.slicer(run).filter(|_| sliced);
+                let (proxy, source) = sync_proxy_for(mode, &admins[0], host_store, slicer).await?;
                 (source, Some(proxy))
             } else {
                 (gateway_source(&admins, host_store), None)
@@ -242,6 +251,7 @@ async fn start_control(
         admins,
         gateways,
         proxy,
+        database,
     })
 }
 
@@ -251,16 +261,17 @@ async fn start_control(
 pub struct Shape {
     /// The admins, gateways, late gateways and storage (`topology:`).
     pub spec: TopologySpec,
-    /// The gateway's sync connection goes through a `FaultProxy` (steps partition it).
-    pub sync_proxy: bool,
+    /// The links that go through a `FaultProxy` (steps partition or fault them; host
+    /// backend): the sync connection, the upstreams, the client, the database.
+    pub proxies: BTreeSet<Link>,
     /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
     pub sync_faults: bool,
     /// The admins and gateways run on wall clocks of their own (steps' `clock`; host
     /// backend: libfaketime).
     pub clocks: bool,
-    /// The `slice` run mode: the gateway's sync connection goes through a `FaultProxy` that
-    /// writes every chunk both ways 1 byte at a time, [`SLICE_EVERY`] apart (host backend,
-    /// one admin; the upstream, client and database links are not sliced yet).
+    /// The `slice` run mode: every link goes through a `FaultProxy` that writes every chunk
+    /// both ways 1 byte at a time, [`SLICE_EVERY`] apart (host backend; the sync link with
+    /// one admin only, the database link on PostgreSQL only).
     pub slice_links: bool,
     /// The admins' SQLite file sits on a tmpfs of its own that steps fill (`diskFull`; host
     /// backend, as root).
@@ -271,6 +282,24 @@ pub struct Shape {
 /// segment. At 1 ms the first full sync of the default plugins outlasts the 10 s initial
 /// bound (`docs/faults.md`, the `slice` run mode).
 pub(crate) const SLICE_EVERY: std::time::Duration = std::time::Duration::ZERO;
+
+impl Shape {
+    /// Whether `run` slices every link (the `slice` run mode on the host backend).
+    fn sliced(&self, run: &Run) -> bool {
+        self.slice_links && matches!(run, Run::Host(_))
+    }
+
+    /// The toxics a new proxy keeps from the start: the slicer when `run` slices.
+    fn slicer(&self, run: &Run) -> Option<Toxics> {
+        self.sliced(run).then(|| Toxics::sliced(SLICE_EVERY))
+    }
+
+    /// Whether `link` goes through a proxy on `run` (a step faults it, or every link is
+    /// sliced).
+    fn proxied(&self, run: &Run, link: Link) -> bool {
+        self.proxies.contains(&link) || self.sliced(run)
+    }
+}
 
 impl Topology {
     /// Starts the upstreams named `upstreams`, the `components` (in any mode), the store
@@ -332,13 +361,37 @@ impl Topology {
                 admins,
                 gateways,
                 proxy,
+                database,
             },
         ) = tokio::try_join!(serving, control)?;
+        let mut links = LinkProxies {
+            sync: proxy,
+            database,
+            ..LinkProxies::default()
+        };
+        if shape.proxied(&run, Link::Upstream) {
+            for (name, upstream) in &ups {
+                if let UpstreamService::Host(u) = upstream {
+                    let what = format!("the upstream link to {name}");
+                    let proxy = links::start(u.addr(), &what, shape.slicer(&run)).await?;
+                    links.upstreams.insert(name.clone(), proxy);
+                }
+            }
+        }
+        if shape.proxied(&run, Link::Client) && matches!(run, Run::Host(_)) {
+            for gateway in &gateways {
+                let what = format!("the client link to {}", gateway.name());
+                let at = links::url_addr(gateway.url(), &what)?;
+                links
+                    .clients
+                    .push(links::start(at, &what, shape.slicer(&run)).await?);
+            }
+        }
         Ok(Self {
             gateways,
             admins,
             postgres,
-            proxy,
+            links,
             store: Mutex::new(store),
             components: Mutex::new(started),
             upstreams: ups,
@@ -423,6 +476,24 @@ impl Topology {
     /// The upstream named `name`.
     pub fn upstream(&self, name: &str) -> Option<&UpstreamService> {
         self.upstreams.get(name)
+    }
+
+    /// `host:port` where the gateway reaches the upstream `name` (a divide `upstreamUrl`):
+    /// its fault proxy when the upstream link has one.
+    pub fn upstream_address(&self, name: &str) -> Option<String> {
+        match self.links.upstreams.get(name) {
+            Some(proxy) => Some(proxy.addr().to_string()),
+            None => self.upstream(name).map(UpstreamService::host_port),
+        }
+    }
+
+    /// The base URL the harness sends gateway `i`'s requests to: its fault proxy when the
+    /// client link has one, else the gateway's own.
+    pub fn client_url(&self, i: usize) -> String {
+        match self.links.clients.get(i) {
+            Some(proxy) => format!("http://{}", proxy.addr()),
+            None => self.gateways[i].url().to_owned(),
+        }
     }
 
     /// The values of the plugin config placeholders in this topology (`${redis.url}`: the
@@ -519,15 +590,24 @@ impl Topology {
         }
     }
 
-    /// Adds toxics to the proxy on the gateway's sync connection (a step's `network`, host
-    /// backend only): `add` gets those set so far. [`Topology::heal`] ends them.
-    pub(crate) fn network(&self, add: impl FnOnce(&mut Toxics)) -> Result<(), BackendError> {
+    /// Adds toxics to every proxy on `link` (a step's `network`, host backend only): `add`
+    /// gets each one's toxics set so far. [`Topology::heal`] ends them.
+    pub(crate) fn network(
+        &self,
+        link: Link,
+        add: impl Fn(&mut Toxics),
+    ) -> Result<(), BackendError> {
         match &self.run {
             Run::Host(_) => {
-                let proxy = self.sync_proxy()?;
-                let mut toxics = proxy.toxics();
-                add(&mut toxics);
-                proxy.set_toxics(toxics);
+                let proxies = self.links.on(link);
+                if proxies.is_empty() {
+                    return Err(BackendError::NoLinkProxy { link: link.name() });
+                }
+                for proxy in proxies {
+                    let mut toxics = proxy.toxics();
+                    add(&mut toxics);
+                    proxy.set_toxics(toxics);
+                }
                 Ok(())
             }
             run => Err(BackendError::FaultUnsupported {
@@ -538,12 +618,17 @@ impl Topology {
         }
     }
 
-    /// Ends a partition: the gateway's sync connection passes again (a step's `heal`).
+    /// Ends a partition and every `network` fault: each link passes again (a step's
+    /// `heal`).
     pub async fn heal(&self) -> Result<(), BackendError> {
         match (&self.run, self.gateway()) {
             (Run::Docker(run), Service::Docker(gateway)) => run.heal(gateway).await,
             _ => {
-                self.sync_proxy()?.heal();
+                let mut proxies = self.links.all().peekable();
+                if proxies.peek().is_none() {
+                    return Err(BackendError::NoSyncProxy);
+                }
+                proxies.for_each(FaultProxy::heal);
                 Ok(())
             }
         }
@@ -672,7 +757,7 @@ impl Topology {
     }
 
     fn sync_proxy(&self) -> Result<&FaultProxy, BackendError> {
-        self.proxy.as_ref().ok_or(BackendError::NoSyncProxy)
+        self.links.sync.as_ref().ok_or(BackendError::NoSyncProxy)
     }
 
     fn stores(&self) -> MutexGuard<'_, Option<ComponentService>> {
@@ -801,6 +886,7 @@ async fn sync_proxy_for(
     mode: SyncMode,
     admin: &Service,
     store: Option<&HostServer>,
+    slicer: Option<Toxics>,
 ) -> Result<(FaultProxy, Vec<String>), BackendError> {
     let store = store.and_then(|s| Some((s, s.kind().store()?)));
     let (target, flag) = match store {
@@ -808,21 +894,12 @@ async fn sync_proxy_for(
             SocketAddr::from(([127, 0, 0, 1], store.port())),
             kind.url_flag(),
         ),
-        None => {
-            let addr = admin.url().trim_start_matches("http://");
-            let addr = addr.parse().map_err(|_| BackendError::Io {
-                what: format!("reading the admin address {addr} for the {mode} sync proxy"),
-                source: std::io::Error::other("not ip:port"),
-            })?;
-            (addr, "--admin-url")
-        }
+        None => (
+            links::url_addr(admin.url(), &format!("the {mode} sync link's admin"))?,
+            "--admin-url",
+        ),
     };
-    let proxy = FaultProxy::start(target)
-        .await
-        .map_err(|source| BackendError::Io {
-            what: format!("starting the sync proxy to {target}"),
-            source,
-        })?;
+    let proxy = links::start(target, "the sync link", slicer).await?;
     let proxied = match store.map(|(_, kind)| kind) {
         Some(StoreKind::Zookeeper) => proxy.addr().to_string(),
         _ => format!("http://{}", proxy.addr()),

@@ -41,6 +41,18 @@ impl StoreError {
         };
         e.code().is_some_and(|code| disk_full_code(&code))
     }
+
+    /// Whether the database could not be reached: the connection broke (an I/O error, a
+    /// protocol error from a cut stream), or no connection came within the pool's timeout.
+    /// The statement did not commit: the write was refused whole.
+    pub(crate) fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Database(
+                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_)
+            )
+        )
+    }
 }
 
 /// Whether a database error code means a full disk (see [`StoreError::is_disk_full`]).

@@ -21,8 +21,10 @@
 //! - [`EmulatedBug::HandleChangeIgnored`] leaves out of an increment's changes the selectors
 //!   whose handle alone changed, so they are not recompiled ([`Emulation::narrow`]);
 //! - [`EmulatedBug::RebuildPerChange`] leaves the sync path alone: the request path
-//!   ([`SyncState::rebuilt`]) compiles the routing tables from nothing whenever the config's
-//!   version moved, as APISIX's router does in each worker, and requests wait on it.
+//!   ([`SyncState::on_request`]) compiles the routing tables from nothing whenever the
+//!   config's version moved, as APISIX's router does in each worker, and requests wait on it;
+//! - [`EmulatedBug::LeakPerRequest`] leaves the sync path alone too: the request path leaks
+//!   one file descriptor per request.
 //!
 //! What one apply call holds back is a batch, swapped in one window later by
 //! [`SyncState::refills`] (a task the gateway starts next to its subscriber when the bug holds
@@ -120,14 +122,28 @@ impl Emulation {
         self.bug == Some(bug)
     }
 
-    /// [`EmulatedBug::RebuildPerChange`]: the tables for a request that found `current`
-    /// swapped in, compiled again from all of its data when the last ones are of another
-    /// version; a request that finds a rebuild under way waits for it (one router, as in an
-    /// APISIX worker). `None` without the bug.
-    pub(super) fn rebuilt(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
-        if !self.is(EmulatedBug::RebuildPerChange) {
-            return None;
+    /// What a request that found `current` swapped in goes through under a bug of the
+    /// request path; `None` for the tables to use: `current`'s.
+    ///
+    /// [`EmulatedBug::RebuildPerChange`]: the tables, compiled again from all of `current`'s
+    /// data when the last ones are of another version; a request that finds a rebuild under
+    /// way waits for it (one router, as in an APISIX worker).
+    /// [`EmulatedBug::LeakPerRequest`]: one file descriptor opened and never closed.
+    pub(super) fn on_request(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        match self.bug {
+            Some(EmulatedBug::RebuildPerChange) => Some(self.rebuilt(current)),
+            Some(EmulatedBug::LeakPerRequest) => {
+                if let Ok(file) = std::fs::File::open("/dev/null") {
+                    std::mem::forget(file);
+                }
+                None
+            }
+            _ => None,
         }
+    }
+
+    /// [`EmulatedBug::RebuildPerChange`]'s tables for a request that found `current`.
+    fn rebuilt(&self, current: &Arc<Snapshot>) -> Arc<Snapshot> {
         let mut router = self.router.locked();
         if router.as_ref().is_none_or(|r| r.version != current.version) {
             *router = Some(Arc::new(Snapshot::from_scratch(
@@ -135,7 +151,7 @@ impl Emulation {
                 current,
             )));
         }
-        router.clone()
+        router.clone().expect("compiled just now if not before")
     }
 
     /// [`EmulatedBug::HandleChangeIgnored`]: drops from `changes` (an increment's, taking
@@ -400,9 +416,9 @@ mod regression_bug_tests {
             state.apply_text(DIVIDE).unwrap();
             state.apply_text(SELECTOR).unwrap();
         }
-        assert!(honest.rebuilt(&honest.snapshot()).is_none());
+        assert!(honest.on_request(&honest.snapshot()).is_none());
         let current = buggy.snapshot();
-        let first = buggy.rebuilt(&current).expect("the bug rebuilds");
+        let first = buggy.on_request(&current).expect("the bug rebuilds");
         assert_eq!(
             (first.version, &first.digest),
             (current.version, &current.digest)
@@ -411,16 +427,37 @@ mod regression_bug_tests {
             !Arc::ptr_eq(&first.active[0], &current.active[0]),
             "the divide table is compiled again, not shared"
         );
-        let again = buggy.rebuilt(&buggy.snapshot()).unwrap();
+        let again = buggy.on_request(&buggy.snapshot()).unwrap();
         assert!(Arc::ptr_eq(&first, &again), "no change, no rebuild");
         buggy
             .apply_text(&SELECTOR.replace("MYSELF", "DELETE"))
             .unwrap();
-        let after = buggy.rebuilt(&buggy.snapshot()).unwrap();
+        let after = buggy.on_request(&buggy.snapshot()).unwrap();
         assert_eq!(
             (after.version, after.digest.selectors),
             (first.version + 1, 0)
         );
+    }
+    /// [`EmulatedBug::LeakPerRequest`]: every request leaves one more descriptor open; an
+    /// honest gateway's requests leave none.
+    #[test]
+    fn a_leaking_gateway_keeps_one_descriptor_per_request() {
+        let open = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let state = |bug| SyncState::new(SyncMode::Websocket, Registry::standard()).emulating(bug);
+        let (honest, buggy) = (state(None), state(Some(EmulatedBug::LeakPerRequest)));
+        let before = open();
+        for _ in 0..3 {
+            assert!(honest.on_request(&honest.snapshot()).is_none());
+        }
+        let between = open();
+        for _ in 0..50 {
+            assert!(buggy.on_request(&buggy.snapshot()).is_none());
+        }
+        let after = open();
+        // Other tests of the process open and close files meanwhile: the honest gateway's
+        // count moves with them only, the leak by 50.
+        assert!(between < before + 10, "{before} -> {between}");
+        assert!(after >= between + 40, "{between} -> {after}");
     }
 
     /// [`EmulatedBug::MergeFullSync`] keeps what a full sync leaves out, but applies deletes.

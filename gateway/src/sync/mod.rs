@@ -213,10 +213,11 @@ impl SyncState {
         self.snapshot.load()
     }
 
-    /// The routing tables a request uses instead of `current`'s under
-    /// `--emulate-bug rebuild-per-change` (see [`emulate`]); `None` otherwise.
-    pub(crate) fn rebuilt(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
-        self.emulation.rebuilt(current)
+    /// What an emulated bug of the request path does to a request that found `current`
+    /// (see [`emulate`]): the routing tables it uses instead of `current`'s under
+    /// `--emulate-bug rebuild-per-change`; `None` otherwise.
+    pub(crate) fn on_request(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        self.emulation.on_request(current)
     }
 
     /// Marks a subscriber session to an admin as connected until the guard is dropped.

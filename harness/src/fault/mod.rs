@@ -4,10 +4,12 @@
 //! case-file `partition`, `network` and `heal` steps; [`etcd::compact_at_least`], for
 //! `compact: etcd`; [`zookeeper::wait_expired`], for `expireSession: gateway`; and
 //! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`; [`DiskMount`], the admin's
-//! database disk of `diskFull` / `diskFree`.
+//! database disk of `diskFull` / `diskFree`; [`links::LinkProxies`], the proxies on a
+//! topology's links.
 
 mod disk;
 pub(crate) mod etcd;
+pub(crate) mod links;
 mod proxy;
 mod starve;
 mod toxic;

@@ -47,7 +47,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -240,7 +240,7 @@ async fn connection(mut client: TcpStream, number: u64, links: Links) {
     if dead.now() {
         return dead.hold().await;
     }
-    let Ok(mut server) = TcpStream::connect(target).await else {
+    let Ok(mut server) = connect_as(&client, target).await else {
         return;
     };
     // Each write leaves as its own segment: a slicer's pieces are not coalesced again by
@@ -281,6 +281,25 @@ async fn connection(mut client: TcpStream, number: u64, links: Links) {
         End::Dead => dead.hold().await,
         End::Eof | End::Close => {}
     }
+}
+
+/// A connection to `target` for `client`: on loopback, from the client's own address (any
+/// 127.0.0.0/8 address can be bound), so the target sees the peer it would see without the
+/// proxy (the harness's clients send from addresses of their own, which the gateway's hash
+/// balancer and `ip` conditions read); elsewhere from any address.
+async fn connect_as(client: &TcpStream, target: SocketAddr) -> io::Result<TcpStream> {
+    let socket = match target {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    if let Ok(peer) = client.peer_addr()
+        && peer.ip().is_loopback()
+        && target.ip().is_loopback()
+        && peer.is_ipv4() == target.is_ipv4()
+    {
+        socket.bind(SocketAddr::new(peer.ip(), 0))?;
+    }
+    socket.connect(target).await
 }
 
 /// Whether a connection is severed.
@@ -554,6 +573,22 @@ mod tests {
         round_trip(&mut stream, b"hello").await;
         let big = vec![7u8; 200_000];
         round_trip(&mut stream, &big).await;
+    }
+
+    /// On loopback the target sees the client's own address, not the proxy's.
+    #[tokio::test]
+    async fn the_target_sees_the_clients_address() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = listener.local_addr().unwrap();
+        let proxy = FaultProxy::start(target).await.unwrap();
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind("127.1.2.3:0".parse().unwrap()).unwrap();
+        let _client = socket.connect(proxy.addr()).await.unwrap();
+        let (_, seen) = tokio::time::timeout(Duration::from_secs(5), listener.accept())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen.ip().to_string(), "127.1.2.3");
     }
 
     #[tokio::test]

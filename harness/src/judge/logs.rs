@@ -3,6 +3,8 @@
 //! declaration not `optional` must match a line. A pure verdict over the lines read, so it is
 //! tested by feeding it logs.
 
+use model::SyncMode;
+
 use crate::scenario::ast::{ExpectLog, LogLevel, LogRole};
 
 /// How many distinct undeclared lines a failure lists (the rest are counted).
@@ -74,8 +76,9 @@ pub(crate) struct ServiceLog {
 }
 
 /// Whether `declared` covers `line` of `log`.
-fn matches(declared: &ExpectLog, log: &ServiceLog, line: &LogLine) -> bool {
-    declared.service.covers(log.role, log.index)
+fn matches(declared: &ExpectLog, mode: SyncMode, log: &ServiceLog, line: &LogLine) -> bool {
+    declared.applies_in(mode)
+        && declared.service.covers(log.role, log.index)
         && declared.level == line.level
         && line.text.contains(&declared.contains)
 }
@@ -83,14 +86,14 @@ fn matches(declared: &ExpectLog, log: &ServiceLog, line: &LogLine) -> bool {
 /// What the log check found wrong (empty: it passed): each distinct undeclared line, naming
 /// its service and quoting it (with how often it came), then each declaration not `optional`
 /// that matched no line.
-pub(crate) fn judge(logs: &[ServiceLog], declared: &[ExpectLog]) -> Vec<String> {
+pub(crate) fn judge(logs: &[ServiceLog], declared: &[ExpectLog], mode: SyncMode) -> Vec<String> {
     let mut undeclared: Vec<(&str, &LogLine, usize)> = Vec::new();
     let mut used = vec![false; declared.len()];
     for log in logs {
         for line in &log.lines {
             let mut covered = false;
             for (i, d) in declared.iter().enumerate() {
-                if matches(d, log, line) {
+                if matches(d, mode, log, line) {
                     used[i] = true;
                     covered = true;
                 }
@@ -130,7 +133,7 @@ pub(crate) fn judge(logs: &[ServiceLog], declared: &[ExpectLog]) -> Vec<String> 
         ));
     }
     for (i, d) in declared.iter().enumerate() {
-        if !used[i] && !d.optional {
+        if !used[i] && !d.optional && d.applies_in(mode) {
             failures.push(format!(
                 "expectLogs[{i}] ({} {} containing {:?}) matched no line (`optional: true` \
                  if it may not come)",
@@ -193,7 +196,7 @@ thread 'main' panicked at admin/src/main.rs:1:1: WARN not an event
 
     #[test]
     fn an_undeclared_line_fails_naming_its_service_and_text() {
-        let failures = judge(&[admin(0, LOG)], &[]);
+        let failures = judge(&[admin(0, LOG)], &[], SyncMode::Websocket);
         assert_eq!(
             failures,
             [
@@ -209,16 +212,50 @@ thread 'main' panicked at admin/src/main.rs:1:1: WARN not an event
             "[{ service: admin, level: warn, contains: default password },
               { service: admin, level: error, contains: disk full }]",
         );
-        assert!(judge(&[admin(0, LOG), admin(1, LOG)], &declared).is_empty());
+        assert!(
+            judge(
+                &[admin(0, LOG), admin(1, LOG)],
+                &declared,
+                SyncMode::Websocket
+            )
+            .is_empty()
+        );
         // The wrong level or another admin does not cover the line.
         let declared = declare(
             "[{ service: 'admin[1]', level: warn, contains: default password },
               { service: admin, level: warn, contains: disk full, optional: true }]",
         );
-        let failures = judge(&[admin(0, LOG), admin(1, LOG)], &declared);
+        let failures = judge(
+            &[admin(0, LOG), admin(1, LOG)],
+            &declared,
+            SyncMode::Websocket,
+        );
         assert_eq!(failures.len(), 3, "{failures:?}");
         assert!(failures[0].starts_with("admin[0] logged an undeclared WARN"));
         assert!(failures[1..].iter().all(|f| f.contains("undeclared ERROR")));
+    }
+
+    #[test]
+    fn a_declaration_for_other_modes_covers_nothing_and_is_not_looked_for() {
+        let declared = declare(
+            "[{ service: admin, level: warn, contains: default password, modes: [http] },
+              { service: admin, level: error, contains: disk full, modes: [websocket, http] },
+              { service: admin, level: error, contains: never, modes: [etcd] }]",
+        );
+        // In http every line is declared, and the etcd-only declaration is not looked for.
+        assert!(judge(&[admin(0, LOG)], &declared, SyncMode::Http).is_empty());
+        // In websocket the http-only declaration covers nothing: its line is undeclared.
+        let failures = judge(&[admin(0, LOG)], &declared, SyncMode::Websocket);
+        assert_eq!(
+            failures,
+            [
+                "admin[0] logged an undeclared WARN line (2 times): WARN admin::auth: the default password"
+            ]
+        );
+        // In etcd the etcd-only declaration is looked for, and matched nothing.
+        let failures = judge(&[admin(0, LOG)], &declared, SyncMode::Etcd);
+        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert!(failures[2].starts_with("expectLogs[2]"), "{failures:?}");
     }
 
     #[test]
@@ -228,7 +265,7 @@ thread 'main' panicked at admin/src/main.rs:1:1: WARN not an event
               { service: gateway, level: warn, contains: maybe, optional: true }]",
         );
         assert_eq!(
-            judge(&[], &declared),
+            judge(&[], &declared, SyncMode::Websocket),
             [
                 "expectLogs[0] (gateway ERROR containing \"lost\") matched no line (`optional: true` if it may not come)"
             ]
@@ -240,7 +277,7 @@ thread 'main' panicked at admin/src/main.rs:1:1: WARN not an event
         let log: String = (0..15)
             .map(|i| format!("2026-12-06T04:20:51Z ERROR x: failure {i}\n"))
             .collect();
-        let failures = judge(&[admin(0, &log)], &[]);
+        let failures = judge(&[admin(0, &log)], &[], SyncMode::Websocket);
         assert_eq!(failures.len(), LISTED + 1);
         assert_eq!(failures[LISTED], "and 5 more distinct undeclared lines");
     }

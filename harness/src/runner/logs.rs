@@ -6,6 +6,8 @@
 
 use std::time::Instant;
 
+use model::SyncMode;
+
 use super::Case;
 use crate::backend::Service;
 use crate::error::RunErrorKind;
@@ -62,19 +64,20 @@ pub(super) fn skipped_for_run(opts: &RunOptions) -> Option<&'static str> {
 
 impl Case<'_> {
     /// Reads what each service logged since `marks`, judges it against the case's
-    /// `expectLogs` and records the check (skipped for the reason `skip` gives, or where
-    /// logs are not judged); an error lists what is wrong.
+    /// `expectLogs` for `mode` and records the check (skipped for the reason `skip` gives, or
+    /// where logs are not judged); an error lists what is wrong.
     pub(super) fn judge_logs(
         &self,
         marks: &LogMarks,
         skip: Option<&'static str>,
+        mode: SyncMode,
     ) -> Result<(), RunErrorKind> {
         let started = Instant::now();
         let outcome = match (&marks.0, skip) {
             (_, Some(why)) => CheckOutcome::Skipped(why.into()),
             (None, None) => CheckOutcome::Skipped(LOGS_OFF_HOST.into()),
             (Some(marks), None) => match self.read_logs(marks) {
-                Ok(logs) => match judge(&logs, &self.scenario.expect_logs) {
+                Ok(logs) => match judge(&logs, &self.scenario.expect_logs, mode) {
                     failures if failures.is_empty() => CheckOutcome::Passed,
                     failures => CheckOutcome::Failed(failures),
                 },

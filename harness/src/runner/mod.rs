@@ -124,7 +124,11 @@ pub async fn run_case(
         opts.keep,
         &Shape {
             spec: scenario.topology.clone(),
-            sync_proxy: scenario.steps.iter().any(StepSpec::partitions),
+            proxies: scenario
+                .steps
+                .iter()
+                .flat_map(StepSpec::faulted_links)
+                .collect(),
             sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
             clocks: scenario.steps.iter().any(StepSpec::steps_clocks),
             slice_links: opts.run_mode == Some(RunMode::Slice),
@@ -136,10 +140,10 @@ pub async fn run_case(
     let addrs: Addresses = scenario
         .upstream_names()
         .map(|name| {
-            let up = topo
-                .upstream(name)
+            let at = topo
+                .upstream_address(name)
                 .expect("the topology started every upstream");
-            (name.to_owned(), up.host_port())
+            (name.to_owned(), at)
         })
         .collect();
     let caps = backend.capabilities();
@@ -154,10 +158,10 @@ pub async fn run_case(
         let case = Case {
             scenario,
             topo: &topo,
-            gateways: topo
-                .gateways()
-                .iter()
-                .map(|g| GatewayClient::new(g.url()).errors_with_200(caps.errors_with_200))
+            gateways: (0..topo.gateways().len())
+                .map(|i| {
+                    GatewayClient::new(&topo.client_url(i)).errors_with_200(caps.errors_with_200)
+                })
                 .collect(),
             caps,
             in_flight: tokio::sync::RwLock::new(()),
@@ -180,7 +184,7 @@ pub async fn run_case(
         result = case.run().await;
         // Judged after a failure too (the report shows it), but the first failure is the
         // case's.
-        let logged = case.judge_logs(&marks, logs::skipped_for_run(opts));
+        let logged = case.judge_logs(&marks, logs::skipped_for_run(opts), mode);
         if let (Ok(()), Err(e)) = (&result, logged) {
             result = Err((Step::Logs, e));
         }

@@ -130,9 +130,8 @@ impl Case<'_> {
             .unwrap_or_else(|| self.scenario.name.clone());
         let host_port = self
             .topo
-            .upstream(&reg.upstream)
-            .expect("validated: upstreams are declared")
-            .host_port();
+            .upstream_address(&reg.upstream)
+            .expect("validated: upstreams are declared");
         register_client(admin, &app_name, &reg.context_path, &reg.paths, &host_port).await
     }
 

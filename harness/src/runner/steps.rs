@@ -223,6 +223,12 @@ impl Case<'_> {
             true => self.topo.etcd_revision().await.map_err(at(Step::Steps))?,
             false => 0,
         };
+        // A refused step leaves the admin's config as it found it: read before its changes,
+        // compared after all of them (a fault that keeps the database away is healed by then).
+        let unrefused = match &st.refused {
+            Some(_) => Some(config_digest(admins.client(self).await?).await?),
+            None => None,
+        };
         for (c, change) in st.changes.iter().enumerate() {
             match change {
                 Change::Admin(change) => {
@@ -231,7 +237,7 @@ impl Case<'_> {
                     let client = admins.client(self).await?;
                     let applied = self.apply(client, &st.name, &field, change, made, plugins);
                     match &st.refused {
-                        Some(refusal) => must_refuse(client, &field, refusal, applied).await?,
+                        Some(refusal) => must_refuse(&field, refusal, applied).await?,
                         None => applied.await?,
                     }
                 }
@@ -241,6 +247,10 @@ impl Case<'_> {
                         .await?;
                 }
             }
+        }
+        if let Some(before) = unrefused {
+            let field = format!("steps[{index}].refused");
+            nothing_written(admins.client(self).await?, &field, before).await?;
         }
         let admin = admins.case;
         let committed = now_us();
@@ -522,22 +532,26 @@ impl Case<'_> {
     }
 }
 
+/// The admin's config digest.
+async fn config_digest(admin: &AdminClient) -> StepResult<String> {
+    (admin.digest().await.map(|d| d.digest)).map_err(at(Step::Steps))
+}
+
+/// The refusal at `field` broke: `detail` says how.
+fn refusal_broken(field: &str, detail: String) -> (Step, RunErrorKind) {
+    let field = field.to_owned();
+    (Step::Steps, RunErrorKind::RefusalBroken { field, detail })
+}
+
 /// Judges a change of a step that says it must be refused (`refusal`): `applied` (the change,
-/// keyed `field`) must fail with the refusal's status and text, and leave the admin's digest
-/// what it was (nothing half-written; the step's digest equality then holds the gateways to
-/// it).
+/// keyed `field`) must fail with the refusal's status and text. [`nothing_written`] then
+/// judges the admin's config after the step's changes.
 async fn must_refuse(
-    admin: &AdminClient,
     field: &str,
     refusal: &Refusal,
     applied: impl Future<Output = StepResult<()>>,
 ) -> StepResult<()> {
-    let broken = |detail: String| {
-        let field = field.to_owned();
-        (Step::Steps, RunErrorKind::RefusalBroken { field, detail })
-    };
-    let digest = async { admin.digest().await.map(|d| d.digest) };
-    let before = digest.await.map_err(at(Step::Steps))?;
+    let broken = |detail: String| refusal_broken(field, detail);
     let got = match applied.await {
         Ok(()) => {
             return Err(broken(format!(
@@ -554,13 +568,22 @@ async fn must_refuse(
             refusal.contains
         )));
     }
-    let after = async { admin.digest().await.map(|d| d.digest) };
-    let after = after.await.map_err(at(Step::Steps))?;
+    Ok(())
+}
+
+/// After a refused step's changes the admin's config digest is still `before`, what it was
+/// before them: nothing half-written (the step's digest equality then holds the gateways to
+/// it).
+async fn nothing_written(admin: &AdminClient, field: &str, before: String) -> StepResult<()> {
+    let after = config_digest(admin).await?;
     if after != before {
-        return Err(broken(format!(
-            "was refused, but the admin's config changed all the same (digest {before} before, \
-             {after} after): half-written"
-        )));
+        return Err(refusal_broken(
+            field,
+            format!(
+                "was refused, but the admin's config changed all the same (digest {before} \
+                 before, {after} after): half-written"
+            ),
+        ));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use harness::internals::backend::docker::{self, EngineCheck, Labelled};
 use harness::internals::topology::{Shape, Topology};
-use harness::scenario::ast::{Component, FaultAction, Target, UpstreamDecl};
+use harness::scenario::ast::{Component, FaultAction, Link, Target, UpstreamDecl};
 use harness::{Backend, BackendKind, ProcessEnv, RunOptions};
 use libtest_mimic::{Failed, Trial};
 use model::SyncMode;
@@ -298,7 +298,7 @@ fn partition_keeps_the_published_port() -> Result<(), Failed> {
             &[],
             false,
             &Shape {
-                sync_proxy: true,
+                proxies: [Link::Sync].into(),
                 ..Shape::default()
             },
         )

@@ -55,12 +55,8 @@ impl Live {
 
     /// Sends `op` when it applies (see [`Writer::op`]).
     async fn op(&self, case: u64, op: Op, state: &mut CaseState) -> Result<(), String> {
-        let addresses = [Upstream::Alpha, Upstream::Beta].map(|u| {
-            self.topo
-                .upstream(u.name())
-                .map(|up| up.host_port())
-                .unwrap_or_default()
-        });
+        let addresses = [Upstream::Alpha, Upstream::Beta]
+            .map(|u| self.topo.upstream_address(u.name()).unwrap_or_default());
         let writer = Writer {
             admin: &self.admin,
             plugin_id: &self.plugin_id,

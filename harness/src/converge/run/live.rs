@@ -12,7 +12,7 @@ use super::modes::protocol_fault;
 use crate::backend::Backend;
 use crate::client::{AdminClient, GatewayClient};
 use crate::lower::divide_handle;
-use crate::scenario::ast::{FaultAction, TopologySpec, UpstreamDecl};
+use crate::scenario::ast::{FaultAction, Link, TopologySpec, UpstreamDecl};
 use crate::topology::{Shape, Topology};
 use crate::wait::{WaitPolicy, await_convergence};
 
@@ -100,7 +100,7 @@ impl Live {
                 gateways,
                 ..TopologySpec::default()
             },
-            sync_proxy: true,
+            proxies: [Link::Sync].into(),
             sync_faults: protocol_fault(mode).is_some(),
             clocks: false,
             slice_links: false,
@@ -123,8 +123,10 @@ impl Live {
             .map_err(|e| e.to_string())?
             .ok_or("the admin has no divide plugin")?;
         let handle = |name: &str| -> Result<String, String> {
-            let upstream = topo.upstream(name).ok_or(format!("no upstream {name}"))?;
-            Ok(divide_handle(&upstream.host_port()))
+            let upstream = topo
+                .upstream_address(name)
+                .ok_or(format!("no upstream {name}"))?;
+            Ok(divide_handle(&upstream))
         };
         let handles = [handle("alpha")?, handle("beta")?];
         let baseline = admin.digest().await.map_err(|e| e.to_string())?.selectors;

@@ -19,6 +19,17 @@ pub struct ExpectLog {
     /// without it, a declaration that matched no line fails the case.
     #[serde(default)]
     pub optional: bool,
+    /// The sync modes it applies in (default: every mode of the case): in another mode the
+    /// line is undeclared, and a declaration not `optional` is not looked for.
+    #[serde(default)]
+    pub modes: Vec<SyncMode>,
+}
+
+impl ExpectLog {
+    /// Whether it applies to a case run in `mode`.
+    pub fn applies_in(&self, mode: SyncMode) -> bool {
+        self.modes.is_empty() || self.modes.contains(&mode)
+    }
 }
 
 /// The level of a declared line.

@@ -6,7 +6,7 @@ use super::*;
 
 /// `network`: one toxic on one link (exactly one of `latency`, `bandwidth`, `slice`,
 /// `slowClose`, `limitData`, `loss`, `blackhole`); several entries stack on a link. `heal`
-/// ends them all. Host backend only.
+/// ends them all, on every link. Host backend only.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NetworkFault {
@@ -43,21 +43,25 @@ pub struct NetworkFault {
 }
 
 /// A link of the topology a `network` fault sits on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Link {
     /// The gateway's sync connection: to the admin (websocket, http), to ZooKeeper or etcd.
     #[default]
     Sync,
-    /// The gateway's connections to the upstreams.
+    /// The gateway's connections to the upstreams (every upstream of the case).
     Upstream,
-    /// The harness's requests to the gateway.
+    /// The harness's requests to the gateways (checks, probes, traffic, digest reads).
     Client,
-    /// The admin's connection to its database.
+    /// The admins' connections to their PostgreSQL database (`topology.storage: postgres`;
+    /// a SQLite file has no link).
     Database,
 }
 
 impl Link {
+    /// Every link, in order.
+    pub const ALL: [Link; 4] = [Link::Sync, Link::Upstream, Link::Client, Link::Database];
+
     /// Its name in case files.
     pub fn name(self) -> &'static str {
         match self {

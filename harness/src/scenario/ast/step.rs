@@ -87,13 +87,13 @@ impl StepSpec {
             .any(|c| matches!(c, Change::Fault(Fault::Clock(_))))
     }
 
-    /// Whether a change partitions the gateway or sets a `network` fault on its sync link
-    /// (the sync connection then goes through a proxy).
-    pub fn partitions(&self) -> bool {
-        self.changes.iter().any(|c| match c {
-            Change::Fault(Fault::Partition(_)) => true,
-            Change::Fault(Fault::Network(n)) => n.link == Link::Sync,
-            _ => false,
+    /// The links its changes partition or set `network` faults on (each then goes through
+    /// a proxy).
+    pub fn faulted_links(&self) -> impl Iterator<Item = Link> + '_ {
+        self.changes.iter().filter_map(|c| match c {
+            Change::Fault(Fault::Partition(_)) => Some(Link::Sync),
+            Change::Fault(Fault::Network(n)) => Some(n.link),
+            _ => None,
         })
     }
 

@@ -31,6 +31,14 @@ impl Validator<'_> {
                     ),
                 );
             }
+            for (m, mode) in e.modes.iter().enumerate() {
+                if !s.modes.contains(mode) {
+                    self.report(
+                        format!("{at}.modes[{m}]"),
+                        format!("`{mode}`: the case does not run in it"),
+                    );
+                }
+            }
             if s.expect_logs[..i].contains(e) {
                 self.report(at, "declared twice");
             }

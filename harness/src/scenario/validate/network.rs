@@ -1,8 +1,9 @@
-//! A step's `network` change: one toxic, on a link with a proxy, with values that mean
-//! something, on the host backend.
+//! A step's `network` change: one toxic, on a link the topology has (the sync link of one
+//! admin and one gateway; the database link on PostgreSQL), with values that mean something,
+//! on the host backend.
 
 use super::*;
-use crate::scenario::ast::{Link, NetworkDirection, NetworkFault};
+use crate::scenario::ast::{Link, NetworkDirection, NetworkFault, Storage};
 
 impl Validator<'_> {
     /// A `network` entry (at `at`, `steps[i].changes[j].network`) fits the case.
@@ -23,16 +24,15 @@ impl Validator<'_> {
                 ),
             );
         }
-        if n.link != Link::Sync {
-            self.report(
+        match n.link {
+            Link::Sync => self.one_sync_connection(at),
+            Link::Database if s.topology.storage != Storage::Postgres => self.report(
                 format!("{at}.link"),
-                format!(
-                    "`{}` has no fault proxy yet: only the `sync` link so far",
-                    n.link.name()
-                ),
-            );
+                "the admin's SQLite database is a file, with no link to fault: add \
+                 `topology: { storage: postgres }`",
+            ),
+            Link::Upstream | Link::Client | Link::Database => {}
         }
-        self.one_sync_connection(at);
         if s.backends.iter().any(|b| b.containers()) {
             self.report(
                 at.to_owned(),

@@ -305,7 +305,9 @@ impl<'s> Validator<'s> {
                 }
                 link.partitioned = partition;
                 link.network &= partition;
-                self.one_sync_connection(&at);
+                if partition {
+                    self.one_sync_connection(&at);
+                }
                 if let Fault::Partition(how) = fault
                     && *how != PartitionHow::Blackhole
                     && s.backends.iter().any(|b| b.containers())
