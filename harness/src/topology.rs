@@ -28,7 +28,8 @@ use crate::error::BackendError;
 use crate::fault::links::{self, LinkProxies};
 use crate::fault::{DiskMount, FaultProxy, Mode as ProxyMode, Starvation, Toxics};
 use crate::scenario::ast::{
-    Component, FaultAction, Link, Starve, Storage, Target, TopologySpec, UpstreamDecl,
+    Bytes, Component, FaultAction, Link, Resources, Starve, Storage, Target, TopologySpec,
+    UpstreamDecl,
 };
 use crate::scenario::placeholder;
 
@@ -276,6 +277,8 @@ pub struct Shape {
     /// The admins' SQLite file sits on a tmpfs of its own that steps fill (`diskFull`; host
     /// backend, as root).
     pub disk_faults: bool,
+    /// The limits of the containers, by role (`resources`; docker backend).
+    pub resources: Resources,
 }
 
 /// The pause after each byte on a sliced link (`Shape::slice_links`): none, each byte its own
@@ -348,7 +351,10 @@ impl Topology {
             _ => None,
         };
         let db_dir = disk.as_ref().map_or(dir.path(), DiskMount::path);
-        let run = backend.begin(mode, keep).await?;
+        let mut run = backend.begin(mode, keep).await?;
+        if let Run::Docker(d) = &mut run {
+            d.resources = shape.resources;
+        }
         // The upstreams and components need nothing else; the store, the admins and the
         // gateways need each other in that order: the two chains start side by side.
         let serving = start_serving(&run, upstreams, components, dir.path());
@@ -797,6 +803,28 @@ impl Topology {
     /// Where the logs and the database are.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The admins and gateways the kernel's OOM killer ended (docker: `State.OOMKilled`;
+    /// none elsewhere), each named with its memory limit (`gantry-…-gateway (memory limit
+    /// 8MiB)`).
+    pub async fn oom_killed(&self) -> Vec<String> {
+        let Run::Docker(run) = &self.run else {
+            return Vec::new();
+        };
+        let roles = (self.admins.iter().map(|s| ("admin", s)))
+            .chain(self.gateways.iter().map(|s| ("gateway", s)));
+        let mut killed = Vec::new();
+        for (role, s) in roles {
+            if let Service::Docker(c) = s
+                && c.oom_killed().await
+            {
+                let limit = (run.resources.memory_of(role))
+                    .map_or(String::new(), |m| format!(" (memory limit {})", Bytes(m)));
+                killed.push(format!("{}{limit}", s.name()));
+            }
+        }
+        killed
     }
 
     /// The services that ended on their own (admins, gateways, the store), by name; `None`

@@ -24,7 +24,7 @@
 //!   ([`SyncState::on_request`]) compiles the routing tables from nothing whenever the
 //!   config's version moved, as APISIX's router does in each worker, and requests wait on it;
 //! - [`EmulatedBug::LeakPerRequest`] leaves the sync path alone too: the request path leaks
-//!   one file descriptor per request.
+//!   one file descriptor and [`LEAKED_PER_REQUEST`] bytes of memory per request.
 //!
 //! What one apply call holds back is a batch, swapped in one window later by
 //! [`SyncState::refills`] (a task the gateway starts next to its subscriber when the bug holds
@@ -62,6 +62,9 @@ pub(crate) const WEBSOCKET_MESSAGE_CAP: usize = 10240;
 /// How long a sync connection may stay silent under [`EmulatedBug::NoSyncKeepalive`]: a day,
 /// never within a test.
 pub(crate) const NO_KEEPALIVE_SILENCE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How much memory a request leaks under [`EmulatedBug::LeakPerRequest`]: 64 KiB.
+pub(crate) const LEAKED_PER_REQUEST: usize = 64 * 1024;
 
 /// The bug the sync path emulates, and what it holds back.
 #[derive(Debug, Default)]
@@ -128,7 +131,8 @@ impl Emulation {
     /// [`EmulatedBug::RebuildPerChange`]: the tables, compiled again from all of `current`'s
     /// data when the last ones are of another version; a request that finds a rebuild under
     /// way waits for it (one router, as in an APISIX worker).
-    /// [`EmulatedBug::LeakPerRequest`]: one file descriptor opened and never closed.
+    /// [`EmulatedBug::LeakPerRequest`]: one file descriptor opened and never closed, and
+    /// [`LEAKED_PER_REQUEST`] bytes of memory written and never freed.
     pub(super) fn on_request(&self, current: &Arc<Snapshot>) -> Option<Arc<Snapshot>> {
         match self.bug {
             Some(EmulatedBug::RebuildPerChange) => Some(self.rebuilt(current)),
@@ -136,6 +140,8 @@ impl Emulation {
                 if let Ok(file) = std::fs::File::open("/dev/null") {
                     std::mem::forget(file);
                 }
+                // Written, so resident; seen, so not optimised away.
+                std::hint::black_box(Vec::leak(vec![0x5au8; LEAKED_PER_REQUEST]));
                 None
             }
             _ => None,

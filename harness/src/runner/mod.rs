@@ -133,6 +133,7 @@ pub async fn run_case(
             clocks: scenario.steps.iter().any(StepSpec::steps_clocks),
             slice_links: opts.run_mode == Some(RunMode::Slice),
             disk_faults: scenario.steps.iter().any(StepSpec::fills_disk),
+            resources: scenario.resources,
         },
     )
     .await
@@ -220,7 +221,15 @@ pub async fn run_case(
     }
     let result = match result {
         Ok(()) => Ok(record),
-        Err((step, kind)) => Err(fail(step, kind, failure_logs(&topo, step, opts), record)),
+        Err((step, kind)) => {
+            let oom = topo.oom_killed().await;
+            Err(fail(
+                step,
+                kind,
+                failure_logs(&topo, step, opts, &oom),
+                record,
+            ))
+        }
     };
     topo.close().await;
     result
@@ -239,11 +248,19 @@ async fn sweep_run(external: &crate::backend::ExternalBackend) -> Result<(), Run
     }
 }
 
-/// The service logs a failure shows: every service's last lines when a process ended on its
+/// The service logs a failure shows, after the admins and gateways the OOM killer ended (`oom`,
+/// if any): every service's last lines when a process ended on its
 /// own, when the topology did not start, when the backend cannot tell (docker) or with
 /// `--verbose`; otherwise a line saying how to see them (a failed expectation is read from
 /// its own message, not from 40 lines of logs).
-fn failure_logs(topo: &Topology, step: Step, opts: &RunOptions) -> String {
+fn failure_logs(topo: &Topology, step: Step, opts: &RunOptions, oom: &[String]) -> String {
+    if !oom.is_empty() {
+        return format!(
+            "\n{} killed by the kernel's OOM killer (docker: OOMKilled){}",
+            oom.join(", "),
+            topo.log_tails(LOG_LINES)
+        );
+    }
     let exited = topo.exited();
     let died = match exited.as_deref() {
         Some([]) => None,

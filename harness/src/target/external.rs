@@ -316,6 +316,13 @@ pub(crate) fn structural_skip_reason(scenario: &Scenario) -> Option<String> {
             "it needs {c} started by gantry; an external run starts only upstreams"
         ));
     }
+    if !scenario.resources.is_empty() {
+        return Some(
+            "it limits its containers' memory (`resources`), which needs containers of \
+             gantry's own"
+                .into(),
+        );
+    }
     if !scenario.setup.plugins.is_empty() {
         return Some(
             "it changes a plugin (`setup.plugins`), which is config the run did not create".into(),

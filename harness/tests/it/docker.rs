@@ -160,6 +160,63 @@ fn after_failure() -> Result<(), Failed> {
     assert_gone(&run_label(&id))
 }
 
+/// A gateway that leaks 64 KiB a request, held to 24 MiB: its container is killed by the
+/// OOM killer within the check's 600 requests (37.5 MiB leaked), and the failure says so,
+/// naming the limit.
+const OUT_OF_MEMORY: &str = r#"
+name: docker_out_of_memory
+modes: [websocket]
+backends: [docker]
+upstreams: [alpha]
+resources:
+  gateway: { memory: 24MiB }
+setup:
+  selectors:
+    - name: oom
+      plugin: divide
+      conditions:
+        - { paramType: uri, operator: startsWith, paramValue: /docker/oom/ }
+      upstreams:
+        - { upstream: alpha }
+      rules:
+        - name: all
+          conditions:
+            - { paramType: uri, operator: startsWith, paramValue: /docker/oom/ }
+wait:
+  probe:
+    request: { path: /docker/oom/probe }
+    expect: { status: 200, upstream: alpha }
+checks:
+  - name: six hundred requests
+    request: { path: /docker/oom/a }
+    expect: { status: 200, upstream: alpha }
+    repeat: 600
+"#;
+
+fn out_of_memory_is_reported() -> Result<(), Failed> {
+    let backend = (backend()?.clone())
+        .with_gateway_args(vec!["--emulate-bug".into(), "leak-per-request".into()]);
+    let scenario =
+        harness::scenario::parse_str(Path::new("docker_out_of_memory.yaml"), OUT_OF_MEMORY)?;
+    let outcome = runtime()?.block_on(harness::run_case(
+        &scenario,
+        SyncMode::Websocket,
+        &backend,
+        &opts(),
+        &|_| {},
+    ));
+    let err = match outcome {
+        Ok(_) => return Err("a gateway leaking past its memory limit passed".into()),
+        Err(e) => e.to_string(),
+    };
+    let said = "gateway (memory limit 24MiB) killed by the kernel's OOM killer (docker: OOMKilled)";
+    if !err.contains(said) {
+        return Err(format!("the failure does not say `{said}`:\n{err}").into());
+    }
+    let id = run_id_in(&err).ok_or_else(|| format!("no run id in:\n{err}"))?;
+    assert_gone(&run_label(&id))
+}
+
 fn after_panic() -> Result<(), Failed> {
     let backend = backend()?;
     let seen = Arc::new(Mutex::new(None::<String>));
@@ -458,7 +515,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    let tests: [(&str, Check); 9] = [
+    let tests: [(&str, Check); 10] = [
         ("docker::no_leftovers_after_pass", after_pass),
         ("docker::no_leftovers_after_failure", after_failure),
         ("docker::no_leftovers_after_panic", after_panic),
@@ -471,6 +528,10 @@ pub(crate) fn trials() -> Vec<Trial> {
         (
             "docker::partition_keeps_the_published_port",
             partition_keeps_the_published_port,
+        ),
+        (
+            "docker::out_of_memory_is_reported",
+            out_of_memory_is_reported,
         ),
         (
             "docker::a_container_of_your_own_sits_beside_gantry",

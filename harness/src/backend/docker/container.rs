@@ -361,6 +361,19 @@ impl Container {
             })
     }
 
+    /// Whether the kernel's OOM killer ended it (docker's `State.OOMKilled`); `false` when
+    /// the engine cannot tell.
+    pub async fn oom_killed(&self) -> bool {
+        let Ok(name) = self.engine_name().await else {
+            return false;
+        };
+        (self.docker.inspect_container(&name, None).await)
+            .ok()
+            .and_then(|c| c.state)
+            .and_then(|s| s.oom_killed)
+            .unwrap_or(false)
+    }
+
     fn follower(&self) -> std::sync::MutexGuard<'_, tokio::task::JoinHandle<()>> {
         self.follower.locked()
     }

@@ -45,6 +45,7 @@ use crate::backend::process::{PORT_ATTEMPTS, free_port, lost_port_race};
 use crate::backend::{StoreKind, SyncToken};
 use crate::error::BackendError;
 use crate::images;
+use crate::scenario::ast::Resources;
 
 /// How many random subnets [`DockerRun::create`] tries for the sync network before giving up
 /// (one may overlap another run's).
@@ -95,6 +96,8 @@ pub struct DockerRun {
     keep: bool,
     /// Extra arguments for every gateway and admin.
     pub(crate) extra: crate::backend::ExtraArgs,
+    /// The limits of its containers, by role (a case's `resources`; plain containers only).
+    pub(crate) resources: Resources,
     /// Given to the run's admin and gateways.
     sync_token: SyncToken,
     /// The swarm its services run on (swarm backend); `None`: plain containers.
@@ -125,6 +128,7 @@ impl DockerRun {
             network,
             keep,
             extra,
+            resources: Resources::default(),
             sync_token: SyncToken::random(),
             swarm,
         };
@@ -277,6 +281,15 @@ impl DockerRun {
             Side::Upstream => self.network.clone(),
         };
         let (repo, tag) = spec.image.split_once(':').unwrap_or((spec.image, "latest"));
+        let memory = self.resources.memory_of(spec.role);
+        let host_config = move |host: &mut HostConfig| {
+            loopback_only(host);
+            if let Some(bytes) = memory.and_then(|m| i64::try_from(m).ok()) {
+                // Swap included: the limit is all the memory it gets.
+                host.memory = Some(bytes);
+                host.memory_swap = Some(bytes);
+            }
+        };
         let request = |host_port: u16| {
             ENV.iter()
                 .fold(
@@ -289,7 +302,7 @@ impl DockerRun {
                 .with_label("gantry.role", spec.role)
                 .with_cmd(&spec.cmd)
                 .with_mapped_port(host_port, spec.port.tcp())
-                .with_host_config_modifier(loopback_only)
+                .with_host_config_modifier(host_config)
         };
         let mut attempt = 1;
         let (inner, host_port) = loop {

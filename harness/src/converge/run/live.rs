@@ -105,6 +105,7 @@ impl Live {
             clocks: false,
             slice_links: false,
             disk_faults: false,
+            resources: Default::default(),
         };
         let topo = Topology::start_with(backend, mode, &upstreams, &[], keep, &shape)
             .await

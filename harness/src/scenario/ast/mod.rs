@@ -106,6 +106,9 @@ pub struct Scenario {
     /// (reported as the case's skip reason under that mode).
     #[serde(default)]
     pub run_modes: RunModeOptOuts,
+    /// What its containers may use: a memory limit per role (docker backend).
+    #[serde(default)]
+    pub resources: Resources,
 }
 
 impl Scenario {

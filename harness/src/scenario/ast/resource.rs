@@ -97,6 +97,110 @@ pub struct Refusal {
     pub contains: String,
 }
 
+/// `resources:` what the case's containers may use (docker backend): a memory limit per
+/// role. A process over its limit is killed by the kernel's OOM killer, which the failure
+/// then names (docker's `OOMKilled`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    /// The gateways' containers.
+    #[serde(default)]
+    pub gateway: Option<RoleLimits>,
+    /// The admins' containers.
+    #[serde(default)]
+    pub admin: Option<RoleLimits>,
+}
+
+impl Resources {
+    /// Whether it limits nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Resources::default()
+    }
+
+    /// The memory limit of the containers of `role` (`admin`, `gateway`), in bytes.
+    pub fn memory_of(&self, role: &str) -> Option<u64> {
+        let limits = match role {
+            "gateway" => self.gateway,
+            "admin" => self.admin,
+            _ => None,
+        };
+        limits.map(|l| l.memory.0)
+    }
+}
+
+/// The limits of one role's containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleLimits {
+    /// Its memory, swap included (docker's `--memory`, with `--memory-swap` the same):
+    /// `48MiB`, `512KiB`, `1GiB` (at least 6 MiB, docker's own minimum).
+    pub memory: Bytes,
+}
+
+/// A size in bytes, written with a binary unit (`48MiB`, `512KiB`, `1GiB`) or as a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
+#[schemars(with = "String")]
+pub struct Bytes(pub u64);
+
+/// The smallest memory limit docker takes.
+pub const MIN_MEMORY: u64 = 6 * 1024 * 1024;
+
+impl std::str::FromStr for Bytes {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Bytes, String> {
+        let text = s.trim();
+        let digits = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(digits);
+        let scale: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            other => {
+                return Err(format!(
+                    "`{s}`: unknown unit `{other}` (give B, KiB, MiB or GiB, e.g. `48MiB`)"
+                ));
+            }
+        };
+        let number: u64 = number
+            .parse()
+            .map_err(|_| format!("`{s}` is not a size: a whole number and a unit, e.g. `48MiB`"))?;
+        number
+            .checked_mul(scale)
+            .map(Bytes)
+            .ok_or_else(|| format!("`{s}` is too large"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Ok(Bytes(n)),
+            Raw::Text(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            n if n % (1 << 30) == 0 && n > 0 => write!(f, "{}GiB", n >> 30),
+            n if n % (1 << 20) == 0 && n > 0 => write!(f, "{}MiB", n >> 20),
+            n if n % (1 << 10) == 0 && n > 0 => write!(f, "{}KiB", n >> 10),
+            n => write!(f, "{n}B"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +230,28 @@ mod tests {
     fn a_duty_without_its_percent_sign_is_refused() {
         let err = serde_norway::from_str::<Starve>("{ target: gateway, duty: '90' }").unwrap_err();
         assert!(err.to_string().contains("invalid duty `90`"), "{err}");
+    }
+
+    #[test]
+    fn sizes_read_binary_units_and_refuse_others() {
+        let read = |s: &str| s.parse::<Bytes>().map(|b| b.0);
+        assert_eq!(read("64MiB"), Ok(64 << 20));
+        assert_eq!(read("512KiB"), Ok(512 << 10));
+        assert_eq!(read("1GiB"), Ok(1 << 30));
+        assert_eq!(read("7000000"), Ok(7_000_000));
+        assert!(read("64MB").unwrap_err().contains("unknown unit `MB`"));
+        assert!(read("MiB").unwrap_err().contains("is not a size"));
+        assert!(read("99999999999GiB").unwrap_err().contains("too large"));
+        assert_eq!(Bytes(64 << 20).to_string(), "64MiB");
+        assert_eq!(Bytes(1000).to_string(), "1000B");
+    }
+
+    #[test]
+    fn a_role_without_limits_has_none() {
+        let resources: Resources = serde_norway::from_str("gateway: { memory: 48MiB }").unwrap();
+        assert_eq!(resources.memory_of("gateway"), Some(48 << 20));
+        assert_eq!(resources.memory_of("admin"), None);
+        assert_eq!(resources.memory_of("upstream"), None);
+        assert!(Resources::default().is_empty());
     }
 }

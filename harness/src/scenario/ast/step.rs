@@ -50,8 +50,8 @@ pub struct StepSpec {
     pub checks: Vec<Check>,
     /// The step's admin changes must each be refused (a full database disk:
     /// `refused: { status: 507, contains: "disk is full" }`): each answered with that status
-    /// and text, the admin's digest and every running gateway's what they were before it
-    /// (nothing half-written, nothing pushed).
+    /// and text; after the step's changes the admin's digest, and every running gateway's,
+    /// what they were before them (nothing half-written, nothing pushed).
     #[serde(default)]
     pub refused: Option<Refusal>,
 }

@@ -1557,7 +1557,7 @@ fn a_missing_required_field_is_reported_once() {
         "x.yaml:1:7: name: invalid type: sequence, expected a string\n\
          x.yaml:48:1: unknown field `bogus`, expected one of `name`, `description`, \
          `features`, `modes`, `backends`, `components`, `topology`, `upstreams`, `setup`, \
-         `wait`, `checks`, `steps`, `traffic`, `teardown`, `expectLogs`, `regression`, `runModes`",
+         `wait`, `checks`, `steps`, `traffic`, `teardown`, `expectLogs`, `regression`, `runModes`, `resources`",
         "no missing `name`, no semantic problem"
     );
 }

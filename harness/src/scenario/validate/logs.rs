@@ -1,8 +1,10 @@
-//! `expectLogs`: each declaration names a service the topology runs, a text to look for, and
-//! is not written twice.
+//! `expectLogs`: each declaration names a service the topology runs, a text to look for and
+//! modes the case runs in, and is not written twice. `resources`: limits a container can
+//! take.
 
 use super::Validator;
-use crate::scenario::ast::LogRole;
+use crate::BackendKind;
+use crate::scenario::ast::{LogRole, MIN_MEMORY, RoleLimits};
 
 impl Validator<'_> {
     pub(super) fn expect_logs(&mut self) {
@@ -41,6 +43,38 @@ impl Validator<'_> {
             }
             if s.expect_logs[..i].contains(e) {
                 self.report(at, "declared twice");
+            }
+        }
+    }
+}
+
+impl Validator<'_> {
+    /// `resources` limits the containers of the docker backend only, by at least docker's
+    /// minimum.
+    pub(super) fn resources(&mut self) {
+        let s = self.s;
+        if s.resources.is_empty() {
+            return;
+        }
+        if s.backends != [BackendKind::Docker] {
+            self.report(
+                "resources",
+                "a memory limit is a container's: give `backends: [docker]` (the host \
+                 backend's processes and swarm's services take no limit here)",
+            );
+        }
+        let roles = [
+            ("gateway", s.resources.gateway),
+            ("admin", s.resources.admin),
+        ];
+        for (role, limits) in roles {
+            if let Some(RoleLimits { memory }) = limits
+                && memory.0 < MIN_MEMORY
+            {
+                self.report(
+                    format!("resources.{role}.memory"),
+                    format!("{memory} is below docker's minimum of 6MiB"),
+                );
             }
         }
     }

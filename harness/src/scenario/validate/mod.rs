@@ -159,6 +159,7 @@ impl<'s> Validator<'s> {
         }
         self.traffic();
         self.expect_logs();
+        self.resources();
         for (i, p) in s.teardown.probes.iter().enumerate() {
             probes.push((format!("teardown.probes[{i}]"), p));
         }
