@@ -575,7 +575,12 @@ async fn must_refuse(
 /// before them: nothing half-written (the step's digest equality then holds the gateways to
 /// it).
 async fn nothing_written(admin: &AdminClient, field: &str, before: String) -> StepResult<()> {
-    let after = config_digest(admin).await?;
+    unchanged(field, &before, &config_digest(admin).await?)
+}
+
+/// The refused step at `field` left the admin's config digest `before` as it found it
+/// (`after`): anything else is a half-written change.
+fn unchanged(field: &str, before: &str, after: &str) -> StepResult<()> {
     if after != before {
         return Err(refusal_broken(
             field,
@@ -592,6 +597,21 @@ async fn nothing_written(admin: &AdminClient, field: &str, before: String) -> St
 mod tests {
     use super::*;
     use crate::wait::WaitTimeout;
+
+    /// A refused step whose admin digest moved fails as half-written, naming the field and
+    /// both digests; one that left it alone passes.
+    #[test]
+    fn a_refused_change_that_moved_the_digest_is_half_written() {
+        assert!(unchanged("steps[1].refused", "abc", "abc").is_ok());
+        let (step, kind) = unchanged("steps[1].refused", "abc", "abd").unwrap_err();
+        assert_eq!(step, Step::Steps);
+        let said = kind.to_string();
+        assert!(said.contains("steps[1].refused"), "{said}");
+        assert!(
+            said.contains("changed all the same (digest abc before, abd after): half-written"),
+            "{said}"
+        );
+    }
 
     /// A bound of `ms` that started 1 ms ago.
     fn bound(ms: u64) -> Bound {
