@@ -179,7 +179,8 @@ async fn route<C: Connect>(
                 peer: peer.ip(),
                 peer_trusted: app.trusted_proxies.contains(peer.ip()),
             };
-            // `--emulate-bug rebuild-per-change` only (tests): tables rebuilt per request.
+            // `--emulate-bug rebuild-per-change` / `leak-per-request` only (tests): tables
+            // rebuilt per request, or a descriptor and memory leaked.
             let rebuilt = app.sync.on_request(&snapshot);
             let active = rebuilt.as_ref().map_or(&snapshot.active, |r| &r.active);
             app.chain.run(active, &view).await
@@ -231,6 +232,10 @@ const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 /// same reason: `lingering_close`).
 async fn drain(body: Body) {
     use http_body_util::{BodyExt, Limited};
+    // Most rejections (a 404, a 429 under load) carry no body: no timer for them.
+    if axum::body::HttpBody::is_end_stream(&body) {
+        return;
+    }
     let read = Limited::new(body, DRAIN_LIMIT).collect();
     // A body over the limit or too slow is left: the connection then closes as before.
     let _ = tokio::time::timeout(DRAIN_TIME, read).await;
