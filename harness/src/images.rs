@@ -88,6 +88,17 @@ pub(crate) const UPSTREAM: ImageSpec = ImageSpec {
     },
 };
 
+/// `gantry/proxy:dev`: `gantry fault-proxy`, the docker backend's fault proxy on a link
+/// ([`crate::fault::container`]).
+pub(crate) const PROXY: ImageSpec = ImageSpec {
+    role: "proxy",
+    tag: "gantry/proxy:dev",
+    source: ImageSource::WorkspaceBinary {
+        binary: "gantry",
+        entrypoint: &["/gantry", "fault-proxy"],
+    },
+};
+
 /// `gantry/etcd:dev`: Debian's etcd 3.4, `FROM scratch`.
 pub(crate) const ETCD: ImageSpec = ImageSpec {
     role: "etcd",
@@ -117,7 +128,9 @@ pub(crate) const POSTGRES: ImageSpec = ImageSpec {
 };
 
 /// Every image gantry can build.
-pub(crate) const ALL: &[ImageSpec] = &[ADMIN, GATEWAY, UPSTREAM, ETCD, ZOOKEEPER, REDIS, POSTGRES];
+pub(crate) const ALL: &[ImageSpec] = &[
+    ADMIN, GATEWAY, UPSTREAM, PROXY, ETCD, ZOOKEEPER, REDIS, POSTGRES,
+];
 
 /// The images a topology under `mode` needs; `None` when the docker backend cannot run that
 /// mode.

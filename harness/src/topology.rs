@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use futures_util::future::{join_all, try_join_all};
 use model::SyncMode;
 
+use crate::backend::docker::{SYNC_PROXY_ROLE, UPSTREAM_PROXY_ROLE};
 use crate::backend::host::AdminLaunch;
 use crate::backend::start_numbered_gateway;
 use crate::backend::{
@@ -69,9 +70,9 @@ struct Control {
     admins: Vec<Service>,
     gateways: Vec<Service>,
     /// The proxy on the gateway's sync connection, when asked for.
-    proxy: Option<FaultProxy>,
+    proxy: Option<links::LinkProxy>,
     /// The proxy in front of the admins' PostgreSQL, when asked for.
-    database: Option<FaultProxy>,
+    database: Option<links::LinkProxy>,
 }
 
 /// Starts the upstreams named in `upstreams` and each of `components` once, all at once.
@@ -181,7 +182,31 @@ async fn start_control(
                 backend: run.backend_name(),
             });
         }
-        // Docker runs partition on the run's sync network (`Topology::partition`).
+        // Docker runs partition on the run's sync network (`Topology::partition`), and put
+        // a proxy container on the sync link for its `network` faults.
+        (Run::Docker(d), true) if !d.is_swarm() => {
+            let admin = run.start_admin(mode, store.as_ref(), dir).await?;
+            let target = match (&store, &admin) {
+                (Some(ComponentService::Docker { container, .. }), _)
+                | (None, Service::Docker(container)) => container,
+                _ => unreachable!("a docker run's admin and store are containers"),
+            };
+            let proxy = d.start_proxy(SYNC_PROXY_ROLE, target).await?;
+            let through = (target.peer_addr(), proxy.address());
+            let gateway = crate::backend::start_gateway_through(
+                d,
+                mode,
+                &admin,
+                store.as_ref(),
+                (through.0, &through.1),
+            )
+            .await?;
+            (
+                vec![admin],
+                vec![gateway],
+                Some(links::LinkProxy::Container(Box::new(proxy))),
+            )
+        }
         // The external target's admin and gateway run already.
         (Run::Docker(_) | Run::External(_), _) => {
             let admin = run.start_admin(mode, store.as_ref(), dir).await?;
@@ -205,7 +230,7 @@ async fn start_control(
                     if shape.proxied(run, Link::Database) {
                         let proxy =
                             links::start(at, "the database link", shape.slicer(run)).await?;
-                        let url = ServerKind::Postgres.address(&proxy.addr().to_string());
+                        let url = ServerKind::Postgres.address(&proxy.address());
                         database = Some(proxy);
                         url
                     } else {
@@ -377,14 +402,23 @@ impl Topology {
         };
         if shape.proxied(&run, Link::Upstream) {
             for (name, upstream) in &ups {
-                if let UpstreamService::Host(u) = upstream {
-                    let what = format!("the upstream link to {name}");
-                    let proxy = links::start(u.addr(), &what, shape.slicer(&run)).await?;
-                    links.upstreams.insert(name.clone(), proxy);
-                }
+                let proxy = match (upstream, &run) {
+                    (UpstreamService::Host(u), _) => {
+                        let what = format!("the upstream link to {name}");
+                        links::start(u.addr(), &what, shape.slicer(&run)).await?
+                    }
+                    (UpstreamService::Docker(c), Run::Docker(d)) if !d.is_swarm() => {
+                        links::LinkProxy::Container(Box::new(
+                            d.start_proxy(UPSTREAM_PROXY_ROLE, c).await?,
+                        ))
+                    }
+                    _ => continue,
+                };
+                links.upstreams.insert(name.clone(), proxy);
             }
         }
-        if shape.proxied(&run, Link::Client) && matches!(run, Run::Host(_)) {
+        // On docker, in the harness in front of the gateway's published port.
+        if shape.proxied(&run, Link::Client) && !matches!(run, Run::External(_)) {
             for gateway in &gateways {
                 let what = format!("the client link to {}", gateway.name());
                 let at = links::url_addr(gateway.url(), &what)?;
@@ -420,6 +454,7 @@ impl Topology {
             store,
             components,
             upstreams,
+            links,
             run,
             ..
         } = self;
@@ -445,9 +480,11 @@ impl Topology {
             UpstreamService::Docker(c) => Some(c),
             _ => None,
         });
+        let proxies = links.into_all().map(links::LinkProxy::into_container);
         let removals = services
             .chain(components)
             .chain(upstreams)
+            .chain(proxies)
             .flatten()
             .map(Container::remove);
         for result in join_all(removals).await {
@@ -488,7 +525,7 @@ impl Topology {
     /// its fault proxy when the upstream link has one.
     pub fn upstream_address(&self, name: &str) -> Option<String> {
         match self.links.upstreams.get(name) {
-            Some(proxy) => Some(proxy.addr().to_string()),
+            Some(proxy) => Some(proxy.address()),
             None => self.upstream(name).map(UpstreamService::host_port),
         }
     }
@@ -497,7 +534,7 @@ impl Topology {
     /// client link has one, else the gateway's own.
     pub fn client_url(&self, i: usize) -> String {
         match self.links.clients.get(i) {
-            Some(proxy) => format!("http://{}", proxy.addr()),
+            Some(proxy) => format!("http://{}", proxy.address()),
             None => self.gateways[i].url().to_owned(),
         }
     }
@@ -596,47 +633,45 @@ impl Topology {
         }
     }
 
-    /// Adds toxics to every proxy on `link` (a step's `network`, host backend only): `add`
-    /// gets each one's toxics set so far. [`Topology::heal`] ends them.
-    pub(crate) fn network(
+    /// Adds toxics to every proxy on `link` (a step's `network`; host and docker backends):
+    /// `add` gets each one's toxics set so far. [`Topology::heal`] ends them.
+    pub(crate) async fn network(
         &self,
         link: Link,
         add: impl Fn(&mut Toxics),
     ) -> Result<(), BackendError> {
-        match &self.run {
-            Run::Host(_) => {
-                let proxies = self.links.on(link);
-                if proxies.is_empty() {
-                    return Err(BackendError::NoLinkProxy { link: link.name() });
-                }
-                for proxy in proxies {
-                    let mut toxics = proxy.toxics();
-                    add(&mut toxics);
-                    proxy.set_toxics(toxics);
-                }
-                Ok(())
-            }
-            run => Err(BackendError::FaultUnsupported {
+        if let Run::External(_) = &self.run {
+            return Err(BackendError::FaultUnsupported {
                 action: "network",
                 target: Target::Gateway(None),
-                backend: run.backend_name(),
-            }),
+                backend: self.run.backend_name(),
+            });
         }
+        let proxies = self.links.on(link);
+        if proxies.is_empty() {
+            return Err(BackendError::NoLinkProxy { link: link.name() });
+        }
+        for proxy in proxies {
+            let mut toxics = proxy.toxics();
+            add(&mut toxics);
+            proxy.set_toxics(toxics).await?;
+        }
+        Ok(())
     }
 
     /// Ends a partition and every `network` fault: each link passes again (a step's
-    /// `heal`).
+    /// `heal`). On docker, the proxies heal and a partitioned gateway joins the sync network
+    /// again.
     pub async fn heal(&self) -> Result<(), BackendError> {
+        let proxies: Vec<_> = self.links.all().collect();
+        try_join_all(proxies.iter().map(|proxy| proxy.heal())).await?;
         match (&self.run, self.gateway()) {
-            (Run::Docker(run), Service::Docker(gateway)) => run.heal(gateway).await,
-            _ => {
-                let mut proxies = self.links.all().peekable();
-                if proxies.peek().is_none() {
-                    return Err(BackendError::NoSyncProxy);
-                }
-                proxies.for_each(FaultProxy::heal);
-                Ok(())
-            }
+            (Run::Docker(run), Service::Docker(gateway)) => match run.heal(gateway).await {
+                Err(BackendError::NotPartitioned) if !proxies.is_empty() => Ok(()),
+                healed => healed,
+            },
+            _ if proxies.is_empty() => Err(BackendError::NoSyncProxy),
+            _ => Ok(()),
         }
     }
 
@@ -763,7 +798,11 @@ impl Topology {
     }
 
     fn sync_proxy(&self) -> Result<&FaultProxy, BackendError> {
-        self.links.sync.as_ref().ok_or(BackendError::NoSyncProxy)
+        self.links
+            .sync
+            .as_ref()
+            .and_then(links::LinkProxy::local)
+            .ok_or(BackendError::NoSyncProxy)
     }
 
     fn stores(&self) -> MutexGuard<'_, Option<ComponentService>> {
@@ -915,7 +954,7 @@ async fn sync_proxy_for(
     admin: &Service,
     store: Option<&HostServer>,
     slicer: Option<Toxics>,
-) -> Result<(FaultProxy, Vec<String>), BackendError> {
+) -> Result<(links::LinkProxy, Vec<String>), BackendError> {
     let store = store.and_then(|s| Some((s, s.kind().store()?)));
     let (target, flag) = match store {
         Some((store, kind)) => (
@@ -929,8 +968,8 @@ async fn sync_proxy_for(
     };
     let proxy = links::start(target, "the sync link", slicer).await?;
     let proxied = match store.map(|(_, kind)| kind) {
-        Some(StoreKind::Zookeeper) => proxy.addr().to_string(),
-        _ => format!("http://{}", proxy.addr()),
+        Some(StoreKind::Zookeeper) => proxy.address(),
+        _ => format!("http://{}", proxy.address()),
     };
     let mut source = vec![flag.to_owned(), proxied];
     if store.is_some() {

@@ -421,6 +421,23 @@ impl Run {
     }
 }
 
+/// [`Run::start_gateway`] on docker with its sync connection through a fault proxy: every
+/// mention of `target` (the `name:port` of the admin or the store it syncs from) in its
+/// command becomes `proxy`.
+pub(crate) async fn start_gateway_through(
+    run: &DockerRun,
+    mode: SyncMode,
+    admin: &Service,
+    store: Option<&ComponentService>,
+    (target, proxy): (&str, &str),
+) -> Result<Service, BackendError> {
+    let mut spec = docker_gateway_spec(run, mode, admin, store);
+    for arg in &mut spec.cmd {
+        *arg = arg.replace(target, proxy);
+    }
+    run.start(&spec).await.map(Service::Docker)
+}
+
 /// Starts `count` gateways subscribing with `mode` to `admin` as one Swarm service of that
 /// many tasks, each a [`Service`] of its own (`gantry bench fanout --backend swarm`).
 pub(crate) async fn start_gateway_replicas(

@@ -27,6 +27,10 @@ pub(crate) enum Command {
     Images(ImagesArgs),
     /// Serve one echo upstream (what the `gantry/upstream:dev` image runs).
     Upstream(UpstreamArgs),
+    /// Serve one fault proxy with its control API (what the `gantry/proxy:dev` image runs
+    /// for the docker backend's network faults).
+    #[command(hide = true)]
+    FaultProxy(FaultProxyArgs),
     /// Print the compose file for a sync mode (`compose/<mode>.yml` is this output).
     Compose(ComposeArgs),
     /// Print Kubernetes manifests for a sync mode (`deploy/k8s/<mode>.yaml` is this output).
@@ -149,6 +153,20 @@ pub(crate) struct UpstreamArgs {
     /// (docs/scenarios.md, "Upstream behaviour"), e.g. `[{"path":"/fail","status":503}]`.
     #[arg(long, value_parser = parse_behave)]
     pub(crate) behave: Option<Behaviours>,
+}
+
+/// `gantry fault-proxy`: one fault proxy and its control API (`fault::container`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct FaultProxyArgs {
+    /// Where it relays from.
+    #[arg(long, default_value_t = std::net::SocketAddr::from(([0, 0, 0, 0], crate::fault::container::LISTEN_PORT)))]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Where it relays to: `host:port`, resolved when it starts.
+    #[arg(long)]
+    pub(crate) target: String,
+    /// Where its control API listens.
+    #[arg(long, default_value_t = std::net::SocketAddr::from(([0, 0, 0, 0], crate::fault::container::CONTROL_PORT)))]
+    pub(crate) control: std::net::SocketAddr,
 }
 
 /// The `--behave` list, checked like a case file's.

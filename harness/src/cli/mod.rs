@@ -37,6 +37,7 @@ pub fn main() -> ExitCode {
         args::Command::List(args) => list(&args),
         args::Command::Images(args) => runtime.block_on(images(args)),
         args::Command::Upstream(args) => runtime.block_on(upstream(args)),
+        args::Command::FaultProxy(args) => runtime.block_on(fault_proxy(args)),
         args::Command::Compose(args) => {
             print!("{}", crate::compose::render(args.sync));
             ExitCode::SUCCESS
@@ -245,6 +246,35 @@ async fn images(args: args::ImagesArgs) -> ExitCode {
 }
 
 /// `gantry upstream`: one echo upstream until SIGINT or SIGTERM.
+/// `gantry fault-proxy`: until SIGTERM or Ctrl-C.
+async fn fault_proxy(args: args::FaultProxyArgs) -> ExitCode {
+    let served =
+        crate::fault::container::serve(args.listen, &args.target, args.control, terminated()).await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(exit_code::SETUP)
+        }
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+async fn terminated() {
+    let mut term = match tokio::signal::unix::signal(SignalKind::terminate()) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!("cannot watch SIGTERM: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
 async fn upstream(args: args::UpstreamArgs) -> ExitCode {
     let addr = std::net::SocketAddr::new(args.bind, args.port);
     let listener = match std::net::TcpListener::bind(addr) {
@@ -261,20 +291,7 @@ async fn upstream(args: args::UpstreamArgs) -> ExitCode {
             return ExitCode::from(exit_code::SETUP);
         }
     }
-    let shutdown = async {
-        let mut term = match tokio::signal::unix::signal(SignalKind::terminate()) {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::error!("cannot watch SIGTERM: {e}");
-                let _ = tokio::signal::ctrl_c().await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    };
+    let shutdown = terminated();
     let behave = args.behave.map(|b| b.0).unwrap_or_default();
     match crate::upstream::serve(&args.name, &behave, listener, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,8 +5,9 @@
 //! `compact: etcd`; [`zookeeper::wait_expired`], for `expireSession: gateway`; and
 //! [`Starvation`], the SIGSTOP/SIGCONT duty cycle of `starve`; [`DiskMount`], the admin's
 //! database disk of `diskFull` / `diskFree`; [`links::LinkProxies`], the proxies on a
-//! topology's links.
+//! topology's links; [`container`], a proxy in a container of its own (docker backend).
 
+pub(crate) mod container;
 mod disk;
 pub(crate) mod etcd;
 pub(crate) mod links;

@@ -23,9 +23,10 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 /// A direction of a proxied connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Direction {
     /// From the side that opened the connection to the target.
     Request,
@@ -34,7 +35,7 @@ pub(crate) enum Direction {
 }
 
 /// One toxic on one direction. See the module docs.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Toxic {
     /// Each chunk held `delay` ± `jitter` (uniform) before it is written.
     Latency {
@@ -69,8 +70,9 @@ pub(crate) enum Toxic {
     Blackhole,
 }
 
-/// The toxics of a proxy: per direction, and the loss rate of new connections.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The toxics of a proxy: per direction, and the loss rate of new connections. They travel
+/// as JSON to a proxy in a container ([`super::container`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Toxics {
     request: Vec<Toxic>,
     answer: Vec<Toxic>,

@@ -83,10 +83,10 @@ impl Case<'_> {
             Fault::Network(network) => {
                 faulted.partitioned |= network.cuts_off();
                 tracing::info!(case = %self.id, step = %st.name, ?network, "network fault");
-                (self
-                    .topo
-                    .network(network.link, |toxics| arm(network, toxics)))
-                .map_err(at(Step::Steps))
+                self.topo
+                    .network(network.link, |toxics| arm(network, toxics))
+                    .await
+                    .map_err(at(Step::Steps))
             }
             Fault::Heal => {
                 faulted.partitioned = false;

@@ -217,6 +217,40 @@ fn out_of_memory_is_reported() -> Result<(), Failed> {
     assert_gone(&run_label(&id))
 }
 
+/// The failing cases of the upstream and sync links, moved to docker: the toxics reach the
+/// proxy containers (the judgement fails as on the host, naming what it saw), and the proxy
+/// containers go with the run.
+fn network_faults_fail_through_proxy_containers() -> Result<(), Failed> {
+    let backend = backend()?;
+    let failing = concat!(env!("CARGO_MANIFEST_DIR"), "/../cases/failing/");
+    for (stem, said) in [
+        ("network_upstream_unmet", "status: expected 200, got 504"),
+        ("network_latency_late", "upstream: expected beta, got alpha"),
+    ] {
+        let file = format!("{failing}{stem}.yaml");
+        let text = std::fs::read_to_string(&file)?;
+        let on_docker = text.replace("backends: [host]", "backends: [docker]");
+        let scenario = harness::scenario::parse_str(Path::new(&file), &on_docker)?;
+        let outcome = runtime()?.block_on(harness::run_case(
+            &scenario,
+            SyncMode::Websocket,
+            backend,
+            &opts(),
+            &|_| {},
+        ));
+        let err = match outcome {
+            Ok(_) => return Err(format!("{stem} passed on docker").into()),
+            Err(e) => e.to_string(),
+        };
+        if !err.contains(said) {
+            return Err(format!("{stem} on docker does not say `{said}`:\n{err}").into());
+        }
+        let id = run_id_in(&err).ok_or_else(|| format!("no run id in:\n{err}"))?;
+        assert_gone(&run_label(&id))?;
+    }
+    Ok(())
+}
+
 fn after_panic() -> Result<(), Failed> {
     let backend = backend()?;
     let seen = Arc::new(Mutex::new(None::<String>));
@@ -515,7 +549,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     if let EngineCheck::Skip(why) = &engine {
         eprintln!("note: {why}");
     }
-    let tests: [(&str, Check); 10] = [
+    let tests: [(&str, Check); 11] = [
         ("docker::no_leftovers_after_pass", after_pass),
         ("docker::no_leftovers_after_failure", after_failure),
         ("docker::no_leftovers_after_panic", after_panic),
@@ -532,6 +566,10 @@ pub(crate) fn trials() -> Vec<Trial> {
         (
             "docker::out_of_memory_is_reported",
             out_of_memory_is_reported,
+        ),
+        (
+            "docker::network_faults_fail_through_proxy_containers",
+            network_faults_fail_through_proxy_containers,
         ),
         (
             "docker::a_container_of_your_own_sits_beside_gantry",

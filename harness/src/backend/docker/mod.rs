@@ -49,7 +49,8 @@ pub(crate) use engine::supports;
 pub use engine::{EngineCheck, connect};
 pub(crate) use run::DockerRun;
 pub(crate) use specs::{
-    ADMIN_PORT, ContainerSpec, ENV, GATEWAY_PORT, UPSTREAM_PORT, admin_spec, gateway_spec,
-    postgres_spec, postgres_url, store_spec, upstream_spec,
+    ADMIN_PORT, ContainerSpec, ENV, GATEWAY_PORT, SYNC_PROXY_ROLE, UPSTREAM_PORT,
+    UPSTREAM_PROXY_ROLE, admin_spec, gateway_spec, postgres_spec, postgres_url, store_spec,
+    upstream_spec,
 };
 pub use swarm::made_by_gantry as swarm_made_by_gantry;

@@ -39,11 +39,12 @@ use super::cleanup::{labels, remove_container, remove_run};
 use super::container::Container;
 use super::engine::{block_on_fresh, connect};
 use super::error::docker_err;
-use super::specs::{ContainerSpec, ENV, redis_spec, store_spec};
+use super::specs::{ContainerSpec, ENV, SYNC_PROXY_ROLE, proxy_spec, redis_spec, store_spec};
 use super::swarm::{self, Lease};
 use crate::backend::process::{PORT_ATTEMPTS, free_port, lost_port_race};
 use crate::backend::{StoreKind, SyncToken};
 use crate::error::BackendError;
+use crate::fault::container::ProxyContainer;
 use crate::images;
 use crate::scenario::ast::Resources;
 
@@ -72,6 +73,7 @@ impl Side {
             images::ZOOKEEPER.role,
             images::ETCD.role,
             images::POSTGRES.role,
+            SYNC_PROXY_ROLE,
         ]
         .contains(&role)
         {
@@ -250,6 +252,19 @@ impl DockerRun {
     pub async fn start_redis(&self) -> Result<Container, BackendError> {
         crate::images::preflight(&self.docker, &[crate::images::REDIS]).await?;
         self.start(&redis_spec(&self.prefix())).await
+    }
+
+    /// Starts a fault proxy of `role` (`specs::UPSTREAM_PROXY_ROLE` or `SYNC_PROXY_ROLE`) in
+    /// front of `target` (the container whose `name:port` it relays to), after checking that
+    /// its image exists; its peers are given [`ProxyContainer::address`] instead.
+    pub(crate) async fn start_proxy(
+        &self,
+        role: &'static str,
+        target: &Container,
+    ) -> Result<ProxyContainer, BackendError> {
+        crate::images::preflight(&self.docker, &[crate::images::PROXY]).await?;
+        let spec = proxy_spec(role, target.name(), target.peer_addr());
+        self.start(&spec).await.map(ProxyContainer::new)
     }
 
     /// The sync token the run's admin requires and its gateways send.

@@ -248,6 +248,24 @@ pub(crate) fn upstream_spec(prefix: &str, name: &str, behave: &[Behaviour]) -> C
     }
 }
 
+/// The role of a fault proxy in front of an upstream (on the run's upstream network).
+pub(crate) const UPSTREAM_PROXY_ROLE: &str = "upstream-proxy";
+/// The role of a fault proxy on the gateway's sync link (on the run's sync network).
+pub(crate) const SYNC_PROXY_ROLE: &str = "sync-proxy";
+
+/// A fault proxy of `role` in front of `target` (`name:port` on the run's network), named
+/// `<of>-proxy` after the container it stands in front of; its control API is its port.
+pub(crate) fn proxy_spec(role: &'static str, of: &str, target: &str) -> ContainerSpec {
+    ContainerSpec {
+        role,
+        name: format!("{of}-proxy"),
+        image: images::PROXY.tag,
+        cmd: args(&["--target", target]),
+        port: crate::fault::container::CONTROL_PORT,
+        probe: Probe::Http("/health"),
+    }
+}
+
 /// `name` with every character a container name cannot hold replaced by `-`.
 fn dns_safe(name: &str) -> String {
     name.chars()

@@ -998,6 +998,19 @@ fn faults_on_services_fit_modes_backends_and_what_runs() {
     );
     let e = err(&steps("partition: { delay: soon }, heal"));
     assert!(e.contains("steps[0].changes[0]"), "{e}");
+    // Network faults run on docker through proxy containers; swarm has none.
+    let latency = "network: { link: upstream, latency: { delay: 10ms } }, heal";
+    let docker = steps(latency).replace("backends: [host]", "backends: [host, docker]");
+    parse_str(Path::new("x.yaml"), &docker).unwrap();
+    let swarm = steps(latency).replace("backends: [host]", "backends: [host, swarm]");
+    let e = err(&swarm);
+    assert!(
+        e.contains(
+            "steps[0].changes[0].network: network faults run on the host and docker backends \
+             (through fault proxies; swarm has none yet)"
+        ),
+        "{e}"
+    );
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! A step's `network` change: one toxic, on a link the topology has (the sync link of one
 //! admin and one gateway; the database link on PostgreSQL), with values that mean something,
-//! on the host backend.
+//! on the host or docker backend.
 
 use super::*;
+use crate::backend::BackendKind;
 use crate::scenario::ast::{Link, NetworkDirection, NetworkFault, Storage};
 
 impl Validator<'_> {
@@ -33,11 +34,11 @@ impl Validator<'_> {
             ),
             Link::Upstream | Link::Client | Link::Database => {}
         }
-        if s.backends.iter().any(|b| b.containers()) {
+        if s.backends.contains(&BackendKind::Swarm) {
             self.report(
                 at.to_owned(),
-                "network faults run on the host backend only so far (through the fault \
-                 proxy): add `backends: [host]`",
+                "network faults run on the host and docker backends (through fault proxies; \
+                 swarm has none yet): add `backends: [host, docker]`",
             );
         }
         if let Some(latency) = n.latency
