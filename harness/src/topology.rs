@@ -184,7 +184,7 @@ async fn start_control(
         }
         // Docker runs partition on the run's sync network (`Topology::partition`), and put
         // a proxy container on the sync link for its `network` faults.
-        (Run::Docker(d), true) if !d.is_swarm() => {
+        (Run::Docker(d), true) => {
             let admin = run.start_admin(mode, store.as_ref(), dir).await?;
             let target = match (&store, &admin) {
                 (Some(ComponentService::Docker { container, .. }), _)
@@ -407,11 +407,9 @@ impl Topology {
                         let what = format!("the upstream link to {name}");
                         links::start(u.addr(), &what, shape.slicer(&run)).await?
                     }
-                    (UpstreamService::Docker(c), Run::Docker(d)) if !d.is_swarm() => {
-                        links::LinkProxy::Container(Box::new(
-                            d.start_proxy(UPSTREAM_PROXY_ROLE, c).await?,
-                        ))
-                    }
+                    (UpstreamService::Docker(c), Run::Docker(d)) => links::LinkProxy::Container(
+                        Box::new(d.start_proxy(UPSTREAM_PROXY_ROLE, c).await?),
+                    ),
                     _ => continue,
                 };
                 links.upstreams.insert(name.clone(), proxy);

@@ -3,7 +3,8 @@
 //! port, a stop scales the service to zero, a restart is a rolling update), and nothing is left
 //! behind: no service, container, network or volume of the run, and the engine's swarm state
 //! as it was found (an engine in no swarm is made one for the run and leaves it after). The
-//! ShenYu #3900 scenario fails on admins that pass on no other admin's commits. A run killed
+//! ShenYu #3900 scenario fails on admins that pass on no other admin's commits; a gateway task
+//! past its memory limit is reported killed by the OOM killer. A run killed
 //! with SIGKILL is swept by the next backend to open, its swarm left; `gantry bench fanout
 //! --backend swarm` times every gateway task.
 //!
@@ -146,6 +147,7 @@ fn services_volumes_and_the_swarm_as_found() -> Result<(), Failed> {
         Ok::<_, Failed>(label)
     })?;
     one_name_fails_on_shenyu_3900(&backend, &opts, &rt)?;
+    out_of_memory_is_reported_on_swarm(&backend, &opts, &rt)?;
     drop(backend);
     let after = swarm_state()?;
     if after != before {
@@ -278,6 +280,37 @@ fn one_name_fails_on_shenyu_3900(
         Ok(_) => Err("admins that pass on no other admin's change passed #3900's scenario".into()),
         Err(e) if e.to_string().contains("not converged") => Ok(()),
         Err(e) => Err(Failed::from(format!("failed, but not on convergence: {e}"))),
+    }
+}
+
+/// `docker::out_of_memory_is_reported` on swarm: the gateway's task held to 24 MiB
+/// (`Resources.Limits.MemoryBytes`) and leaking is killed by the OOM killer; Swarm replaces
+/// the task, and the failure still names the kill, found on the ended task's container.
+fn out_of_memory_is_reported_on_swarm(
+    backend: &harness::Backend,
+    opts: &RunOptions,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), Failed> {
+    let text = super::docker::OUT_OF_MEMORY.replace("backends: [docker]", "backends: [swarm]");
+    let scenario =
+        harness::scenario::parse_str(std::path::Path::new("swarm_out_of_memory.yaml"), &text)?;
+    let leaking = backend
+        .clone()
+        .with_gateway_args(vec!["--emulate-bug".into(), "leak-per-request".into()]);
+    let run = rt.block_on(harness::run_case(
+        &scenario,
+        SyncMode::Websocket,
+        &leaking,
+        opts,
+        &|_| {},
+    ));
+    let said = "gateway (memory limit 24MiB) killed by the kernel's OOM killer (docker: OOMKilled)";
+    match run {
+        Ok(_) => Err("a gateway task leaking past its memory limit passed".into()),
+        Err(e) if e.to_string().contains(said) => Ok(()),
+        Err(e) => Err(Failed::from(format!(
+            "the failure does not say `{said}`:\n{e}"
+        ))),
     }
 }
 

@@ -361,17 +361,27 @@ impl Container {
             })
     }
 
-    /// Whether the kernel's OOM killer ended it (docker's `State.OOMKilled`); `false` when
+    /// Whether the kernel's OOM killer ended it (docker's `State.OOMKilled`): a Swarm
+    /// service's any task container so far, since Swarm replaces a killed task; `false` when
     /// the engine cannot tell.
     pub async fn oom_killed(&self) -> bool {
-        let Ok(name) = self.engine_name().await else {
-            return false;
+        let names = match &self.handle {
+            Handle::Container(_) => vec![self.name.clone()],
+            Handle::Task(service) | Handle::Replica(service, _) => {
+                service.containers(&self.docker).await.unwrap_or_default()
+            }
         };
-        (self.docker.inspect_container(&name, None).await)
-            .ok()
-            .and_then(|c| c.state)
-            .and_then(|s| s.oom_killed)
-            .unwrap_or(false)
+        for name in names {
+            let killed = (self.docker.inspect_container(&name, None).await)
+                .ok()
+                .and_then(|c| c.state)
+                .and_then(|s| s.oom_killed)
+                .unwrap_or(false);
+            if killed {
+                return true;
+            }
+        }
+        false
     }
 
     fn follower(&self) -> std::sync::MutexGuard<'_, tokio::task::JoinHandle<()>> {

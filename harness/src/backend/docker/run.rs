@@ -98,7 +98,7 @@ pub struct DockerRun {
     keep: bool,
     /// Extra arguments for every gateway and admin.
     pub(crate) extra: crate::backend::ExtraArgs,
-    /// The limits of its containers, by role (a case's `resources`; plain containers only).
+    /// The limits of its containers or services' tasks, by role (a case's `resources`).
     pub(crate) resources: Resources,
     /// Given to the run's admin and gateways.
     sync_token: SyncToken,
@@ -357,6 +357,7 @@ impl DockerRun {
                 &networks,
                 swarm::Publish::One(host_port),
                 &self.labels,
+                self.resources.memory_of(spec.role),
             ),
         )
         .await?;
@@ -380,6 +381,7 @@ impl DockerRun {
                 &self.networks_of(spec.role),
                 swarm::Publish::Replicas(count),
                 &self.labels,
+                self.resources.memory_of(spec.role),
             ),
         )
         .await?;

@@ -32,7 +32,7 @@ use bollard::models::{
     LocalNodeState, Mount, MountType, MountVolumeOptions, NetworkAttachmentConfig, ServiceSpec,
     ServiceSpecMode, ServiceSpecModeReplicated, ServiceSpecUpdateConfig,
     ServiceSpecUpdateConfigOrderEnum, SwarmInitRequest, TaskSpec, TaskSpecContainerSpec,
-    TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
+    TaskSpecResources, TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
 };
 use bollard::query_parameters::{
     InspectServiceOptions, LeaveSwarmOptionsBuilder, ListServicesOptionsBuilder,
@@ -282,6 +282,7 @@ pub(crate) fn service_spec(
     networks: &[String],
     publish: Publish,
     labels: &HashMap<String, String>,
+    memory: Option<u64>,
 ) -> ServiceSpec {
     let (replicas, host_port) = match publish {
         Publish::One(port) => (1, Some(i64::from(port))),
@@ -325,6 +326,16 @@ pub(crate) fn service_spec(
                 stop_grace_period: Some(nanos(Duration::from_secs(10))),
                 ..Default::default()
             }),
+            // A case's `resources`: each task's memory limit.
+            resources: memory
+                .and_then(|m| i64::try_from(m).ok())
+                .map(|bytes| TaskSpecResources {
+                    limits: Some(bollard::models::Limit {
+                        memory_bytes: Some(bytes),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
             restart_policy: Some(TaskSpecRestartPolicy {
                 condition: Some(TaskSpecRestartPolicyConditionEnum::ANY),
                 delay: Some(nanos(RESTART_DELAY)),
@@ -369,6 +380,25 @@ impl Service {
             .await
             .map_err(docker_err(format!("creating service {name}")))?;
         Ok(Self { name })
+    }
+
+    /// Every container its tasks ran in so far, ended ones included (Swarm keeps a few
+    /// replaced tasks' containers).
+    pub(crate) async fn containers(&self, docker: &Docker) -> Result<Vec<String>, BackendError> {
+        let label = format!("com.docker.swarm.service.name={}", self.name);
+        let filters = HashMap::from([("label", vec![label.as_str()])]);
+        let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let containers = docker
+            .list_containers(Some(options))
+            .await
+            .map_err(docker_err(format!(
+                "listing the containers of {}",
+                self.name
+            )))?;
+        Ok(containers.into_iter().filter_map(|c| c.id).collect())
     }
 
     /// The container of the service's running task, waiting up to [`TASK_TIMEOUT`] for one
@@ -628,8 +658,16 @@ mod tests {
     fn a_stateful_service_keeps_its_data_on_the_run_volume_and_a_gateway_keeps_none() {
         let admin = admin_spec("gantry-abc-", model::SyncMode::Websocket, &[]);
         let labels = HashMap::from([("gantry.run".to_owned(), "abc".to_owned())]);
-        let spec = service_spec(&admin, "abc", &["net".into()], Publish::One(40000), &labels);
+        let spec = service_spec(
+            &admin,
+            "abc",
+            &["net".into()],
+            Publish::One(40000),
+            &labels,
+            None,
+        );
         let task = spec.task_template.unwrap();
+        assert_eq!(task.resources, None, "no limit unless a case sets one");
         let container = task.container_spec.unwrap();
         let args = container.args.unwrap().join(" ");
         assert!(args.contains("--db /data/admin.db"), "{args}");
@@ -657,6 +695,13 @@ mod tests {
             &["net".into()],
             Publish::Replicas(3),
             &labels,
+            Some(64 << 20),
+        );
+        let limits = spec.task_template.as_ref().unwrap().resources.as_ref();
+        assert_eq!(
+            limits.and_then(|r| r.limits.as_ref()?.memory_bytes),
+            Some(64 << 20),
+            "`resources.gateway.memory` is each task's limit"
         );
         assert_eq!(
             spec.mode.unwrap().replicated.unwrap().replicas,

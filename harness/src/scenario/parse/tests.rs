@@ -998,16 +998,19 @@ fn faults_on_services_fit_modes_backends_and_what_runs() {
     );
     let e = err(&steps("partition: { delay: soon }, heal"));
     assert!(e.contains("steps[0].changes[0]"), "{e}");
-    // Network faults run on docker through proxy containers; swarm has none.
+    // Network faults run on docker and swarm through proxy containers, but the database
+    // link only on the host.
     let latency = "network: { link: upstream, latency: { delay: 10ms } }, heal";
-    let docker = steps(latency).replace("backends: [host]", "backends: [host, docker]");
-    parse_str(Path::new("x.yaml"), &docker).unwrap();
-    let swarm = steps(latency).replace("backends: [host]", "backends: [host, swarm]");
-    let e = err(&swarm);
+    let containers = |changes: &str| {
+        steps(changes).replace("backends: [host]", "backends: [host, docker, swarm]")
+    };
+    parse_str(Path::new("x.yaml"), &containers(latency)).unwrap();
+    let database = "network: { link: database, latency: { delay: 10ms } }, heal";
+    let e = err(&containers(database));
     assert!(
         e.contains(
-            "steps[0].changes[0].network: network faults run on the host and docker backends \
-             (through fault proxies; swarm has none yet)"
+            "steps[0].changes[0].network.link: the database link runs on the host backend only \
+             so far"
         ),
         "{e}"
     );

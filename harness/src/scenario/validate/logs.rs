@@ -49,18 +49,18 @@ impl Validator<'_> {
 }
 
 impl Validator<'_> {
-    /// `resources` limits the containers of the docker backend only, by at least docker's
-    /// minimum.
+    /// `resources` limits the containers of the docker and swarm backends only, by at least
+    /// docker's minimum.
     pub(super) fn resources(&mut self) {
         let s = self.s;
         if s.resources.is_empty() {
             return;
         }
-        if s.backends != [BackendKind::Docker] {
+        if s.backends.contains(&BackendKind::Host) {
             self.report(
                 "resources",
-                "a memory limit is a container's: give `backends: [docker]` (the host \
-                 backend's processes and swarm's services take no limit here)",
+                "a memory limit is a container's: give `backends: [docker]` or `[docker, \
+                 swarm]` (the host backend's processes take no limit here)",
             );
         }
         let roles = [

@@ -1,9 +1,8 @@
 //! A step's `network` change: one toxic, on a link the topology has (the sync link of one
 //! admin and one gateway; the database link on PostgreSQL), with values that mean something,
-//! on the host or docker backend.
+//! on any backend that starts the topology (docker and swarm through proxy containers).
 
 use super::*;
-use crate::backend::BackendKind;
 use crate::scenario::ast::{Link, NetworkDirection, NetworkFault, Storage};
 
 impl Validator<'_> {
@@ -34,11 +33,11 @@ impl Validator<'_> {
             ),
             Link::Upstream | Link::Client | Link::Database => {}
         }
-        if s.backends.contains(&BackendKind::Swarm) {
+        if n.link == Link::Database && s.backends.iter().any(|b| b.containers()) {
             self.report(
-                at.to_owned(),
-                "network faults run on the host and docker backends (through fault proxies; \
-                 swarm has none yet): add `backends: [host, docker]`",
+                format!("{at}.link"),
+                "the database link runs on the host backend only so far (its proxy stands \
+                 between the admins and a PostgreSQL of the harness's): add `backends: [host]`",
             );
         }
         if let Some(latency) = n.latency
