@@ -26,7 +26,9 @@ pub(crate) const FD_SLOPE: f64 = 1.0;
 /// A run mode: `slice`, `restart`, `leak[:N]` or `repeat:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RunMode {
-    /// Every link of the topology through a 1-byte-per-1-ms slicer; every case must pass.
+    /// Every link of the topology through a slicer that writes every byte as its own TCP
+    /// segment (unpaced: `topology::SLICE_EVERY`; at 1 ms a byte the first full sync outlasts
+    /// the initial bound); every case must pass.
     Slice,
     /// Every running gateway restarted between every two steps (and between setup's checks
     /// and the first step), then waited for until its digest equals the admin's.
