@@ -287,8 +287,8 @@ async fn start_control(
 pub struct Shape {
     /// The admins, gateways, late gateways and storage (`topology:`).
     pub spec: TopologySpec,
-    /// The links that go through a `FaultProxy` (steps partition or fault them; host
-    /// backend): the sync connection, the upstreams, the client, the database.
+    /// The links that go through a `FaultProxy` (steps partition or fault them): the sync
+    /// connection, the upstreams, the client, the database, Redis.
     pub proxies: BTreeSet<Link>,
     /// The admins run with their test-only protocol fault hook on (steps' `syncFault`).
     pub sync_faults: bool,
@@ -415,6 +415,21 @@ impl Topology {
                 links.upstreams.insert(name.clone(), proxy);
             }
         }
+        if shape.proxied(&run, Link::Redis)
+            && let Some(redis) = started.get(&Component::Redis)
+        {
+            links.redis = Some(match (redis, &run) {
+                (ComponentService::Docker { container, .. }, Run::Docker(d)) => {
+                    links::LinkProxy::Container(Box::new(
+                        d.start_proxy(UPSTREAM_PROXY_ROLE, container).await?,
+                    ))
+                }
+                (service, _) => {
+                    let at = SocketAddr::from(([127, 0, 0, 1], redis_port(service)?));
+                    links::start(at, "the Redis link", shape.slicer(&run)).await?
+                }
+            });
+        }
         // On docker, in the harness in front of the gateway's published port.
         if shape.proxied(&run, Link::Client) && !matches!(run, Run::External(_)) {
             for gateway in &gateways {
@@ -539,13 +554,16 @@ impl Topology {
 
     /// The values of the plugin config placeholders in this topology (`${redis.url}`: the
     /// Redis address as the gateway reaches it, when the case asked for Redis).
+    /// Behind its proxy when the Redis link has one.
     pub fn placeholder_values(&self) -> placeholder::Values {
-        placeholder::Values {
-            redis_url: self
-                .components()
-                .get(&Component::Redis)
-                .map(ComponentService::url),
-        }
+        let redis = self
+            .components()
+            .get(&Component::Redis)
+            .map(|redis| match &self.links.redis {
+                Some(proxy) => redis.kind().address(&proxy.address()),
+                None => redis.url(),
+            });
+        placeholder::Values { redis_url: redis }
     }
 
     /// Applies a step's fault to `target`: stops, kills, starts, restarts, pauses or resumes
@@ -934,6 +952,17 @@ fn numbered(kind: &str, i: u8, count: u8) -> String {
     } else {
         format!("{kind}[{i}]")
     }
+}
+
+/// The port of the case's Redis, a process of this host.
+fn redis_port(service: &ComponentService) -> Result<u16, BackendError> {
+    service
+        .host()
+        .map(HostServer::port)
+        .ok_or_else(|| BackendError::Io {
+            what: "starting the fault proxy on the Redis link".into(),
+            source: std::io::Error::other("Redis is not a process of this host"),
+        })
 }
 
 /// Where a host gateway syncs from: every admin URL, in order (it fails over from one to the

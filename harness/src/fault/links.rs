@@ -1,12 +1,13 @@
 //! The fault proxies on a topology's links: the gateway's sync connection, one proxy in
 //! front of each upstream (the gateway's connections to it), one in front of each gateway
-//! (the harness's requests), one in front of the admins' PostgreSQL. A link gets its proxies
+//! (the harness's requests), one in front of the admins' PostgreSQL, one in front of the case's
+//! Redis (the gateway's rate limiter). A link gets its proxies
 //! when a case's step faults it, or when the `slice` run mode slices every link. A `network`
 //! change sets toxics on every proxy of its link; a `heal` ends them on all.
 //!
 //! On the host backend every proxy runs in the harness ([`LinkProxy::Local`]). On docker the
 //! proxies of the links inside the run's networks (sync, upstream) are containers of their
-//! own ([`LinkProxy::Container`]), and the client link's proxy runs in the harness, in front
+//! own ([`LinkProxy::Container`]; Redis's too), and the client link's proxy runs in the harness, in front
 //! of the gateway's published port, beside the client it stands for.
 
 use std::collections::BTreeMap;
@@ -94,6 +95,8 @@ pub(crate) struct LinkProxies {
     pub(crate) clients: Vec<LinkProxy>,
     /// In front of the admins' PostgreSQL.
     pub(crate) database: Option<LinkProxy>,
+    /// In front of the case's Redis.
+    pub(crate) redis: Option<LinkProxy>,
 }
 
 impl LinkProxies {
@@ -104,6 +107,7 @@ impl LinkProxies {
             Link::Upstream => self.upstreams.values().collect(),
             Link::Client => self.clients.iter().collect(),
             Link::Database => self.database.iter().collect(),
+            Link::Redis => self.redis.iter().collect(),
         }
     }
 
@@ -114,11 +118,13 @@ impl LinkProxies {
             upstreams,
             clients,
             database,
+            redis,
         } = self;
         sync.into_iter()
             .chain(upstreams.into_values())
             .chain(clients)
             .chain(database)
+            .chain(redis)
     }
 
     /// Every proxy of the topology.

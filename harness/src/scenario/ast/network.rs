@@ -56,11 +56,20 @@ pub enum Link {
     /// The admins' connections to their PostgreSQL database (`topology.storage: postgres`;
     /// a SQLite file has no link).
     Database,
+    /// The gateway's connections to the case's Redis (`components: [redis]`: the rate
+    /// limiter's counters).
+    Redis,
 }
 
 impl Link {
     /// Every link, in order.
-    pub const ALL: [Link; 4] = [Link::Sync, Link::Upstream, Link::Client, Link::Database];
+    pub const ALL: [Link; 5] = [
+        Link::Sync,
+        Link::Upstream,
+        Link::Client,
+        Link::Database,
+        Link::Redis,
+    ];
 
     /// Its name in case files.
     pub fn name(self) -> &'static str {
@@ -69,6 +78,7 @@ impl Link {
             Link::Upstream => "upstream",
             Link::Client => "client",
             Link::Database => "database",
+            Link::Redis => "redis",
         }
     }
 }

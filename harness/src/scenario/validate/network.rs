@@ -1,9 +1,9 @@
 //! A step's `network` change: one toxic, on a link the topology has (the sync link of one
-//! admin and one gateway; the database link on PostgreSQL), with values that mean something,
+//! admin and one gateway; the database link on PostgreSQL; the Redis link with Redis), with values that mean something,
 //! on any backend that starts the topology (docker and swarm through proxy containers).
 
 use super::*;
-use crate::scenario::ast::{Link, NetworkDirection, NetworkFault, Storage};
+use crate::scenario::ast::{Component, Link, NetworkDirection, NetworkFault, Storage};
 
 impl Validator<'_> {
     /// A `network` entry (at `at`, `steps[i].changes[j].network`) fits the case.
@@ -31,7 +31,11 @@ impl Validator<'_> {
                 "the admin's SQLite database is a file, with no link to fault: add \
                  `topology: { storage: postgres }`",
             ),
-            Link::Upstream | Link::Client | Link::Database => {}
+            Link::Redis if !s.components.contains(&Component::Redis) => self.report(
+                format!("{at}.link"),
+                "the case runs no Redis: add `components: [redis]`",
+            ),
+            Link::Upstream | Link::Client | Link::Database | Link::Redis => {}
         }
         if n.link == Link::Database && s.backends.iter().any(|b| b.containers()) {
             self.report(
