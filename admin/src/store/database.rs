@@ -84,8 +84,12 @@ impl Store {
                 .connect_with("sqlite::memory:".parse::<AnyConnectOptions>()?)
                 .await?
         } else {
+            // Every connection opened up front (three descriptors each: the file, its WAL
+            // and its shared memory): a pool that grew lazily under a later burst read as a
+            // leak of descriptors under `--run-mode leak`.
             let pool = AnyPoolOptions::new()
                 .max_connections(4)
+                .min_connections(4)
                 .connect_with(sqlite_file_url(db).parse::<AnyConnectOptions>()?)
                 .await?;
             // WAL lets readers run beside the writer; the mode is stored in the file, so once
