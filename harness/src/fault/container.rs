@@ -166,23 +166,9 @@ impl ProxyContainer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::proxy::tests::echo;
     use crate::fault::{Direction, Toxic};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    /// An echo server on loopback.
-    async fn echo() -> SocketAddr {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let (mut r, mut w) = stream.split();
-                    let _ = tokio::io::copy(&mut r, &mut w).await;
-                });
-            }
-        });
-        addr
-    }
 
     fn free() -> SocketAddr {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -502,7 +502,7 @@ async fn ended(modes: &mut watch::Receiver<Mode>) -> End {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Instant;
 
     use super::super::toxic::Toxic;
@@ -514,7 +514,7 @@ mod tests {
     const SILENCE: Duration = Duration::from_millis(300);
 
     /// An echo server on a free port: every connection gets its bytes back.
-    async fn echo() -> SocketAddr {
+    pub(in crate::fault) async fn echo() -> SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
