@@ -456,8 +456,9 @@ pub enum RunErrorKind {
         step: String,
         /// The bound, `5s`.
         bound: String,
-        /// Whose bound it is: the step's, or the default of a step with faults.
-        whose: &'static str,
+        /// Whose bound it is: the step's, or the default of a step with faults (and its
+        /// stretch by the run mode).
+        whose: String,
         /// What missed it: the wait's or digest equality's timeout with what it last saw, or
         /// how long they took.
         detail: String,

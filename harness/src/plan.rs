@@ -209,7 +209,7 @@ fn run_mode_skip(
             ))
         )
     };
-    if mode == crate::RunMode::Slice
+    if matches!(mode, crate::RunMode::Slice { .. })
         && (backend != BackendKind::Host || scenario.topology.admins > 1)
     {
         return Some(
@@ -344,7 +344,7 @@ steps:
         let mut opts = RunOptions::from_env(&FakeEnv(HashMap::new()));
         let why = |opts: &RunOptions| not_run(&s, SyncMode::Websocket, opts).map(|n| n.to_string());
         for (mode, want) in [
-            (crate::RunMode::Slice, None),
+            (crate::RunMode::Slice { every_ms: 1 }, None),
             (crate::RunMode::Repeat { runs: 2 }, None),
             (
                 crate::RunMode::Restart,

@@ -1,5 +1,6 @@
 //! Run modes (`gantry run --run-mode`): one more way to run every case of a run, on top of its
-//! sync mode and backend. `slice` puts every link of the topology through a 1-byte slicer;
+//! sync mode and backend. `slice[:MS]` puts every link of the topology through a slicer that
+//! writes one byte at a time, 1 ms (or `MS`) apart;
 //! `restart` restarts the gateways between every two steps; `leak:N` runs each case N times
 //! on one topology and judges the growth of the admin's and gateways' RSS and open fds
 //! ([`judge_growth`]); `repeat:N` runs each case N times and fails when any run fails.
@@ -23,13 +24,20 @@ pub(crate) const RSS_SLOPE_KIB: f64 = 1024.0;
 /// 54, 55, a slope of 0.6); a descriptor left behind by every request is far steeper.
 pub(crate) const FD_SLOPE: f64 = 1.0;
 
-/// A run mode: `slice`, `restart`, `leak[:N]` or `repeat:N`.
+/// The pause after each byte under `slice`, ms: APISIX's etcproxy, which writes every TCP
+/// packet as single bytes 1 ms apart.
+pub(crate) const SLICE_EVERY_MS: u32 = 1;
+
+/// A run mode: `slice[:MS]`, `restart`, `leak[:N]` or `repeat:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RunMode {
     /// Every link of the topology through a slicer that writes every byte as its own TCP
-    /// segment (unpaced: `topology::SLICE_EVERY`; at 1 ms a byte the first full sync outlasts
-    /// the initial bound); every case must pass.
-    Slice,
+    /// segment, `every_ms` apart (`slice`: 1 ms, APISIX's etcproxy pace; `slice:0`: unpaced);
+    /// every case must pass, its time bounds stretched as [`RunMode::stretch`] says.
+    Slice {
+        /// The pause after each byte, ms.
+        every_ms: u32,
+    },
     /// Every running gateway restarted between every two steps (and between setup's checks
     /// and the first step), then waited for until its digest equals the admin's.
     Restart,
@@ -50,17 +58,28 @@ impl RunMode {
     /// The mode's name without its count: what a scenario's `runModes` opt-out names.
     pub fn name(self) -> &'static str {
         match self {
-            RunMode::Slice => "slice",
+            RunMode::Slice { .. } => "slice",
             RunMode::Restart => "restart",
             RunMode::Leak { .. } => "leak",
             RunMode::Repeat { .. } => "repeat",
         }
     }
 
+    /// How many times as long a case's time bounds are under this mode (its waits' timeouts
+    /// and its steps' `converge` bounds): 1, but `1 + 2 × every_ms` under a paced `slice`.
+    /// Measured at 1 ms a byte, the slowest step took 1.8 times its bound (`starve`: 3.6 s
+    /// of 2 s; a full resync of the default plugins crosses the sync link in about 5 s).
+    pub fn stretch(self) -> u32 {
+        match self {
+            RunMode::Slice { every_ms } => 1 + 2 * every_ms,
+            _ => 1,
+        }
+    }
+
     /// How many times each case runs.
     pub fn runs(self) -> u32 {
         match self {
-            RunMode::Slice | RunMode::Restart => 1,
+            RunMode::Slice { .. } | RunMode::Restart => 1,
             RunMode::Leak { runs } | RunMode::Repeat { runs } => runs,
         }
     }
@@ -69,7 +88,11 @@ impl RunMode {
 impl fmt::Display for RunMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunMode::Slice | RunMode::Restart => f.write_str(self.name()),
+            RunMode::Slice {
+                every_ms: SLICE_EVERY_MS,
+            }
+            | RunMode::Restart => f.write_str(self.name()),
+            RunMode::Slice { every_ms } => write!(f, "slice:{every_ms}"),
             RunMode::Leak { runs } | RunMode::Repeat { runs } => {
                 write!(f, "{}:{runs}", self.name())
             }
@@ -85,6 +108,7 @@ impl FromStr for RunMode {
             Some((name, count)) => (name, Some(count)),
             None => (s, None),
         };
+        let after = count;
         let count = |min: u32| -> Result<Option<u32>, String> {
             let Some(count) = count else { return Ok(None) };
             match count.parse::<u32>() {
@@ -95,10 +119,16 @@ impl FromStr for RunMode {
             }
         };
         match name {
-            "slice" | "restart" if count(0)?.is_some() => {
-                Err(format!("`{s}`: `{name}` takes no count"))
-            }
-            "slice" => Ok(RunMode::Slice),
+            "restart" if count(0)?.is_some() => Err(format!("`{s}`: `{name}` takes no count")),
+            "slice" => match after.map(str::parse::<u32>) {
+                None => Ok(RunMode::Slice {
+                    every_ms: SLICE_EVERY_MS,
+                }),
+                Some(Ok(every_ms)) => Ok(RunMode::Slice { every_ms }),
+                Some(Err(_)) => Err(format!(
+                    "`{s}`: the number after `slice:` is the pause after each byte, whole ms"
+                )),
+            },
             "restart" => Ok(RunMode::Restart),
             "leak" => Ok(RunMode::Leak {
                 runs: count(MIN_LEAK_RUNS)?.unwrap_or(DEFAULT_LEAK_RUNS),
@@ -108,7 +138,7 @@ impl FromStr for RunMode {
                 None => Err(format!("`{s}`: say how many runs: `repeat:N`")),
             },
             _ => Err(format!(
-                "unknown run mode `{s}` (expected slice, restart, leak[:N] or repeat:N)"
+                "unknown run mode `{s}` (expected slice[:MS], restart, leak[:N] or repeat:N)"
             )),
         }
     }
@@ -200,7 +230,9 @@ mod tests {
     #[test]
     fn values_parse_and_print_back() {
         for (text, mode) in [
-            ("slice", RunMode::Slice),
+            ("slice", RunMode::Slice { every_ms: 1 }),
+            ("slice:0", RunMode::Slice { every_ms: 0 }),
+            ("slice:5", RunMode::Slice { every_ms: 5 }),
             ("restart", RunMode::Restart),
             (
                 "leak",
@@ -216,6 +248,8 @@ mod tests {
         assert_eq!(RunMode::Leak { runs: 5 }.to_string(), "leak:5");
         assert_eq!(RunMode::Repeat { runs: 2 }.to_string(), "repeat:2");
         assert_eq!(RunMode::Restart.to_string(), "restart");
+        assert_eq!(RunMode::Slice { every_ms: 1 }.to_string(), "slice");
+        assert_eq!(RunMode::Slice { every_ms: 0 }.to_string(), "slice:0");
     }
 
     #[test]
@@ -223,7 +257,11 @@ mod tests {
         let err = |s: &str| s.parse::<RunMode>().unwrap_err();
         assert_eq!(
             err("soak"),
-            "unknown run mode `soak` (expected slice, restart, leak[:N] or repeat:N)"
+            "unknown run mode `soak` (expected slice[:MS], restart, leak[:N] or repeat:N)"
+        );
+        assert_eq!(
+            err("slice:1ms"),
+            "`slice:1ms`: the number after `slice:` is the pause after each byte, whole ms"
         );
         assert_eq!(err("repeat"), "`repeat`: say how many runs: `repeat:N`");
         assert_eq!(

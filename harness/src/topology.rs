@@ -296,9 +296,9 @@ pub struct Shape {
     /// backend: libfaketime).
     pub clocks: bool,
     /// The `slice` run mode: every link goes through a `FaultProxy` that writes every chunk
-    /// both ways 1 byte at a time, [`SLICE_EVERY`] apart (host backend; the sync link with
-    /// one admin only, the database link on PostgreSQL only).
-    pub slice_links: bool,
+    /// both ways 1 byte at a time, this far apart (host backend; the sync link with one admin
+    /// only, the database link on PostgreSQL only).
+    pub slice_links: Option<std::time::Duration>,
     /// The admins' SQLite file sits on a tmpfs of its own that steps fill (`diskFull`; host
     /// backend, as root).
     pub disk_faults: bool,
@@ -306,20 +306,16 @@ pub struct Shape {
     pub resources: Resources,
 }
 
-/// The pause after each byte on a sliced link (`Shape::slice_links`): none, each byte its own
-/// segment. At 1 ms the first full sync of the default plugins outlasts the 10 s initial
-/// bound (`docs/faults.md`, the `slice` run mode).
-pub(crate) const SLICE_EVERY: std::time::Duration = std::time::Duration::ZERO;
-
 impl Shape {
     /// Whether `run` slices every link (the `slice` run mode on the host backend).
     fn sliced(&self, run: &Run) -> bool {
-        self.slice_links && matches!(run, Run::Host(_))
+        self.slice_links.is_some() && matches!(run, Run::Host(_))
     }
 
     /// The toxics a new proxy keeps from the start: the slicer when `run` slices.
     fn slicer(&self, run: &Run) -> Option<Toxics> {
-        self.sliced(run).then(|| Toxics::sliced(SLICE_EVERY))
+        let every = self.slice_links.filter(|_| self.sliced(run))?;
+        Some(Toxics::sliced(every))
     }
 
     /// Whether `link` goes through a proxy on `run` (a step faults it, or every link is

@@ -302,8 +302,9 @@ pub(crate) struct RunArgs {
     /// failure (by default only when a process died).
     #[arg(long, short)]
     pub(crate) verbose: bool,
-    /// Run every case another way too (docs/running.md): `slice` (every link through a
-    /// 1-byte slicer), `restart` (the gateways restarted between every two steps), `leak[:N]`
+    /// Run every case another way too (README "Run modes"): `slice[:MS]` (every link through
+    /// a slicer writing one byte at a time, 1 ms or MS apart, `slice:0` unpaced; the case's
+    /// waits and `converge` bounds stretched ×(1 + 2·MS)), `restart` (the gateways restarted between every two steps), `leak[:N]`
     /// (each case N times on one topology, default 5: the admin's and gateways' RSS and open
     /// fds must not grow), `repeat:N` (each case N times; any failed run fails it).
     #[arg(long, value_name = "MODE")]

@@ -50,6 +50,7 @@ use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
 
 use super::toxic::{Direction, Pace, Toxics};
 
@@ -387,14 +388,22 @@ impl Follows {
         if hold.is_zero() {
             return Ok(());
         }
+        self.hold_until(Instant::now() + hold).await
+    }
+
+    /// Waits until `due` (at once if it has passed); `Err` as [`Follows::hold`].
+    async fn hold_until(&mut self, due: Instant) -> Result<(), End> {
         tokio::select! {
-            () = tokio::time::sleep(hold) => Ok(()),
+            () = tokio::time::sleep_until(due) => Ok(()),
             end = ended(&mut self.modes) => Err(end),
             () = self.dead.comes() => Err(End::Dead),
         }
     }
 
-    /// Writes `chunk` to `to`, paced as `pace` says.
+    /// Writes `chunk` to `to`, paced as `pace` says. The pauses keep a schedule from the
+    /// chunk's first piece: the timer wakes a millisecond late at best, so a piece that is
+    /// late goes at once and the chunk as a whole keeps the pace (1000 one-byte pieces 1 ms
+    /// apart take 1 s, not the 2 s of a sleep after each).
     async fn write(
         &mut self,
         to: &mut WriteHalf<'_>,
@@ -404,12 +413,16 @@ impl Follows {
         let Some(pace) = pace else {
             return to.write_all(chunk).await.map_err(|_| End::Close);
         };
+        let mut due = Instant::now();
         for piece in chunk.chunks(pace.piece) {
             to.write_all(piece).await.map_err(|_| End::Close)?;
             match pace.gap(piece.len()) {
                 // Unpaced pieces: let the other side read between them.
                 Duration::ZERO => tokio::task::yield_now().await,
-                gap => self.hold(gap).await?,
+                gap => {
+                    due += gap;
+                    self.hold_until(due).await?;
+                }
             }
         }
         Ok(())

@@ -102,6 +102,8 @@ pub async fn run_case(
     opts: &RunOptions,
     events: &(dyn Fn(Event) + Send + Sync),
 ) -> Result<CaseRecord, RunError> {
+    let stretch = opts.run_mode.map_or(1, RunMode::stretch);
+    let scenario = &*scenario.under(opts.run_mode);
     let id = CaseId::new(&scenario.name, mode);
     events(Event::CaseStarted { id: id.clone() });
     let fail = |step, kind, logs, record| RunError {
@@ -131,7 +133,12 @@ pub async fn run_case(
                 .collect(),
             sync_faults: scenario.steps.iter().any(StepSpec::arms_sync_faults),
             clocks: scenario.steps.iter().any(StepSpec::steps_clocks),
-            slice_links: opts.run_mode == Some(RunMode::Slice),
+            slice_links: match opts.run_mode {
+                Some(RunMode::Slice { every_ms }) => {
+                    Some(Duration::from_millis(u64::from(every_ms)))
+                }
+                _ => None,
+            },
             disk_faults: scenario.steps.iter().any(StepSpec::fills_disk),
             resources: scenario.resources,
         },
@@ -176,6 +183,7 @@ pub async fn run_case(
             backend: backend.kind(),
             seed: opts.seed,
             restart_between_steps: opts.run_mode == Some(RunMode::Restart),
+            stretch,
             id: id.clone(),
             events,
             record: Mutex::new(CaseRecord::default()),
@@ -300,6 +308,9 @@ struct Case<'a> {
     seed: u64,
     /// Every running gateway restarted between every two steps (`--run-mode restart`).
     restart_between_steps: bool,
+    /// How many times as long the steps' `converge` bounds are (`RunMode::stretch`; the
+    /// waits' timeouts are stretched in `scenario` already).
+    stretch: u32,
     id: CaseId,
     events: &'a (dyn Fn(Event) + Send + Sync),
     /// What the reports get, passed or failed.

@@ -55,8 +55,8 @@ struct Bound {
     step: String,
     /// The bound as failures name it: `5s`.
     text: String,
-    /// Whose bound it is: the step's own, or the default.
-    whose: &'static str,
+    /// Whose bound it is: the step's own, or the default, and its stretch by the run mode.
+    whose: String,
     /// The bound.
     bound: Duration,
     /// When it started.
@@ -66,19 +66,28 @@ struct Bound {
 }
 
 impl Bound {
-    /// Step `st`'s bound `bound`, from now.
-    fn new(st: &crate::scenario::ast::StepSpec, bound: Duration) -> Bound {
+    /// Step `st`'s bound `bound`, `stretch` times as long (`RunMode::stretch`), from now.
+    fn new(st: &crate::scenario::ast::StepSpec, bound: Duration, stretch: u32) -> Bound {
         let start = Instant::now();
+        let mut whose = match st.converge {
+            Some(_) => "the step's bound",
+            None => "the default bound of a step with faults",
+        }
+        .to_owned();
+        let stretched = bound * stretch;
+        if stretch > 1 {
+            whose += &format!(
+                ", stretched ×{stretch} by the run mode to {}",
+                humantime::format_duration(stretched)
+            );
+        }
         Bound {
             step: st.name.clone(),
             text: humantime::format_duration(bound).to_string(),
-            whose: match st.converge {
-                Some(_) => "the step's bound",
-                None => "the default bound of a step with faults",
-            },
-            bound,
+            whose,
+            bound: stretched,
             start,
-            end: start + bound,
+            end: start + stretched,
         }
     }
 
@@ -121,7 +130,7 @@ impl Bound {
         RunErrorKind::NotConverged {
             step: self.step.clone(),
             bound: self.text.clone(),
-            whose: self.whose,
+            whose: self.whose.clone(),
             detail,
         }
     }
@@ -269,7 +278,7 @@ impl Case<'_> {
         if let Some(hold) = st.isolated {
             self.isolated(admin, index, hold).await?;
         }
-        let bound = st.converge_bound().map(|b| Bound::new(st, b));
+        let bound = st.converge_bound().map(|b| Bound::new(st, b, self.stretch));
         let own_end = Instant::now() + st.wait.timeout;
         let wait = match &bound {
             Some(b) => b.cap(&st.wait),
@@ -619,7 +628,7 @@ mod tests {
         Bound {
             step: "s".into(),
             text: format!("{ms}ms"),
-            whose: "the step's bound",
+            whose: "the step's bound".to_owned(),
             bound: Duration::from_millis(ms),
             start,
             end: start + Duration::from_millis(ms),

@@ -103,7 +103,7 @@ impl Live {
             proxies: [Link::Sync].into(),
             sync_faults: protocol_fault(mode).is_some(),
             clocks: false,
-            slice_links: false,
+            slice_links: None,
             disk_faults: false,
             resources: Default::default(),
         };

@@ -23,12 +23,24 @@ pub struct ExpectLog {
     /// line is undeclared, and a declaration not `optional` is not looked for.
     #[serde(default)]
     pub modes: Vec<SyncMode>,
+    /// The run modes it applies under (default: every run, with a run mode or without): a
+    /// line that only a run mode brings, e.g. a reconnect when `slice` stretches a paused
+    /// step past the gateway's 10 s silence bound. Under another (or none) the declaration
+    /// is dropped.
+    #[serde(default)]
+    pub run_modes: Vec<super::run_modes::RunModeName>,
 }
 
 impl ExpectLog {
     /// Whether it applies to a case run in `mode`.
     pub fn applies_in(&self, mode: SyncMode) -> bool {
         self.modes.is_empty() || self.modes.contains(&mode)
+    }
+
+    /// Whether it applies to a case run under `run_mode`.
+    pub fn applies_under(&self, run_mode: Option<crate::RunMode>) -> bool {
+        self.run_modes.is_empty()
+            || run_mode.is_some_and(|m| self.run_modes.iter().any(|n| n.names(m)))
     }
 }
 

@@ -1,10 +1,62 @@
 //! `runModes:`: the run modes (`gantry run --run-mode`) a scenario cannot mean anything
-//! under, each with its reason; the case is reported skipped with it under that mode.
+//! under, each with its reason; the case is reported skipped with it under that mode. And
+//! what a run mode changes in the scenario it runs ([`Scenario::under`]).
+
+use std::borrow::Cow;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::Scenario;
 use crate::RunMode;
+
+/// A run mode by name, as a log declaration names it (`runModes: [slice]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RunModeName {
+    /// `slice[:MS]`.
+    Slice,
+    /// `restart`.
+    Restart,
+    /// `leak[:N]`.
+    Leak,
+    /// `repeat:N`.
+    Repeat,
+}
+
+impl RunModeName {
+    /// Whether `mode` is this one.
+    pub fn names(self, mode: RunMode) -> bool {
+        let name = match self {
+            RunModeName::Slice => "slice",
+            RunModeName::Restart => "restart",
+            RunModeName::Leak => "leak",
+            RunModeName::Repeat => "repeat",
+        };
+        name == mode.name()
+    }
+}
+
+impl Scenario {
+    /// The scenario as it runs under `run_mode`: every wait's timeout (its own and each
+    /// step's) [`RunMode::stretch`] times as long, and only the log declarations that apply
+    /// under it (`expectLogs[].runModes`). A step's `converge` bound is stretched where it is
+    /// applied, so that its failure can name the case's bound.
+    pub fn under(&self, run_mode: Option<RunMode>) -> Cow<'_, Scenario> {
+        let stretch = run_mode.map_or(1, RunMode::stretch);
+        let all_logs_apply = self.expect_logs.iter().all(|d| d.applies_under(run_mode));
+        if stretch == 1 && all_logs_apply {
+            return Cow::Borrowed(self);
+        }
+        let mut under = self.clone();
+        under.wait.timeout *= stretch;
+        for step in &mut under.steps {
+            step.wait.timeout *= stretch;
+        }
+        under.expect_logs.retain(|d| d.applies_under(run_mode));
+        Cow::Owned(under)
+    }
+}
 
 /// Run modes the scenario opts out of, each with why (e.g. `restart: "pauses the gateway
 /// mid-step"`). Few cases need one: every case is meant to pass under every run mode.
@@ -30,7 +82,7 @@ impl RunModeOptOuts {
     /// Why the case opts out of `mode`, if it does.
     pub fn reason(&self, mode: RunMode) -> Option<&str> {
         match mode {
-            RunMode::Slice => self.slice.as_deref(),
+            RunMode::Slice { .. } => self.slice.as_deref(),
             RunMode::Restart => self.restart.as_deref(),
             RunMode::Leak { .. } => self.leak.as_deref(),
             RunMode::Repeat { .. } => self.repeat.as_deref(),
@@ -47,5 +99,65 @@ impl RunModeOptOuts {
         ]
         .into_iter()
         .filter_map(|(name, why)| Some((name, why.as_deref()?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+
+    const CASE: &str = "
+name: x
+modes: [websocket]
+upstreams: [alpha]
+wait: { probe: { request: { path: /x }, expect: { upstream: alpha } } }
+checks:
+  - { name: c, request: { path: /x }, expect: { upstream: alpha } }
+steps:
+  - name: s
+    changes: [{ restart: gateway }]
+    converge: 2s
+    wait: { probe: { request: { path: /x }, expect: { upstream: alpha } }, timeout: 4s }
+expectLogs:
+  - { service: gateway, level: warn, contains: always }
+  - { service: gateway, level: warn, contains: sliced, optional: true, runModes: [slice] }
+";
+
+    fn logs(s: &Scenario) -> Vec<&str> {
+        s.expect_logs.iter().map(|d| d.contains.as_str()).collect()
+    }
+
+    #[test]
+    fn a_paced_slice_stretches_the_waits_and_keeps_its_log_lines() {
+        let s = crate::scenario::parse_str(Path::new("x.yaml"), CASE).unwrap();
+        let sliced = s.under(Some(RunMode::Slice { every_ms: 1 }));
+        assert_eq!(sliced.wait.timeout, s.wait.timeout * 3);
+        assert_eq!(sliced.steps[0].wait.timeout, Duration::from_secs(12));
+        // Stretched where it is applied (`Bound::new`), so that failures name the case's.
+        assert_eq!(sliced.steps[0].converge, Some(Duration::from_secs(2)));
+        assert_eq!(logs(&sliced), ["always", "sliced"]);
+
+        let unpaced = s.under(Some(RunMode::Slice { every_ms: 0 }));
+        assert_eq!(unpaced.steps[0].wait.timeout, Duration::from_secs(4));
+        assert_eq!(logs(&unpaced), ["always", "sliced"]);
+    }
+
+    #[test]
+    fn a_line_declared_for_a_run_mode_is_dropped_without_it() {
+        let s = crate::scenario::parse_str(Path::new("x.yaml"), CASE).unwrap();
+        for run_mode in [None, Some(RunMode::Restart)] {
+            let under = s.under(run_mode);
+            assert_eq!(logs(&under), ["always"], "{run_mode:?}");
+            assert_eq!(under.steps[0].wait.timeout, Duration::from_secs(4));
+        }
+        let plain = crate::scenario::parse_str(
+            Path::new("x.yaml"),
+            &CASE.replace(", runModes: [slice]", ""),
+        )
+        .unwrap();
+        assert!(matches!(plain.under(None), Cow::Borrowed(_)));
     }
 }
