@@ -71,7 +71,7 @@ impl RunMode {
     /// of 2 s; a full resync of the default plugins crosses the sync link in about 5 s).
     pub fn stretch(self) -> u32 {
         match self {
-            RunMode::Slice { every_ms } => 1 + 2 * every_ms,
+            RunMode::Slice { every_ms } => every_ms.saturating_mul(2).saturating_add(1),
             _ => 1,
         }
     }
