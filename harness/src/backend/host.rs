@@ -118,45 +118,33 @@ pub(crate) fn build_binaries_into(
     })
 }
 
-/// Each binary and what it is built from (tests and benches do not change it).
-const BINARY_SOURCES: &[(&str, &[&str])] = &[
-    (
-        "gantry-admin",
-        &[
-            "model/src",
-            "model/Cargo.toml",
-            "admin/src",
-            "admin/migrations",
-            "admin/build.rs",
-            "admin/Cargo.toml",
-        ],
-    ),
-    (
-        "gantry-gateway",
-        &[
-            "model/src",
-            "model/Cargo.toml",
-            "gateway/src",
-            "gateway/Cargo.toml",
-        ],
-    ),
-];
+/// The binaries a case runs, each checked by [`check_fresh`].
+const BINARIES: [&str; 2] = ["gantry-admin", "gantry-gateway"];
 
 /// Fails when `gantry-admin` or `gantry-gateway` in `bin_dir` is older than a source file it
-/// is built from under `workspace` (a checkout). Without the sources (binaries shipped
-/// elsewhere) there is nothing to compare and it passes.
+/// is built from under `workspace` (a checkout). What it is built from is what cargo wrote
+/// beside it (`<binary>.d`: exactly the files rustc read for it, so a test or bench edit
+/// that cargo does not relink for is not counted). A binary without one (not built by cargo
+/// there) has nothing to compare with and passes.
 pub(crate) fn check_fresh(bin_dir: &Path, workspace: &Path) -> Result<(), BackendError> {
-    for (name, sources) in BINARY_SOURCES {
-        let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
-        for part in *sources {
-            newest_file(&workspace.join(part), &mut newest);
-        }
-        let Some((source_time, source)) = newest else {
+    let workspace = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_owned());
+    for name in BINARIES {
+        let binary = bin_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        let Ok(dep_info) = std::fs::read_to_string(bin_dir.join(format!("{name}.d"))) else {
             continue;
         };
-        let binary = bin_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-        let built = std::fs::metadata(&binary).and_then(|m| m.modified());
-        if built.is_ok_and(|t| t < source_time) {
+        let Ok(built) = std::fs::metadata(&binary).and_then(|m| m.modified()) else {
+            continue;
+        };
+        let newest = dep_info_sources(&dep_info)
+            .filter(|source| source.starts_with(&workspace))
+            .filter_map(|source| Some((std::fs::metadata(&source).ok()?.modified().ok()?, source)))
+            .max();
+        if let Some((source_time, source)) = newest
+            && built < source_time
+        {
             return Err(BackendError::StaleBinary {
                 binary,
                 newest: source,
@@ -167,20 +155,28 @@ pub(crate) fn check_fresh(bin_dir: &Path, workspace: &Path) -> Result<(), Backen
     Ok(())
 }
 
-/// The most recently modified file at or under `path`, into `newest`.
-fn newest_file(path: &Path, newest: &mut Option<(std::time::SystemTime, PathBuf)>) {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
-            newest_file(&entry.path(), newest);
-        }
-    } else if let Ok(t) = meta.modified()
-        && newest.as_ref().is_none_or(|(n, _)| t > *n)
-    {
-        *newest = Some((t, path.to_owned()));
-    }
+/// The files a Makefile-style dep-info file (cargo's `<binary>.d`) lists as prerequisites:
+/// after each `target:`, separated by spaces, a space in a name escaped as `\ `.
+fn dep_info_sources(dep_info: &str) -> impl Iterator<Item = PathBuf> + '_ {
+    dep_info
+        .lines()
+        .filter_map(|line| line.split_once(": ").map(|(_, deps)| deps))
+        .flat_map(|deps| {
+            let mut files = Vec::new();
+            let mut file = String::new();
+            let mut chars = deps.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => file.extend(chars.next()),
+                    ' ' => files.extend(
+                        (!file.is_empty()).then(|| PathBuf::from(std::mem::take(&mut file))),
+                    ),
+                    c => file.push(c),
+                }
+            }
+            files.extend((!file.is_empty()).then(|| PathBuf::from(file)));
+            files
+        })
 }
 
 impl HostBackend {
@@ -192,7 +188,7 @@ impl HostBackend {
             sync_token: SyncToken::random(),
             fake_clocks: false,
         };
-        for name in ["gantry-admin", "gantry-gateway"] {
+        for name in BINARIES {
             let path = backend.binary(name);
             if !path.is_file() {
                 return Err(BackendError::MissingBinary {
@@ -729,10 +725,13 @@ mod tests {
     #[test]
     fn a_binary_older_than_its_sources_is_refused() {
         let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
         let bins = tempfile::tempdir().unwrap();
         let file = |p: &Path, age_s: u64| {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "x").unwrap();
+            if !p.exists() {
+                std::fs::write(p, "x").unwrap();
+            }
             let t = std::time::SystemTime::now() - Duration::from_secs(age_s);
             std::fs::File::options()
                 .write(true)
@@ -741,20 +740,51 @@ mod tests {
                 .set_modified(t)
                 .unwrap();
         };
+        let proxy = ws.join("gateway/src/proxy.rs");
+        let spaced = ws.join("gateway/src/a dir/b.rs");
+        let admin_main = ws.join("admin/src/main.rs");
         file(&bins.path().join("gantry-admin"), 100);
         file(&bins.path().join("gantry-gateway"), 100);
-        file(&ws.path().join("gateway/src/proxy.rs"), 500);
-        file(&ws.path().join("gateway/tests/new_test.rs"), 10);
-        assert!(check_fresh(bins.path(), ws.path()).is_ok());
-        // A gateway source is newer than the admin binary, which is not built from it.
+        file(&proxy, 500);
+        file(&spaced, 500);
+        file(&admin_main, 500);
+        // A test module (never read for the binary, so not in its dep-info) and a file
+        // outside the checkout (a registry crate) are newer.
+        file(&ws.join("gateway/src/proxy/tests.rs"), 10);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let registry = elsewhere.path().join("lib.rs");
+        file(&registry, 10);
+        let dep_info = |bin: &str, deps: &[&Path]| {
+            let deps: Vec<String> = (deps.iter())
+                .map(|d| d.display().to_string().replace(' ', "\\ "))
+                .collect();
+            let target = bins.path().join(bin);
+            std::fs::write(
+                bins.path().join(format!("{bin}.d")),
+                format!("{}: {}\n", target.display(), deps.join(" ")),
+            )
+            .unwrap();
+        };
+        dep_info("gantry-gateway", &[&proxy, &spaced, &registry]);
+        dep_info("gantry-admin", &[&admin_main]);
+        assert!(check_fresh(bins.path(), &ws).is_ok());
+        // A gateway source is newer than the gateway binary; the admin's are not.
         file(&bins.path().join("gantry-gateway"), 200);
-        file(&ws.path().join("gateway/src/proxy.rs"), 150);
+        file(&proxy, 150);
         file(&bins.path().join("gantry-admin"), 300);
-        let e = check_fresh(bins.path(), ws.path()).unwrap_err().to_string();
+        let e = check_fresh(bins.path(), &ws).unwrap_err().to_string();
         assert!(e.contains("gantry-gateway is older than"), "{e}");
-        assert!(e.contains("gateway/src/proxy.rs (it would test old code): rebuild it with `cargo build --workspace --bins`"), "{e}");
-        // Without sources (binaries from elsewhere) nothing is compared.
-        let empty = tempfile::tempdir().unwrap();
-        assert!(check_fresh(bins.path(), empty.path()).is_ok());
+        assert!(
+            e.contains("gateway/src/proxy.rs (it would test old code): rebuild it with `cargo build --workspace --bins`"),
+            "{e}"
+        );
+        // A name with a space in it is read whole.
+        file(&proxy, 500);
+        file(&spaced, 150);
+        let e = check_fresh(bins.path(), &ws).unwrap_err().to_string();
+        assert!(e.contains("gateway/src/a dir/b.rs"), "{e}");
+        // Without dep-info (binaries not built by cargo there) nothing is compared.
+        std::fs::remove_file(bins.path().join("gantry-gateway.d")).unwrap();
+        assert!(check_fresh(bins.path(), &ws).is_ok());
     }
 }
