@@ -15,6 +15,13 @@ pub enum EmulatedBug {
     /// between two changes, the second is stamped older than what the gateway holds and
     /// the gateway is never told of it (no tracker issue: the `clock-skew` regression).
     CompareLastModifyTime,
+    /// A selector update is published to the gateways before it is written, so a write the
+    /// database then refuses (a full disk) reaches the gateways all the same: half-written,
+    /// the gateways hold what the database does not. Forces `--peer-watch-ms 0`, as an admin
+    /// that compares nothing with its database (ShenYu's): the watch would take the update
+    /// back within tens of milliseconds, and the once-a-minute comparison remains (no tracker
+    /// issue: the `publish-before-commit` regression).
+    PublishBeforeCommit,
 }
 
 impl EmulatedBug {
@@ -23,6 +30,7 @@ impl EmulatedBug {
         match self {
             EmulatedBug::NoPeerWatch => "no-peer-watch",
             EmulatedBug::CompareLastModifyTime => "compare-last-modify-time",
+            EmulatedBug::PublishBeforeCommit => "publish-before-commit",
         }
     }
 }

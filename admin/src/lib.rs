@@ -331,10 +331,18 @@ impl AppState {
         login: Login,
     ) -> Result<Self, StartError> {
         Self::check(config)?;
-        let admin = Arc::new(Admin::new(Arc::clone(&db.0)).await?);
+        let admin = Admin::new(Arc::clone(&db.0)).await?;
+        let admin = Arc::new(if config.emulates(EmulatedBug::PublishBeforeCommit) {
+            admin.publishing_before_commit()
+        } else {
+            admin
+        });
         // Off: no feed, so only the periodic comparison remains.
         let peer_watch = config.peer_watch;
-        let peer_watch = peer_watch.filter(|_| !config.emulates(EmulatedBug::NoPeerWatch));
+        let peer_watch = peer_watch.filter(|_| {
+            !config.emulates(EmulatedBug::NoPeerWatch)
+                && !config.emulates(EmulatedBug::PublishBeforeCommit)
+        });
         service::spawn_watch(&admin, peer_watch);
         let sync_faults = config.test_sync_faults.then(|| {
             tracing::warn!(

@@ -53,6 +53,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Extra arguments for every gateway started (`--gateway-arg`).
     pub gateway_args: Vec<String>,
+    /// Extra arguments for every admin started (`--admin-arg`).
+    pub admin_args: Vec<String>,
     /// How the gateways take a change (`--sync-style`): [`SyncStyle::Full`] starts every
     /// gateway with `--sync-style full`.
     pub sync_style: SyncStyle,
@@ -94,6 +96,7 @@ impl RunOptions {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or_else(rand::random),
             gateway_args: Vec::new(),
+            admin_args: Vec::new(),
             sync_style: env
                 .var("GANTRY_SYNC_STYLE")
                 .and_then(|s| s.parse().ok())
@@ -120,17 +123,18 @@ impl RunOptions {
         args
     }
 
-    /// The arguments every admin gets besides its own: under [`SyncStyle::Full`], no limit on
-    /// websocket full syncs (`--full-sync-interval-ms 0 --full-sync-rate 0`), since every
-    /// change then asks for one and the limit (a guard against `MYSELF` storms) would add up
-    /// to its interval to every change.
+    /// The arguments every admin gets besides its own: `--admin-arg`s, then under
+    /// [`SyncStyle::Full`] no limit on websocket full syncs (`--full-sync-interval-ms 0
+    /// --full-sync-rate 0`), since every change then asks for one and the limit (a guard
+    /// against `MYSELF` storms) would add up to its interval to every change.
     pub fn admin_command_args(&self) -> Vec<String> {
-        match self.sync_style {
-            SyncStyle::Incremental => Vec::new(),
-            SyncStyle::Full => ["--full-sync-interval-ms", "0", "--full-sync-rate", "0"]
-                .map(str::to_owned)
-                .to_vec(),
+        let mut args = self.admin_args.clone();
+        if self.sync_style == SyncStyle::Full {
+            args.extend(
+                ["--full-sync-interval-ms", "0", "--full-sync-rate", "0"].map(str::to_owned),
+            );
         }
+        args
     }
 }
 

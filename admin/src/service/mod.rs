@@ -63,6 +63,8 @@ pub(crate) struct Admin {
     ids: IdGenerator,
     /// The last digest computed, with the write count it was read at.
     digest: digest::DigestCache,
+    /// The emulated bug `publish-before-commit` ([`Admin::publishing_before_commit`]).
+    publish_before_commit: bool,
 }
 
 /// The write lock, held by one write (store and publish) at a time. [`Admin::writes`] is odd
@@ -100,11 +102,21 @@ impl Admin {
             published: std::sync::Mutex::new(Published::default()),
             ids: IdGenerator::default(),
             digest: digest::DigestCache::default(),
+            publish_before_commit: false,
         };
         // Nobody has subscribed yet: what is in the database counts as published.
         let snapshot = admin.read_snapshot().await?;
         admin.published = std::sync::Mutex::new(Published::new(&snapshot));
         Ok(admin)
+    }
+
+    /// The same admin publishing a selector update before writing it
+    /// ([`crate::EmulatedBug::PublishBeforeCommit`]). Tests only.
+    pub(crate) fn publishing_before_commit(self) -> Self {
+        Self {
+            publish_before_commit: true,
+            ..self
+        }
     }
 
     /// The store, for reads.

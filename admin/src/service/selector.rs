@@ -145,8 +145,18 @@ impl Admin {
         record.id.clone_from(&old.id);
         record.date_created.clone_from(&old.date_created);
         record.date_updated = now();
-        self.store.put_selector(&record).await?;
         let moved = old.plugin_id != record.plugin_id;
+        let mut data = selector_data(&record, &plugin.name);
+        data.before_condition_list.clone_from(&old.conditions);
+        // The emulated bug: the update leaves before its write, which may yet be refused.
+        let early = self.publish_before_commit && !moved;
+        if early {
+            self.publish(
+                DataEventType::Update,
+                EventPayload::Selector(vec![data.clone()]),
+            );
+        }
+        self.store.put_selector(&record).await?;
         let rules = if moved {
             let rules = self.store.selector_rules(&record.id).await?;
             let names = self.plugin_names().await?;
@@ -155,9 +165,9 @@ impl Admin {
         } else {
             Vec::new()
         };
-        let mut data = selector_data(&record, &plugin.name);
-        data.before_condition_list = old.conditions;
-        self.publish(DataEventType::Update, EventPayload::Selector(vec![data]));
+        if !early {
+            self.publish(DataEventType::Update, EventPayload::Selector(vec![data]));
+        }
         if !rules.is_empty() {
             let data = rules.iter().map(|r| rule_data(r, &plugin.name)).collect();
             self.publish(DataEventType::Update, EventPayload::Rule(data));

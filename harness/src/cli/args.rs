@@ -294,6 +294,10 @@ pub(crate) struct RunArgs {
     /// `--gateway-arg=--emulate-bug --gateway-arg=drop-deletes`).
     #[arg(long = "gateway-arg", allow_hyphen_values = true)]
     pub(crate) gateway_args: Vec<String>,
+    /// An extra argument for every admin started (repeat it; e.g.
+    /// `--admin-arg=--emulate-bug --admin-arg=no-peer-watch`).
+    #[arg(long = "admin-arg", allow_hyphen_values = true)]
+    pub(crate) admin_args: Vec<String>,
     /// Seed of the harness's random choices (default: `GANTRY_SEED`, else random; every
     /// result reports the one used).
     #[arg(long)]
@@ -304,7 +308,7 @@ pub(crate) struct RunArgs {
     pub(crate) verbose: bool,
     /// Run every case another way too (README "Run modes"): `slice[:MS]` (every link through
     /// a slicer writing one byte at a time, 1 ms or MS apart, `slice:0` unpaced; the case's
-    /// waits and `converge` bounds stretched ×(1 + 2·MS)), `restart` (the gateways restarted between every two steps), `leak[:N]`
+    /// waits and `converge` bounds stretched ×(1 + 3·MS)), `restart` (the gateways restarted between every two steps), `leak[:N]`
     /// (each case N times on one topology, default 5: the admin's and gateways' RSS and open
     /// fds must not grow), `repeat:N` (each case N times; any failed run fails it).
     #[arg(long, value_name = "MODE")]
@@ -743,6 +747,7 @@ impl RunArgs {
         }
         opts.build &= !self.no_build;
         opts.gateway_args.clone_from(&self.gateway_args);
+        opts.admin_args.clone_from(&self.admin_args);
         opts.sync_style = self.sync_style;
         opts.filter.clone_from(&self.filter);
         opts.partition = self.partition;
