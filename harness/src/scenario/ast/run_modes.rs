@@ -61,11 +61,16 @@ impl Scenario {
 /// Run modes the scenario opts out of, each with why (e.g. `restart: "pauses the gateway
 /// mid-step"`). Few cases need one: every case is meant to pass under every run mode.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RunModeOptOuts {
     /// Why the case cannot run with every link sliced (`--run-mode slice`).
     #[serde(default)]
     pub slice: Option<String>,
+    /// Why the case cannot run with every link sliced at a pace (`--run-mode slice` or
+    /// `slice:MS` with MS above 0): a bound of the gateway's own, or a rate, that the pace
+    /// takes away. Unpaced (`slice:0`) it runs.
+    #[serde(default)]
+    pub slice_paced: Option<String>,
     /// Why the case cannot run with its gateways restarted between steps (`--run-mode
     /// restart`).
     #[serde(default)]
@@ -82,23 +87,30 @@ impl RunModeOptOuts {
     /// Why the case opts out of `mode`, if it does.
     pub fn reason(&self, mode: RunMode) -> Option<&str> {
         match mode {
-            RunMode::Slice { .. } => self.slice.as_deref(),
+            RunMode::Slice { every_ms } => {
+                (self.slice.as_deref()).or(self.slice_paced.as_deref().filter(|_| every_ms > 0))
+            }
             RunMode::Restart => self.restart.as_deref(),
             RunMode::Leak { .. } => self.leak.as_deref(),
             RunMode::Repeat { .. } => self.repeat.as_deref(),
         }
     }
 
-    /// Each opt-out as (mode name, reason).
-    pub(crate) fn each(&self) -> impl Iterator<Item = (&'static str, &str)> {
+    /// Each opt-out as (its key, the run mode it names, its reason).
+    pub(crate) fn each(&self) -> impl Iterator<Item = (&'static str, &'static str, &str)> {
         [
-            ("slice", &self.slice),
-            ("restart", &self.restart),
-            ("leak", &self.leak),
-            ("repeat", &self.repeat),
+            ("slice", "`--run-mode slice`", &self.slice),
+            (
+                "slicePaced",
+                "a paced `--run-mode slice`",
+                &self.slice_paced,
+            ),
+            ("restart", "`--run-mode restart`", &self.restart),
+            ("leak", "`--run-mode leak`", &self.leak),
+            ("repeat", "`--run-mode repeat`", &self.repeat),
         ]
         .into_iter()
-        .filter_map(|(name, why)| Some((name, why.as_deref()?)))
+        .filter_map(|(key, mode, why)| Some((key, mode, why.as_deref()?)))
     }
 }
 
@@ -134,8 +146,8 @@ expectLogs:
     fn a_paced_slice_stretches_the_waits_and_keeps_its_log_lines() {
         let s = crate::scenario::parse_str(Path::new("x.yaml"), CASE).unwrap();
         let sliced = s.under(Some(RunMode::Slice { every_ms: 1 }));
-        assert_eq!(sliced.wait.timeout, s.wait.timeout * 3);
-        assert_eq!(sliced.steps[0].wait.timeout, Duration::from_secs(12));
+        assert_eq!(sliced.wait.timeout, s.wait.timeout * 4);
+        assert_eq!(sliced.steps[0].wait.timeout, Duration::from_secs(16));
         // Stretched where it is applied (`Bound::new`), so that failures name the case's.
         assert_eq!(sliced.steps[0].converge, Some(Duration::from_secs(2)));
         assert_eq!(logs(&sliced), ["always", "sliced"]);
@@ -143,6 +155,30 @@ expectLogs:
         let unpaced = s.under(Some(RunMode::Slice { every_ms: 0 }));
         assert_eq!(unpaced.steps[0].wait.timeout, Duration::from_secs(4));
         assert_eq!(logs(&unpaced), ["always", "sliced"]);
+    }
+
+    #[test]
+    fn a_paced_opt_out_leaves_the_unpaced_slice() {
+        let paced = RunModeOptOuts {
+            slice_paced: Some("a bound of the gateway's".into()),
+            ..RunModeOptOuts::default()
+        };
+        let every = RunModeOptOuts {
+            slice: Some("slower by design".into()),
+            ..RunModeOptOuts::default()
+        };
+        for every_ms in [1, 3] {
+            let mode = RunMode::Slice { every_ms };
+            assert_eq!(paced.reason(mode), Some("a bound of the gateway's"));
+            assert_eq!(every.reason(mode), Some("slower by design"));
+        }
+        let unpaced = RunMode::Slice { every_ms: 0 };
+        assert_eq!(paced.reason(unpaced), None);
+        assert_eq!(every.reason(unpaced), Some("slower by design"));
+        assert_eq!(paced.reason(RunMode::Restart), None);
+        let parsed: RunModeOptOuts =
+            serde_norway::from_str("slicePaced: a bound of the gateway's").unwrap();
+        assert_eq!(parsed, paced);
     }
 
     #[test]

@@ -96,11 +96,11 @@ impl<'s> Validator<'s> {
             self.report("modes", "at least one sync mode is required");
         }
         self.features();
-        for (mode, why) in s.run_modes.each() {
+        for (key, mode, why) in s.run_modes.each() {
             if why.trim().is_empty() {
                 self.report(
-                    format!("runModes.{mode}"),
-                    format!("say why the case cannot run under `--run-mode {mode}`"),
+                    format!("runModes.{key}"),
+                    format!("say why the case cannot run under {mode}"),
                 );
             }
         }
