@@ -197,8 +197,8 @@ fn run_mode_skip(
     backend: BackendKind,
 ) -> Option<String> {
     use scenario::ast::{Change, Fault, FaultAction, Target};
-    if let Some(why) = scenario.run_modes.reason(mode) {
-        return Some(format!("{why} (runModes.{})", mode.name()));
+    if let Some((key, why)) = scenario.run_modes.reason(mode) {
+        return Some(format!("{why} (runModes.{key})"));
     }
     let replaces_a_process = |c: &Change| {
         matches!(

@@ -84,15 +84,20 @@ pub struct RunModeOptOuts {
 }
 
 impl RunModeOptOuts {
-    /// Why the case opts out of `mode`, if it does.
-    pub fn reason(&self, mode: RunMode) -> Option<&str> {
+    /// Why the case opts out of `mode`, if it does, with the key that says so (`slice`,
+    /// `slicePaced`, …).
+    pub fn reason(&self, mode: RunMode) -> Option<(&'static str, &str)> {
+        fn key<'a>(key: &'static str, why: &'a Option<String>) -> Option<(&'static str, &'a str)> {
+            Some((key, why.as_deref()?))
+        }
         match mode {
             RunMode::Slice { every_ms } => {
-                (self.slice.as_deref()).or(self.slice_paced.as_deref().filter(|_| every_ms > 0))
+                key("slice", &self.slice)
+                    .or(key("slicePaced", &self.slice_paced).filter(|_| every_ms > 0))
             }
-            RunMode::Restart => self.restart.as_deref(),
-            RunMode::Leak { .. } => self.leak.as_deref(),
-            RunMode::Repeat { .. } => self.repeat.as_deref(),
+            RunMode::Restart => key("restart", &self.restart),
+            RunMode::Leak { .. } => key("leak", &self.leak),
+            RunMode::Repeat { .. } => key("repeat", &self.repeat),
         }
     }
 
@@ -169,12 +174,15 @@ expectLogs:
         };
         for every_ms in [1, 3] {
             let mode = RunMode::Slice { every_ms };
-            assert_eq!(paced.reason(mode), Some("a bound of the gateway's"));
-            assert_eq!(every.reason(mode), Some("slower by design"));
+            assert_eq!(
+                paced.reason(mode),
+                Some(("slicePaced", "a bound of the gateway's"))
+            );
+            assert_eq!(every.reason(mode), Some(("slice", "slower by design")));
         }
         let unpaced = RunMode::Slice { every_ms: 0 };
         assert_eq!(paced.reason(unpaced), None);
-        assert_eq!(every.reason(unpaced), Some("slower by design"));
+        assert_eq!(every.reason(unpaced), Some(("slice", "slower by design")));
         assert_eq!(paced.reason(RunMode::Restart), None);
         let parsed: RunModeOptOuts =
             serde_norway::from_str("slicePaced: a bound of the gateway's").unwrap();
