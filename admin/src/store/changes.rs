@@ -23,6 +23,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{AnyPool, ConnectOptions};
 use tokio::time::Instant;
 
+use super::database::with_statement_logging;
 use super::{Location, Store, StoreError};
 
 /// The PostgreSQL channel the triggers notify.
@@ -88,7 +89,10 @@ impl Store {
         Ok(Some(match location {
             Location::SqliteMemory => return Ok(None),
             Location::SqliteFile(path) => {
-                let mut connection = SqliteConnectOptions::new().filename(path).connect().await?;
+                let mut connection =
+                    with_statement_logging(SqliteConnectOptions::new().filename(path))
+                        .connect()
+                        .await?;
                 let version = data_version(&mut connection).await?;
                 ChangeFeed::Sqlite {
                     connection,
