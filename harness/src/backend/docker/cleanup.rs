@@ -164,9 +164,35 @@ async fn remove_labelled(
             .map(|(name, _)| async move { swarm::Service { name }.remove(docker).await }),
     )
     .await?;
-    let (containers, networks) = labelled(docker, filter).await?;
-    let containers = containers.iter().filter(|c| pick(c));
-    try_join_all(containers.map(|c| remove_container(docker, &c.name))).await?;
+    // A Swarm task's container outlives its service while the node's agent stops it (a force
+    // removal then answers 409, in progress): removed until none is listed.
+    let deadline = tokio::time::Instant::now() + RELEASE_TIMEOUT;
+    let mut round = 0;
+    let networks = loop {
+        let (containers, networks) = labelled(docker, filter).await?;
+        let containers: Vec<&Labelled> = containers.iter().filter(|c| pick(c)).collect();
+        if containers.is_empty() {
+            break networks;
+        }
+        if round > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(BackendError::Docker {
+                    what: format!(
+                        "removing containers {}",
+                        containers
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    detail: format!("still listed {RELEASE_TIMEOUT:?} after their removal"),
+                });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        try_join_all(containers.iter().map(|c| remove_container(docker, &c.name))).await?;
+        round += 1;
+    };
     let networks: Vec<&Labelled> = networks.iter().filter(|n| pick(n)).collect();
     try_join_all(
         networks

@@ -51,6 +51,9 @@ const DATA_DIR: &str = "/data";
 const RESTART_DELAY: Duration = Duration::from_millis(500);
 /// How long a service may take to have a running task.
 const TASK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a removal waits for a task on its way to a container (a task of a service that
+/// restarts a failing container again and again may always have one).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The directory of the holders' files and their lock.
 fn lease_dir() -> PathBuf {
@@ -490,8 +493,11 @@ impl Service {
     }
 
     /// Removes the service (its task's container goes with it); one already gone is no
-    /// error.
+    /// error. A task still on its way to a container (a service just created, as a killed
+    /// run leaves it) is let arrive first, up to [`SETTLE_TIMEOUT`]: removed then, its node
+    /// created the container after the service and every listing of it had gone.
     pub(crate) async fn remove(&self, docker: &Docker) -> Result<(), BackendError> {
+        self.await_settled(docker).await?;
         match docker.delete_service(&self.name).await {
             Ok(())
             | Err(bollard::errors::Error::DockerResponseServerError {
@@ -568,6 +574,49 @@ impl Service {
     }
 
     /// Waits until no task of the service runs (after scaling to zero).
+    /// Waits until no task of the service is between its creation and a running (or ended)
+    /// container, or [`SETTLE_TIMEOUT`] has passed (a task no node takes never gets a
+    /// container, and holds nothing up); a service already gone has none.
+    async fn await_settled(&self, docker: &Docker) -> Result<(), BackendError> {
+        let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+        let filters = HashMap::from([("service", vec![self.name.as_str()])]);
+        loop {
+            let tasks = match docker
+                .list_tasks(Some(
+                    ListTasksOptionsBuilder::default().filters(&filters).build(),
+                ))
+                .await
+            {
+                Ok(tasks) => tasks,
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => return Ok(()),
+                Err(e) => {
+                    return Err(docker_err(format!("listing the tasks of {}", self.name))(e));
+                }
+            };
+            let on_the_way = tasks.iter().any(|task| {
+                matches!(
+                    task.status.as_ref().and_then(|s| s.state),
+                    Some(
+                        TaskState::NEW
+                            | TaskState::ALLOCATED
+                            | TaskState::PENDING
+                            | TaskState::ASSIGNED
+                            | TaskState::ACCEPTED
+                            | TaskState::PREPARING
+                            | TaskState::READY
+                            | TaskState::STARTING
+                    )
+                )
+            });
+            if !on_the_way || tokio::time::Instant::now() >= deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn await_no_task(&self, docker: &Docker) -> Result<(), BackendError> {
         let deadline = tokio::time::Instant::now() + TASK_TIMEOUT;
         let filters = HashMap::from([
