@@ -137,21 +137,21 @@ pub(crate) async fn open(db: &str) -> Result<Arc<Store>, StoreError> {
     Ok(Arc::new(Store::open(db).await?))
 }
 
-/// The `Any` URL of the SQLite file at `path`, created if missing. Every byte but
-/// `[A-Za-z0-9._~-]` is percent-encoded (`/` too), so the URL keeps an opaque path that the
-/// URL parser never normalises (no `..` folding) and sqlx decodes back to `path` exactly.
 /// How long a statement runs before sqlx logs it as slow.
 const SLOW_STATEMENT: Duration = Duration::from_secs(1);
 
 /// `options` with sqlx's slow-statement line at INFO instead of its default WARN: a SQLite
 /// commit waits on the disk, and on a loaded two-core machine (a build beside the run) it
 /// takes 1–3 s; that is the machine, not an admin fault, and a WARN there failed the cases'
-/// log check (README "Logs"). The line is still written, at INFO, with the statement and its
-/// time.
+/// log check (docs/scenarios.md "Log assertions"). The line is still written, at INFO, with
+/// the statement and its time.
 pub(super) fn with_statement_logging<O: ConnectOptions>(options: O) -> O {
     options.log_slow_statements(log::LevelFilter::Info, SLOW_STATEMENT)
 }
 
+/// The `Any` URL of the SQLite file at `path`, created if missing. Every byte but
+/// `[A-Za-z0-9._~-]` is percent-encoded (`/` too), so the URL keeps an opaque path that the
+/// URL parser never normalises (no `..` folding) and sqlx decodes back to `path` exactly.
 fn sqlite_file_url(path: &str) -> String {
     let mut url = String::from("sqlite:");
     for byte in path.bytes() {

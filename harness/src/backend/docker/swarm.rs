@@ -573,7 +573,6 @@ impl Service {
         Ok(())
     }
 
-    /// Waits until no task of the service runs (after scaling to zero).
     /// Waits until no task of the service is between its creation and a running (or ended)
     /// container, or [`SETTLE_TIMEOUT`] has passed (a task no node takes never gets a
     /// container, and holds nothing up); a service already gone has none.
@@ -617,6 +616,7 @@ impl Service {
         }
     }
 
+    /// Waits until no task of the service runs (after scaling to zero).
     async fn await_no_task(&self, docker: &Docker) -> Result<(), BackendError> {
         let deadline = tokio::time::Instant::now() + TASK_TIMEOUT;
         let filters = HashMap::from([
