@@ -201,7 +201,7 @@ pub enum EmulatedBug {
     /// gateway and it falls ever further behind the admin (APISIX #13069: 5,000 routes at
     /// 20–50 changes/s, the router rebuilt per change until throughput collapsed).
     RebuildPerChange,
-    /// Every request routed leaves one file descriptor open and 64 KiB of memory allocated
+    /// Every request routed leaves one file descriptor open and 256 KiB of memory allocated
     /// for good, as a handler that forgets a socket and a buffer on its way out: the
     /// gateway's open descriptors and resident memory grow with its traffic until it hits a
     /// limit (a planted bug for `gantry run --run-mode leak`, whose judge reads them from

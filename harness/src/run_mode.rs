@@ -349,4 +349,20 @@ mod tests {
              30000, 32048, 34096, 36144], open fds by run: [9, 14, 16, 18, 20]"
         );
     }
+
+    /// Resident memory grows in steps of 2 MiB here: the planted leak at 64 KiB a request
+    /// (1.7 MiB a run) read flat in its last run in CI and passed, which is why it leaks 256 KiB
+    /// now; at that rate every run crosses several steps, and the steps it reads fail.
+    #[test]
+    fn a_leak_smaller_than_the_rss_step_can_read_flat_a_larger_one_cannot() {
+        let fds = [49, 49, 49, 49, 49];
+        let small = readings(&[24_096, 26_144, 28_192, 30_240, 30_240], &fds);
+        assert_eq!(judge_growth("gateway[0]", &small), Ok(()));
+        let planted = readings(&[28_020, 36_212, 44_404, 50_548, 58_764], &fds);
+        assert!(
+            judge_growth("gateway[0]", &planted).is_err_and(|e| e.contains("RSS grows")),
+            "{:?}",
+            judge_growth("gateway[0]", &planted)
+        );
+    }
 }

@@ -160,8 +160,8 @@ fn after_failure() -> Result<(), Failed> {
     assert_gone(&run_label(&id))
 }
 
-/// A gateway that leaks 64 KiB a request, held to 24 MiB: its container is killed by the
-/// OOM killer within the check's 600 requests (37.5 MiB leaked), and the failure says so,
+/// A gateway that leaks 256 KiB a request, held to 24 MiB: its container is killed by the
+/// OOM killer within the check's 600 requests (150 MiB leaked), and the failure says so,
 /// naming the limit (on swarm too: `swarm::out_of_memory_is_reported_on_swarm`).
 pub(crate) const OUT_OF_MEMORY: &str = r#"
 name: docker_out_of_memory
