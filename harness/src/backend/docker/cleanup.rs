@@ -167,31 +167,26 @@ async fn remove_labelled(
     // A Swarm task's container outlives its service while the node's agent stops it (a force
     // removal then answers 409, in progress): removed until none is listed.
     let deadline = tokio::time::Instant::now() + RELEASE_TIMEOUT;
-    let mut round = 0;
+    let mut removed = false;
     let networks = loop {
         let (containers, networks) = labelled(docker, filter).await?;
-        let containers: Vec<&Labelled> = containers.iter().filter(|c| pick(c)).collect();
-        if containers.is_empty() {
+        let left: Vec<&str> = (containers.iter().filter(|c| pick(c)))
+            .map(|c| c.name.as_str())
+            .collect();
+        if left.is_empty() {
             break networks;
         }
-        if round > 0 {
+        if removed {
             if tokio::time::Instant::now() >= deadline {
                 return Err(BackendError::Docker {
-                    what: format!(
-                        "removing containers {}",
-                        containers
-                            .iter()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
+                    what: format!("removing containers {}", left.join(", ")),
                     detail: format!("still listed {RELEASE_TIMEOUT:?} after their removal"),
                 });
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        try_join_all(containers.iter().map(|c| remove_container(docker, &c.name))).await?;
-        round += 1;
+        try_join_all(left.iter().map(|name| remove_container(docker, name))).await?;
+        removed = true;
     };
     let networks: Vec<&Labelled> = networks.iter().filter(|n| pick(n)).collect();
     try_join_all(

@@ -31,7 +31,7 @@ use bollard::models::{
     EndpointPortConfig, EndpointPortConfigPublishModeEnum, EndpointSpec, EndpointSpecModeEnum,
     LocalNodeState, Mount, MountType, MountVolumeOptions, NetworkAttachmentConfig, ServiceSpec,
     ServiceSpecMode, ServiceSpecModeReplicated, ServiceSpecUpdateConfig,
-    ServiceSpecUpdateConfigOrderEnum, SwarmInitRequest, TaskSpec, TaskSpecContainerSpec,
+    ServiceSpecUpdateConfigOrderEnum, SwarmInitRequest, Task, TaskSpec, TaskSpecContainerSpec,
     TaskSpecResources, TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
 };
 use bollard::query_parameters::{
@@ -408,14 +408,9 @@ impl Service {
     /// (a task that failed to start says why in the error).
     pub(crate) async fn running_task(&self, docker: &Docker) -> Result<String, BackendError> {
         let deadline = tokio::time::Instant::now() + TASK_TIMEOUT;
-        let filters = HashMap::from([("service", vec![self.name.as_str()])]);
         let mut last = String::from("no task yet");
         loop {
-            let tasks = docker
-                .list_tasks(Some(
-                    ListTasksOptionsBuilder::default().filters(&filters).build(),
-                ))
-                .await
+            let tasks = (self.tasks(docker, None).await)
                 .map_err(docker_err(format!("listing the tasks of {}", self.name)))?;
             for task in &tasks {
                 let Some(status) = &task.status else { continue };
@@ -457,16 +452,8 @@ impl Service {
         port: u16,
     ) -> Result<Vec<(String, u16)>, BackendError> {
         let deadline = tokio::time::Instant::now() + TASK_TIMEOUT;
-        let filters = HashMap::from([
-            ("service", vec![self.name.as_str()]),
-            ("desired-state", vec!["running"]),
-        ]);
         loop {
-            let mut tasks = docker
-                .list_tasks(Some(
-                    ListTasksOptionsBuilder::default().filters(&filters).build(),
-                ))
-                .await
+            let mut tasks = (self.tasks(docker, Some("running")).await)
                 .map_err(docker_err(format!("listing the tasks of {}", self.name)))?;
             tasks.sort_by_key(|t| t.slot);
             let mut running = Vec::new();
@@ -490,6 +477,22 @@ impl Service {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The service's tasks; with `desired`, those whose desired state it is (`running`).
+    async fn tasks(
+        &self,
+        docker: &Docker,
+        desired: Option<&str>,
+    ) -> Result<Vec<Task>, bollard::errors::Error> {
+        let mut filters = HashMap::from([("service", vec![self.name.as_str()])]);
+        if let Some(state) = desired {
+            filters.insert("desired-state", vec![state]);
+        }
+        (docker.list_tasks(Some(
+            ListTasksOptionsBuilder::default().filters(&filters).build(),
+        )))
+        .await
     }
 
     /// Removes the service (its task's container goes with it); one already gone is no
@@ -578,14 +581,8 @@ impl Service {
     /// container, and holds nothing up); a service already gone has none.
     async fn await_settled(&self, docker: &Docker) -> Result<(), BackendError> {
         let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
-        let filters = HashMap::from([("service", vec![self.name.as_str()])]);
         loop {
-            let tasks = match docker
-                .list_tasks(Some(
-                    ListTasksOptionsBuilder::default().filters(&filters).build(),
-                ))
-                .await
-            {
+            let tasks = match self.tasks(docker, None).await {
                 Ok(tasks) => tasks,
                 Err(bollard::errors::Error::DockerResponseServerError {
                     status_code: 404, ..
